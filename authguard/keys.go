@@ -1,0 +1,83 @@
+package authguard
+
+import (
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"hash"
+	"sync"
+)
+
+// Signal names, as they appear in store keys.
+const (
+	signalAccount       = "acct"   // account backoff counter
+	signalDevice        = "dev"    // trusted-device backoff counter
+	signalIPRate        = "iprate" // token bucket per IP prefix
+	signalIPSpray       = "ipspray"
+	signalIPFailures    = "ipfail"
+	signalPasswordSpray = "pwspray"
+)
+
+// hashBytes is how much of an HMAC-SHA-256 a subject hash keeps: 128 bits,
+// far beyond any collision an attacker could aim at without the key.
+const hashBytes = 16
+
+// hashLen is the length of an encoded subject hash.
+var hashLen = base64.RawURLEncoding.EncodedLen(hashBytes)
+
+// hasher computes keyed subject hashes. The key is derived from the
+// service's secret, so a dump of the store reveals no identifier.
+type hasher struct {
+	pool sync.Pool
+}
+
+func newHasher(key []byte) *hasher {
+	h := &hasher{}
+	h.pool.New = func() any { return hmac.New(sha256.New, key) }
+	return h
+}
+
+// subject hashes one subject of a kind ("account", "ip", "fp", "device") for a
+// tenant. The encoded result has a fixed length whatever the input.
+func (h *hasher) subject(tenant, kind, value string) string {
+	m := h.pool.Get().(hash.Hash)
+	m.Reset()
+	m.Write([]byte(tenant))
+	m.Write([]byte{0})
+	m.Write([]byte(kind))
+	m.Write([]byte{0})
+	m.Write([]byte(value))
+	var sum [sha256.Size]byte
+	out := m.Sum(sum[:0])
+	h.pool.Put(m)
+	return base64.RawURLEncoding.EncodeToString(out[:hashBytes])
+}
+
+// storeKey builds tg:<tenant>:<flow>:<signal>:<hash>.
+func storeKey(tenant, flow, signal, hash string) string {
+	b := make([]byte, 0, 3+len(tenant)+1+len(flow)+1+len(signal)+1+len(hash))
+	b = append(b, "tg:"...)
+	b = append(b, tenant...)
+	b = append(b, ':')
+	b = append(b, flow...)
+	b = append(b, ':')
+	b = append(b, signal...)
+	b = append(b, ':')
+	b = append(b, hash...)
+	return string(b)
+}
+
+// deriveKey derives an independent key for one purpose from the secret.
+func deriveKey(secret []byte, purpose string) []byte {
+	m := hmac.New(sha256.New, secret)
+	m.Write([]byte("tollgate/v1/" + purpose))
+	return m.Sum(nil)
+}
+
+// randomID returns a fresh unguessable identifier of fixed length.
+func randomID() string {
+	var b [hashBytes]byte
+	rand.Read(b[:]) // never fails (crypto/rand panics instead)
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}

@@ -1,0 +1,103 @@
+package authguard
+
+import (
+	"errors"
+	"fmt"
+)
+
+// CheckRequest asks whether an attempt may go ahead, before the caller looks
+// at the credential.
+type CheckRequest struct {
+	// Tenant selects the key space; empty means DefaultTenant.
+	Tenant string
+	// Flow names a flow from the policy, such as "login".
+	Flow string
+	// Account is the identifier as the user typed it. It is normalised and
+	// hashed; tollgate never stores or logs it.
+	Account string
+	// IP is the end user's address as the caller saw it.
+	IP string
+	// DeviceToken is the token a previous success returned, if the caller
+	// has one for this end user.
+	DeviceToken string
+	// CaptchaSolved says the end user just solved a CAPTCHA the caller
+	// verified.
+	CaptchaSolved bool
+	// PasswordFingerprint is an HMAC of the password the caller computes with
+	// its own key (never the password), or empty.
+	PasswordFingerprint string
+}
+
+// ReportRequest tells tollgate how an attempt ended.
+type ReportRequest struct {
+	Tenant  string
+	Flow    string
+	Account string
+	IP      string
+	Outcome Outcome
+	// Attempt is the token the check returned. A report without a valid one
+	// is counted on its own.
+	Attempt             string
+	DeviceToken         string
+	PasswordFingerprint string
+}
+
+// Outcome is how a credential check ended.
+type Outcome uint8
+
+// The outcomes. On the wire they are "failure" and "success".
+const (
+	Failure Outcome = iota + 1
+	Success
+)
+
+func (o Outcome) String() string {
+	switch o {
+	case Failure:
+		return "failure"
+	case Success:
+		return "success"
+	}
+	return "unknown"
+}
+
+// ParseOutcome parses "failure" or "success".
+func ParseOutcome(s string) (Outcome, error) {
+	switch s {
+	case "failure":
+		return Failure, nil
+	case "success":
+		return Success, nil
+	}
+	return 0, &InputError{Field: "outcome", Detail: `must be "failure" or "success"`}
+}
+
+// Limits on input. They bound the work and memory one call can cost.
+const (
+	// MaxAccountBytes caps an account identifier as typed.
+	MaxAccountBytes = 256
+	// MaxFingerprintBytes caps a password fingerprint.
+	MaxFingerprintBytes = 256
+	// MaxTokenBytes caps attempt and device tokens.
+	MaxTokenBytes = 1024
+)
+
+// ErrInvalidInput is matched by every *InputError with errors.Is.
+var ErrInvalidInput = errors.New("authguard: invalid input")
+
+// InputError says which field of a request is unusable and why. No state has
+// changed when it is returned. The API maps it to 400.
+type InputError struct {
+	// Field is the request field's wire name, such as "ip".
+	Field string
+	// Detail is a sentence for the caller's developer. It never repeats the
+	// field's value.
+	Detail string
+}
+
+func (e *InputError) Error() string {
+	return fmt.Sprintf("authguard: invalid %s: %s", e.Field, e.Detail)
+}
+
+// Is makes errors.Is(err, ErrInvalidInput) true.
+func (e *InputError) Is(target error) bool { return target == ErrInvalidInput }

@@ -1,0 +1,193 @@
+package authguard
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/limits"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// Store keeps the state behind every signal. The engine turns one call into a
+// batch of single-key operations and hands the whole batch to Do at once, so a
+// networked store can answer a call in one round trip.
+//
+// Every operation is atomic on its own key; nothing needs two keys to be
+// atomic together. Operations on the same key within one batch apply in
+// order. Each store reads its own clock (the Redis store reads Redis TIME), so
+// results carry durations, never absolute times. The semantics of every
+// operation are those of Apply; internal/storetest checks a Store against it.
+type Store interface {
+	// Do applies ops and returns one Result per op, in order. An error means
+	// the store could not be reached or did not answer in time; it is then
+	// unknown which operations took effect.
+	Do(ctx context.Context, ops []Op) ([]Result, error)
+	// Ping reports whether the store is reachable.
+	Ping(ctx context.Context) error
+	// Close releases the store's resources.
+	Close() error
+}
+
+// ErrStoreUnavailable is wrapped by stores' errors when the store cannot be
+// reached or does not answer in time.
+var ErrStoreUnavailable = errors.New("authguard: store unavailable")
+
+// Op is one atomic operation on one key: a *BackoffOp, *LogOp or *BucketOp.
+type Op interface {
+	// StoreKey is the one key the operation reads and writes.
+	StoreKey() string
+	isOp()
+}
+
+// Result is what one operation reports. Fields that do not apply to an
+// operation are zero.
+type Result struct {
+	// Charged is true when the operation reserved something that a refund
+	// must undo: a backoff failure counted, a log member added, a token taken.
+	Charged bool
+	// Wait is how long the subject must wait before its next attempt; zero
+	// when it may go ahead.
+	Wait time.Duration
+	// Over is true when a log's limit is reached: recording the member now
+	// would exceed a window. For LogAdmit without Bypass it means refused.
+	Over bool
+	// Count is the backoff's failure count, or the number of distinct
+	// members in a log's longest window, after the operation.
+	Count int
+}
+
+// BackoffAction selects what a BackoffOp does.
+type BackoffAction uint8
+
+// Backoff actions; see the functions of the same name in package backoff.
+const (
+	// BackoffCharge reserves a failure for an attempt about to go ahead, or
+	// refuses it with a Wait. A fingerprint already counted for this counter
+	// goes ahead without a charge.
+	BackoffCharge BackoffAction = iota + 1
+	// BackoffRefund undoes a charge.
+	BackoffRefund
+	// BackoffConfirm settles a charged attempt that failed: it remembers the
+	// fingerprint.
+	BackoffConfirm
+	// BackoffFail counts a failure no charge reserved.
+	BackoffFail
+	// BackoffClear forgets the counter (a success).
+	BackoffClear
+)
+
+var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear"}
+
+func (a BackoffAction) String() string {
+	if int(a) < len(backoffActionNames) && a > 0 {
+		return backoffActionNames[a]
+	}
+	return "unknown"
+}
+
+// BackoffOp is one step of a progressive-delay counter.
+type BackoffOp struct {
+	Key    string
+	Action BackoffAction
+	Policy backoff.Policy
+	// Fingerprint is the hashed password fingerprint, or empty.
+	Fingerprint string
+	// SeenWindow is how long a counted fingerprint is remembered.
+	SeenWindow time.Duration
+}
+
+// LogAction selects what a LogOp does.
+type LogAction uint8
+
+// Log actions; see the methods of the same name on spraydetect.Windows.
+const (
+	// LogAdmit records the member unless a limit would be exceeded.
+	LogAdmit LogAction = iota + 1
+	// LogAdd records the member whatever the limits say.
+	LogAdd
+	// LogRemove takes the member out.
+	LogRemove
+	// LogPeek changes nothing.
+	LogPeek
+)
+
+var logActionNames = [...]string{"", "admit", "add", "remove", "peek"}
+
+func (a LogAction) String() string {
+	if int(a) < len(logActionNames) && a > 0 {
+		return logActionNames[a]
+	}
+	return "unknown"
+}
+
+// LogOp is one step of a sliding-window log of distinct members.
+type LogOp struct {
+	Key     string
+	Action  LogAction
+	Member  string
+	Windows spraydetect.Windows
+	// Bypass lets LogAdmit record a member over the limit (a solved CAPTCHA).
+	Bypass bool
+}
+
+// BucketOp takes one token from a token bucket.
+type BucketOp struct {
+	Key    string
+	Bucket limits.Bucket
+}
+
+func (o *BackoffOp) StoreKey() string { return o.Key }
+func (o *LogOp) StoreKey() string     { return o.Key }
+func (o *BucketOp) StoreKey() string  { return o.Key }
+func (*BackoffOp) isOp()              {}
+func (*LogOp) isOp()                  {}
+func (*BucketOp) isOp()               {}
+
+// Apply is the reference semantics of every operation: given the key's state
+// (nil when the key holds nothing) and the store's current time it returns the
+// new state, how long the store must keep it (zero: delete the key now), and
+// the result. States are backoff.State, spraydetect.Log and int64 (a bucket's
+// TAT in Unix ms). Stores that keep state in process call Apply; others must
+// behave exactly as it does.
+func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Result) {
+	switch op := op.(type) {
+	case *BackoffOp:
+		s, _ := state.(backoff.State)
+		p, w := op.Policy, op.SeenWindow
+		var d backoff.Decision
+		switch op.Action {
+		case BackoffCharge:
+			s, d = p.Charge(s, now, op.Fingerprint, w)
+		case BackoffRefund:
+			s, d = p.Refund(s, now, w)
+		case BackoffConfirm:
+			s, d = p.Confirm(s, now, op.Fingerprint, w)
+		case BackoffFail:
+			s, d = p.Fail(s, now, op.Fingerprint, w)
+		case BackoffClear:
+			return nil, 0, Result{}
+		}
+		return s, p.TTL(s, now, w), Result{Charged: d.Charged, Wait: d.Wait, Count: s.Failures}
+	case *LogOp:
+		l, _ := state.(spraydetect.Log)
+		var r spraydetect.LogResult
+		switch op.Action {
+		case LogAdmit:
+			l, r = op.Windows.Admit(l, op.Member, now, op.Bypass)
+		case LogAdd:
+			l, r = op.Windows.Add(l, op.Member, now)
+		case LogRemove:
+			l, r = op.Windows.Remove(l, op.Member, now)
+		case LogPeek:
+			l, r = op.Windows.Peek(l, op.Member, now)
+		}
+		return l, op.Windows.TTL(l, now), Result{Charged: r.Added, Over: r.Over, Count: r.Count}
+	case *BucketOp:
+		tat, _ := state.(int64)
+		tat, d := op.Bucket.Take(tat, now)
+		return tat, op.Bucket.TTL(tat, now), Result{Charged: d.Allowed, Wait: d.Wait}
+	}
+	return state, 0, Result{}
+}

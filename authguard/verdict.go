@@ -1,0 +1,137 @@
+package authguard
+
+import (
+	"strconv"
+	"time"
+)
+
+// Action is what the caller must do with an attempt.
+type Action uint8
+
+// The three actions. On the wire they are "proceed", "delay" and "captcha".
+const (
+	// Proceed: check the credential now.
+	Proceed Action = iota
+	// Delay: do not check it before the verdict's Delay has passed; answer
+	// the end user with 429 and Retry-After.
+	Delay
+	// Captcha: ask for a CAPTCHA, then check again with CaptchaSolved.
+	Captcha
+)
+
+var actionNames = [...]string{"proceed", "delay", "captcha"}
+
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "unknown"
+}
+
+// Reason is a stable lower-case code saying which signal shaped a verdict, for
+// the caller's logs. Reasons never depend on whether an account exists.
+type Reason uint8
+
+// Reasons, in the order a verdict lists them.
+const (
+	ReasonAccountBackoff Reason = iota // the account's failure counter asks for a delay
+	ReasonDeviceBackoff                // the trusted device's own counter asks for a delay
+	ReasonIPRate                       // too many checks from the client's IP prefix
+	ReasonIPSpray                      // too many distinct accounts failed from the IP prefix
+	ReasonIPFailures                   // too many failures from the IP prefix
+	ReasonPasswordSpray                // one password tried across too many accounts
+	ReasonUnavailable                  // the store is down and the flow fails closed
+	numReasons
+)
+
+var reasonNames = [...]string{
+	"account_backoff", "device_backoff", "ip_rate", "ip_spray", "ip_failures",
+	"password_spray", "unavailable",
+}
+
+func (r Reason) String() string {
+	if int(r) < len(reasonNames) {
+		return reasonNames[r]
+	}
+	return "unknown"
+}
+
+// Reasons returns every reason code, in order.
+func Reasons() []Reason {
+	rs := make([]Reason, numReasons)
+	for i := range rs {
+		rs[i] = Reason(i)
+	}
+	return rs
+}
+
+// reasonSet is a set of reasons; it lists them in their fixed order.
+type reasonSet uint16
+
+func (s *reasonSet) add(r Reason) { *s |= 1 << r }
+
+func (s reasonSet) list() []Reason {
+	rs := make([]Reason, 0, 2)
+	for r := Reason(0); r < numReasons; r++ {
+		if s&(1<<r) != 0 {
+			rs = append(rs, r)
+		}
+	}
+	return rs
+}
+
+// Verdict is tollgate's answer. Its JSON form has the same fields in the same
+// order whatever the action: {"action","delay_ms","retry_after","reasons",
+// "attempt","device_token"}, with zero values where a field does not apply.
+type Verdict struct {
+	// Action is what to do.
+	Action Action
+	// Delay is how long to wait before the attempt may go ahead; zero unless
+	// Action is Delay.
+	Delay time.Duration
+	// Reasons lists the signals behind the verdict, in a fixed order; empty
+	// for a plain Proceed.
+	Reasons []Reason
+	// Attempt is the signed attempt token a Proceed from Check carries; the
+	// caller passes it back with its report.
+	Attempt string
+	// DeviceToken is the fresh device token a success report returns, for
+	// the caller to keep in a long-lived cookie.
+	DeviceToken string
+}
+
+// RetryAfter is Delay in whole seconds, rounded up: the value of a
+// Retry-After header.
+func (v Verdict) RetryAfter() int64 {
+	return int64((v.Delay + time.Second - 1) / time.Second)
+}
+
+// MarshalJSON writes the uniform verdict: always the same fields in the same
+// order, numbers zero and strings empty where they do not apply.
+func (v Verdict) MarshalJSON() ([]byte, error) {
+	return v.AppendJSON(make([]byte, 0, 128+len(v.Attempt)+len(v.DeviceToken))), nil
+}
+
+// AppendJSON appends the JSON form of v to b.
+func (v Verdict) AppendJSON(b []byte) []byte {
+	b = append(b, `{"action":"`...)
+	b = append(b, v.Action.String()...)
+	b = append(b, `","delay_ms":`...)
+	b = strconv.AppendInt(b, v.Delay.Milliseconds(), 10)
+	b = append(b, `,"retry_after":`...)
+	b = strconv.AppendInt(b, v.RetryAfter(), 10)
+	b = append(b, `,"reasons":[`...)
+	for i, r := range v.Reasons {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, '"')
+		b = append(b, r.String()...)
+		b = append(b, '"')
+	}
+	b = append(b, `],"attempt":`...)
+	b = strconv.AppendQuote(b, v.Attempt) // tokens are base64url and dots: no escaping happens
+	b = append(b, `,"device_token":`...)
+	b = strconv.AppendQuote(b, v.DeviceToken)
+	return append(b, '}')
+}

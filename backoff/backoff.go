@@ -1,0 +1,226 @@
+package backoff
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy is the shape of a progressive delay.
+type Policy struct {
+	// Free is how many failures may happen before any delay applies.
+	Free int
+	// Base is the delay after the first failure beyond Free.
+	Base time.Duration
+	// Factor multiplies the delay for every further failure. It is at least 1.
+	Factor float64
+	// Max caps the delay. A capped delay still lets one attempt through every
+	// Max, which is what makes this a throttle rather than a lockout.
+	Max time.Duration
+	// ForgetAfter is the quiet period after the last failure at which the
+	// failure count starts again from zero. It must be longer than Max, or a
+	// patient attacker would never reach the cap.
+	ForgetAfter time.Duration
+}
+
+// Validate reports whether p is usable.
+func (p Policy) Validate() error {
+	switch {
+	case p.Free < 0:
+		return errors.New("backoff: free must not be negative")
+	case p.Base <= 0 || p.Base%time.Millisecond != 0:
+		return errors.New("backoff: base must be a positive whole number of milliseconds")
+	case p.Factor < 1 || p.Factor > 16:
+		return errors.New("backoff: factor must be between 1 and 16")
+	case p.Max < p.Base || p.Max%time.Millisecond != 0:
+		return errors.New("backoff: max must be at least base, in whole milliseconds")
+	case p.ForgetAfter <= p.Max:
+		return fmt.Errorf("backoff: forget_after (%v) must be longer than max (%v)", p.ForgetAfter, p.Max)
+	}
+	return nil
+}
+
+// Delay is the time that must pass after the last of failures failures before
+// the next attempt. It is zero up to Free failures, then Base×Factor^(n−Free−1)
+// rounded down to the millisecond, never more than Max.
+//
+// The power is computed by repeated multiplication of float64 values, which
+// IEEE 754 makes identical in Go and in Lua.
+func (p Policy) Delay(failures int) time.Duration {
+	if failures <= p.Free {
+		return 0
+	}
+	base, limit := float64(p.Base.Milliseconds()), float64(p.Max.Milliseconds())
+	d := base
+	for i := p.Free + 1; i < failures && d < limit; i++ {
+		d *= p.Factor
+	}
+	if d > limit {
+		d = limit
+	}
+	return time.Duration(int64(d)) * time.Millisecond
+}
+
+// State is what is kept per counter. Times are Unix milliseconds; the zero
+// State is a counter with no failures.
+type State struct {
+	// Failures counted since the counter was last cleared or forgotten.
+	Failures int
+	// Last is when the last failure was counted.
+	Last int64
+	// Prev is the value Last had before the last charge, so that a refund can
+	// restore it.
+	Prev int64
+	// Seen lists the password fingerprints of recent failures, newest last,
+	// for "same wrong password once".
+	Seen []Seen
+}
+
+// Seen is one remembered password fingerprint.
+type Seen struct {
+	Fingerprint string
+	At          int64 // Unix milliseconds
+}
+
+// MaxSeen caps how many fingerprints one counter remembers.
+const MaxSeen = 8
+
+// Current returns s as it stands at now: forgotten entirely once the quiet
+// period has passed, and with fingerprints older than window dropped.
+func (p Policy) Current(s State, now time.Time, window time.Duration) State {
+	ms := now.UnixMilli()
+	if s.Failures > 0 && ms-s.Last >= p.ForgetAfter.Milliseconds() {
+		s.Failures, s.Last, s.Prev = 0, 0, 0
+	}
+	if len(s.Seen) > 0 {
+		kept := make([]Seen, 0, len(s.Seen))
+		for _, f := range s.Seen {
+			if ms-f.At < window.Milliseconds() {
+				kept = append(kept, f)
+			}
+		}
+		s.Seen = kept
+	}
+	return s
+}
+
+// Wait is how long from now the next attempt must wait; zero when it may go
+// ahead. It assumes s is Current.
+func (p Policy) Wait(s State, now time.Time) time.Duration {
+	if s.Failures == 0 {
+		return 0
+	}
+	notBefore := s.Last + p.Delay(s.Failures).Milliseconds()
+	if w := notBefore - now.UnixMilli(); w > 0 {
+		return time.Duration(w) * time.Millisecond
+	}
+	return 0
+}
+
+// Decision is the outcome of a transition.
+type Decision struct {
+	// Charged is true when the transition counted a failure.
+	Charged bool
+	// Wait is how long the next attempt must wait after the transition.
+	// For Charge it is the time the refused attempt must wait.
+	Wait time.Duration
+}
+
+// Charge reserves one failure for an attempt about to go ahead. When the
+// counter is waiting it changes nothing and reports the remaining Wait. When
+// fingerprint was already counted within window the attempt repeats a wrong
+// password that has been paid for ("same wrong password once"), so it goes
+// ahead without a charge. Otherwise it counts a failure at now and reports
+// Charged.
+func (p Policy) Charge(s State, now time.Time, fingerprint string, window time.Duration) (State, Decision) {
+	s = p.Current(s, now, window)
+	if w := p.Wait(s, now); w > 0 {
+		return s, Decision{Wait: w}
+	}
+	if fingerprint != "" && seen(s, fingerprint) {
+		return s, Decision{}
+	}
+	s.Failures++
+	s.Prev, s.Last = s.Last, now.UnixMilli()
+	return s, Decision{Charged: true}
+}
+
+// Refund undoes one Charge: the attempt it reserved did not happen, or was not
+// a failure that counts.
+func (p Policy) Refund(s State, now time.Time, window time.Duration) (State, Decision) {
+	s = p.Current(s, now, window)
+	if s.Failures > 0 {
+		s.Failures--
+		s.Last = s.Prev
+		if s.Failures == 0 {
+			s.Last, s.Prev = 0, 0
+		}
+	}
+	return s, Decision{Wait: p.Wait(s, now)}
+}
+
+// Confirm settles an attempt that went ahead and failed: the failure was
+// counted when it was charged, so Confirm only remembers the fingerprint. It is
+// idempotent, so a report sent twice does no harm.
+func (p Policy) Confirm(s State, now time.Time, fingerprint string, window time.Duration) (State, Decision) {
+	s = p.Current(s, now, window)
+	s = remember(s, now, fingerprint)
+	return s, Decision{Wait: p.Wait(s, now)}
+}
+
+// Fail counts a failure that no Charge reserved (a report without a valid
+// attempt token). A fingerprint already seen within window is not counted again.
+func (p Policy) Fail(s State, now time.Time, fingerprint string, window time.Duration) (State, Decision) {
+	s = p.Current(s, now, window)
+	if fingerprint != "" && seen(s, fingerprint) {
+		return s, Decision{Wait: p.Wait(s, now)}
+	}
+	s.Failures++
+	s.Prev, s.Last = s.Last, now.UnixMilli()
+	s = remember(s, now, fingerprint)
+	return s, Decision{Charged: true, Wait: p.Wait(s, now)}
+}
+
+// TTL is how long s can still change a decision after now: the store may
+// forget the counter once it has passed.
+func (p Policy) TTL(s State, now time.Time, window time.Duration) time.Duration {
+	ms := now.UnixMilli()
+	var until int64
+	if s.Failures > 0 {
+		until = s.Last + p.ForgetAfter.Milliseconds()
+	}
+	for _, f := range s.Seen {
+		until = max(until, f.At+window.Milliseconds())
+	}
+	if until <= ms {
+		return 0
+	}
+	return time.Duration(until-ms) * time.Millisecond
+}
+
+func seen(s State, fingerprint string) bool {
+	for _, f := range s.Seen {
+		if f.Fingerprint == fingerprint {
+			return true
+		}
+	}
+	return false
+}
+
+func remember(s State, now time.Time, fingerprint string) State {
+	if fingerprint == "" {
+		return s
+	}
+	seen := make([]Seen, 0, len(s.Seen)+1)
+	for _, f := range s.Seen {
+		if f.Fingerprint != fingerprint {
+			seen = append(seen, f)
+		}
+	}
+	seen = append(seen, Seen{Fingerprint: fingerprint, At: now.UnixMilli()})
+	if len(seen) > MaxSeen {
+		seen = seen[len(seen)-MaxSeen:]
+	}
+	s.Seen = seen
+	return s
+}

@@ -8,7 +8,8 @@ import (
 
 // Policy is the shape of a progressive delay.
 type Policy struct {
-	// Free is how many failures may happen before any delay applies.
+	// Free is how many attempts go ahead without any wait: after Free
+	// failures the next attempt waits Base.
 	Free int
 	// Base is the delay after the first failure beyond Free.
 	Base time.Duration
@@ -40,19 +41,19 @@ func (p Policy) Validate() error {
 	return nil
 }
 
-// Delay is the time that must pass after the last of failures failures before
-// the next attempt. It is zero up to Free failures, then Base×Factor^(n−Free−1)
-// rounded down to the millisecond, never more than Max.
+// Delay is the time that must pass after the last of n failures before the
+// next attempt. It is zero for fewer than Free failures, then
+// Base×Factor^(n−Free) rounded down to the millisecond, never more than Max.
 //
 // The power is computed by repeated multiplication of float64 values, which
 // IEEE 754 makes identical in Go and in Lua.
 func (p Policy) Delay(failures int) time.Duration {
-	if failures <= p.Free {
+	if failures < p.Free {
 		return 0
 	}
 	base, limit := float64(p.Base.Milliseconds()), float64(p.Max.Milliseconds())
 	d := base
-	for i := p.Free + 1; i < failures && d < limit; i++ {
+	for i := p.Free; i < failures && d < limit; i++ {
 		d *= p.Factor
 	}
 	if d > limit {

@@ -1,0 +1,306 @@
+// Package storetest is the conformance suite every authguard.Store must pass:
+// step tables for each operation, batches, expiry, concurrency, and a property
+// test that runs long random sequences of operations at random times against
+// the reference semantics (authguard.Apply) and requires identical results.
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/limits"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// NewStore returns an empty store whose clock is clock. The suite calls it
+// once per subtest; the store is closed by the suite.
+type NewStore func(t *testing.T, clock *testclock.Clock) authguard.Store
+
+// Policies used by the suite.
+var (
+	Backoff = backoff.Policy{Free: 2, Base: time.Second, Factor: 2, Max: 8 * time.Second, ForgetAfter: time.Minute}
+	Seen    = 30 * time.Second
+	Windows = spraydetect.Windows{{Length: 10 * time.Second, Limit: 2}, {Length: time.Minute, Limit: 3}}
+	Bucket  = limits.Bucket{Interval: time.Second, Burst: 2}
+)
+
+// Run runs the whole suite.
+func Run(t *testing.T, newStore NewStore) {
+	t.Run("BackoffSteps", func(t *testing.T) { testBackoffSteps(t, newStore) })
+	t.Run("LogSteps", func(t *testing.T) { testLogSteps(t, newStore) })
+	t.Run("BucketSteps", func(t *testing.T) { testBucketSteps(t, newStore) })
+	t.Run("BatchAppliesInOrder", func(t *testing.T) { testBatchOrder(t, newStore) })
+	t.Run("KeysAreIndependent", func(t *testing.T) { testIndependentKeys(t, newStore) })
+	t.Run("ConcurrentChargesCannotOutrunFree", func(t *testing.T) { testConcurrentCharges(t, newStore) })
+	t.Run("RandomSequencesMatchReference", func(t *testing.T) { testRandom(t, newStore) })
+}
+
+// step is one operation at an offset from the start, with the result it must give.
+type step struct {
+	name string
+	at   time.Duration
+	op   authguard.Op
+	want authguard.Result
+}
+
+func runSteps(t *testing.T, newStore NewStore, steps []step) {
+	t.Helper()
+	clock := testclock.New(time.Time{})
+	start := clock.Now()
+	s := newStore(t, clock)
+	defer s.Close()
+	for _, st := range steps {
+		clock.Set(start.Add(st.at))
+		res, err := s.Do(context.Background(), []authguard.Op{st.op})
+		if err != nil {
+			t.Fatalf("%s: Do: %v", st.name, err)
+		}
+		if got := res[0]; got != st.want {
+			t.Errorf("%s: got %+v, want %+v", st.name, got, st.want)
+		}
+	}
+}
+
+func bo(key string, a authguard.BackoffAction, fp string) authguard.Op {
+	return &authguard.BackoffOp{Key: key, Action: a, Policy: Backoff, Fingerprint: fp, SeenWindow: Seen}
+}
+
+func lg(key string, a authguard.LogAction, member string, bypass bool) authguard.Op {
+	return &authguard.LogOp{Key: key, Action: a, Member: member, Windows: Windows, Bypass: bypass}
+}
+
+func bk(key string) authguard.Op { return &authguard.BucketOp{Key: key, Bucket: Bucket} }
+
+type res = authguard.Result
+
+const (
+	charge  = authguard.BackoffCharge
+	refund  = authguard.BackoffRefund
+	confirm = authguard.BackoffConfirm
+	fail    = authguard.BackoffFail
+	clear   = authguard.BackoffClear
+)
+
+func testBackoffSteps(t *testing.T, newStore NewStore) {
+	const k = "tg:t:login:acct:k"
+	s := time.Second
+	runSteps(t, newStore, []step{
+		{"t=0: first charge is free", 0, bo(k, charge, ""), res{Charged: true, Count: 1}},
+		{"t=0: second charge is free", 0, bo(k, charge, ""), res{Charged: true, Count: 2}},
+		{"t=0: third is refused: wait 1s", 0, bo(k, charge, ""), res{Wait: s, Count: 2}},
+		{"t=+500ms: still refused, the wait is not extended", 500 * time.Millisecond, bo(k, charge, ""), res{Wait: 500 * time.Millisecond, Count: 2}},
+		{"t=+1s: goes ahead", s, bo(k, charge, ""), res{Charged: true, Count: 3}},
+		{"t=+1s: refund puts it back", s, bo(k, refund, ""), res{Count: 2}},
+		{"t=+1s: goes ahead again", s, bo(k, charge, ""), res{Charged: true, Count: 3}},
+		{"t=+1s: confirm with fingerprint A", s, bo(k, confirm, "A"), res{Wait: 2 * s, Count: 3}},
+		{"t=+3s: charge", 3 * s, bo(k, charge, ""), res{Charged: true, Count: 4}},
+		{"t=+7s: fingerprint A again goes ahead uncharged", 7 * s, bo(k, charge, "A"), res{Count: 4}},
+		{"t=+7s: failure with A is not counted again", 7 * s, bo(k, fail, "A"), res{Count: 4}},
+		{"t=+7s: failure with B without a charge counts", 7 * s, bo(k, fail, "B"), res{Charged: true, Wait: 8 * s, Count: 5}},
+		{"t=+8s: refused, capped wait", 8 * s, bo(k, charge, ""), res{Wait: 7 * s, Count: 5}},
+		{"t=+8s: clear forgets everything", 8 * s, bo(k, clear, ""), res{}},
+		{"t=+8s: fresh after clear", 8 * s, bo(k, charge, "A"), res{Charged: true, Count: 1}},
+		{"t=+9s: a failure", 9 * s, bo(k, fail, "C"), res{Charged: true, Wait: s, Count: 2}},
+		{"t=+69s: forgotten after a quiet minute", 69 * s, bo(k, charge, ""), res{Charged: true, Count: 1}},
+	})
+}
+
+func testLogSteps(t *testing.T, newStore NewStore) {
+	const k = "tg:t:login:ipspray:k"
+	s := time.Second
+	admit, add, remove, peek := authguard.LogAdmit, authguard.LogAdd, authguard.LogRemove, authguard.LogPeek
+	runSteps(t, newStore, []step{
+		{"t=0: a admitted", 0, lg(k, admit, "a", false), res{Charged: true, Count: 1}},
+		{"t=1: b admitted", s, lg(k, admit, "b", false), res{Charged: true, Count: 2}},
+		{"t=2: c refused (2 in 10s)", 2 * s, lg(k, admit, "c", false), res{Over: true, Count: 2}},
+		{"t=2: a again is admitted, not added", 2 * s, lg(k, admit, "a", false), res{Count: 2}},
+		{"t=2: peek c says over", 2 * s, lg(k, peek, "c", false), res{Over: true, Count: 2}},
+		{"t=2: c with a solved CAPTCHA is recorded", 2 * s, lg(k, admit, "c", true), res{Charged: true, Over: true, Count: 3}},
+		{"t=2: remove c", 2 * s, lg(k, remove, "c", false), res{Over: true, Count: 2}},
+		{"t=5: d refused, a (refreshed at 2) and b still in 10s", 5 * s, lg(k, admit, "d", false), res{Over: true, Count: 2}},
+		{"t=11: b slid out of 10s, a not yet: d refused by neither", 11 * s, lg(k, peek, "d", false), res{Count: 2}},
+		{"t=12: a exactly 10s old is out of the window: d admitted", 12 * s, lg(k, admit, "d", false), res{Charged: true, Count: 3}},
+		{"t=30: e refused by the minute window (a, b, d)", 30 * s, lg(k, admit, "e", false), res{Over: true, Count: 3}},
+		{"t=30: add records e anyway, cap keeps 4", 30 * s, lg(k, add, "e", false), res{Charged: true, Over: true, Count: 4}},
+		{"t=30: add f drops the oldest (cap is 4)", 30 * s, lg(k, add, "f", false), res{Charged: true, Over: true, Count: 4}},
+		{"t=200: everything expired", 200 * s, lg(k, peek, "z", false), res{}},
+		{"t=200: remove of a missing member is harmless", 200 * s, lg(k, remove, "z", false), res{}},
+	})
+}
+
+func testBucketSteps(t *testing.T, newStore NewStore) {
+	const k = "tg:t:login:iprate:k"
+	ms := time.Millisecond
+	runSteps(t, newStore, []step{
+		{"t=0: 1 of burst 2", 0, bk(k), res{Charged: true}},
+		{"t=0: 2 of burst 2", 0, bk(k), res{Charged: true}},
+		{"t=0: empty, wait 1s", 0, bk(k), res{Wait: time.Second}},
+		{"t=+400ms: wait 600ms", 400 * ms, bk(k), res{Wait: 600 * ms}},
+		{"t=+1s: one token back", time.Second, bk(k), res{Charged: true}},
+		{"t=+1s: empty again", time.Second, bk(k), res{Wait: time.Second}},
+		{"t=+1h: full, not more than burst", time.Hour, bk(k), res{Charged: true}},
+		{"t=+1h: second", time.Hour, bk(k), res{Charged: true}},
+		{"t=+1h: third refused", time.Hour, bk(k), res{Wait: time.Second}},
+	})
+}
+
+func testBatchOrder(t *testing.T, newStore NewStore) {
+	clock := testclock.New(time.Time{})
+	s := newStore(t, clock)
+	defer s.Close()
+	const k = "tg:t:login:acct:batch"
+	ops := []authguard.Op{bo(k, charge, ""), bo(k, charge, ""), bo(k, charge, ""), bo(k, charge, ""), bo(k, refund, ""), lg("tg:t:login:ipspray:b", authguard.LogAdmit, "x", false)}
+	got, err := s.Do(context.Background(), ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []res{{Charged: true, Count: 1}, {Charged: true, Count: 2}, {Wait: time.Second, Count: 2}, {Wait: time.Second, Count: 2}, {Count: 1}, {Charged: true, Count: 1}}
+	if len(got) != len(want) {
+		t.Fatalf("got %d results, want %d", len(got), len(want))
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("op %d: got %+v, want %+v", i, got[i], want[i])
+		}
+	}
+}
+
+func testIndependentKeys(t *testing.T, newStore NewStore) {
+	clock := testclock.New(time.Time{})
+	s := newStore(t, clock)
+	defer s.Close()
+	ctx := context.Background()
+	for range 3 {
+		if _, err := s.Do(ctx, []authguard.Op{bo("tg:t:login:acct:one", charge, "")}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := s.Do(ctx, []authguard.Op{bo("tg:t:login:acct:two", charge, ""), bo("tg:t:otp_verify:acct:one", charge, "")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range got {
+		if r != (res{Charged: true, Count: 1}) {
+			t.Errorf("op %d on a fresh key: got %+v, want a first charge", i, r)
+		}
+	}
+}
+
+func testConcurrentCharges(t *testing.T, newStore NewStore) {
+	clock := testclock.New(time.Time{})
+	s := newStore(t, clock)
+	defer s.Close()
+	const workers, each = 50, 10
+	var mu sync.Mutex
+	charged := 0
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for range each {
+				res, err := s.Do(context.Background(), []authguard.Op{bo("tg:t:login:acct:race", charge, "")})
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				if res[0].Charged {
+					mu.Lock()
+					charged++
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// At a frozen clock exactly Free attempts go ahead.
+	if want := Backoff.Free; charged != want {
+		t.Errorf("%d concurrent charges went ahead, want exactly %d", charged, want)
+	}
+}
+
+// reference is the model the random test compares a store with: a map of
+// states with expiry, driven by authguard.Apply.
+type reference struct {
+	state   map[string]any
+	expires map[string]time.Time
+}
+
+func (r *reference) do(op authguard.Op, now time.Time) authguard.Result {
+	k := op.StoreKey()
+	var st any
+	if exp, ok := r.expires[k]; ok && now.Before(exp) {
+		st = r.state[k]
+	}
+	next, ttl, res := authguard.Apply(op, st, now)
+	if ttl <= 0 || next == nil {
+		delete(r.state, k)
+		delete(r.expires, k)
+	} else {
+		r.state[k], r.expires[k] = next, now.Add(ttl)
+	}
+	return res
+}
+
+// RandomOps returns n random operations over a few keys of each kind, for
+// property tests that compare stores.
+func RandomOps(rng *rand.Rand, n int) []authguard.Op {
+	ops := make([]authguard.Op, n)
+	members := []string{"a", "b", "c", "d", "e"}
+	fps := []string{"", "", "F1", "F2", "F3"}
+	for i := range ops {
+		key := fmt.Sprint(rng.IntN(3))
+		switch rng.IntN(3) {
+		case 0:
+			ops[i] = bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(5)), fps[rng.IntN(len(fps))])
+		case 1:
+			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(4)), members[rng.IntN(len(members))], rng.IntN(4) == 0)
+		default:
+			ops[i] = bk("tg:t:login:iprate:" + key)
+		}
+	}
+	return ops
+}
+
+// RandomStep returns how far to move the clock before the next batch: often
+// not at all, sometimes a little, now and then past every window.
+func RandomStep(rng *rand.Rand) time.Duration {
+	switch rng.IntN(10) {
+	case 0, 1, 2, 3:
+		return 0
+	case 9:
+		return time.Duration(rng.IntN(120_000)) * time.Millisecond
+	default:
+		return time.Duration(rng.IntN(3000)) * time.Millisecond
+	}
+}
+
+func testRandom(t *testing.T, newStore NewStore) {
+	const seqs, length = 20, 200
+	for seq := range seqs {
+		rng := rand.New(rand.NewPCG(uint64(seq), 42))
+		clock := testclock.New(time.Time{})
+		s := newStore(t, clock)
+		ref := &reference{state: map[string]any{}, expires: map[string]time.Time{}}
+		for i := 0; i < length; {
+			clock.Advance(RandomStep(rng))
+			batch := RandomOps(rng, 1+rng.IntN(4))
+			i += len(batch)
+			got, err := s.Do(context.Background(), batch)
+			if err != nil {
+				t.Fatalf("seq %d: Do: %v", seq, err)
+			}
+			for j, op := range batch {
+				if want := ref.do(op, clock.Now()); got[j] != want {
+					t.Fatalf("seq %d op %d (%T %+v) at %v: store %+v, reference %+v", seq, i, op, op, clock.Now().Sub(testclock.Epoch), got[j], want)
+				}
+			}
+		}
+		s.Close()
+	}
+}

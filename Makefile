@@ -1,0 +1,37 @@
+# tollgate — see README.md.
+GO       ?= go
+FUZZTIME ?= 30s
+PKGS     := ./...
+
+.PHONY: run test bench fuzz lint build
+
+## run: start the service on the embedded memory store (127.0.0.1:8080)
+run:
+	$(GO) run ./cmd/tollgate serve
+
+## build: build bin/tollgate
+build:
+	$(GO) build -o bin/tollgate ./cmd/tollgate
+
+## test: everything — vet, unit, conformance, scenarios, fuzz seeds, end-to-end — with -race
+test:
+	$(GO) vet $(PKGS)
+	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+
+## bench: the benchmarks, with allocations
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem -count=6 $(PKGS)
+
+## fuzz: run every fuzz target for FUZZTIME each
+fuzz:
+	@for pkg in $$($(GO) list $(PKGS)); do \
+	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
+	    echo "== $$pkg $$target"; \
+	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
+	  done; \
+	done
+
+## lint: formatting and vet
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet $(PKGS)

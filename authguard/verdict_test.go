@@ -1,0 +1,60 @@
+package authguard_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+func TestVerdict_SameFieldsInTheSameOrder(t *testing.T) {
+	tests := []struct {
+		v    authguard.Verdict
+		want string
+	}{
+		{authguard.Verdict{}, `{"action":"proceed","delay_ms":0,"retry_after":0,"reasons":[],"attempt":"","device_token":""}`},
+		{authguard.Verdict{Action: authguard.Delay, Delay: 1500 * time.Millisecond, Reasons: []authguard.Reason{authguard.ReasonAccountBackoff, authguard.ReasonIPRate}},
+			`{"action":"delay","delay_ms":1500,"retry_after":2,"reasons":["account_backoff","ip_rate"],"attempt":"","device_token":""}`},
+		{authguard.Verdict{Action: authguard.Captcha, Reasons: []authguard.Reason{authguard.ReasonPasswordSpray}, Attempt: "a.b.c"},
+			`{"action":"captcha","delay_ms":0,"retry_after":0,"reasons":["password_spray"],"attempt":"a.b.c","device_token":""}`},
+	}
+	for _, tt := range tests {
+		b, err := json.Marshal(tt.v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(b) != tt.want {
+			t.Errorf("got  %s\nwant %s", b, tt.want)
+		}
+	}
+}
+
+func TestVerdict_RetryAfterRoundsUp(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want int64
+	}{{0, 0}, {time.Millisecond, 1}, {time.Second, 1}, {1001 * time.Millisecond, 2}, {30 * time.Minute, 1800}} {
+		if got := (authguard.Verdict{Delay: tt.d}).RetryAfter(); got != tt.want {
+			t.Errorf("RetryAfter(%v) = %d, want %d", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestReasons_HaveStableNames(t *testing.T) {
+	var names []string
+	for _, r := range authguard.Reasons() {
+		names = append(names, r.String())
+	}
+	if got, want := fmt.Sprint(names), "[account_backoff device_backoff ip_rate ip_spray ip_failures password_spray unavailable]"; got != want {
+		t.Errorf("reasons %s, want %s", got, want)
+	}
+}
+
+func ExampleVerdict_MarshalJSON() {
+	v := authguard.Verdict{Action: authguard.Delay, Delay: 2 * time.Second, Reasons: []authguard.Reason{authguard.ReasonAccountBackoff}}
+	b, _ := json.Marshal(v)
+	fmt.Println(string(b))
+	// Output: {"action":"delay","delay_ms":2000,"retry_after":2,"reasons":["account_backoff"],"attempt":"","device_token":""}
+}

@@ -1,0 +1,223 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/tollgate-auth/tollgate"
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// Pinger is what /readyz asks: the store. authguard.Store satisfies it.
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
+// Config configures the API.
+type Config struct {
+	// Engine decides verdicts. It is required.
+	Engine *authguard.Engine
+	// Store is pinged by /readyz. The default is nil: always ready.
+	Store Pinger
+	// Metrics records HTTP metrics and is served at /metrics; the engine's
+	// Observe hook should be its Observe method. The default is
+	// NewMetrics(Engine.Policy()), which then sees no engine events.
+	Metrics *Metrics
+	// Logger receives one JSON-friendly line per request (and panics). It
+	// never receives an account, IP, token or fingerprint. The default
+	// discards everything.
+	Logger *slog.Logger
+	// OpenAPI is served at /openapi.yaml. The default is tollgate.OpenAPI.
+	OpenAPI []byte
+	// ReadyTimeout bounds the store ping of /readyz. The default is 1s.
+	ReadyTimeout time.Duration
+}
+
+// API is tollgate's HTTP handler.
+type API struct {
+	engine  *authguard.Engine
+	store   Pinger
+	metrics *Metrics
+	log     *slog.Logger
+	openapi []byte
+	ready   time.Duration
+	mux     *chi.Mux
+}
+
+// New returns the API, ready to serve.
+func New(cfg Config) (*API, error) {
+	if cfg.Engine == nil {
+		return nil, errors.New("api: an engine is required")
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = NewMetrics(cfg.Engine.Policy())
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+	}
+	if cfg.OpenAPI == nil {
+		cfg.OpenAPI = tollgate.OpenAPI
+	}
+	if cfg.ReadyTimeout <= 0 {
+		cfg.ReadyTimeout = time.Second
+	}
+	a := &API{
+		engine:  cfg.Engine,
+		store:   cfg.Store,
+		metrics: cfg.Metrics,
+		log:     cfg.Logger,
+		openapi: cfg.OpenAPI,
+		ready:   cfg.ReadyTimeout,
+	}
+	a.mux = a.routes()
+	return a, nil
+}
+
+// ServeHTTP serves one request.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+
+// Router returns the chi router, for tests that walk its routes.
+func (a *API) Router() chi.Routes { return a.mux }
+
+func (a *API) routes() *chi.Mux {
+	r := chi.NewRouter()
+	r.Use(a.instrument, a.recoverer)
+	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
+		a.writeError(w, r, newProblem(kindNotFound, "", "there is no such route; see /openapi.yaml"))
+	})
+	r.MethodNotAllowed(a.methodNotAllowed)
+
+	r.Post("/v1/check", a.check)
+	r.Post("/v1/report", a.report)
+	r.Get("/healthz", a.healthz)
+	r.Get("/readyz", a.readyz)
+	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{
+		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelError),
+		EnableOpenMetrics: true,
+	}))
+	r.Get("/openapi.yaml", a.openAPI)
+	return r
+}
+
+// methodNotAllowed answers 405 with the Allow header chi's default handler
+// would set (a custom handler does not get the list, so it asks the router).
+func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
+	var allow []string
+	for _, m := range []string{http.MethodGet, http.MethodPost} {
+		if a.mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
+			allow = append(allow, m)
+		}
+	}
+	w.Header().Set("Allow", strings.Join(allow, ", "))
+	a.writeError(w, r, newProblem(kindMethodNotAllowed, "", "this route does not accept the method; see the Allow header"))
+}
+
+// check serves POST /v1/check.
+func (a *API) check(w http.ResponseWriter, r *http.Request) {
+	var body checkBody
+	if err := decode(w, r, checkFields, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req, err := body.request()
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.engine.Check(r.Context(), req)
+	if err != nil {
+		a.engineError(w, r, "check", err)
+		return
+	}
+	a.writeVerdict(w, r, req.Flow, v)
+}
+
+// report serves POST /v1/report.
+func (a *API) report(w http.ResponseWriter, r *http.Request) {
+	var body reportBody
+	if err := decode(w, r, reportFields, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req, err := body.request()
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.engine.Report(r.Context(), req)
+	if err != nil {
+		a.engineError(w, r, "report", err)
+		return
+	}
+	a.writeVerdict(w, r, req.Flow, v)
+}
+
+// engineError answers an engine error: invalid input is the caller's 400,
+// anything else is a counted 500.
+func (a *API) engineError(w http.ResponseWriter, r *http.Request, call string, err error) {
+	if !errors.Is(err, authguard.ErrInvalidInput) {
+		a.metrics.engineError(call)
+	}
+	a.writeError(w, r, err)
+}
+
+var verdictPool = sync.Pool{New: func() any { b := make([]byte, 0, 1024); return &b }}
+
+// writeVerdict writes the uniform verdict JSON. flow has been accepted by
+// the engine, so it is a configured name and safe to log.
+func (a *API) writeVerdict(w http.ResponseWriter, r *http.Request, flow string, v authguard.Verdict) {
+	if st := stateOf(r.Context()); st != nil {
+		st.flow, st.action, st.reasons = flow, v.Action.String(), v.Reasons
+	}
+	bp := verdictPool.Get().(*[]byte)
+	b := append(v.AppendJSON((*bp)[:0]), '\n')
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(b)
+	*bp = b
+	verdictPool.Put(bp)
+}
+
+var (
+	statusOK    = []byte(`{"status":"ok"}` + "\n")
+	statusReady = []byte(`{"status":"ready"}` + "\n")
+)
+
+// healthz answers 200 while the process serves HTTP.
+func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(statusOK)
+}
+
+// readyz answers 200 when the store answers a ping in time, else 503.
+func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
+	if a.store != nil {
+		ctx, cancel := context.WithTimeout(r.Context(), a.ready)
+		err := a.store.Ping(ctx)
+		cancel()
+		if err != nil {
+			if st := stateOf(r.Context()); st != nil {
+				st.err = err
+			}
+			a.writeError(w, r, newProblem(kindStoreUnavailable, "", "the store does not answer"))
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	_, _ = w.Write(statusReady)
+}
+
+// openAPI serves the OpenAPI document.
+func (a *API) openAPI(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("Content-Type", "application/yaml")
+	_, _ = w.Write(a.openapi)
+}

@@ -1,0 +1,141 @@
+package api
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// Metrics are tollgate's Prometheus metrics. Its Observe method is the
+// engine's authguard.Config.Observe hook; the API records HTTP metrics on
+// it. It is safe for concurrent use. Every label value comes from a bounded
+// set: configured flow names, actions, reasons, route patterns, problem
+// types and a fixed list of methods — never an identifier.
+type Metrics struct {
+	reg      *prometheus.Registry
+	shadow   map[string]bool // flows in shadow mode
+	verdicts *prometheus.CounterVec
+	reasons  *prometheus.CounterVec
+	shadowed *prometheus.CounterVec
+	storeErr *prometheus.CounterVec
+	fallback *prometheus.CounterVec
+	closed   *prometheus.CounterVec
+	engErr   *prometheus.CounterVec
+	problems *prometheus.CounterVec
+	latency  *prometheus.HistogramVec
+}
+
+// NewMetrics returns Metrics registered on a registry of their own, with
+// the Go runtime and process collectors. The policy tells which flows are in
+// shadow mode; nil means DefaultPolicy.
+func NewMetrics(policy *authguard.Policy) *Metrics {
+	if policy == nil {
+		policy = authguard.DefaultPolicy()
+	}
+	callFlow := []string{"call", "flow"}
+	m := &Metrics{
+		reg:    prometheus.NewRegistry(),
+		shadow: map[string]bool{},
+		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_verdicts_total",
+			Help: "Verdicts answered, by call (check, report), flow and action.",
+		}, []string{"call", "flow", "action"}),
+		reasons: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_verdict_reasons_total",
+			Help: "Reasons given in verdicts, by call, flow, action and reason; a verdict with two reasons counts twice.",
+		}, []string{"call", "flow", "action", "reason"}),
+		shadowed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_shadow_verdicts_total",
+			Help: "Verdicts computed for flows in shadow mode (which always answer proceed), by call, flow and the computed action.",
+		}, []string{"call", "flow", "action"}),
+		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_store_errors_total",
+			Help: "Calls on which the store failed, by call and flow.",
+		}, callFlow),
+		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_fallback_answers_total",
+			Help: "Verdicts of fail-open flows answered from the local fallback store while the store failed.",
+		}, callFlow),
+		closed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_fail_closed_answers_total",
+			Help: "Verdicts answered without any store (the fail-closed delay).",
+		}, callFlow),
+		engErr: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_engine_errors_total",
+			Help: "Engine calls that failed other than on invalid input (answered 500; a bug).",
+		}, []string{"call"}),
+		problems: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_http_problems_total",
+			Help: "Problem responses, by problem type slug.",
+		}, []string{"type"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tollgate_http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method, route pattern and status code.",
+			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
+		}, []string{"method", "route", "code"}),
+	}
+	m.reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.fallback, m.closed,
+		m.engErr, m.problems, m.latency,
+	)
+	// Start the counters operators alert on at zero, so rate() works from
+	// the first scrape.
+	for _, name := range policy.FlowNames() {
+		m.shadow[name] = policy.Flow(name).Mode == authguard.Shadow
+		for _, call := range []string{"check", "report"} {
+			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
+				m.verdicts.WithLabelValues(call, name, a.String())
+			}
+			m.storeErr.WithLabelValues(call, name)
+			m.fallback.WithLabelValues(call, name)
+			m.closed.WithLabelValues(call, name)
+		}
+	}
+	for _, call := range []string{"check", "report"} {
+		m.engErr.WithLabelValues(call)
+	}
+	for _, k := range kinds {
+		m.problems.WithLabelValues(k.slug)
+	}
+	return m
+}
+
+// Registry returns the registry the metrics are on, to serve or to add
+// collectors to.
+func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// Observe records one decided engine call. It never blocks; pass it as
+// authguard.Config.Observe.
+func (m *Metrics) Observe(ev authguard.Event) {
+	action := ev.Answer.Action.String()
+	m.verdicts.WithLabelValues(ev.Call, ev.Flow, action).Inc()
+	for _, r := range ev.Answer.Reasons {
+		m.reasons.WithLabelValues(ev.Call, ev.Flow, action, r.String()).Inc()
+	}
+	if m.shadow[ev.Flow] {
+		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()
+	}
+	if ev.StoreErr != nil {
+		m.storeErr.WithLabelValues(ev.Call, ev.Flow).Inc()
+		switch ev.Source {
+		case authguard.SourceFallback:
+			m.fallback.WithLabelValues(ev.Call, ev.Flow).Inc()
+		case authguard.SourceNone:
+			m.closed.WithLabelValues(ev.Call, ev.Flow).Inc()
+		}
+	}
+}
+
+func (m *Metrics) engineError(call string) { m.engErr.WithLabelValues(call).Inc() }
+
+func (m *Metrics) problem(k *kind) { m.problems.WithLabelValues(k.slug).Inc() }
+
+func (m *Metrics) request(method, route string, status int, d time.Duration) {
+	m.latency.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())
+}

@@ -1,0 +1,171 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"runtime/debug"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// ctxKey is the type of this package's context keys.
+type ctxKey struct{ name string }
+
+var stateKey = &ctxKey{"request state"}
+
+// requestState is what the handlers tell the log and metrics middleware
+// about a request. It never holds an identifier, IP or token.
+type requestState struct {
+	id      string
+	flow    string // set only once the engine accepted the flow
+	action  string
+	reasons []authguard.Reason
+	problem *kind
+	err     error // an internal error, for the log only
+}
+
+func stateOf(ctx context.Context) *requestState {
+	st, _ := ctx.Value(stateKey).(*requestState)
+	return st
+}
+
+// RequestID returns the id of the request ctx belongs to, as sent in its
+// X-Request-Id response header, or "" outside a request served by this
+// package.
+func RequestID(ctx context.Context) string {
+	if st := stateOf(ctx); st != nil {
+		return st.id
+	}
+	return ""
+}
+
+// requestIDRE is what a caller's X-Request-Id must look like to be kept.
+var requestIDRE = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
+
+// requestID returns the caller's X-Request-Id when it is well-formed, or a
+// fresh random one (26 characters of base32).
+func requestID(r *http.Request) string {
+	if v := r.Header.Values("X-Request-Id"); len(v) == 1 && requestIDRE.MatchString(v[0]) {
+		return v[0]
+	}
+	return rand.Text()
+}
+
+// instrument gives every request an id, sets X-Request-Id and
+// Cache-Control: no-store on every response, and logs and measures the
+// request when it is done. It runs outside routing, so 404s and 405s get the
+// same treatment.
+func (a *API) instrument(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		st := &requestState{id: requestID(r)}
+		h := w.Header()
+		h.Set("X-Request-Id", st.id)
+		h.Set("Cache-Control", "no-store")
+		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
+		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
+		defer func() {
+			elapsed := time.Since(start)
+			route := "unmatched"
+			if rc := chi.RouteContext(r.Context()); rc != nil && rc.RoutePattern() != "" {
+				route = rc.RoutePattern()
+			}
+			status := ww.Status()
+			if status == 0 {
+				status = http.StatusOK
+			}
+			a.metrics.request(r.Method, route, status, elapsed)
+			a.logRequest(r, st, route, status, elapsed)
+		}()
+		next.ServeHTTP(ww, r)
+	})
+}
+
+// opsRoutes are logged at debug level: probes and scrapers call them all the
+// time.
+var opsRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true}
+
+func (a *API) logRequest(r *http.Request, st *requestState, route string, status int, elapsed time.Duration) {
+	level := slog.LevelInfo
+	switch {
+	case status >= 500:
+		level = slog.LevelError
+	case opsRoutes[route] && status < 400:
+		level = slog.LevelDebug
+	}
+	ctx := r.Context()
+	if !a.log.Enabled(ctx, level) {
+		return
+	}
+	attrs := make([]slog.Attr, 0, 10)
+	attrs = append(attrs,
+		slog.String("request_id", st.id),
+		slog.String("method", methodLabel(r.Method)),
+		slog.String("route", route),
+		slog.Int("status", status),
+		slog.Float64("latency_ms", float64(elapsed.Microseconds())/1000),
+	)
+	if st.flow != "" {
+		reasons := make([]string, len(st.reasons))
+		for i, rs := range st.reasons {
+			reasons[i] = rs.String()
+		}
+		attrs = append(attrs, slog.String("flow", st.flow), slog.String("action", st.action), slog.Any("reasons", reasons))
+	}
+	if st.problem != nil {
+		attrs = append(attrs, slog.String("problem", st.problem.slug))
+	}
+	if st.err != nil {
+		attrs = append(attrs, slog.String("error", st.err.Error()))
+	}
+	a.log.LogAttrs(ctx, level, "request", attrs...)
+}
+
+// methodLabel bounds the methods that reach logs and metric labels.
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodHead, http.MethodPut,
+		http.MethodPatch, http.MethodDelete, http.MethodOptions:
+		return m
+	}
+	return "OTHER"
+}
+
+// recoverer turns a panic in a handler into a logged 500 problem, so that a
+// bug answers one request badly instead of killing the connection silently.
+// http.ErrAbortHandler is passed on: it is how a handler aborts on purpose.
+func (a *API) recoverer(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			v := recover()
+			if v == nil {
+				return
+			}
+			if v == http.ErrAbortHandler {
+				panic(v)
+			}
+			text := panicText(v)
+			a.log.LogAttrs(r.Context(), slog.LevelError, "panic",
+				slog.String("request_id", RequestID(r.Context())),
+				slog.String("panic", text),
+				slog.String("stack", string(debug.Stack())))
+			if ww, ok := w.(middleware.WrapResponseWriter); ok && ww.Status() != 0 {
+				// The response has begun; all that is left is to cut it short.
+				panic(http.ErrAbortHandler)
+			}
+			a.writeError(w, r, errors.New("api: panic: "+text))
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+func typeName(v any) string { return fmt.Sprintf("%T", v) }

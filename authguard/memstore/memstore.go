@@ -1,7 +1,6 @@
 package memstore
 
 import (
-	"container/list"
 	"context"
 	"errors"
 	"hash/maphash"
@@ -33,18 +32,27 @@ type Store struct {
 	closed  atomic.Bool
 }
 
+// A shard keeps its entries in one slice, linked into an LRU list by index
+// rather than by pointer: a million entries are then a few large objects
+// for the garbage collector to scan instead of millions of small ones.
 type shard struct {
-	mu  sync.Mutex
-	m   map[string]*list.Element
-	lru list.List // front: most recently used
-	cap int
+	mu    sync.Mutex
+	index map[string]int32
+	slots []slot
+	head  int32 // most recently used, or none
+	tail  int32 // least recently used, or none
+	free  int32 // first free slot (linked through next), or none
+	cap   int
 }
 
-type entry struct {
-	key     string
-	state   any
-	expires time.Time
+type slot struct {
+	key        string
+	state      any
+	expires    int64 // Unix nanoseconds
+	prev, next int32
 }
+
+const none = -1
 
 // ErrClosed is returned by a closed Store.
 var ErrClosed = errors.New("memstore: closed")
@@ -64,8 +72,7 @@ func New(cfg Config) *Store {
 	s := &Store{shards: make([]shard, cfg.Shards), seed: maphash.MakeSeed(), now: cfg.Now}
 	per := (cfg.MaxEntries + cfg.Shards - 1) / cfg.Shards
 	for i := range s.shards {
-		s.shards[i].m = make(map[string]*list.Element)
-		s.shards[i].cap = per
+		s.shards[i] = shard{index: make(map[string]int32), head: none, tail: none, free: none, cap: per}
 	}
 	return s
 }
@@ -87,60 +94,93 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 	key := op.StoreKey()
 	sh := &s.shards[maphash.String(s.seed, key)%uint64(len(s.shards))]
+	ns := now.UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 
 	var state any
-	el, ok := sh.m[key]
-	if ok {
-		if e := el.Value.(*entry); now.Before(e.expires) {
-			state = e.state
-		}
+	i, ok := sh.index[key]
+	if ok && ns < sh.slots[i].expires {
+		state = sh.slots[i].state
 	}
 	next, ttl, r := authguard.Apply(op, state, now)
 	switch {
 	case ttl <= 0 || next == nil:
 		if ok {
-			sh.lru.Remove(el)
-			delete(sh.m, key)
+			sh.remove(i)
 		}
 	case ok:
-		e := el.Value.(*entry)
-		e.state, e.expires = next, now.Add(ttl)
-		sh.lru.MoveToFront(el)
+		sh.slots[i].state, sh.slots[i].expires = next, ns+int64(ttl)
+		sh.unlink(i)
+		sh.pushFront(i)
 	default:
-		for len(sh.m) >= sh.cap {
-			s.evictOldest(sh, now)
+		for len(sh.index) >= sh.cap {
+			if ns < sh.slots[sh.tail].expires {
+				s.evicted.Add(1) // a live entry, not just an expired one
+			}
+			sh.remove(sh.tail)
 		}
-		sh.m[key] = sh.lru.PushFront(&entry{key: key, state: next, expires: now.Add(ttl)})
+		sh.insert(key, next, ns+int64(ttl))
 	}
 	return r
 }
 
-// evictOldest removes the least recently used entry; it counts as an eviction
-// only when that entry had not expired.
-func (s *Store) evictOldest(sh *shard, now time.Time) {
-	el := sh.lru.Back()
-	e := el.Value.(*entry)
-	if now.Before(e.expires) {
-		s.evicted.Add(1)
+func (sh *shard) insert(key string, state any, expires int64) {
+	i := sh.free
+	if i == none {
+		i = int32(len(sh.slots))
+		sh.slots = append(sh.slots, slot{})
+	} else {
+		sh.free = sh.slots[i].next
 	}
-	sh.lru.Remove(el)
-	delete(sh.m, e.key)
+	sh.slots[i] = slot{key: key, state: state, expires: expires}
+	sh.index[key] = i
+	sh.pushFront(i)
+}
+
+func (sh *shard) remove(i int32) {
+	sh.unlink(i)
+	delete(sh.index, sh.slots[i].key)
+	sh.slots[i] = slot{next: sh.free} // drop the references for the GC
+	sh.free = i
+}
+
+func (sh *shard) unlink(i int32) {
+	sl := &sh.slots[i]
+	if sl.prev != none {
+		sh.slots[sl.prev].next = sl.next
+	} else {
+		sh.head = sl.next
+	}
+	if sl.next != none {
+		sh.slots[sl.next].prev = sl.prev
+	} else {
+		sh.tail = sl.prev
+	}
+}
+
+func (sh *shard) pushFront(i int32) {
+	sh.slots[i].prev, sh.slots[i].next = none, sh.head
+	if sh.head != none {
+		sh.slots[sh.head].prev = i
+	}
+	sh.head = i
+	if sh.tail == none {
+		sh.tail = i
+	}
 }
 
 // Sweep drops every expired entry. Expired entries are also dropped when
 // they are touched or reach the end of the LRU list, so calling Sweep is only
 // needed to give memory back sooner.
 func (s *Store) Sweep() {
-	now := s.now()
+	ns := s.now().UnixNano()
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for key, el := range sh.m {
-			if !now.Before(el.Value.(*entry).expires) {
-				sh.lru.Remove(el)
-				delete(sh.m, key)
+		for _, j := range sh.index {
+			if ns >= sh.slots[j].expires {
+				sh.remove(j)
 			}
 		}
 		sh.mu.Unlock()
@@ -162,7 +202,7 @@ func (s *Store) Stats() Stats {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		st.Entries += len(sh.m)
+		st.Entries += len(sh.index)
 		sh.mu.Unlock()
 	}
 	return st
@@ -170,13 +210,13 @@ func (s *Store) Stats() Stats {
 
 // Keys returns every live key, for tests and the admin view.
 func (s *Store) Keys() []string {
-	now := s.now()
+	ns := s.now().UnixNano()
 	var keys []string
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, el := range sh.m {
-			if now.Before(el.Value.(*entry).expires) {
+		for k, j := range sh.index {
+			if ns < sh.slots[j].expires {
 				keys = append(keys, k)
 			}
 		}

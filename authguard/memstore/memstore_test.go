@@ -100,3 +100,27 @@ func TestMemory_Closed(t *testing.T) {
 		t.Error("Ping on a closed store succeeded")
 	}
 }
+
+func TestMemory_EvictsLeastRecentlyUsed(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxEntries: 3, Shards: 1})
+	ctx := context.Background()
+	for _, k := range []string{"a", "b", "c", "a", "d"} { // "b" is least recently used when "d" arrives
+		s.Do(ctx, []authguard.Op{charge(k)})
+	}
+	keys := map[string]bool{}
+	for _, k := range s.Keys() {
+		keys[k] = true
+	}
+	if len(keys) != 3 || !keys["a"] || keys["b"] || !keys["c"] || !keys["d"] {
+		t.Errorf("keys %v, want a, c, d (b evicted)", keys)
+	}
+	// Slots freed by clears are reused: the store holds at most 3 entries
+	// however many come and go.
+	for i := range 100 {
+		k := fmt.Sprint("x", i)
+		s.Do(ctx, []authguard.Op{charge(k), &authguard.BackoffOp{Key: k, Action: authguard.BackoffClear, Policy: storetest.Backoff}})
+	}
+	if got := s.Stats().Entries; got > 3 {
+		t.Errorf("%d entries, want at most 3", got)
+	}
+}

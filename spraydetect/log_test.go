@@ -150,6 +150,19 @@ func TestSpray_LowAndSlowCaughtByLongWindow(t *testing.T) {
 	})
 }
 
+// TestWindows_ShortWindowEdge: an entry exactly a window's length old has
+// left that window, though the longer window still holds it.
+func TestWindows_ShortWindowEdge(t *testing.T) {
+	w := spraydetect.Windows{{Length: time.Minute, Limit: 1}, {Length: time.Hour, Limit: 10}}
+	runLog(t, w, spraydetect.Log{}, []logStep{
+		{"t=+0s: a", 0, admit, "a", ok(1), "a"},
+		{"t=+59.999s: b refused by the minute", time.Minute - time.Millisecond, admit, "b", over(1), "a"},
+		{"t=+1m: a is exactly a minute old: b admitted", time.Minute, admit, "b", ok(2), "a b"},
+		{"t=+1m: peek c: b fills the minute", time.Minute, peek, "c", over(2), "a b"},
+		{"t=+2m: c admitted", 2 * time.Minute, admit, "c", ok(3), "a b c"},
+	})
+}
+
 func TestWindows_RemoveThenReadmit(t *testing.T) {
 	w := spraydetect.Windows{{Length: time.Hour, Limit: 2}}
 	runLog(t, w, spraydetect.Log{}, []logStep{

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -62,7 +61,7 @@ func New(cfg Config) (*API, error) {
 		cfg.Metrics = NewMetrics(cfg.Engine.Policy())
 	}
 	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.NewJSONHandler(io.Discard, nil))
+		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.OpenAPI == nil {
 		cfg.OpenAPI = tollgate.OpenAPI
@@ -128,11 +127,7 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	req, err := body.request()
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
+	req := body.request()
 	v, err := a.engine.Check(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "check", err)

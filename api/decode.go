@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"mime"
 	"net/http"
 	"regexp"
@@ -20,107 +19,93 @@ import (
 // The largest valid body (every field at its cap) is about 2.7 KiB.
 const MaxBodyBytes = 8 << 10
 
-// checkBody is the wire form of POST /v1/check. Pointers tell absent (or
-// null) from empty.
+// checkBody is the wire form of POST /v1/check. Which keys were present
+// and which were null is known from the key scan, so fields are plain
+// values: null leaves them at their zero value.
 type checkBody struct {
-	Flow                *string `json:"flow"`
-	Account             *string `json:"account"`
-	IP                  *string `json:"ip"`
-	DeviceToken         *string `json:"device_token"`
-	CaptchaSolved       *bool   `json:"captcha_solved"`
-	PasswordFingerprint *string `json:"password_fingerprint"`
+	Flow                string `json:"flow"`
+	Account             string `json:"account"`
+	IP                  string `json:"ip"`
+	DeviceToken         string `json:"device_token"`
+	CaptchaSolved       bool   `json:"captcha_solved"`
+	PasswordFingerprint string `json:"password_fingerprint"`
 }
 
-// checkFields are checkBody's keys, in wire order.
+// checkFields are checkBody's keys, in wire order, with the required ones
+// marked.
 var checkFields = fields{
-	{"flow", "a string"}, {"account", "a string"}, {"ip", "a string"},
-	{"device_token", "a string"}, {"captcha_solved", "a boolean"},
-	{"password_fingerprint", "a string"},
+	{"flow", "a string", true}, {"account", "a string", true}, {"ip", "a string", true},
+	{"device_token", "a string", false}, {"captcha_solved", "a boolean", false},
+	{"password_fingerprint", "a string", false},
 }
 
-// request validates presence and returns the engine's request.
-func (b *checkBody) request() (authguard.CheckRequest, error) {
-	switch {
-	case b.Flow == nil:
-		return authguard.CheckRequest{}, missing("flow")
-	case b.Account == nil:
-		return authguard.CheckRequest{}, missing("account")
-	case b.IP == nil:
-		return authguard.CheckRequest{}, missing("ip")
-	}
+func (b *checkBody) request() authguard.CheckRequest {
 	return authguard.CheckRequest{
-		Flow:                *b.Flow,
-		Account:             *b.Account,
-		IP:                  *b.IP,
-		DeviceToken:         deref(b.DeviceToken),
-		CaptchaSolved:       b.CaptchaSolved != nil && *b.CaptchaSolved,
-		PasswordFingerprint: deref(b.PasswordFingerprint),
-	}, nil
+		Flow:                b.Flow,
+		Account:             b.Account,
+		IP:                  b.IP,
+		DeviceToken:         b.DeviceToken,
+		CaptchaSolved:       b.CaptchaSolved,
+		PasswordFingerprint: b.PasswordFingerprint,
+	}
 }
 
 // reportBody is the wire form of POST /v1/report.
 type reportBody struct {
-	Flow                *string `json:"flow"`
-	Account             *string `json:"account"`
-	IP                  *string `json:"ip"`
-	Outcome             *string `json:"outcome"`
-	Attempt             *string `json:"attempt"`
-	DeviceToken         *string `json:"device_token"`
-	PasswordFingerprint *string `json:"password_fingerprint"`
+	Flow                string `json:"flow"`
+	Account             string `json:"account"`
+	IP                  string `json:"ip"`
+	Outcome             string `json:"outcome"`
+	Attempt             string `json:"attempt"`
+	DeviceToken         string `json:"device_token"`
+	PasswordFingerprint string `json:"password_fingerprint"`
 }
 
 var reportFields = fields{
-	{"flow", "a string"}, {"account", "a string"}, {"ip", "a string"},
-	{"outcome", "a string"}, {"attempt", "a string"}, {"device_token", "a string"},
-	{"password_fingerprint", "a string"},
+	{"flow", "a string", true}, {"account", "a string", true}, {"ip", "a string", true},
+	{"outcome", "a string", true}, {"attempt", "a string", false},
+	{"device_token", "a string", false}, {"password_fingerprint", "a string", false},
 }
 
 func (b *reportBody) request() (authguard.ReportRequest, error) {
-	switch {
-	case b.Flow == nil:
-		return authguard.ReportRequest{}, missing("flow")
-	case b.Account == nil:
-		return authguard.ReportRequest{}, missing("account")
-	case b.IP == nil:
-		return authguard.ReportRequest{}, missing("ip")
-	case b.Outcome == nil:
-		return authguard.ReportRequest{}, missing("outcome")
-	}
-	outcome, err := authguard.ParseOutcome(*b.Outcome)
+	outcome, err := authguard.ParseOutcome(b.Outcome)
 	if err != nil {
 		return authguard.ReportRequest{}, err
 	}
 	return authguard.ReportRequest{
-		Flow:                *b.Flow,
-		Account:             *b.Account,
-		IP:                  *b.IP,
+		Flow:                b.Flow,
+		Account:             b.Account,
+		IP:                  b.IP,
 		Outcome:             outcome,
-		Attempt:             deref(b.Attempt),
-		DeviceToken:         deref(b.DeviceToken),
-		PasswordFingerprint: deref(b.PasswordFingerprint),
+		Attempt:             b.Attempt,
+		DeviceToken:         b.DeviceToken,
+		PasswordFingerprint: b.PasswordFingerprint,
 	}, nil
 }
 
-// missing is the problem of a required field that is absent or null.
-func missing(name string) error {
-	return newProblem(kindMissingField, name, "is required")
+// field is one key of a request object: its name, the JSON type it takes
+// and whether it is required.
+type field struct {
+	name     string
+	want     string
+	required bool
 }
-
-func deref(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
-}
-
-// field is one key of a request object and the JSON type it takes.
-type field struct{ name, want string }
 
 type fields []field
 
 func (fs fields) index(key string) int {
 	for i, f := range fs {
 		if f.name == key {
+			return i
+		}
+	}
+	return -1
+}
+
+// indexBytes is index for a key still in the body (no allocation).
+func (fs fields) indexBytes(key []byte) int {
+	for i, f := range fs {
+		if string(key) == f.name {
 			return i
 		}
 	}
@@ -174,13 +159,24 @@ func decode(w http.ResponseWriter, r *http.Request, fs fields, v any) error {
 }
 
 // decodeJSON decodes one JSON object with exactly the keys fs names, each at
-// most once, into v.
+// most once, into v, and checks that required keys are present and not null.
 func decodeJSON(body []byte, fs fields, v any) error {
 	if !utf8.Valid(body) {
 		return newProblem(kindMalformedJSON, "", "the body must be UTF-8")
 	}
-	if err := walkObject(body, fs); err != nil {
+	// json.Valid checks the syntax of exactly one value with nothing but
+	// white space around it, without allocating.
+	if !json.Valid(body) {
+		return syntaxProblem(body)
+	}
+	present, err := scanKeys(body, fs)
+	if err != nil {
 		return err
+	}
+	for i, f := range fs {
+		if f.required && present&(1<<i) == 0 {
+			return newProblem(kindMissingField, f.name, "is required")
+		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.DisallowUnknownFields()
@@ -191,8 +187,8 @@ func decodeJSON(body []byte, fs fields, v any) error {
 				return newProblem(kindInvalidField, fs[i].name, "must be "+fs[i].want)
 			}
 		}
-		// walkObject has seen every key and the syntax: nothing else is
-		// expected here.
+		// scanKeys has seen every key and json.Valid the syntax: nothing
+		// else is expected here.
 		return newProblem(kindMalformedJSON, "", "the body does not match the request schema")
 	}
 	return nil
@@ -207,58 +203,122 @@ func topKey(path string) string {
 // other keys are not echoed back.
 var keyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
-// walkObject checks that body is one JSON object followed by nothing but
-// white space, whose keys are all in fs and appear once each.
+// scanKeys walks the top level of body, which json.Valid has accepted, and
+// returns the set of fs's keys present with a non-null value. It rejects a
+// body that is not an object, keys fs does not list and keys given twice:
 // encoding/json's struct decoding alone would take the last of two equal
-// keys, match keys case-insensitively and accept trailing data.
-func walkObject(body []byte, fs fields) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
-	if errors.Is(err, io.EOF) {
-		return newProblem(kindMalformedJSON, "", "the body is empty; it must be a JSON object")
-	}
-	if err != nil {
-		return syntaxProblem(err)
-	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return newProblem(kindMalformedJSON, "", "the body must be a JSON object")
+// keys and match keys case-insensitively.
+func scanKeys(body []byte, fs fields) (present uint64, err error) {
+	i := skipSpace(body, 0)
+	if i >= len(body) || body[i] != '{' {
+		return 0, newProblem(kindMalformedJSON, "", "the body must be a JSON object")
 	}
 	var seen uint64
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return syntaxProblem(err)
+	i++
+	for {
+		i = skipSpace(body, i)
+		if i >= len(body) || body[i] == '}' {
+			return present, nil
 		}
-		key, _ := tok.(string)
-		i := fs.index(key)
-		if i < 0 {
-			if keyRE.MatchString(key) {
-				return newProblem(kindUnknownField, key, "is not a field of this request (keys are case-sensitive)")
+		if body[i] == ',' {
+			i = skipSpace(body, i+1)
+		}
+		end := stringEnd(body, i)
+		raw := body[i:end]
+		k := -1
+		if len(raw) >= 2 {
+			k = fs.indexBytes(raw[1 : len(raw)-1])
+		}
+		if k < 0 && bytes.IndexByte(raw, '\\') >= 0 {
+			var key string
+			if json.Unmarshal(raw, &key) == nil {
+				k = fs.index(key)
 			}
-			return newProblem(kindUnknownField, "", "the body has a key that is not a field of this request")
 		}
-		if seen&(1<<i) != 0 {
-			return newProblem(kindDuplicateField, key, "appears more than once")
+		if k < 0 {
+			var key string
+			_ = json.Unmarshal(raw, &key)
+			if keyRE.MatchString(key) {
+				return 0, newProblem(kindUnknownField, key, "is not a field of this request (keys are case-sensitive)")
+			}
+			return 0, newProblem(kindUnknownField, "", "the body has a key that is not a field of this request")
 		}
-		seen |= 1 << i
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return syntaxProblem(err)
+		if seen&(1<<k) != 0 {
+			return 0, newProblem(kindDuplicateField, fs[k].name, "appears more than once")
 		}
+		seen |= 1 << k
+		i = skipSpace(body, end)
+		i = skipSpace(body, i+1) // the colon
+		if i < len(body) && body[i] != 'n' {
+			present |= 1 << k
+		}
+		i = valueEnd(body, i)
 	}
-	if _, err := dec.Token(); err != nil { // the closing brace
-		return syntaxProblem(err)
-	}
-	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
-		return newProblem(kindMalformedJSON, "", "the body has data after the JSON object")
-	}
-	return nil
 }
 
-func syntaxProblem(err error) error {
-	var se *json.SyntaxError
-	if errors.As(err, &se) {
-		return newProblem(kindMalformedJSON, "", "the body is not valid JSON (syntax error near byte "+strconv.FormatInt(se.Offset, 10)+")")
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
 	}
-	return newProblem(kindMalformedJSON, "", "the body is not valid JSON")
+	return i
+}
+
+// stringEnd returns the index just after the string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b)
+}
+
+// valueEnd returns the index just after the value starting at b[i].
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return i
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				j = stringEnd(b, j) - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return len(b)
+	}
+	for j := i; j < len(b); j++ {
+		switch b[j] {
+		case ',', '}', ']', ' ', '\t', '\n', '\r':
+			return j
+		}
+	}
+	return len(b)
+}
+
+// syntaxProblem describes why body is not one JSON value, with the offset
+// encoding/json reports.
+func syntaxProblem(body []byte) error {
+	if len(bytes.TrimSpace(body)) == 0 {
+		return newProblem(kindMalformedJSON, "", "the body is empty; it must be a JSON object")
+	}
+	var raw json.RawMessage
+	var se *json.SyntaxError
+	if err := json.Unmarshal(body, &raw); errors.As(err, &se) {
+		return newProblem(kindMalformedJSON, "", "the body is not one valid JSON object (syntax error near byte "+strconv.FormatInt(se.Offset, 10)+")")
+	}
+	return newProblem(kindMalformedJSON, "", "the body is not one valid JSON object")
 }

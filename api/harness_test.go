@@ -31,6 +31,9 @@ var testSecret = []byte("tollgate-api-tests-secret-32-bytes-long")
 
 // spec is openapi.yaml, loaded and validated once.
 var spec = sync.OnceValues(func() (*openapi3.T, error) {
+	// kin-openapi decodes text/plain but not OpenMetrics, which /metrics
+	// serves to scrapers that ask for it.
+	openapi3filter.RegisterBodyDecoder("application/openmetrics-text", openapi3filter.PlainBodyDecoder)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(tollgate.OpenAPI)
 	if err != nil {

@@ -1,0 +1,369 @@
+package api_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/go-chi/chi/v5"
+
+	"github.com/tollgate-auth/tollgate"
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+func login(account, ip string) map[string]any {
+	return map[string]any{"flow": "login", "account": account, "ip": ip}
+}
+
+func with(m map[string]any, kv ...any) map[string]any {
+	out := make(map[string]any, len(m)+len(kv)/2)
+	for k, v := range m {
+		out[k] = v
+	}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[kv[i].(string)] = kv[i+1]
+	}
+	return out
+}
+
+// TestLogin_CheckReportCheck is the README walk-through: failures reported
+// with their attempt tokens make a delay appear; waiting it out lets the
+// next attempt through; a success clears the counter and returns a device
+// token.
+func TestLogin_CheckReportCheck(t *testing.T) {
+	h := newHarness(t)
+	alice := login("alice@example.com", "203.0.113.7")
+	for i := 1; i <= 6; i++ {
+		v := h.check(t, alice)
+		if v.Action != "proceed" || v.Attempt == "" {
+			t.Fatalf("check %d = %+v, want proceed with an attempt token", i, v)
+		}
+		r := h.report(t, with(alice, "outcome", "failure", "attempt", v.Attempt))
+		if r.Attempt != "" || r.DeviceToken != "" {
+			t.Errorf("failure report %d carries tokens: %+v", i, r)
+		}
+		if i < 5 && r.Action != "proceed" {
+			t.Fatalf("report %d = %+v, want proceed (5 free failures)", i, r)
+		}
+		if i == 5 {
+			// The verdict for the 6th attempt.
+			if r.Action != "delay" || r.DelayMS != 1000 || r.RetryAfter != 1 || !slices.Equal(r.Reasons, []string{"account_backoff"}) {
+				t.Fatalf("report 5 = %+v, want a 1s account_backoff delay", r)
+			}
+			v := h.check(t, alice)
+			if v.Action != "delay" || v.Attempt != "" || v.DelayMS != 1000 {
+				t.Fatalf("6th check = %+v, want the same delay without attempt", v)
+			}
+			// Hammering during the delay does not extend it.
+			h.check(t, alice)
+			h.clock.Advance(time.Second)
+		}
+	}
+	// The 6th failure doubled the delay.
+	v := h.check(t, alice)
+	if v.Action != "delay" || v.DelayMS != 2000 || v.RetryAfter != 2 {
+		t.Fatalf("check after 6 failures = %+v, want a 2s delay", v)
+	}
+	h.clock.Advance(2 * time.Second)
+	v = h.check(t, alice)
+	if v.Action != "proceed" {
+		t.Fatalf("check after the delay = %+v, want proceed", v)
+	}
+	r := h.report(t, with(alice, "outcome", "success", "attempt", v.Attempt))
+	if r.Action != "proceed" || r.DeviceToken == "" {
+		t.Fatalf("success report = %+v, want proceed with a device token", r)
+	}
+	if v := h.check(t, with(alice, "device_token", r.DeviceToken)); v.Action != "proceed" {
+		t.Fatalf("check with the device token = %+v", v)
+	}
+}
+
+// TestSpray_OneIPManyAccountsNeedsCaptcha: the 11th distinct account failing
+// from one address needs a CAPTCHA, which a solved one lets through.
+func TestSpray_OneIPManyAccountsNeedsCaptcha(t *testing.T) {
+	h := newHarness(t)
+	for i := range 10 {
+		acct := login("user"+string(rune('a'+i))+"@example.com", "198.51.100.9")
+		v := h.check(t, acct)
+		if v.Action != "proceed" {
+			t.Fatalf("account %d: %+v", i, v)
+		}
+		h.report(t, with(acct, "outcome", "failure", "attempt", v.Attempt))
+	}
+	next := login("victim@example.com", "198.51.100.9")
+	v := h.check(t, next)
+	if v.Action != "captcha" || !slices.Equal(v.Reasons, []string{"ip_spray"}) {
+		t.Fatalf("11th account = %+v, want captcha for ip_spray", v)
+	}
+	if v := h.check(t, with(next, "captcha_solved", true)); v.Action != "proceed" {
+		t.Fatalf("after a solved captcha = %+v, want proceed", v)
+	}
+}
+
+func TestVerdict_FieldOrderIsFixed(t *testing.T) {
+	h := newHarness(t)
+	res := h.post(t, "/v1/check", login("a@example.com", "192.0.2.1"))
+	var keys []string
+	dec := json.NewDecoder(bytes.NewReader(res.body))
+	dec.Token()
+	for dec.More() {
+		k, _ := dec.Token()
+		keys = append(keys, k.(string))
+		var raw json.RawMessage
+		dec.Decode(&raw)
+	}
+	if want := []string{"action", "delay_ms", "retry_after", "reasons", "attempt", "device_token"}; !slices.Equal(keys, want) {
+		t.Errorf("keys = %v, want %v", keys, want)
+	}
+	if ct := res.header.Get("Content-Type"); ct != "application/json" {
+		t.Errorf("Content-Type = %q", ct)
+	}
+}
+
+func TestRequestID(t *testing.T) {
+	h := newHarness(t)
+	tests := []struct {
+		name, sent string
+		kept       bool
+	}{
+		{"well-formed is kept", "req-42_a.b", true},
+		{"64 characters is kept", strings.Repeat("a", 64), true},
+		{"65 characters is replaced", strings.Repeat("a", 65), false},
+		{"spaces are replaced", "req 42", false},
+		{"log injection is replaced", "x\",\"level\":\"ERROR", false},
+		{"absent is generated", "", false},
+	}
+	seen := map[string]bool{}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var hdr []string
+			if tt.sent != "" {
+				hdr = []string{"X-Request-Id", tt.sent}
+			}
+			res := h.do(t, http.MethodGet, "/healthz", "", "", hdr...)
+			got := res.header.Get("X-Request-Id")
+			if tt.kept && got != tt.sent {
+				t.Errorf("X-Request-Id = %q, want %q", got, tt.sent)
+			}
+			if !tt.kept && (got == tt.sent || seen[got]) {
+				t.Errorf("X-Request-Id = %q, want a fresh one", got)
+			}
+			seen[got] = true
+		})
+	}
+	// A problem names the id too.
+	res := h.do(t, http.MethodGet, "/nope", "", "", "X-Request-Id", "trace-1")
+	if p := res.json(t); p["request_id"] != "trace-1" {
+		t.Errorf("problem request_id = %v", p["request_id"])
+	}
+}
+
+func TestOperations(t *testing.T) {
+	h := newHarness(t)
+	if res := h.do(t, http.MethodGet, "/healthz", "", ""); res.status != 200 || res.json(t)["status"] != "ok" {
+		t.Errorf("/healthz = %d %s", res.status, res.body)
+	}
+	if res := h.do(t, http.MethodGet, "/readyz", "", ""); res.status != 200 || res.json(t)["status"] != "ready" {
+		t.Errorf("/readyz = %d %s", res.status, res.body)
+	}
+	if res := h.do(t, http.MethodGet, "/openapi.yaml", "", ""); res.status != 200 || !bytes.Equal(res.body, tollgate.OpenAPI) {
+		t.Errorf("/openapi.yaml = %d, %d bytes", res.status, len(res.body))
+	}
+	// A closed store is not ready, but the process is alive.
+	h.store.Close()
+	if res := h.do(t, http.MethodGet, "/readyz", "", ""); res.status != 503 || res.json(t)["type"] != "https://tollgate.dev/problems/store-unavailable" {
+		t.Errorf("/readyz with a closed store = %d %s", res.status, res.body)
+	}
+	if res := h.do(t, http.MethodGet, "/healthz", "", ""); res.status != 200 {
+		t.Errorf("/healthz with a closed store = %d", res.status)
+	}
+}
+
+func TestMetrics(t *testing.T) {
+	h := newHarness(t)
+	acct := login("m@example.com", "192.0.2.5")
+	for range 6 {
+		h.report(t, with(acct, "outcome", "failure"))
+	}
+	h.do(t, http.MethodPost, "/v1/check", "text/plain", "x")
+	res := h.do(t, http.MethodGet, "/metrics", "", "")
+	if res.status != 200 {
+		t.Fatalf("/metrics = %d", res.status)
+	}
+	body := string(res.body)
+	for _, want := range []string{
+		`tollgate_verdicts_total{action="proceed",call="report",flow="login"} 4`,
+		`tollgate_verdicts_total{action="delay",call="report",flow="login"} 2`,
+		`tollgate_verdict_reasons_total{action="delay",call="report",flow="login",reason="account_backoff"} 2`,
+		`tollgate_store_errors_total{call="check",flow="otp_verify"} 0`,
+		`tollgate_http_problems_total{type="unsupported-media-type"} 1`,
+		`tollgate_http_request_duration_seconds_count{code="200",method="POST",route="/v1/report"} 6`,
+		`tollgate_http_request_duration_seconds_count{code="415",method="POST",route="/v1/check"} 1`,
+		`go_goroutines`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	// OpenMetrics when asked.
+	res = h.do(t, http.MethodGet, "/metrics", "", "", "Accept", "application/openmetrics-text; version=1.0.0")
+	if ct := res.header.Get("Content-Type"); !strings.HasPrefix(ct, "application/openmetrics-text") {
+		t.Errorf("OpenMetrics Content-Type = %q", ct)
+	}
+}
+
+// TestLogs_NeverCarryIdentifiers: one JSON line per request with the
+// request id, route, status, flow, action, reasons and latency, and no
+// account, IP, token or fingerprint anywhere.
+func TestLogs_NeverCarryIdentifiers(t *testing.T) {
+	h := newHarness(t)
+	const account, ip, fp = "Secret.Person@example.com", "203.0.113.77", "fp-9f86d081884c7d65"
+	body := with(login(account, ip), "password_fingerprint", fp)
+	v := h.check(t, body)
+	r := h.report(t, with(body, "outcome", "success", "attempt", v.Attempt))
+	h.do(t, http.MethodPost, "/v1/check", "application/json", `{"flow":"nope","account":"`+account+`","ip":"`+ip+`"}`)
+	h.do(t, http.MethodPost, "/v1/check", "application/json", `{"flow":"login","account":"`+account+`","ip":"`+ip+`","`+account+`":1}`)
+
+	logs := h.logs.String()
+	for _, secret := range []string{account, strings.ToLower(account), ip, fp, v.Attempt, r.DeviceToken, "nope"} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("logs contain %q:\n%s", secret, logs)
+		}
+	}
+	lines := strings.Split(strings.TrimSpace(logs), "\n")
+	if len(lines) != 4 {
+		t.Fatalf("%d log lines, want 4:\n%s", len(lines), logs)
+	}
+	var first map[string]any
+	if err := json.Unmarshal([]byte(lines[0]), &first); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"time", "level", "msg", "request_id", "method", "route", "status", "latency_ms", "flow", "action", "reasons"} {
+		if _, ok := first[k]; !ok {
+			t.Errorf("log line lacks %q: %s", k, lines[0])
+		}
+	}
+	if first["route"] != "/v1/check" || first["flow"] != "login" || first["action"] != "proceed" {
+		t.Errorf("log line = %s", lines[0])
+	}
+	if !strings.Contains(lines[2], `"problem":"invalid-field"`) || strings.Contains(lines[2], `"flow"`) {
+		t.Errorf("rejected request's log line = %s", lines[2])
+	}
+}
+
+// failingStore fails every call, like an unreachable Redis.
+type failingStore struct{}
+
+var errDown = errors.New("teststore: connection refused")
+
+func (failingStore) Do(context.Context, []authguard.Op) ([]authguard.Result, error) {
+	return nil, errDown
+}
+func (failingStore) Ping(context.Context) error { return errDown }
+func (failingStore) Close() error               { return nil }
+
+// panickingStore panics on Do: a bug in the layers below the handler.
+type panickingStore struct{ failingStore }
+
+func (panickingStore) Do(context.Context, []authguard.Op) ([]authguard.Result, error) {
+	panic("teststore: bug with alice@example.com in it")
+}
+
+func withStore(s authguard.Store) harnessOption {
+	return func(c *authguard.Config) { c.Store = s }
+}
+
+// TestStoreOutage_IsAVerdictNotAnError: a failing store gives the fail
+// mode's verdict (login fails open onto the fallback, otp_verify fails
+// closed), counted in the metrics, never an HTTP error.
+func TestStoreOutage_IsAVerdictNotAnError(t *testing.T) {
+	h := newHarness(t, withStore(failingStore{}))
+	if v := h.check(t, login("a@example.com", "192.0.2.1")); v.Action != "proceed" {
+		t.Errorf("fail-open login = %+v, want proceed from the fallback", v)
+	}
+	otp := map[string]any{"flow": "otp_verify", "account": "a@example.com", "ip": "192.0.2.1"}
+	if v := h.check(t, otp); v.Action != "delay" || !slices.Equal(v.Reasons, []string{"unavailable"}) {
+		t.Errorf("fail-closed otp_verify = %+v, want delay for unavailable", v)
+	}
+	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
+	for _, want := range []string{
+		`tollgate_store_errors_total{call="check",flow="login"} 1`,
+		`tollgate_fallback_answers_total{call="check",flow="login"} 1`,
+		`tollgate_fail_closed_answers_total{call="check",flow="otp_verify"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
+// TestPanic_IsALogged500Problem: a bug answers one request with a 500
+// problem that the spec describes, and is logged without the panic's text.
+func TestPanic_IsALogged500Problem(t *testing.T) {
+	h := newHarness(t, withStore(panickingStore{}))
+	res := h.post(t, "/v1/check", login("alice@example.com", "192.0.2.1"))
+	if res.status != 500 || res.json(t)["type"] != "https://tollgate.dev/problems/internal" {
+		t.Fatalf("panic answered %d %s", res.status, res.body)
+	}
+	if strings.Contains(string(res.body), "alice") || strings.Contains(string(res.body), "teststore") {
+		t.Errorf("500 body leaks the panic: %s", res.body)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"msg":"panic"`) || !strings.Contains(logs, `"status":500`) {
+		t.Errorf("panic not logged:\n%s", logs)
+	}
+	if strings.Contains(logs, "alice") {
+		t.Errorf("log repeats the panic value:\n%s", logs)
+	}
+}
+
+// TestShadowMode_AnswersProceedButCounts: a shadow flow always answers
+// proceed, and the metrics show what it would have answered.
+func TestShadowMode_AnswersProceedButCounts(t *testing.T) {
+	h := newHarness(t, withPolicy("flows:\n  login:\n    mode: shadow\n"))
+	acct := login("s@example.com", "192.0.2.1")
+	for range 7 {
+		if v := h.report(t, with(acct, "outcome", "failure")); v.Action != "proceed" {
+			t.Fatalf("shadow answered %+v", v)
+		}
+	}
+	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
+	if want := `tollgate_shadow_verdicts_total{action="delay",call="report",flow="login"} 3`; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+}
+
+// TestRoutesMatchSpec fails when a route exists in the router but not in
+// openapi.yaml, or the other way round.
+func TestRoutesMatchSpec(t *testing.T) {
+	doc, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var inSpec []string
+	for path, item := range doc.Paths.Map() {
+		for method := range item.Operations() {
+			inSpec = append(inSpec, method+" "+path)
+		}
+	}
+	h := newHarness(t)
+	var inRouter []string
+	err = chi.Walk(h.api.Router(), func(method, route string, _ http.Handler, _ ...func(http.Handler) http.Handler) error {
+		inRouter = append(inRouter, method+" "+route)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(inSpec)
+	slices.Sort(inRouter)
+	if !slices.Equal(inSpec, inRouter) {
+		t.Errorf("routes differ\nrouter: %v\nspec:   %v", inRouter, inSpec)
+	}
+}

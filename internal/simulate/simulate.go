@@ -1,15 +1,122 @@
-// Package simulate replays attack and user scenarios on the real engine and
-// memory store with a virtual clock.
 package simulate
 
 import (
+	"errors"
+	"flag"
 	"fmt"
 	"io"
+	"os"
+
+	"github.com/tollgate-auth/tollgate/authguard"
 )
 
+const usage = `usage: tollgate simulate [-json] [-svg FILE] [-config POLICY.yaml] SCENARIO.yaml...
+
+Replays each scenario on the real engine with a virtual clock and checks its
+expectations. Flags may come before or after the scenarios.
+
+  -json         print one JSON object per scenario instead of a table
+  -svg FILE     write a chart of cumulative proceeded attempts (one scenario only)
+  -config FILE  lay a policy file over the built-in policy
+
+Exit status: 0 when every expectation holds, 1 when one fails, 2 on a usage
+or scenario error.
+`
+
 // Main runs `tollgate simulate` with args (the words after "simulate") and
-// returns the exit status.
+// returns the exit status: 0 when every expectation holds, 1 when one fails,
+// 2 for a usage or scenario error, reported on stderr.
 func Main(args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintln(stderr, "tollgate simulate: not implemented yet")
-	return 2
+	fs := flag.NewFlagSet("tollgate simulate", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	jsonOut := fs.Bool("json", false, "print JSON")
+	svgFile := fs.String("svg", "", "write an SVG chart to FILE")
+	configFile := fs.String("config", "", "policy file")
+
+	// Flags may follow the scenarios: parse, take one positional word, and
+	// parse again until nothing is left. After "--" every word is a path.
+	var paths []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			if errors.Is(err, flag.ErrHelp) {
+				return 0
+			}
+			return 2 // the flag package has said why
+		}
+		rest := fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
+			paths = append(paths, rest...)
+			break
+		}
+		paths, args = append(paths, rest[0]), rest[1:]
+	}
+	if len(paths) == 0 {
+		fmt.Fprint(stderr, "tollgate simulate: no scenario given\n\n"+usage)
+		return 2
+	}
+	if *svgFile != "" && len(paths) > 1 {
+		fmt.Fprintln(stderr, "tollgate simulate: -svg takes exactly one scenario")
+		return 2
+	}
+
+	policy := authguard.DefaultPolicy()
+	if *configFile != "" {
+		data, err := os.ReadFile(*configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate simulate: %v\n", err)
+			return 2
+		}
+		if policy, err = authguard.LoadPolicy(data); err != nil {
+			fmt.Fprintf(stderr, "%s: %v\n", *configFile, err)
+			return 2
+		}
+	}
+
+	scenarios := make([]*Scenario, len(paths))
+	for i, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate simulate: %v\n", err)
+			return 2
+		}
+		if scenarios[i], err = ParseScenario(path, data); err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+	}
+
+	status := 0
+	for i, sc := range scenarios {
+		r, err := Run(sc, policy)
+		if err != nil {
+			fmt.Fprintln(stderr, err)
+			return 2
+		}
+		if *jsonOut {
+			err = WriteJSON(stdout, r)
+		} else {
+			if i > 0 {
+				fmt.Fprintln(stdout)
+			}
+			err = WriteText(stdout, r)
+		}
+		if err != nil {
+			fmt.Fprintf(stderr, "tollgate simulate: %v\n", err)
+			return 2
+		}
+		if *svgFile != "" {
+			if err := os.WriteFile(*svgFile, SVG(r), 0o644); err != nil {
+				fmt.Fprintf(stderr, "tollgate simulate: %v\n", err)
+				return 2
+			}
+		}
+		if !r.Passed() {
+			status = 1
+		}
+	}
+	return status
 }

@@ -1,0 +1,48 @@
+package simulate
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+)
+
+// WriteText writes r as a table with a row per actor, then each expectation
+// with ok or FAIL and the value it was compared with.
+func WriteText(w io.Writer, r *Result) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "scenario: %s (%s simulated)\n\n", r.Scenario, r.Duration)
+	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "actor\tattempts\tproceeded\tdelayed\tcaptcha\tfirst_delay_at\tfirst_captcha_at\taccounts_checked\taccounts_checked_before_captcha")
+	dash := func(s string) string {
+		if s == "" {
+			return "-"
+		}
+		return s
+	}
+	for _, a := range r.Actors {
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\n", a.Name, a.Attempts, a.Proceeded, a.Delayed, a.Captcha,
+			dash(a.FirstDelayAt), dash(a.FirstCaptchaAt), a.AccountsChecked, a.AccountsCheckedBeforeCaptcha)
+	}
+	tw.Flush()
+	if len(r.Expectations) > 0 {
+		b.WriteString("\n")
+		tw = tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
+		for _, e := range r.Expectations {
+			status := "ok"
+			if !e.OK {
+				status = "FAIL"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t(got %d)\n", status, e.Expr, e.got)
+		}
+		tw.Flush()
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteJSON writes r as one JSON object on one line.
+func WriteJSON(w io.Writer, r *Result) error {
+	return json.NewEncoder(w).Encode(r)
+}

@@ -1,0 +1,664 @@
+package simulate
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// Limits that keep one scenario's cost bounded.
+const (
+	// MaxDuration caps a scenario's simulated time.
+	MaxDuration = 31 * 24 * time.Hour
+	// MaxGenerated caps {generate: N}, {random_ipv4: N} and count.
+	MaxGenerated = 100_000
+	// MaxBurst caps an actor's burst.
+	MaxBurst = 1000
+	// MaxTypos caps an actor's typos.
+	MaxTypos = 20
+	// MaxLogins caps the logins one actor may start in a scenario.
+	MaxLogins = 5_000_000
+)
+
+// Scenario is a parsed scenario file. ParseScenario describes the format.
+type Scenario struct {
+	// Name is the scenario's title.
+	Name string
+	// Duration is the simulated time the scenario covers.
+	Duration time.Duration
+	// Seed seeds every random choice: the same seed gives the same run. The
+	// default is 1.
+	Seed uint64
+	// Actors are the attackers and users, in file order.
+	Actors []*Actor
+	// Expect are the expectations, in file order.
+	Expect []Expectation
+
+	file string // as given to ParseScenario, for errors
+}
+
+// Actor is one attacker script or one group of users.
+type Actor struct {
+	// Name names the actor in expectations and output.
+	Name string
+	// Flow is the policy flow the actor's checks name. The default is "login".
+	Flow string
+	// Accounts are the accounts the actor logs in to.
+	Accounts Accounts
+	// IPs are the addresses the actor logs in from.
+	IPs IPs
+	// Rate, for a rate actor, is how often it starts a login, across the
+	// whole actor. It is zero for an every actor.
+	Rate authguard.Rate
+	// Every, for an every actor, is how often each account logs in. It is
+	// zero for a rate actor.
+	Every time.Duration
+	// Burst is how many logins start at the same instant, run concurrently.
+	// The default is 1.
+	Burst int
+	// Start and Stop bound the actor's activity, as offsets from the
+	// scenario's start. The defaults are 0 and the scenario's Duration.
+	Start, Stop time.Duration
+	// Outcome is how the last attempt of a login ends. The default is
+	// Failure, or Success when Typos or TypoRate is set.
+	Outcome authguard.Outcome
+	// Typos is the number of failed attempts before each login's success.
+	Typos int
+	// TypoRate is the probability that a login starts with one more typo.
+	TypoRate float64
+	// Password, when set, is the password of every last attempt, so that
+	// they share one fingerprint; empty means a different random password
+	// each attempt.
+	Password string
+	// ObeysDelay makes the actor wait out a delay and retry; otherwise it
+	// gives up on that login. The default is true.
+	ObeysDelay bool
+	// SolvesCaptcha makes the actor solve a CAPTCHA and check again at once;
+	// otherwise it gives up on that login. The default is true.
+	SolvesCaptcha bool
+	// DeviceToken makes the actor keep, per account, the device token its
+	// successes return, and send it with later checks and reports. The
+	// default is false.
+	DeviceToken bool
+
+	flowLine int
+}
+
+// Accounts is an actor's accounts: a list of identifiers, or Generate
+// distinct identifiers named after the actor.
+type Accounts struct {
+	List     []string
+	Generate int
+}
+
+// IPs is an actor's address pool: a list of addresses, RandomIPv4 distinct
+// random IPv4 addresses, or Count distinct random addresses in RandomIPv6In.
+type IPs struct {
+	List         []string
+	RandomIPv4   int
+	RandomIPv6In netip.Prefix
+	Count        int
+}
+
+// nodeError is a scenario error at a line of the file.
+type nodeError struct {
+	Line int
+	Path string
+	Msg  string
+}
+
+func (e *nodeError) Error() string {
+	if e.Path == "" {
+		return fmt.Sprintf("line %d: %s", e.Line, e.Msg)
+	}
+	return fmt.Sprintf("line %d: %s: %s", e.Line, e.Path, e.Msg)
+}
+
+func errAt(n *yaml.Node, path, format string, args ...any) error {
+	return &nodeError{Line: max(n.Line, 1), Path: path, Msg: fmt.Sprintf(format, args...)}
+}
+
+// ParseScenario parses a scenario file; file names it in errors, which all
+// name a line: "scenario.yaml: line 7: actors[0].rate: invalid rate ...".
+// Unknown and duplicate keys are errors.
+//
+//	name: brute force on one account from a botnet   # required
+//	duration: 24h                                     # required, up to 31d
+//	seed: 1                                           # optional, default 1
+//	actors:
+//	  - name: attacker                 # letters, digits, '_' and '-'
+//	    flow: login                    # default login
+//	    accounts: [victim@example.com] # or {generate: N}
+//	    ips: {random_ipv4: 1000}       # or a list, or {random_ipv6_in: PREFIX, count: N}
+//	    rate: 1/s                      # N/s, N/m or N/h; or every: 8h
+//	    burst: 1                       # default 1
+//	    start: 0s                      # default 0
+//	    stop: 24h                      # default duration
+//	    outcome: failure               # failure | success
+//	    typos: 0                       # failures before the success
+//	    typo_rate: 0                   # probability of one more typo
+//	    password: "hunter2"            # default: random per attempt
+//	    obeys_delay: true              # default true
+//	    solves_captcha: true           # default true
+//	    device_token: false            # default false
+//	expect:
+//	  attacker.proceeded: "<= 100"
+func ParseScenario(file string, data []byte) (*Scenario, error) {
+	sc, err := parseScenario(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	sc.file = file
+	return sc, nil
+}
+
+func parseScenario(data []byte) (*Scenario, error) {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	var doc yaml.Node
+	if err := dec.Decode(&doc); err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, &nodeError{Line: 1, Msg: "the scenario is empty"}
+		}
+		return nil, yamlError(err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); err == nil {
+		line := extra.Line
+		if len(extra.Content) > 0 {
+			line = extra.Content[0].Line
+		}
+		return nil, &nodeError{Line: max(line, 1), Msg: "a scenario file holds one YAML document"}
+	} else if !errors.Is(err, io.EOF) {
+		return nil, yamlError(err)
+	}
+	if len(doc.Content) == 0 {
+		return nil, &nodeError{Line: 1, Msg: "the scenario is empty"}
+	}
+	sc := new(Scenario)
+	if err := sc.UnmarshalYAML(doc.Content[0]); err != nil {
+		return nil, err
+	}
+	return sc, nil
+}
+
+// yamlError turns "yaml: line 3: ..." into a nodeError-like message without
+// the package prefix.
+func yamlError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if !strings.HasPrefix(msg, "line ") {
+		msg = "line 1: " + msg
+	}
+	return errors.New(msg)
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler: it decodes and validates a
+// whole scenario from its top-level mapping.
+func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
+	if err := rejectAliases(n); err != nil {
+		return err
+	}
+	*sc = Scenario{Seed: 1}
+	var actorNodes []*yaml.Node
+	var expectNode *yaml.Node
+	seen, err := walkMapping(n, "", "a mapping with name, duration, actors and expect", map[string]field{
+		"name": func(v *yaml.Node, p string) (err error) {
+			sc.Name, err = nonEmpty(v, p)
+			return err
+		},
+		"duration": func(v *yaml.Node, p string) (err error) {
+			if sc.Duration, err = duration(v, p); err != nil {
+				return err
+			}
+			if sc.Duration <= 0 || sc.Duration > MaxDuration {
+				return errAt(v, p, "must be more than 0s and at most 31d, not %v", sc.Duration)
+			}
+			return nil
+		},
+		"seed": func(v *yaml.Node, p string) error {
+			s, err := integer(v, p, 0, math.MaxInt64)
+			sc.Seed = uint64(s)
+			return err
+		},
+		"actors": func(v *yaml.Node, p string) error {
+			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
+				return errAt(v, p, "want a list of at least one actor")
+			}
+			actorNodes = v.Content
+			return nil
+		},
+		"expect": func(v *yaml.Node, p string) error {
+			if v.Kind != yaml.MappingNode {
+				return errAt(v, p, `want a mapping of "actor.field": "<op> number"`)
+			}
+			expectNode = v
+			return nil
+		},
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"name", "duration", "actors"} {
+		if seen[k] == nil {
+			return errAt(n, "", "%s is required", k)
+		}
+	}
+	names := map[string]bool{}
+	for i, an := range actorNodes {
+		p := fmt.Sprintf("actors[%d]", i)
+		a, err := parseActor(an, p, sc.Duration)
+		if err != nil {
+			return err
+		}
+		if names[a.Name] {
+			return errAt(an, p+".name", "another actor is named %q", a.Name)
+		}
+		names[a.Name] = true
+		sc.Actors = append(sc.Actors, a)
+	}
+	if expectNode != nil {
+		if sc.Expect, err = parseExpectations(expectNode, "expect", names); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+var actorNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
+
+func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) {
+	a := &Actor{Flow: "login", Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
+	var outcome authguard.Outcome
+	seen, err := walkMapping(n, path, "an actor: a mapping with name, accounts, ips and rate or every", map[string]field{
+		"name": func(v *yaml.Node, p string) error {
+			s, err := nonEmpty(v, p)
+			if err == nil && !actorNameRE.MatchString(s) {
+				err = errAt(v, p, "invalid name %q (use up to 32 letters, digits, '_' and '-', starting with a letter)", s)
+			}
+			a.Name = s
+			return err
+		},
+		"flow": func(v *yaml.Node, p string) (err error) {
+			a.Flow, err = nonEmpty(v, p)
+			a.flowLine = v.Line
+			return err
+		},
+		"accounts": func(v *yaml.Node, p string) (err error) {
+			a.Accounts, err = parseAccounts(v, p)
+			return err
+		},
+		"ips": func(v *yaml.Node, p string) (err error) {
+			a.IPs, err = parseIPs(v, p)
+			return err
+		},
+		"rate": func(v *yaml.Node, p string) error {
+			s, err := scalar(v, p, "a rate such as 1/s")
+			if err != nil {
+				return err
+			}
+			if a.Rate, err = authguard.ParseRate(s); err != nil || a.Rate.Per == 0 {
+				return errAt(v, p, "invalid rate %q (use N/s, N/m or N/h)", s)
+			}
+			return nil
+		},
+		"every": func(v *yaml.Node, p string) (err error) {
+			if a.Every, err = duration(v, p); err == nil && a.Every <= 0 {
+				err = errAt(v, p, "must be more than 0s")
+			}
+			return err
+		},
+		"burst": func(v *yaml.Node, p string) error {
+			b, err := integer(v, p, 1, MaxBurst)
+			a.Burst = int(b)
+			return err
+		},
+		"start": func(v *yaml.Node, p string) (err error) {
+			a.Start, err = duration(v, p)
+			return err
+		},
+		"stop": func(v *yaml.Node, p string) (err error) {
+			a.Stop, err = duration(v, p)
+			return err
+		},
+		"outcome": func(v *yaml.Node, p string) error {
+			s, err := scalar(v, p, "failure or success")
+			if err != nil {
+				return err
+			}
+			if outcome, err = authguard.ParseOutcome(s); err != nil {
+				return errAt(v, p, "invalid outcome %q (use failure or success)", s)
+			}
+			return nil
+		},
+		"typos": func(v *yaml.Node, p string) error {
+			t, err := integer(v, p, 0, MaxTypos)
+			a.Typos = int(t)
+			return err
+		},
+		"typo_rate": func(v *yaml.Node, p string) error {
+			var f float64
+			if v.Kind != yaml.ScalarNode || v.Decode(&f) != nil || !(f >= 0 && f <= 1) {
+				return errAt(v, p, "want a probability between 0 and 1, not %q", v.Value)
+			}
+			a.TypoRate = f
+			return nil
+		},
+		"password": func(v *yaml.Node, p string) (err error) {
+			a.Password, err = nonEmpty(v, p)
+			return err
+		},
+		"obeys_delay": func(v *yaml.Node, p string) (err error) {
+			a.ObeysDelay, err = boolean(v, p)
+			return err
+		},
+		"solves_captcha": func(v *yaml.Node, p string) (err error) {
+			a.SolvesCaptcha, err = boolean(v, p)
+			return err
+		},
+		"device_token": func(v *yaml.Node, p string) (err error) {
+			a.DeviceToken, err = boolean(v, p)
+			return err
+		},
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range []string{"name", "accounts", "ips"} {
+		if seen[k] == nil {
+			return nil, errAt(n, path, "%s is required", k)
+		}
+	}
+	switch {
+	case seen["rate"] != nil && seen["every"] != nil:
+		return nil, errAt(seen["every"], path+".every", "set rate or every, not both")
+	case seen["rate"] == nil && seen["every"] == nil:
+		return nil, errAt(n, path, "rate or every is required")
+	}
+	if seen["flow"] == nil {
+		a.flowLine = n.Line
+	}
+
+	// Times.
+	if seen["stop"] == nil {
+		a.Stop = total
+	}
+	if a.Start >= total {
+		return nil, errAt(seen["start"], path+".start", "%v is not before the scenario's end (%v)", a.Start, total)
+	}
+	if a.Stop > total {
+		return nil, errAt(seen["stop"], path+".stop", "%v is after the scenario's end (%v)", a.Stop, total)
+	}
+	if a.Stop <= a.Start {
+		return nil, errAt(seen["stop"], path+".stop", "%v is not after start (%v)", a.Stop, a.Start)
+	}
+
+	// Outcome.
+	a.Outcome = authguard.Failure
+	if a.Typos > 0 || a.TypoRate > 0 {
+		a.Outcome = authguard.Success
+	}
+	if seen["outcome"] != nil {
+		if outcome == authguard.Failure && a.Outcome == authguard.Success {
+			return nil, errAt(seen["outcome"], path+".outcome", "failure contradicts typos and typo_rate, which end every login in a success")
+		}
+		a.Outcome = outcome
+	}
+
+	// Cost.
+	var logins float64
+	costNode, costPath := seen["rate"], path+".rate"
+	if a.Every > 0 {
+		costNode, costPath = seen["every"], path+".every"
+		logins = float64(a.Accounts.Len()) * math.Ceil(float64(a.Stop-a.Start)/float64(a.Every)) * float64(a.Burst)
+	} else {
+		logins = float64(a.Stop-a.Start) / float64(a.Rate.Interval())
+	}
+	if logins > MaxLogins {
+		return nil, errAt(costNode, costPath, "starts about %.0f logins; the simulator runs at most %d per actor", logins, MaxLogins)
+	}
+	return a, nil
+}
+
+// Len is the number of accounts.
+func (ac Accounts) Len() int {
+	if ac.Generate > 0 {
+		return ac.Generate
+	}
+	return len(ac.List)
+}
+
+func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
+	var ac Accounts
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return ac, errAt(n, path, "want at least one account")
+		}
+		if len(n.Content) > MaxGenerated {
+			return ac, errAt(n, path, "at most %d accounts", MaxGenerated)
+		}
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			s, err := scalar(item, p, "an account identifier")
+			if err != nil {
+				return ac, err
+			}
+			if _, err := authguard.NormalizeAccount(s); err != nil {
+				var ie *authguard.InputError
+				if errors.As(err, &ie) {
+					return ac, errAt(item, p, "invalid account %q: %s", s, ie.Detail)
+				}
+				return ac, errAt(item, p, "invalid account %q", s)
+			}
+			ac.List = append(ac.List, s)
+		}
+		return ac, nil
+	case yaml.MappingNode:
+		_, err := walkMapping(n, path, "{generate: N}", map[string]field{
+			"generate": func(v *yaml.Node, p string) error {
+				g, err := integer(v, p, 1, MaxGenerated)
+				ac.Generate = int(g)
+				return err
+			},
+		})
+		if err == nil && ac.Generate == 0 {
+			err = errAt(n, path, "generate is required")
+		}
+		return ac, err
+	}
+	return ac, errAt(n, path, "want a list of accounts or {generate: N}")
+}
+
+// Len is the number of addresses in the pool.
+func (ips IPs) Len() int {
+	switch {
+	case ips.RandomIPv4 > 0:
+		return ips.RandomIPv4
+	case ips.Count > 0:
+		return ips.Count
+	}
+	return len(ips.List)
+}
+
+func parseIPs(n *yaml.Node, path string) (IPs, error) {
+	var ips IPs
+	const want = "want a list of addresses, {random_ipv4: N} or {random_ipv6_in: PREFIX, count: N}"
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return ips, errAt(n, path, "want at least one address")
+		}
+		if len(n.Content) > MaxGenerated {
+			return ips, errAt(n, path, "at most %d addresses", MaxGenerated)
+		}
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			s, err := scalar(item, p, "an IP address")
+			if err != nil {
+				return ips, err
+			}
+			if _, err := spraydetect.ParseIP(s); err != nil {
+				return ips, errAt(item, p, "invalid IP address %q", s)
+			}
+			ips.List = append(ips.List, s)
+		}
+		return ips, nil
+	case yaml.MappingNode:
+		seen, err := walkMapping(n, path, want, map[string]field{
+			"random_ipv4": func(v *yaml.Node, p string) error {
+				c, err := integer(v, p, 1, MaxGenerated)
+				ips.RandomIPv4 = int(c)
+				return err
+			},
+			"random_ipv6_in": func(v *yaml.Node, p string) error {
+				s, err := scalar(v, p, "an IPv6 prefix such as 2001:db8::/48")
+				if err != nil {
+					return err
+				}
+				pfx, err := netip.ParsePrefix(s)
+				if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Addr().Zone() != "" {
+					return errAt(v, p, "invalid IPv6 prefix %q (use e.g. 2001:db8::/48)", s)
+				}
+				ips.RandomIPv6In = pfx.Masked()
+				return nil
+			},
+			"count": func(v *yaml.Node, p string) error {
+				c, err := integer(v, p, 1, MaxGenerated)
+				ips.Count = int(c)
+				return err
+			},
+		})
+		if err != nil {
+			return ips, err
+		}
+		v4, v6, count := seen["random_ipv4"], seen["random_ipv6_in"], seen["count"]
+		switch {
+		case v4 != nil && v6 != nil:
+			return ips, errAt(v6, path+".random_ipv6_in", "set random_ipv4 or random_ipv6_in, not both")
+		case v4 != nil && count != nil:
+			return ips, errAt(count, path+".count", "count goes with random_ipv6_in; random_ipv4 is the count itself")
+		case v6 != nil && count == nil:
+			return ips, errAt(n, path, "random_ipv6_in needs a count")
+		case v4 == nil && v6 == nil:
+			return ips, errAt(n, path, want)
+		}
+		if v6 != nil {
+			if host := 128 - ips.RandomIPv6In.Bits(); host < 62 && ips.Count > 1<<host {
+				return ips, errAt(count, path+".count", "%s holds only %d addresses", ips.RandomIPv6In, 1<<host)
+			}
+		}
+		return ips, nil
+	}
+	return ips, errAt(n, path, want)
+}
+
+// field decodes the value of one key of a mapping; path names the key.
+type field func(v *yaml.Node, path string) error
+
+// walkMapping calls the field of each key of mapping n, in file order, and
+// returns the value node of each key present. Unknown and duplicate keys are
+// errors.
+func walkMapping(n *yaml.Node, path, want string, fields map[string]field) (map[string]*yaml.Node, error) {
+	if n.Kind != yaml.MappingNode {
+		return nil, errAt(n, path, "want %s", want)
+	}
+	seen := map[string]*yaml.Node{}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		if k.Kind != yaml.ScalarNode {
+			return nil, errAt(k, path, "keys must be plain words")
+		}
+		p := k.Value
+		if path != "" {
+			p = path + "." + k.Value
+		}
+		f, ok := fields[k.Value]
+		if !ok {
+			known := make([]string, 0, len(fields))
+			for name := range fields {
+				known = append(known, name)
+			}
+			slices.Sort(known)
+			return nil, errAt(k, path, "unknown field %q (known: %s)", k.Value, strings.Join(known, ", "))
+		}
+		if prev := seen[k.Value]; prev != nil {
+			return nil, errAt(k, p, "set twice (first on line %d)", prev.Line)
+		}
+		seen[k.Value] = v
+		if err := f(v, p); err != nil {
+			return nil, err
+		}
+	}
+	return seen, nil
+}
+
+// rejectAliases refuses anchors and aliases anywhere in the tree: they are
+// never needed in a scenario and would let a small file expand to a huge one.
+func rejectAliases(n *yaml.Node) error {
+	if n.Kind == yaml.AliasNode || n.Anchor != "" {
+		return errAt(n, "", "anchors and aliases are not supported")
+	}
+	for _, c := range n.Content {
+		if err := rejectAliases(c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func scalar(n *yaml.Node, path, want string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return "", errAt(n, path, "want %s", want)
+	}
+	return n.Value, nil
+}
+
+func nonEmpty(n *yaml.Node, path string) (string, error) {
+	s, err := scalar(n, path, "a string")
+	if err == nil && strings.TrimSpace(s) == "" {
+		err = errAt(n, path, "must not be empty")
+	}
+	return s, err
+}
+
+func integer(n *yaml.Node, path string, lo, hi int64) (int64, error) {
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		return 0, errAt(n, path, "want a whole number, not %q", n.Value)
+	}
+	if v < lo || v > hi {
+		return 0, errAt(n, path, "must be between %d and %d, not %d", lo, hi, v)
+	}
+	return v, nil
+}
+
+func boolean(n *yaml.Node, path string) (bool, error) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		return false, errAt(n, path, "want true or false, not %q", n.Value)
+	}
+	return b, nil
+}
+
+func duration(n *yaml.Node, path string) (time.Duration, error) {
+	s, err := scalar(n, path, "a duration such as 30s, 15m, 24h or 7d")
+	if err != nil {
+		return 0, err
+	}
+	d, err := authguard.ParseDuration(s)
+	if err != nil {
+		return 0, errAt(n, path, "%v", err)
+	}
+	return d, nil
+}

@@ -1,0 +1,215 @@
+package simulate
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+const goodScenario = `# every field, once
+name: a bit of everything
+duration: 2h
+seed: 7
+actors:
+  - name: attacker
+    flow: login
+    accounts: [victim@example.com, " Other@Example.com"]
+    ips: {random_ipv4: 50}
+    rate: 30/m
+    burst: 2
+    start: 10m
+    stop: 1h
+    outcome: failure
+    password: "hunter2"
+    obeys_delay: false
+    solves_captcha: false
+  - name: users
+    accounts: {generate: 20}
+    ips: [192.0.2.1, "2001:db8::1"]
+    every: 30m
+    typos: 1
+    typo_rate: 0.25
+    device_token: true
+  - name: v6
+    accounts: {generate: 3}
+    ips: {random_ipv6_in: "2001:db8:1:2::/64", count: 5}
+    every: 1h
+    outcome: success
+expect:
+  attacker.proceeded: "<= 100"
+  users.delayed: "== 0"
+  v6.accounts_checked: ">= 3"
+`
+
+func TestParseScenario_Good(t *testing.T) {
+	sc, err := ParseScenario("good.yaml", []byte(goodScenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := sc.Name, "a bit of everything"; got != want {
+		t.Errorf("Name = %q, want %q", got, want)
+	}
+	if got, want := sc.Duration, 2*time.Hour; got != want {
+		t.Errorf("Duration = %v, want %v", got, want)
+	}
+	if got, want := sc.Seed, uint64(7); got != want {
+		t.Errorf("Seed = %d, want %d", got, want)
+	}
+	if got, want := len(sc.Actors), 3; got != want {
+		t.Fatalf("%d actors, want %d", got, want)
+	}
+	a, u, v := sc.Actors[0], sc.Actors[1], sc.Actors[2]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"attacker.Flow", a.Flow, "login"},
+		{"attacker.Accounts", strings.Join(a.Accounts.List, "|"), "victim@example.com| Other@Example.com"},
+		{"attacker.IPs.RandomIPv4", a.IPs.RandomIPv4, 50},
+		{"attacker.Rate", a.Rate, authguard.Rate{N: 30, Per: time.Minute}},
+		{"attacker.Every", a.Every, time.Duration(0)},
+		{"attacker.Burst", a.Burst, 2},
+		{"attacker.Start", a.Start, 10 * time.Minute},
+		{"attacker.Stop", a.Stop, time.Hour},
+		{"attacker.Outcome", a.Outcome, authguard.Failure},
+		{"attacker.Password", a.Password, "hunter2"},
+		{"attacker.ObeysDelay", a.ObeysDelay, false},
+		{"attacker.SolvesCaptcha", a.SolvesCaptcha, false},
+		{"attacker.DeviceToken", a.DeviceToken, false},
+		{"users.Flow (default)", u.Flow, "login"},
+		{"users.Accounts.Generate", u.Accounts.Generate, 20},
+		{"users.IPs", strings.Join(u.IPs.List, "|"), "192.0.2.1|2001:db8::1"},
+		{"users.Every", u.Every, 30 * time.Minute},
+		{"users.Burst (default)", u.Burst, 1},
+		{"users.Start (default)", u.Start, time.Duration(0)},
+		{"users.Stop (default)", u.Stop, 2 * time.Hour},
+		{"users.Outcome (implied by typos)", u.Outcome, authguard.Success},
+		{"users.Typos", u.Typos, 1},
+		{"users.TypoRate", u.TypoRate, 0.25},
+		{"users.ObeysDelay (default)", u.ObeysDelay, true},
+		{"users.SolvesCaptcha (default)", u.SolvesCaptcha, true},
+		{"users.DeviceToken", u.DeviceToken, true},
+		{"v6.IPs.RandomIPv6In", v.IPs.RandomIPv6In, netip.MustParsePrefix("2001:db8:1:2::/64")},
+		{"v6.IPs.Count", v.IPs.Count, 5},
+		{"v6.Outcome", v.Outcome, authguard.Success},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	var exprs []string
+	for _, e := range sc.Expect {
+		exprs = append(exprs, e.String())
+	}
+	if got, want := strings.Join(exprs, "; "), "attacker.proceeded <= 100; users.delayed == 0; v6.accounts_checked >= 3"; got != want {
+		t.Errorf("expectations = %q, want %q (file order)", got, want)
+	}
+}
+
+// base is a valid scenario that the error cases below change one line of.
+const base = `name: test
+duration: 1h
+actors:
+  - name: attacker
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+expect:
+  attacker.proceeded: "<= 100"
+`
+
+func TestParseScenario_Errors(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want string // the whole error starts with "s.yaml: " + want
+	}{
+		{"yaml syntax", "name: x\nduration: 1h\n  actors: y\n", "line 3: mapping values are not allowed"},
+		{"tab indent", "name: x\nactors:\n\t- a\n", "line 3: found character that cannot start any token"},
+		{"empty file", "", "line 1: the scenario is empty"},
+		{"only a comment", "# nothing\n", "line 1: the scenario is empty"},
+		{"two documents", base + "---\nname: again\n", "line 11: a scenario file holds one YAML document"},
+		{"not a mapping", "- a\n- b\n", "line 1: want a mapping"},
+		{"unknown top-level key", strings.Replace(base, "duration: 1h", "duration: 1h\nlength: 2h", 1), `line 3: unknown field "length"`},
+		{"missing name", strings.Replace(base, "name: test\n", "", 1), "line 1: name is required"},
+		{"missing duration", strings.Replace(base, "duration: 1h\n", "", 1), "line 1: duration is required"},
+		{"missing actors", "name: x\nduration: 1h\n", "line 1: actors is required"},
+		{"empty actors", "name: x\nduration: 1h\nactors: []\n", "line 3: actors: want a list of at least one actor"},
+		{"bad duration", strings.Replace(base, "duration: 1h", "duration: 1 hour", 1), `line 2: duration: invalid duration "1 hour"`},
+		{"zero duration", strings.Replace(base, "duration: 1h", "duration: 0s", 1), "line 2: duration: must be more than 0s"},
+		{"long duration", strings.Replace(base, "duration: 1h", "duration: 60d", 1), "line 2: duration: must be more than 0s and at most 31d"},
+		{"negative seed", strings.Replace(base, "duration: 1h", "duration: 1h\nseed: -1", 1), "line 3: seed: must be between 0 and"},
+		{"text seed", strings.Replace(base, "duration: 1h", "duration: 1h\nseed: abc", 1), `line 3: seed: want a whole number, not "abc"`},
+		{"unknown actor key", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    speed: fast", 1), `line 8: actors[0]: unknown field "speed"`},
+		{"duplicate actor key", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    rate: 2/s", 1), "line 8: actors[0].rate: set twice (first on line 7)"},
+		{"bad rate", strings.Replace(base, "rate: 1/s", "rate: 1/x", 1), `line 7: actors[0].rate: invalid rate "1/x" (use N/s, N/m or N/h)`},
+		{"rate off", strings.Replace(base, "rate: 1/s", "rate: off", 1), `line 7: actors[0].rate: invalid rate "off"`},
+		{"rate and every", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    every: 1h", 1), "line 8: actors[0].every: set rate or every, not both"},
+		{"neither rate nor every", strings.Replace(base, "    rate: 1/s\n", "", 1), "line 4: actors[0]: rate or every is required"},
+		{"zero every", strings.Replace(base, "rate: 1/s", "every: 0s", 1), "line 7: actors[0].every: must be more than 0s"},
+		{"missing accounts", strings.Replace(base, "    accounts: [victim@example.com]\n", "", 1), "line 4: actors[0]: accounts is required"},
+		{"bad actor name", strings.Replace(base, "name: attacker", "name: the.attacker", 1), `line 4: actors[0].name: invalid name "the.attacker"`},
+		{"duplicate actor name", strings.Replace(base, "expect:", "  - name: attacker\n    accounts: [a@b.c]\n    ips: [192.0.2.2]\n    every: 1h\nexpect:", 1), `line 8: actors[1].name: another actor is named "attacker"`},
+		{"empty account", strings.Replace(base, "[victim@example.com]", `[victim@example.com, " "]`, 1), `line 5: actors[0].accounts[1]: invalid account " ": must not be empty`},
+		{"no accounts", strings.Replace(base, "[victim@example.com]", `[]`, 1), "line 5: actors[0].accounts: want at least one account"},
+		{"generate zero", strings.Replace(base, "[victim@example.com]", `{generate: 0}`, 1), "line 5: actors[0].accounts.generate: must be between 1 and 100000, not 0"},
+		{"generate typo", strings.Replace(base, "[victim@example.com]", `{gen: 5}`, 1), `line 5: actors[0].accounts: unknown field "gen"`},
+		{"accounts scalar", strings.Replace(base, "[victim@example.com]", `victim@example.com`, 1), "line 5: actors[0].accounts: want a list of accounts or {generate: N}"},
+		{"bad IP", strings.Replace(base, "[192.0.2.1]", "[192.0.2.1, 192.0.2.300]", 1), `line 6: actors[0].ips[1]: invalid IP address "192.0.2.300"`},
+		{"CIDR as IP", strings.Replace(base, "[192.0.2.1]", "[192.0.2.0/24]", 1), `line 6: actors[0].ips[0]: invalid IP address "192.0.2.0/24"`},
+		{"IPv4 prefix for IPv6", strings.Replace(base, "[192.0.2.1]", `{random_ipv6_in: "192.0.2.0/24", count: 5}`, 1), `line 6: actors[0].ips.random_ipv6_in: invalid IPv6 prefix "192.0.2.0/24"`},
+		{"IPv6 without count", strings.Replace(base, "[192.0.2.1]", `{random_ipv6_in: "2001:db8::/64"}`, 1), "line 6: actors[0].ips: random_ipv6_in needs a count"},
+		{"count over prefix", strings.Replace(base, "[192.0.2.1]", `{random_ipv6_in: "2001:db8::/120", count: 300}`, 1), "line 6: actors[0].ips.count: 2001:db8::/120 holds only 256 addresses"},
+		{"both random kinds", strings.Replace(base, "[192.0.2.1]", `{random_ipv4: 5, random_ipv6_in: "2001:db8::/64"}`, 1), "line 6: actors[0].ips.random_ipv6_in: set random_ipv4 or random_ipv6_in, not both"},
+		{"ips scalar", strings.Replace(base, "[192.0.2.1]", `192.0.2.1`, 1), "line 6: actors[0].ips: want a list of addresses"},
+		{"burst zero", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    burst: 0", 1), "line 8: actors[0].burst: must be between 1 and 1000, not 0"},
+		{"typo_rate over 1", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    typo_rate: 1.5", 1), `line 8: actors[0].typo_rate: want a probability between 0 and 1, not "1.5"`},
+		{"typos with failure", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    outcome: failure\n    typos: 1", 1), "line 8: actors[0].outcome: failure contradicts typos and typo_rate"},
+		{"bad outcome", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    outcome: maybe", 1), `line 8: actors[0].outcome: invalid outcome "maybe" (use failure or success)`},
+		{"yes is not a bool", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    obeys_delay: yes", 1), `line 8: actors[0].obeys_delay: want true or false, not "yes"`},
+		{"empty password", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    password: \"\"", 1), "line 8: actors[0].password: must not be empty"},
+		{"start at end", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    start: 1h", 1), "line 8: actors[0].start: 1h0m0s is not before the scenario's end (1h0m0s)"},
+		{"stop after end", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    stop: 2h", 1), "line 8: actors[0].stop: 2h0m0s is after the scenario's end (1h0m0s)"},
+		{"stop before start", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    start: 30m\n    stop: 10m", 1), "line 9: actors[0].stop: 10m0s is not after start (30m0s)"},
+		{"too many logins", strings.Replace(base, "rate: 1/s", "rate: 10000/s", 1), "line 7: actors[0].rate: starts about 36000000 logins"},
+		{"expect not a mapping", strings.Replace(base, `  attacker.proceeded: "<= 100"`, `  - attacker.proceeded`, 1), "line 9: expect: want a mapping"},
+		{"expect unknown actor", strings.Replace(base, "attacker.proceeded:", "owner.proceeded:", 1), `line 9: expect.owner.proceeded: unknown actor "owner"`},
+		{"expect unknown field", strings.Replace(base, "attacker.proceeded:", "attacker.guesses:", 1), `line 9: expect.attacker.guesses: unknown field "guesses"`},
+		{"expect bad op", strings.Replace(base, `"<= 100"`, `"about 100"`, 1), `line 9: expect.attacker.proceeded: invalid expectation "about 100"`},
+		{"expect bare number", strings.Replace(base, `"<= 100"`, `100`, 1), `line 9: expect.attacker.proceeded: invalid expectation "100"`},
+		{"expect duplicate", base + "  attacker.proceeded: \">= 1\"\n", "line 10: expect.attacker.proceeded: set twice (first on line 9)"},
+		{"anchors", strings.Replace(base, "[victim@example.com]", "&acc [victim@example.com]", 1), "line 5: anchors and aliases are not supported"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseScenario("s.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParseScenario succeeded, want an error starting %q", "s.yaml: "+tt.want)
+			}
+			if got := err.Error(); !strings.HasPrefix(got, "s.yaml: "+tt.want) {
+				t.Errorf("error = %q\nwant it to start %q", got, "s.yaml: "+tt.want)
+			}
+		})
+	}
+}
+
+func TestParseScenario_BaseIsValid(t *testing.T) {
+	if _, err := ParseScenario("s.yaml", []byte(base)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestRun_UnknownFlowNamesTheLine(t *testing.T) {
+	sc, err := ParseScenario("s.yaml", []byte(strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: signup", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(sc, nil)
+	if want := `s.yaml: line 8: actors[0].flow: the policy has no flow "signup"`; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Run error = %v, want one starting %q", err, want)
+	}
+}

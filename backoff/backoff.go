@@ -27,12 +27,12 @@ type Policy struct {
 // Validate reports whether p is usable.
 func (p Policy) Validate() error {
 	switch {
-	case p.Free < 0:
-		return errors.New("backoff: free must not be negative")
+	case p.Free < 1:
+		return errors.New("backoff: free must be at least 1 (the first attempt always goes ahead)")
 	case p.Base <= 0 || p.Base%time.Millisecond != 0:
 		return errors.New("backoff: base must be a positive whole number of milliseconds")
-	case p.Factor < 1 || p.Factor > 16:
-		return errors.New("backoff: factor must be between 1 and 16")
+	case !(p.Factor == 1 || p.Factor >= 1.1 && p.Factor <= 16): // NaN fails too
+		return errors.New("backoff: factor must be 1 (a constant delay) or between 1.1 and 16")
 	case p.Max < p.Base || p.Max%time.Millisecond != 0:
 		return errors.New("backoff: max must be at least base, in whole milliseconds")
 	case p.ForgetAfter <= p.Max:
@@ -53,8 +53,10 @@ func (p Policy) Delay(failures int) time.Duration {
 	}
 	base, limit := float64(p.Base.Milliseconds()), float64(p.Max.Milliseconds())
 	d := base
-	for i := p.Free; i < failures && d < limit; i++ {
-		d *= p.Factor
+	if p.Factor > 1 { // with 1.1 or more this takes at most a few hundred steps
+		for i := p.Free; i < failures && d < limit; i++ {
+			d *= p.Factor
+		}
 	}
 	if d > limit {
 		d = limit
@@ -147,7 +149,10 @@ func (p Policy) Charge(s State, now time.Time, fingerprint string, window time.D
 }
 
 // Refund undoes one Charge: the attempt it reserved did not happen, or was not
-// a failure that counts.
+// a failure that counts. The count is restored exactly and Last goes back to
+// Prev. When several charges are refunded one after the other only the last
+// one's Prev is known, so Last may stay later than the true last failure: a
+// refund can leave a wait longer than it was, never shorter.
 func (p Policy) Refund(s State, now time.Time, window time.Duration) (State, Decision) {
 	s = p.Current(s, now, window)
 	if s.Failures > 0 {

@@ -15,13 +15,21 @@ type Bucket struct {
 	Burst int
 }
 
+// MaxBurst is the largest burst a Bucket may have.
+const MaxBurst = 1_000_000
+
 // Validate reports whether b is usable.
 func (b Bucket) Validate() error {
 	if b.Interval < time.Millisecond || b.Interval%time.Millisecond != 0 {
 		return fmt.Errorf("limits: token interval %v must be a whole number of milliseconds, at least 1ms", b.Interval)
 	}
-	if b.Burst < 1 {
-		return fmt.Errorf("limits: burst must be at least 1, got %d", b.Burst)
+	if b.Interval > 24*time.Hour {
+		return fmt.Errorf("limits: token interval %v must be at most 24h", b.Interval)
+	}
+	// Burst×Interval stays far inside int64 and float64's exact integers, so
+	// Go and the Redis store's Lua agree.
+	if b.Burst < 1 || b.Burst > MaxBurst {
+		return fmt.Errorf("limits: burst must be between 1 and %d, got %d", MaxBurst, b.Burst)
 	}
 	return nil
 }

@@ -39,9 +39,9 @@ type Grouping struct {
 	IPv6Bits int
 }
 
-// Validate reports whether g is usable.
+// Validate reports whether g is usable. Zero IPv6Bits means the default.
 func (g Grouping) Validate() error {
-	if g.IPv6Bits < 16 || g.IPv6Bits > 128 {
+	if g.IPv6Bits != 0 && (g.IPv6Bits < 16 || g.IPv6Bits > 128) {
 		return fmt.Errorf("spraydetect: ipv6_prefix must be between 16 and 128, got %d", g.IPv6Bits)
 	}
 	return nil

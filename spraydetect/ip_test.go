@@ -236,7 +236,6 @@ func TestGrouping_Validate(t *testing.T) {
 // TestGrouping_ZeroMeansDefault: the field documents a default of 64 and
 // Prefix treats 0 as 64, so Validate must accept the zero Grouping.
 func TestGrouping_ZeroMeansDefault(t *testing.T) {
-	t.Skip("BUG: Grouping{}.Validate() fails (\"ipv6_prefix must be between 16 and 128, got 0\") although IPv6Bits documents \"The default is 64\" and Prefix uses 64 for 0")
 	if err := (spraydetect.Grouping{}).Validate(); err != nil {
 		t.Errorf("Grouping{}.Validate() = %v, want nil (0 means the default, 64)", err)
 	}

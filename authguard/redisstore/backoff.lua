@@ -1,0 +1,128 @@
+-- One step of a progressive-delay counter: the Lua twin of backoff.Policy's
+-- transitions (Charge, Refund, Confirm, Fail) and authguard.Apply. Keep the two
+-- in step: internal/storetest compares them on random operation sequences.
+--
+-- KEYS[1]  the counter: a hash {n = failures, l = last ms, p = previous last ms,
+--          s = "fingerprint:ms,..." oldest first}
+-- ARGV     action, free, base_ms, factor, max_ms, forget_ms, fingerprint,
+--          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE)
+-- returns  {charged 0|1, wait_ms, 0, failures}
+if redis.replicate_commands then redis.replicate_commands() end
+local key, action = KEYS[1], ARGV[1]
+local free, base, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
+local maxd, forget, fp, window = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
+local now
+if ARGV[9] ~= "" then
+  now = tonumber(ARGV[9])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local expire = ARGV[10] == "1"
+
+if action == "clear" then
+  redis.call('DEL', key)
+  return {0, 0, 0, 0}
+end
+
+local n, last, prev, seen = 0, 0, 0, {}
+local h = redis.call('HMGET', key, 'n', 'l', 'p', 's')
+if h[1] then
+  n, last, prev = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+end
+if h[4] then
+  for f, at in string.gmatch(h[4], "([^,:]+):(%d+)") do
+    seen[#seen + 1] = {f, tonumber(at)}
+  end
+end
+
+-- Current: forget after the quiet period; drop fingerprints older than window.
+if n > 0 and now - last >= forget then
+  n, last, prev = 0, 0, 0
+end
+local kept = {}
+for _, s in ipairs(seen) do
+  if now - s[2] < window then kept[#kept + 1] = s end
+end
+seen = kept
+
+local function delay(failures)
+  if failures < free then return 0 end
+  local d, i = base, free
+  if factor > 1 then
+    while i < failures and d < maxd do
+      d = d * factor
+      i = i + 1
+    end
+  end
+  if d > maxd then d = maxd end
+  return math.floor(d)
+end
+
+local function wait()
+  if n == 0 then return 0 end
+  local w = last + delay(n) - now
+  if w > 0 then return w end
+  return 0
+end
+
+local function has(f)
+  for _, s in ipairs(seen) do
+    if s[1] == f then return true end
+  end
+  return false
+end
+
+local function remember(f)
+  if f == "" then return end
+  local out = {}
+  for _, s in ipairs(seen) do
+    if s[1] ~= f then out[#out + 1] = s end
+  end
+  out[#out + 1] = {f, now}
+  while #out > 8 do table.remove(out, 1) end -- backoff.MaxSeen
+  seen = out
+end
+
+local charged, w = 0, 0
+if action == "charge" then
+  w = wait()
+  if w == 0 and not (fp ~= "" and has(fp)) then
+    n, prev, last, charged = n + 1, last, now, 1
+  end
+elseif action == "refund" then
+  if n > 0 then
+    n, last = n - 1, prev
+    if n == 0 then last, prev = 0, 0 end
+  end
+  w = wait()
+elseif action == "confirm" then
+  remember(fp)
+  w = wait()
+elseif action == "fail" then
+  if not (fp ~= "" and has(fp)) then
+    n, prev, last, charged = n + 1, last, now, 1
+    remember(fp)
+  end
+  w = wait()
+else
+  return redis.error_reply("backoff.lua: unknown action " .. action)
+end
+
+-- TTL: until the counter is forgotten and every fingerprint has aged out.
+local untl = 0
+if n > 0 then untl = last + forget end
+for _, s in ipairs(seen) do
+  if s[2] + window > untl then untl = s[2] + window end
+end
+local ttl = untl - now
+if ttl <= 0 then
+  redis.call('DEL', key)
+else
+  local parts = {}
+  for i, s in ipairs(seen) do parts[i] = s[1] .. ":" .. string.format("%d", s[2]) end
+  redis.call('HSET', key, 'n', string.format("%d", n), 'l', string.format("%d", last),
+    'p', string.format("%d", prev), 's', table.concat(parts, ","))
+  if expire then redis.call('PEXPIRE', key, string.format("%d", ttl)) end
+end
+return {charged, w, 0, n}

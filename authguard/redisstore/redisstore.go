@@ -1,0 +1,288 @@
+package redisstore
+
+import (
+	"context"
+	_ "embed"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+var _ authguard.Store = (*Store)(nil)
+
+var (
+	//go:embed backoff.lua
+	backoffLua string
+	//go:embed log.lua
+	logLua string
+	//go:embed bucket.lua
+	bucketLua string
+
+	backoffScript = redis.NewScript(backoffLua)
+	logScript     = redis.NewScript(logLua)
+	bucketScript  = redis.NewScript(bucketLua)
+)
+
+// Config configures a Store.
+type Config struct {
+	// Client reaches Redis: a *redis.Client, *redis.ClusterClient or a
+	// failover client (NewClient builds one from a URL or seed addresses).
+	// It is required; Close closes it.
+	Client redis.UniversalClient
+	// Timeout bounds one batch (one round trip), queueing included. The
+	// default is 50ms.
+	Timeout time.Duration
+	// BreakAfter is how many batches in a row must fail before the circuit
+	// breaker opens. The default is 5.
+	BreakAfter int
+	// Cooldown is how long an open breaker fails batches at once before it
+	// lets one through to try Redis again. The default is 1s.
+	Cooldown time.Duration
+	// Now, when set, gives the scripts an explicit time instead of Redis
+	// TIME, and leaves expiry to the scripts' own logic (no PEXPIRE, since
+	// Redis expires keys on its own clock). Only tests set it. The default
+	// is nil.
+	Now func() time.Time
+	// Clock is the breaker's clock. The default is time.Now.
+	Clock func() time.Time
+}
+
+// Store is an authguard.Store on Redis. It is safe for concurrent use.
+type Store struct {
+	client  redis.UniversalClient
+	timeout time.Duration
+	now     func() time.Time
+	breaker breaker
+}
+
+// New returns a Store on cfg.Client.
+func New(cfg Config) (*Store, error) {
+	if cfg.Client == nil {
+		return nil, errors.New("redisstore: a client is required")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 50 * time.Millisecond
+	}
+	if cfg.BreakAfter <= 0 {
+		cfg.BreakAfter = 5
+	}
+	if cfg.Cooldown <= 0 {
+		cfg.Cooldown = time.Second
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = time.Now
+	}
+	return &Store{
+		client:  cfg.Client,
+		timeout: cfg.Timeout,
+		now:     cfg.Now,
+		breaker: breaker{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock},
+	}, nil
+}
+
+// ErrCircuitOpen is returned, wrapped with authguard.ErrStoreUnavailable,
+// while the breaker is open.
+var ErrCircuitOpen = errors.New("redisstore: circuit open after repeated failures")
+
+// Do runs ops as one pipeline of EVALSHAs: one round trip.
+func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	if !s.breaker.allow() {
+		return nil, fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, ErrCircuitOpen)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, err := s.do(ctx, ops)
+	s.breaker.record(err == nil)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
+	}
+	return res, nil
+}
+
+func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	now, expire := "", "1"
+	if s.now != nil {
+		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
+	}
+	calls := make([]call, len(ops))
+	for i, op := range ops {
+		c, err := encode(op, now, expire)
+		if err != nil {
+			return nil, err
+		}
+		calls[i] = c
+	}
+
+	cmds := make([]*redis.Cmd, len(calls))
+	pipe := s.client.Pipeline()
+	for i, c := range calls {
+		cmds[i] = c.script.EvalSha(ctx, pipe, []string{c.key}, c.args...)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command below
+
+	// Scripts missing on a node (restart, SCRIPT FLUSH, failover): send
+	// those commands again with EVAL, which loads the script as it runs.
+	var missing []int
+	for i, cmd := range cmds {
+		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			missing = append(missing, i)
+		}
+	}
+	if len(missing) > 0 {
+		pipe := s.client.Pipeline()
+		for _, i := range missing {
+			cmds[i] = calls[i].script.Eval(ctx, pipe, []string{calls[i].key}, calls[i].args...)
+		}
+		_, _ = pipe.Exec(ctx)
+	}
+
+	res := make([]authguard.Result, len(ops))
+	for i, cmd := range cmds {
+		r, err := decode(cmd)
+		if err != nil {
+			return nil, fmt.Errorf("op %d on %s: %w", i, calls[i].key, err)
+		}
+		res[i] = r
+	}
+	return res, nil
+}
+
+type call struct {
+	script *redis.Script
+	key    string
+	args   []any
+}
+
+func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
+
+func encode(op authguard.Op, now, expire string) (call, error) {
+	switch op := op.(type) {
+	case *authguard.BackoffOp:
+		p := op.Policy
+		return call{backoffScript, op.Key, []any{
+			op.Action.String(), strconv.Itoa(p.Free), ms(p.Base), strconv.FormatFloat(p.Factor, 'g', -1, 64),
+			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire,
+		}}, nil
+	case *authguard.LogOp:
+		bypass := "0"
+		if op.Bypass {
+			bypass = "1"
+		}
+		args := make([]any, 0, 5+2*len(op.Windows))
+		args = append(args, op.Action.String(), op.Member, bypass, now, expire)
+		for _, w := range op.Windows {
+			args = append(args, ms(w.Length), strconv.Itoa(w.Limit))
+		}
+		return call{logScript, op.Key, args}, nil
+	case *authguard.BucketOp:
+		return call{bucketScript, op.Key, []any{ms(op.Bucket.Interval), strconv.Itoa(op.Bucket.Burst), now, expire}}, nil
+	}
+	return call{}, fmt.Errorf("unknown operation %T", op)
+}
+
+func decode(cmd *redis.Cmd) (authguard.Result, error) {
+	v, err := cmd.Int64Slice()
+	if err != nil {
+		return authguard.Result{}, err
+	}
+	if len(v) != 4 {
+		return authguard.Result{}, fmt.Errorf("script returned %d values, want 4", len(v))
+	}
+	return authguard.Result{
+		Charged: v[0] == 1,
+		Wait:    time.Duration(v[1]) * time.Millisecond,
+		Over:    v[2] == 1,
+		Count:   int(v[3]),
+	}, nil
+}
+
+// Preload loads the scripts on every node, so that the first calls after
+// start-up do not pay a second round trip for NOSCRIPT. Calls work without
+// it; the server calls it once at start-up.
+func (s *Store) Preload(ctx context.Context) error {
+	load := func(ctx context.Context, c *redis.Client) error {
+		for _, sc := range []*redis.Script{backoffScript, logScript, bucketScript} {
+			if err := sc.Load(ctx, c).Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachShard(ctx, load)
+	case *redis.Client:
+		err = load(ctx, c)
+	default:
+		for _, sc := range []*redis.Script{backoffScript, logScript, bucketScript} {
+			if err = sc.Load(ctx, s.client).Err(); err != nil {
+				break
+			}
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: loading scripts: %w", err)
+	}
+	return nil
+}
+
+// Ping reports whether Redis answers (every node, on a Cluster).
+func (s *Store) Ping(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, max(s.timeout, 500*time.Millisecond))
+	defer cancel()
+	var err error
+	if c, ok := s.client.(*redis.ClusterClient); ok {
+		err = c.ForEachShard(ctx, func(ctx context.Context, n *redis.Client) error { return n.Ping(ctx).Err() })
+	} else {
+		err = s.client.Ping(ctx).Err()
+	}
+	if err != nil {
+		return fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
+	}
+	return nil
+}
+
+// Close closes the client.
+func (s *Store) Close() error { return s.client.Close() }
+
+// breaker opens after `after` failed batches in a row and then fails batches
+// at once for `cooldown`; after that the next batches try Redis again, and
+// one success closes it.
+type breaker struct {
+	after    int
+	cooldown time.Duration
+	clock    func() time.Time
+
+	mu        sync.Mutex
+	failures  int
+	openUntil time.Time
+}
+
+func (b *breaker) allow() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures < b.after || !b.clock().Before(b.openUntil)
+}
+
+func (b *breaker) record(ok bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if ok {
+		b.failures = 0
+		return
+	}
+	b.failures++
+	if b.failures >= b.after {
+		b.openUntil = b.clock().Add(b.cooldown)
+	}
+}
+
+// Open reports whether the breaker is failing batches at once.
+func (s *Store) Open() bool { return !s.breaker.allow() }

@@ -1,0 +1,487 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/alicebob/miniredis/v2"
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+)
+
+// One server and one cluster serve the whole package; each test flushes them.
+var (
+	server  *redistest.Instance
+	cluster *redistest.ClusterInstances
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "tollgate-redisstore-")
+	if err != nil {
+		panic(err)
+	}
+	if server, err = redistest.Start(dir); err != nil && !errors.Is(err, redistest.ErrNotInstalled) {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if server != nil {
+		if cluster, err = redistest.StartCluster(dir, 3); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			server.Stop()
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	if server != nil {
+		server.Stop()
+		cluster.Stop()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func needRedis(t testing.TB) {
+	t.Helper()
+	redistest.Require(t)
+	if server == nil {
+		t.Fatal("redis-server is installed but was not started")
+	}
+}
+
+func singleClient(t testing.TB) *redis.Client {
+	t.Helper()
+	needRedis(t)
+	c := redis.NewClient(&redis.Options{Addr: server.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	if err := c.FlushAll(context.Background()).Err(); err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func clusterClient(t testing.TB) *redis.ClusterClient {
+	t.Helper()
+	needRedis(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cluster.Addrs(), ContextTimeoutEnabled: true})
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error { return n.FlushAll(ctx).Err() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func newStore(t testing.TB, c redis.UniversalClient, now func() time.Time) *redisstore.Store {
+	t.Helper()
+	s, err := redisstore.New(redisstore.Config{Client: c, Now: now, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance_Redis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *testclock.Clock) authguard.Store {
+		return newStore(t, singleClient(t), clock.Now)
+	})
+}
+
+func TestConformance_Cluster(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *testclock.Clock) authguard.Store {
+		return newStore(t, clusterClient(t), clock.Now)
+	})
+}
+
+func TestConformance_Miniredis(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *testclock.Clock) authguard.Store {
+		m := miniredis.RunT(t)
+		return newStore(t, redis.NewClient(&redis.Options{Addr: m.Addr()}), clock.Now)
+	})
+}
+
+// The default path: scripts read Redis TIME and set PEXPIRE. miniredis's
+// clock (SetTime) and key expiry (FastForward) follow the test clock.
+func TestConformance_MiniredisTimeAndExpiry(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, clock *testclock.Clock) authguard.Store {
+		m := miniredis.RunT(t)
+		s := newStore(t, redis.NewClient(&redis.Options{Addr: m.Addr()}), nil)
+		return &followClock{Store: s, m: m, clock: clock, last: clock.Now()}
+	})
+}
+
+type followClock struct {
+	*redisstore.Store
+	m     *miniredis.Miniredis
+	clock *testclock.Clock
+	last  time.Time
+}
+
+func (f *followClock) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	now := f.clock.Now()
+	if d := now.Sub(f.last); d > 0 {
+		f.m.FastForward(d)
+	}
+	f.last = now
+	f.m.SetTime(now)
+	return f.Store.Do(ctx, ops)
+}
+
+// Long random sequences at random times give identical results on the
+// memory store and on a real Redis.
+func TestProperty_MemoryAndRedisAgree(t *testing.T) {
+	c := singleClient(t)
+	for seq := range 10 {
+		c.FlushAll(context.Background())
+		clock := testclock.New(time.Time{})
+		mem := memstore.New(memstore.Config{Now: clock.Now})
+		red := newStore(t, c, clock.Now)
+		rng := rand.New(rand.NewPCG(uint64(seq), 7))
+		for i := 0; i < 500; {
+			clock.Advance(storetest.RandomStep(rng))
+			batch := storetest.RandomOps(rng, 1+rng.IntN(5))
+			i += len(batch)
+			want, err := mem.Do(context.Background(), batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := red.Do(context.Background(), batch)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for j := range batch {
+				if got[j] != want[j] {
+					t.Fatalf("seq %d op %d %T%+v: redis %+v, memory %+v", seq, i, batch[j], batch[j], got[j], want[j])
+				}
+			}
+		}
+	}
+}
+
+// pipelineCounter counts round trips: pipelines and single commands.
+type pipelineCounter struct {
+	pipelines, commands atomic.Int64
+}
+
+func (p *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+func (p *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		p.commands.Add(1)
+		return next(ctx, cmd)
+	}
+}
+func (p *pipelineCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		p.pipelines.Add(1)
+		return next(ctx, cmds)
+	}
+}
+
+var secret = []byte("0123456789abcdef0123456789abcdef")
+
+func TestEngine_OneRoundTripPerCall(t *testing.T) {
+	c := singleClient(t)
+	counter := &pipelineCounter{}
+	c.AddHook(counter)
+	s := newStore(t, c, nil)
+	ctx := context.Background()
+	// Start-up: scripts loaded, and one call to open the pool's connection
+	// (HELLO and CLIENT SETINFO happen once per connection, not per call).
+	if err := s.Preload(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Store: s, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "warm", IP: "192.0.2.1"}); err != nil {
+		t.Fatal(err)
+	}
+	calls := []func() error{
+		func() error {
+			_, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "rt@example.com", IP: "192.0.2.1", PasswordFingerprint: "fp"})
+			return err
+		},
+		func() error {
+			_, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "rt@example.com", IP: "192.0.2.1", Outcome: authguard.Failure})
+			return err
+		},
+		func() error {
+			_, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "rt@example.com", IP: "192.0.2.1", Outcome: authguard.Success})
+			return err
+		},
+	}
+	for i, call := range calls {
+		p0, c0 := counter.pipelines.Load(), counter.commands.Load()
+		if err := call(); err != nil {
+			t.Fatal(err)
+		}
+		if p, cmds := counter.pipelines.Load()-p0, counter.commands.Load()-c0; p != 1 || cmds != 0 {
+			t.Errorf("call %d: %d pipelines and %d single commands, want exactly 1 pipeline", i, p, cmds)
+		}
+	}
+}
+
+func charge(key string) authguard.Op {
+	return &authguard.BackoffOp{Key: key, Action: authguard.BackoffCharge, Policy: storetest.Backoff, SeenWindow: storetest.Seen}
+}
+
+func TestNoscript_RecoveredWithoutError(t *testing.T) {
+	for _, name := range []string{"single", "cluster"} {
+		t.Run(name, func(t *testing.T) {
+			var c redis.UniversalClient
+			if name == "single" {
+				c = singleClient(t)
+			} else {
+				c = clusterClient(t)
+			}
+			s := newStore(t, c, nil)
+			ctx := context.Background()
+			ops := []authguard.Op{charge("tg:t:login:acct:a"), charge("tg:t:login:acct:b"), charge("tg:t:login:acct:c")}
+			if _, err := s.Do(ctx, ops); err != nil {
+				t.Fatal(err)
+			}
+			flush := func(ctx context.Context, n *redis.Client) error { return n.ScriptFlush(ctx).Err() }
+			if cc, ok := c.(*redis.ClusterClient); ok {
+				cc.ForEachMaster(ctx, flush)
+			} else {
+				flush(ctx, c.(*redis.Client))
+			}
+			res, err := s.Do(ctx, ops)
+			if err != nil {
+				t.Fatalf("after SCRIPT FLUSH: %v", err)
+			}
+			if res[0].Count != 2 {
+				t.Errorf("after SCRIPT FLUSH: count %d, want 2", res[0].Count)
+			}
+		})
+	}
+}
+
+func TestRestart_ScriptsReloadedAndStateGone(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t)
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	s := newStore(t, c, nil)
+	ctx := context.Background()
+	if _, err := s.Do(ctx, []authguard.Op{charge("k")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := in.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	var res []authguard.Result
+	var err error
+	for range 3 { // the pool's old connections fail once each
+		if res, err = s.Do(ctx, []authguard.Op{charge("k")}); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("after restart: %v", err)
+	}
+	if !res[0].Charged || res[0].Count != 1 {
+		t.Errorf("after restart: %+v, want a first charge", res[0])
+	}
+}
+
+func TestOutage_ErrorsAreUnavailableAndTheBreakerOpens(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t)
+	clock := testclock.New(time.Time{})
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, err := redisstore.New(redisstore.Config{Client: c, Clock: clock.Now, BreakAfter: 3, Cooldown: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	in.Stop()
+	for i := range 3 {
+		_, err := s.Do(ctx, []authguard.Op{charge("k")})
+		if !errors.Is(err, authguard.ErrStoreUnavailable) || errors.Is(err, redisstore.ErrCircuitOpen) {
+			t.Fatalf("failure %d: %v, want unavailable from Redis itself", i, err)
+		}
+	}
+	if _, err := s.Do(ctx, []authguard.Op{charge("k")}); !errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("after 3 failures: %v, want the circuit open", err)
+	}
+	if err := s.Ping(ctx); err == nil {
+		t.Error("Ping succeeded with Redis stopped")
+	}
+	if err := in.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Do(ctx, []authguard.Op{charge("k")}); !errors.Is(err, redisstore.ErrCircuitOpen) {
+		t.Fatalf("during cooldown: %v, want the circuit still open", err)
+	}
+	clock.Advance(time.Second)
+	var res []authguard.Result
+	for range 3 {
+		if res, err = s.Do(ctx, []authguard.Op{charge("k")}); err == nil {
+			break
+		}
+	}
+	if err != nil || !res[0].Charged {
+		t.Fatalf("after cooldown with Redis back: %+v, %v", res, err)
+	}
+	if s.Open() {
+		t.Error("breaker still open after a success")
+	}
+}
+
+func TestStall_TimeoutBoundsTheCall(t *testing.T) {
+	c := singleClient(t)
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 50 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := s.Do(ctx, []authguard.Op{charge("k")}); err != nil { // warm the pool and script cache
+		t.Fatal(err)
+	}
+	admin := redis.NewClient(&redis.Options{Addr: server.Addr})
+	defer admin.Close()
+	for _, stall := range []func() error{
+		func() error { return admin.Do(ctx, "CLIENT", "PAUSE", "400", "ALL").Err() },
+		func() error { go admin.Do(ctx, "DEBUG", "SLEEP", "0.4"); time.Sleep(20 * time.Millisecond); return nil },
+	} {
+		if err := stall(); err != nil {
+			t.Fatal(err)
+		}
+		_, err := s.Do(ctx, []authguard.Op{charge("k")})
+		if !errors.Is(err, authguard.ErrStoreUnavailable) {
+			t.Errorf("stalled Redis: %v, want unavailable (deadline)", err)
+		}
+		admin.Do(ctx, "CLIENT", "UNPAUSE")
+		time.Sleep(450 * time.Millisecond) // let the stall end before the next one
+	}
+}
+
+// Every key expires exactly when its state stops mattering.
+func TestExpiry_PTTLMatchesTheState(t *testing.T) {
+	c := singleClient(t)
+	s := newStore(t, c, nil)
+	ctx := context.Background()
+	ops := []authguard.Op{
+		charge("tg:t:login:acct:e"),
+		&authguard.LogOp{Key: "tg:t:login:ipspray:e", Action: authguard.LogAdmit, Member: "m", Windows: storetest.Windows},
+		&authguard.BucketOp{Key: "tg:t:login:iprate:e", Bucket: storetest.Bucket},
+	}
+	if _, err := s.Do(ctx, ops); err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{storetest.Backoff.ForgetAfter, storetest.Windows.Longest(), storetest.Bucket.Interval}
+	for i, op := range ops {
+		got, err := c.PTTL(ctx, op.StoreKey()).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got > want[i] || got < want[i]-500*time.Millisecond {
+			t.Errorf("%s: PTTL %v, want just under %v", op.StoreKey(), got, want[i])
+		}
+	}
+	clear := &authguard.BackoffOp{Key: "tg:t:login:acct:e", Action: authguard.BackoffClear, Policy: storetest.Backoff}
+	s.Do(ctx, []authguard.Op{clear})
+	if n, _ := c.Exists(ctx, "tg:t:login:acct:e").Result(); n != 0 {
+		t.Error("cleared counter still exists")
+	}
+}
+
+func TestEngine_StoreHoldsNoRawIdentifier(t *testing.T) {
+	c := singleClient(t)
+	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	raws := []string{"secret-alice@example.com", "secret-bob", "203.0.113.61", "2001:db8:77::5", "secret-fingerprint"}
+	for _, a := range raws[:2] {
+		for _, ip := range raws[2:4] {
+			v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: a, IP: ip, PasswordFingerprint: raws[4]})
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: a, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt, PasswordFingerprint: raws[4]})
+		}
+	}
+	keys, err := c.Keys(ctx, "*").Result()
+	if err != nil || len(keys) == 0 {
+		t.Fatalf("keys: %v %v", keys, err)
+	}
+	for _, k := range keys {
+		dump := k
+		switch typ := c.Type(ctx, k).Val(); typ {
+		case "hash":
+			dump += fmt.Sprint(c.HGetAll(ctx, k).Val())
+		case "zset":
+			dump += fmt.Sprint(c.ZRangeWithScores(ctx, k, 0, -1).Val())
+		default:
+			dump += c.Get(ctx, k).Val()
+		}
+		for _, raw := range append(raws, "secret", "203.0.113", "2001:db8") {
+			if strings.Contains(dump, raw) {
+				t.Errorf("key %s holds %q: %s", k, raw, dump)
+			}
+		}
+		if ttl := c.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("key %s has no expiry (PTTL %v)", k, ttl)
+		}
+	}
+}
+
+// With Redis gone, a fail-open flow answers from the local fallback store,
+// and goes back to Redis by itself when Redis returns.
+func TestEngine_FailOpenFallsBackAndRecovers(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t)
+	clock := testclock.New(time.Time{})
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, _ := redisstore.New(redisstore.Config{Client: c, Clock: clock.Now})
+	var last authguard.Event
+	e, err := authguard.New(authguard.Config{
+		Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Observe: func(ev authguard.Event) { last = ev },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	check := func() authguard.Verdict {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fo@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	check()
+	if last.Source != authguard.SourceStore {
+		t.Fatalf("source %v, want store", last.Source)
+	}
+	in.Stop()
+	for range 7 {
+		check()
+		if last.Source != authguard.SourceFallback {
+			t.Fatalf("Redis down: source %v, want fallback", last.Source)
+		}
+	}
+	if v := check(); v.Action != authguard.Delay {
+		t.Errorf("the fallback counts too: %v after 8 checks, want delay", v.Action)
+	}
+	if err := in.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second) // breaker cooldown
+	for range 3 {
+		if check(); last.Source == authguard.SourceStore {
+			return
+		}
+	}
+	t.Errorf("Redis back: source %v, want store", last.Source)
+}

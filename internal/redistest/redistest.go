@@ -1,0 +1,209 @@
+// Package redistest starts real Redis servers and Redis Clusters for tests:
+// redis-server processes on free loopback ports, in a temporary directory,
+// stopped when the test ends (and killed with the test process if it dies).
+//
+// Tests that need Redis call Server or Cluster. When redis-server is not
+// installed they are skipped on a developer's machine and fail in CI
+// (CI=true), so a missing install never passes silently.
+package redistest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ErrNotInstalled means redis-server (or redis-cli, for a Cluster) is not on PATH.
+var ErrNotInstalled = errors.New("redistest: redis-server is not installed (apt-get install redis-server)")
+
+// Instance is one running redis-server.
+type Instance struct {
+	Addr string
+	dir  string
+	args []string
+	cmd  *exec.Cmd
+}
+
+// Require skips the test when Redis is not installed, or fails it in CI.
+func Require(tb testing.TB) {
+	tb.Helper()
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		if os.Getenv("CI") == "true" {
+			tb.Fatal(ErrNotInstalled)
+		}
+		tb.Skip(ErrNotInstalled)
+	}
+}
+
+// Server starts a single redis-server for the test and stops it at cleanup.
+func Server(tb testing.TB, extra ...string) *Instance {
+	tb.Helper()
+	Require(tb)
+	in, err := Start(tb.TempDir(), extra...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(in.Stop)
+	return in
+}
+
+// Start starts a redis-server with its files in dir.
+func Start(dir string, extra ...string) (*Instance, error) {
+	if _, err := exec.LookPath("redis-server"); err != nil {
+		return nil, ErrNotInstalled
+	}
+	var lastErr error
+	for range 5 { // a free port can be taken between finding and binding it
+		port, err := freePort()
+		if err != nil {
+			return nil, err
+		}
+		in := &Instance{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir}
+		in.args = append([]string{
+			"--port", strconv.Itoa(port), "--bind", "127.0.0.1", "--dir", dir,
+			"--save", "", "--appendonly", "no", "--daemonize", "no",
+			"--enable-debug-command", "local", "--loglevel", "warning",
+			"--logfile", filepath.Join(dir, fmt.Sprintf("redis-%d.log", port)),
+		}, extra...)
+		if lastErr = in.start(); lastErr == nil {
+			return in, nil
+		}
+	}
+	return nil, lastErr
+}
+
+func (in *Instance) start() error {
+	in.cmd = exec.Command("redis-server", in.args...)
+	in.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := in.cmd.Start(); err != nil {
+		return fmt.Errorf("redistest: starting redis-server: %w", err)
+	}
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1})
+	defer c.Close()
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		if c.Ping(context.Background()).Err() == nil {
+			return nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	in.Stop()
+	return fmt.Errorf("redistest: redis-server on %s did not answer within 5s", in.Addr)
+}
+
+// Stop kills the server and waits for it to exit.
+func (in *Instance) Stop() {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return
+	}
+	in.cmd.Process.Kill()
+	in.cmd.Wait()
+	in.cmd = nil
+}
+
+// Restart stops the server and starts it again on the same port: its data
+// and its script cache are gone, as after a crash without persistence.
+func (in *Instance) Restart() error {
+	in.Stop()
+	return in.start()
+}
+
+// PID is the server's process id.
+func (in *Instance) PID() int { return in.cmd.Process.Pid }
+
+// ClusterInstances is a running Redis Cluster of masters without replicas.
+type ClusterInstances struct {
+	Nodes []*Instance
+}
+
+// Addrs lists the masters' addresses.
+func (c *ClusterInstances) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// Stop stops every node.
+func (c *ClusterInstances) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// Cluster starts a 3-master Redis Cluster for the test.
+func Cluster(tb testing.TB) *ClusterInstances {
+	tb.Helper()
+	Require(tb)
+	c, err := StartCluster(tb.TempDir(), 3)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// StartCluster starts n masters and joins them with redis-cli --cluster create.
+func StartCluster(dir string, n int) (*ClusterInstances, error) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return nil, ErrNotInstalled
+	}
+	c := &ClusterInstances{}
+	for i := range n {
+		d := filepath.Join(dir, fmt.Sprint("node", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, err
+		}
+		in, err := Start(d, "--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(d, "nodes.conf"), "--cluster-node-timeout", "2000")
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, in)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "0", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for _, node := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: node.Addr})
+		for {
+			info, err := cl.ClusterInfo(context.Background()).Result()
+			if err == nil && strings.Contains(info, "cluster_state:ok") {
+				break
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				c.Stop()
+				return nil, fmt.Errorf("redistest: cluster not ok after 10s: %v %s", err, info)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
+	return c, nil
+}
+
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}

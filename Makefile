@@ -13,8 +13,11 @@ run:
 build:
 	$(GO) build -o bin/tollgate ./cmd/tollgate
 
-## test: everything — vet, unit, conformance, scenarios, fuzz seeds, end-to-end — with -race
+## test: everything — vet, unit, conformance on real Redis and Redis Cluster, scenarios,
+## fuzz seeds, end-to-end — with -race. Installs redis-server when missing; the tests
+## start their own servers on free loopback ports and stop them.
 test:
+	./scripts/ensure-redis.sh
 	$(GO) vet $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
 

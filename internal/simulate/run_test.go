@@ -116,7 +116,7 @@ func TestRun_ObeyingADelayPausesTheScript(t *testing.T) {
 	policy := `
 flows:
   login:
-    account_backoff: {free: 0, base: 10s, factor: 1, max: 10s, forget_after: 1h}
+    account_backoff: {free: 1, base: 10s, factor: 1, max: 10s, forget_after: 1h}
 `
 	r := run(t, `
 name: pause

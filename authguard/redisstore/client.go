@@ -1,0 +1,86 @@
+package redisstore
+
+import (
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// ClientConfig says how to reach Redis. Exactly one of URL and ClusterAddrs
+// is set.
+type ClientConfig struct {
+	// URL reaches one node: redis://[user:password@]host:port[/db], or
+	// rediss:// for TLS.
+	URL string
+	// ClusterAddrs are seed addresses (host:port) of a Redis Cluster.
+	ClusterAddrs []string
+	// Username and Password authenticate (ACL user, or the default user
+	// when Username is empty). They override those in URL.
+	Username, Password string
+	// TLS turns TLS on for ClusterAddrs (URL says it with rediss://).
+	TLS bool
+	// TLSServerName overrides the name checked in the server's certificate.
+	TLSServerName string
+	// PoolSize is the number of connections per node. The default is 10 per
+	// CPU, go-redis's own default.
+	PoolSize int
+	// Timeout bounds dialing, reading and writing. The default is 50ms.
+	Timeout time.Duration
+}
+
+// NewClient returns a client for cfg. Retries are off: a failing call is
+// answered by the flow's fail mode at once rather than retried past its
+// deadline.
+func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
+	if (cfg.URL == "") == (len(cfg.ClusterAddrs) == 0) {
+		return nil, errors.New("redisstore: set either a URL or cluster addresses")
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 50 * time.Millisecond
+	}
+	if cfg.URL != "" {
+		o, err := redis.ParseURL(cfg.URL)
+		if err != nil {
+			return nil, fmt.Errorf("redisstore: %w", err)
+		}
+		if cfg.Username != "" {
+			o.Username = cfg.Username
+		}
+		if cfg.Password != "" {
+			o.Password = cfg.Password
+		}
+		if o.TLSConfig != nil && cfg.TLSServerName != "" {
+			o.TLSConfig.ServerName = cfg.TLSServerName
+		}
+		o.PoolSize = cfg.PoolSize
+		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
+		o.PoolTimeout = cfg.Timeout
+		o.ContextTimeoutEnabled = true
+		o.MaxRetries = -1
+		o.DialerRetries = 1 // one dial attempt: a dead Redis must fail fast
+		return redis.NewClient(o), nil
+	}
+	for _, a := range cfg.ClusterAddrs {
+		if a = strings.TrimSpace(a); a == "" || !strings.Contains(a, ":") {
+			return nil, fmt.Errorf("redisstore: cluster address %q is not host:port", a)
+		}
+	}
+	o := &redis.ClusterOptions{
+		Addrs:    cfg.ClusterAddrs,
+		Username: cfg.Username, Password: cfg.Password,
+		PoolSize:    cfg.PoolSize,
+		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
+		PoolTimeout:           cfg.Timeout,
+		ContextTimeoutEnabled: true,
+		MaxRetries:            -1,
+		DialerRetries:         1,
+	}
+	if cfg.TLS {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
+	}
+	return redis.NewClusterClient(o), nil
+}

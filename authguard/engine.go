@@ -246,8 +246,12 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		answer = Verdict{}
 	}
 	if answer.Action == Proceed {
+		charged := 0
+		if res != nil && res[0].Charged {
+			charged = 1
+		}
 		answer.Attempt = e.attempts.sign(&attemptClaims{
-			Tenant: s.tenant, Flow: s.flow.Name, Account: s.account, Device: device, ID: id,
+			Tenant: s.tenant, Flow: s.flow.Name, Account: s.account, Device: device, ID: id, Charged: charged,
 			Shadow:           computed.Action != Proceed,
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.AttemptTTL)},
 		})
@@ -258,8 +262,10 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 
 // Report settles an attempt and returns the verdict for the next attempt of
 // the same account from the same address. A success clears the counter the
-// attempt was charged to, takes the account off the IP and password logs and
-// returns a fresh device token; a failure confirms the charge, or is counted
+// attempt was charged to (or, when that counter is already in backoff, refunds
+// only its own charge, so the owner's success never resets an attacker's
+// progress), takes the account off the IP and password logs and returns a
+// fresh device token; a failure confirms the charge, or is counted
 // on its own when the report carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
 	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
@@ -293,7 +299,8 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		id := a.ID
 		switch {
 		case req.Outcome == Success:
-			counter, reason := e.counter(&s, device, BackoffClear)
+			counter, reason := e.counter(&s, device, BackoffSucceed)
+			counter.Charged = tokened && a.Charged == 1
 			p.add(counter, reason)
 			p.logs(&s, LogRemove, id, false)
 		case tokened:

@@ -608,3 +608,45 @@ func checkRejected(t *testing.T, h *harness, err error, callsBefore int64) {
 		t.Fatalf("rejected input (%v) reached the store", err)
 	}
 }
+
+func TestLogin_OwnersSuccessDoesNotResetTheAttackersProgress(t *testing.T) {
+	h := newHarness(t, "")
+	for i := range 12 { // the attacker reaches a long delay
+		h.clock.Advance(h.check(authguard.CheckRequest{Account: "uma", IP: "203.0.113.1"}).Delay)
+		h.attempt("uma", fmt.Sprintf("203.0.113.%d", i+10), authguard.Failure, "")
+	}
+	before := h.check(authguard.CheckRequest{Account: "uma", IP: "203.0.113.99"}).Delay
+	h.clock.Advance(before) // the owner, without cookies, waits and gets in
+	v := h.attempt("uma", "198.51.100.1", authguard.Success, "")
+	if v.DeviceToken == "" {
+		t.Fatal("no device token")
+	}
+	// The attacker's delay had run out while the owner waited, so it gets
+	// one attempt; had the success reset the counter it would get five.
+	if v := h.attempt("uma", "203.0.113.98", authguard.Failure, ""); v.Action != authguard.Delay || v.Delay < before {
+		t.Errorf("attacker's next failure after the owner's success: %v %v, want a delay of at least %v", v.Action, v.Delay, before)
+	}
+	// With the device token the success returned, the owner goes straight in.
+	if v := h.check(authguard.CheckRequest{Account: "uma", IP: "198.51.100.1", DeviceToken: v.DeviceToken}); v.Action != authguard.Proceed {
+		t.Errorf("owner with device token: %v", v.Action)
+	}
+}
+
+// A check refused for one reason must not refresh another signal's window:
+// hammering during a delay does not extend anything.
+func TestSpray_HammeringDuringADelayDoesNotKeepAnAccountInTheWindow(t *testing.T) {
+	h := newHarness(t, "flows:\n  login:\n    ip_spray: [{window: 1h, limit: 2}]\n    account_backoff: {free: 1, base: 2h, max: 2h, forget_after: 3h}\n")
+	h.attempt("a", "203.0.113.5", authguard.Failure, "")
+	for m := 1; m <= 58; m++ {
+		h.clock.Advance(time.Minute)
+		if v := h.check(authguard.CheckRequest{Account: "a", IP: "203.0.113.5"}); v.Action != authguard.Delay {
+			t.Fatalf("minute %d: %v, want delay", m, v.Action)
+		}
+	}
+	h.clock.Advance(3 * time.Minute) // 61m: a's failure has left the hour
+	for _, acct := range []string{"b", "c"} {
+		if v := h.check(authguard.CheckRequest{Account: acct, IP: "203.0.113.5"}); v.Action != authguard.Proceed {
+			t.Errorf("%s at 61m: %v %v, want proceed", acct, v.Action, v.Reasons)
+		}
+	}
+}

@@ -74,11 +74,15 @@ const (
 	BackoffConfirm
 	// BackoffFail counts a failure no charge reserved.
 	BackoffFail
-	// BackoffClear forgets the counter (a success).
+	// BackoffClear forgets the counter (an administrator's reset).
 	BackoffClear
+	// BackoffSucceed settles an attempt that succeeded: it clears a counter
+	// that has not reached a delay, and otherwise only refunds the attempt's
+	// own charge (when Charged).
+	BackoffSucceed
 )
 
-var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear"}
+var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear", "succeed"}
 
 func (a BackoffAction) String() string {
 	if int(a) < len(backoffActionNames) && a > 0 {
@@ -96,6 +100,9 @@ type BackoffOp struct {
 	Fingerprint string
 	// SeenWindow is how long a counted fingerprint is remembered.
 	SeenWindow time.Duration
+	// Charged says, for BackoffSucceed, whether the attempt being settled
+	// was charged when it was checked.
+	Charged bool
 }
 
 // LogAction selects what a LogOp does.
@@ -103,7 +110,8 @@ type LogAction uint8
 
 // Log actions; see the methods of the same name on spraydetect.Windows.
 const (
-	// LogAdmit records the member unless a limit would be exceeded.
+	// LogAdmit records a new member unless a limit would be exceeded; a
+	// member already in the log is left as it is.
 	LogAdmit LogAction = iota + 1
 	// LogAdd records the member whatever the limits say.
 	LogAdd
@@ -168,6 +176,8 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 			s, d = p.Fail(s, now, op.Fingerprint, w)
 		case BackoffClear:
 			return nil, 0, Result{}
+		case BackoffSucceed:
+			s, d = p.Succeed(s, now, op.Charged, w)
 		}
 		return s, p.TTL(s, now, w), Result{Charged: d.Charged, Wait: d.Wait, Count: s.Failures}
 	case *LogOp:

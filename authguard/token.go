@@ -18,6 +18,7 @@ type attemptClaims struct {
 	Account string `json:"a"` // subject hash
 	Device  string `json:"d"` // device id whose counter was charged, or ""
 	ID      string `json:"i"` // attempt id
+	Charged int    `json:"c"` // 1 when the check charged the counter (a repeated wrong password is not charged)
 	Shadow  bool   `json:"s"` // shadow mode would have refused it: the report changes nothing
 	jwt.RegisteredClaims
 }

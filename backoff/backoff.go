@@ -187,6 +187,23 @@ func (p Policy) Fail(s State, now time.Time, fingerprint string, window time.Dur
 	return s, Decision{Charged: true, Wait: p.Wait(s, now)}
 }
 
+// Succeed settles an attempt that succeeded. On a counter that has not
+// reached a delay (ordinary typos) it forgets everything. On a counter already
+// in backoff — an attack in progress — it only refunds the attempt's own
+// charge (when charged): the owner's success must not hand the attacker a
+// fresh set of free attempts. The owner's next login, with the device token
+// the success returns, goes to the device's own counter instead.
+func (p Policy) Succeed(s State, now time.Time, charged bool, window time.Duration) (State, Decision) {
+	s = p.Current(s, now, window)
+	if s.Failures <= p.Free {
+		return State{}, Decision{}
+	}
+	if charged {
+		return p.Refund(s, now, window)
+	}
+	return s, Decision{Wait: p.Wait(s, now)}
+}
+
 // TTL is how long s can still change a decision after now: the store may
 // forget the counter once it has passed.
 func (p Policy) TTL(s State, now time.Time, window time.Duration) time.Duration {

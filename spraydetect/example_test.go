@@ -35,6 +35,6 @@ func ExampleWindows_Admit() {
 	// +2m0s carol captcha=false: over=true added=false count=2
 	// +3m0s alice captcha=false: over=false added=false count=2
 	// +4m0s carol captcha=true: over=true added=true count=3
-	// +1h1m0s dave captcha=false: over=true added=false count=2
-	// +1h3m0s dave captcha=false: over=false added=true count=2
+	// +1h1m0s dave captcha=false: over=false added=true count=2
+	// +1h3m0s dave captcha=false: over=false added=false count=2
 }

@@ -111,14 +111,19 @@ func (w Windows) over(l Log, member string, now int64) bool {
 	return false
 }
 
-// Admit records member at now unless that would exceed a limit; bypass (a
-// solved CAPTCHA) records it anyway. A member already in the log has its time
-// refreshed.
+// Admit records a new member at now unless that would exceed a limit;
+// bypass (a solved CAPTCHA) records it anyway. A member already in the log is
+// left as it is, time included: Admit reserves a place for an attempt about
+// to go ahead, and only a reported failure (Add) refreshes a member, so
+// checks refused for another reason never extend a window.
 func (w Windows) Admit(l Log, member string, now time.Time, bypass bool) (Log, LogResult) {
 	l = w.Current(l, now)
 	over := w.over(l, member, now.UnixMilli())
-	if over && !bypass {
+	switch {
+	case over && !bypass:
 		return l, LogResult{Over: true, Count: len(l.Entries)}
+	case index(l, member) >= 0:
+		return l, LogResult{Over: over, Count: len(l.Entries)}
 	}
 	return w.record(l, member, now, over)
 }

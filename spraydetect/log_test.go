@@ -112,11 +112,12 @@ func TestWindows_AdmitUpToLimit(t *testing.T) {
 		{"t=+2m: carol reaches the limit", 2 * time.Minute, admit, "carol", ok(3), "alice bob carol"},
 		{"t=+3m: dave is one too many", 3 * time.Minute, admit, "dave", over(3), "alice bob carol"},
 		{"t=+3m: dave again, still refused", 3 * time.Minute, admit, "dave", over(3), "alice bob carol"},
-		{"t=+4m: alice again is a refresh", 4 * time.Minute, admit, "alice", again(3), "bob carol alice"},
-		{"t=+4m: peek dave: over", 4 * time.Minute, peek, "dave", over(3), "bob carol alice"},
-		{"t=+4m: peek bob: fine", 4 * time.Minute, peek, "bob", again(3), "bob carol alice"},
-		{"t=+5m: dave with a solved CAPTCHA", 5 * time.Minute, bypass, "dave", forced(4), "bob carol alice dave"},
-		{"t=+5m: a bypass of a member already in is not Added", 5 * time.Minute, bypass, "bob", spraydetect.LogResult{Over: true, Count: 4}, "carol alice bob dave"},
+		{"t=+4m: alice again is admitted, not refreshed", 4 * time.Minute, admit, "alice", again(3), "alice bob carol"},
+		{"t=+4m: peek dave: over", 4 * time.Minute, peek, "dave", over(3), "alice bob carol"},
+		{"t=+4m: peek bob: fine", 4 * time.Minute, peek, "bob", again(3), "alice bob carol"},
+		{"t=+5m: dave with a solved CAPTCHA", 5 * time.Minute, bypass, "dave", forced(4), "alice bob carol dave"},
+		{"t=+5m: a bypass of a member already in is neither Added nor refreshed", 5 * time.Minute, bypass, "bob", spraydetect.LogResult{Over: true, Count: 4}, "alice bob carol dave"},
+		{"t=+6m: add refreshes bob", 6 * time.Minute, add, "bob", spraydetect.LogResult{Over: true, Count: 4}, "alice carol dave bob"},
 	})
 }
 
@@ -501,8 +502,10 @@ func fuzzLog(w spraydetect.Windows, ops []byte, steps []time.Duration) string {
 		switch {
 		case o == remove:
 			exact = false
-		case o == bypass || o == add || (o == admit && !r.Over):
+		case o == add:
 			m[member] = nowMS
+		case (o == bypass || (o == admit && !r.Over)) && index(prev, member) < 0:
+			m[member] = nowMS // Admit records new members only; it never refreshes
 		}
 		if exact {
 			if got, want := members(next), m.newest(w, nowMS); got != want {

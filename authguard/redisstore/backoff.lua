@@ -5,7 +5,8 @@
 -- KEYS[1]  the counter: a hash {n = failures, l = last ms, p = previous last ms,
 --          s = "fingerprint:ms,..." oldest first}
 -- ARGV     action, free, base_ms, factor, max_ms, forget_ms, fingerprint,
---          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE)
+--          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE),
+--          charged ("1": for succeed, the attempt was charged)
 -- returns  {charged 0|1, wait_ms, 0, failures}
 if redis.replicate_commands then redis.replicate_commands() end
 local key, action = KEYS[1], ARGV[1]
@@ -19,6 +20,7 @@ else
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local expire = ARGV[10] == "1"
+local charged_attempt = ARGV[11] == "1"
 
 if action == "clear" then
   redis.call('DEL', key)
@@ -84,17 +86,28 @@ local function remember(f)
   seen = out
 end
 
+local function refund()
+  if n > 0 then
+    n, last = n - 1, prev
+    if n == 0 then last, prev = 0, 0 end
+  end
+end
+
 local charged, w = 0, 0
-if action == "charge" then
+if action == "succeed" then
+  if n <= free then
+    redis.call('DEL', key)
+    return {0, 0, 0, 0}
+  end
+  if charged_attempt then refund() end
+  w = wait()
+elseif action == "charge" then
   w = wait()
   if w == 0 and not (fp ~= "" and has(fp)) then
     n, prev, last, charged = n + 1, last, now, 1
   end
 elseif action == "refund" then
-  if n > 0 then
-    n, last = n - 1, prev
-    if n == 0 then last, prev = 0, 0 end
-  end
+  refund()
   w = wait()
 elseif action == "confirm" then
   remember(fp)

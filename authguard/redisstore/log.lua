@@ -44,8 +44,10 @@ end
 local added, isover = 0, false
 if action == "admit" or action == "add" then
   isover = over()
-  if action == "add" or not isover or bypass then
-    if not redis.call('ZSCORE', key, member) then added = 1 end
+  local exists = redis.call('ZSCORE', key, member)
+  -- admit leaves an existing member as it is; add refreshes it
+  if (action == "add" or not isover or bypass) and not (action == "admit" and exists) then
+    if not exists then added = 1 end
     redis.call('ZADD', key, ms(now), member)
     local card = redis.call('ZCARD', key)
     if card > cap then redis.call('ZREMRANGEBYRANK', key, 0, card - cap - 1) end

@@ -161,21 +161,24 @@ type call struct {
 
 func ms(d time.Duration) string { return strconv.FormatInt(d.Milliseconds(), 10) }
 
+func flag(b bool) string {
+	if b {
+		return "1"
+	}
+	return "0"
+}
+
 func encode(op authguard.Op, now, expire string) (call, error) {
 	switch op := op.(type) {
 	case *authguard.BackoffOp:
 		p := op.Policy
 		return call{backoffScript, op.Key, []any{
 			op.Action.String(), strconv.Itoa(p.Free), ms(p.Base), strconv.FormatFloat(p.Factor, 'g', -1, 64),
-			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire,
+			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire, flag(op.Charged),
 		}}, nil
 	case *authguard.LogOp:
-		bypass := "0"
-		if op.Bypass {
-			bypass = "1"
-		}
 		args := make([]any, 0, 5+2*len(op.Windows))
-		args = append(args, op.Action.String(), op.Member, bypass, now, expire)
+		args = append(args, op.Action.String(), op.Member, flag(op.Bypass), now, expire)
 		for _, w := range op.Windows {
 			args = append(args, ms(w.Length), strconv.Itoa(w.Limit))
 		}

@@ -86,7 +86,12 @@ const (
 	confirm = authguard.BackoffConfirm
 	fail    = authguard.BackoffFail
 	clear   = authguard.BackoffClear
+	succeed = authguard.BackoffSucceed
 )
+
+func sc(key string, charged bool) authguard.Op {
+	return &authguard.BackoffOp{Key: key, Action: succeed, Policy: Backoff, SeenWindow: Seen, Charged: charged}
+}
 
 func testBackoffSteps(t *testing.T, newStore NewStore) {
 	const k = "tg:t:login:acct:k"
@@ -109,6 +114,14 @@ func testBackoffSteps(t *testing.T, newStore NewStore) {
 		{"t=+8s: fresh after clear", 8 * s, bo(k, charge, "A"), res{Charged: true, Count: 1}},
 		{"t=+9s: a failure", 9 * s, bo(k, fail, "C"), res{Charged: true, Wait: s, Count: 2}},
 		{"t=+69s: forgotten after a quiet minute", 69 * s, bo(k, charge, ""), res{Charged: true, Count: 1}},
+		{"t=+69s: a success before any delay clears the counter", 69 * s, sc(k, true), res{}},
+		{"t=+70s: charge", 70 * s, bo(k, charge, ""), res{Charged: true, Count: 1}},
+		{"t=+70s: a failure reported on its own reaches the delay", 70 * s, bo(k, fail, "X"), res{Charged: true, Wait: s, Count: 2}},
+		{"t=+71s: charge beyond free", 71 * s, bo(k, charge, ""), res{Charged: true, Count: 3}},
+		{"t=+71s: success in backoff refunds only its own charge", 71 * s, sc(k, true), res{Count: 2}},
+		{"t=+71s: a fingerprint from before is still remembered", 71 * s, bo(k, charge, "X"), res{Count: 2}},
+		{"t=+71s: uncharged success at the threshold clears", 71 * s, sc(k, false), res{}},
+		{"t=+71s: fresh", 71 * s, bo(k, charge, "X"), res{Charged: true, Count: 1}},
 	})
 }
 
@@ -124,10 +137,11 @@ func testLogSteps(t *testing.T, newStore NewStore) {
 		{"t=2: peek c says over", 2 * s, lg(k, peek, "c", false), res{Over: true, Count: 2}},
 		{"t=2: c with a solved CAPTCHA is recorded", 2 * s, lg(k, admit, "c", true), res{Charged: true, Over: true, Count: 3}},
 		{"t=2: remove c", 2 * s, lg(k, remove, "c", false), res{Over: true, Count: 2}},
-		{"t=5: d refused, a (refreshed at 2) and b still in 10s", 5 * s, lg(k, admit, "d", false), res{Over: true, Count: 2}},
-		{"t=11: b slid out of 10s, a not yet: d refused by neither", 11 * s, lg(k, peek, "d", false), res{Count: 2}},
-		{"t=12: a exactly 10s old is out of the window: d admitted", 12 * s, lg(k, admit, "d", false), res{Charged: true, Count: 3}},
-		{"t=30: e refused by the minute window (a, b, d)", 30 * s, lg(k, admit, "e", false), res{Over: true, Count: 3}},
+		{"t=5: d refused, a and b still in 10s", 5 * s, lg(k, admit, "d", false), res{Over: true, Count: 2}},
+		{"t=9: admitting a again did not refresh it: add does", 9 * s, lg(k, add, "a", false), res{Count: 2}},
+		{"t=11: b slid out of 10s, a (at 9) not: d refused by neither", 11 * s, lg(k, peek, "d", false), res{Count: 2}},
+		{"t=19: a exactly 10s old is out of the window: d admitted", 19 * s, lg(k, admit, "d", false), res{Charged: true, Count: 3}},
+		{"t=30: e refused by the minute window (b, a, d)", 30 * s, lg(k, admit, "e", false), res{Over: true, Count: 3}},
 		{"t=30: add records e anyway, cap keeps 4", 30 * s, lg(k, add, "e", false), res{Charged: true, Over: true, Count: 4}},
 		{"t=30: add f drops the oldest (cap is 4)", 30 * s, lg(k, add, "f", false), res{Charged: true, Over: true, Count: 4}},
 		{"t=200: everything expired", 200 * s, lg(k, peek, "z", false), res{}},
@@ -257,7 +271,9 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 		key := fmt.Sprint(rng.IntN(3))
 		switch rng.IntN(3) {
 		case 0:
-			ops[i] = bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(5)), fps[rng.IntN(len(fps))])
+			op := bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(6)), fps[rng.IntN(len(fps))]).(*authguard.BackoffOp)
+			op.Charged = rng.IntN(2) == 0
+			ops[i] = op
 		case 1:
 			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(4)), members[rng.IntN(len(members))], rng.IntN(4) == 0)
 		default:

@@ -1,0 +1,69 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+)
+
+// BenchmarkLogin is one full login (a check that proceeds, then a success
+// report: two round trips on Redis) on each store, side by side in one run,
+// serially and from 64 goroutines.
+func BenchmarkLogin(b *testing.B) {
+	stores := []struct {
+		name string
+		new  func(b *testing.B) authguard.Store
+	}{
+		{"memory", func(*testing.B) authguard.Store { return memstore.New(memstore.Config{}) }},
+		{"redis", func(b *testing.B) authguard.Store { return benchRedis(b, singleClient(b)) }},
+		{"cluster", func(b *testing.B) authguard.Store { return benchRedis(b, clusterClient(b)) }},
+	}
+	for _, st := range stores {
+		for _, par := range []int{1, 64} {
+			b.Run(fmt.Sprintf("store=%s/clients=%d", st.name, par), func(b *testing.B) {
+				e, err := authguard.New(authguard.Config{Store: st.new(b), Secret: secret})
+				if err != nil {
+					b.Fatal(err)
+				}
+				ctx := context.Background()
+				b.ReportAllocs()
+				b.SetParallelism(par) // × GOMAXPROCS goroutines
+				var n int64
+				b.RunParallel(func(pb *testing.PB) {
+					i := 0
+					for pb.Next() {
+						i++
+						acct, ip := fmt.Sprintf("user%d@example.com", i%4096), fmt.Sprintf("203.0.%d.%d", i/250%16, i%250)
+						v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: ip})
+						if err != nil {
+							b.Error(err)
+							return
+						}
+						if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: ip, Outcome: authguard.Success, Attempt: v.Attempt}); err != nil {
+							b.Error(err)
+							return
+						}
+					}
+					_ = n
+				})
+			})
+		}
+	}
+}
+
+func benchRedis(b *testing.B, c redis.UniversalClient) authguard.Store {
+	s, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := s.Preload(context.Background()); err != nil {
+		b.Fatal(err)
+	}
+	return s
+}

@@ -352,11 +352,11 @@ func TestSpray_IPv6RotationWithinSlash64(t *testing.T) {
 
 func TestSpray_SuccessesKeepANATOfficeClear(t *testing.T) {
 	h := newHarness(t, "")
-	// 190 colleagues behind one address, every one of them mistyping once
+	// 90 colleagues behind one address, every one of them mistyping once
 	// before getting in, all within the first hour of the day (ip_failures
-	// allows 200 an hour, attempts in flight included).
-	for i := range 190 {
-		h.clock.Advance(18 * time.Second)
+	// allows 100 an hour, attempts in flight included).
+	for i := range 90 {
+		h.clock.Advance(36 * time.Second)
 		h.attempt(fmt.Sprintf("colleague%d", i), "192.0.2.99", authguard.Failure, "")
 		if v := h.attempt(fmt.Sprintf("colleague%d", i), "192.0.2.99", authguard.Success, ""); v.Action != authguard.Proceed {
 			t.Fatalf("colleague %d: %v %v", i, v.Action, v.Reasons)

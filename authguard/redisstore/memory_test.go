@@ -1,0 +1,81 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+)
+
+// TestMemoryPerSubject measures what one tracked subject costs: Redis's
+// MEMORY USAGE per key for each signal after an attack, and the memory
+// store's heap per subject. Run with -v to see the figures (BENCHMARKS.md).
+// The bounds are loose; they catch a state that grows without limit.
+func TestMemoryPerSubject(t *testing.T) {
+	c := singleClient(t)
+	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// A sprayer that solves CAPTCHAs fills its IP's logs to their caps; each
+	// account gets a few failures with fingerprints and a device counter.
+	var device string
+	for i := range 300 {
+		acct := fmt.Sprintf("user%d@example.com", i%100)
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: "203.0.113.9", CaptchaSolved: true, PasswordFingerprint: fmt.Sprint("pw", i%3)})
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: "203.0.113.9", Outcome: authguard.Failure, Attempt: v.Attempt, PasswordFingerprint: fmt.Sprint("pw", i%3)})
+	}
+	r, _ := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "owner@example.com", IP: "198.51.100.1", Outcome: authguard.Success})
+	device = r.DeviceToken
+	for range 3 {
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "owner@example.com", IP: "198.51.100.1", Outcome: authguard.Failure, DeviceToken: device})
+	}
+
+	keys, _ := c.Keys(ctx, "*").Result()
+	largest := map[string]int64{}
+	count := map[string]int{}
+	for _, k := range keys {
+		signal := strings.Split(k, ":")[3]
+		n, err := c.MemoryUsage(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		count[signal]++
+		largest[signal] = max(largest[signal], n)
+	}
+	bounds := map[string]int64{"acct": 512, "dev": 512, "iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096}
+	for _, signal := range []string{"acct", "dev", "iprate", "ipspray", "ipfail", "pwspray"} {
+		t.Logf("redis %-8s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
+		if count[signal] == 0 {
+			t.Errorf("no %s key after the scenario", signal)
+		}
+		if largest[signal] > bounds[signal] {
+			t.Errorf("%s key uses %d bytes, bound %d", signal, largest[signal], bounds[signal])
+		}
+	}
+
+	// The memory store: heap per tracked account (one failure each, from a
+	// few addresses so the IP logs are a small share).
+	const n = 100_000
+	mem := memstore.New(memstore.Config{MaxEntries: 2 * n})
+	me, _ := authguard.New(authguard.Config{Store: mem, Secret: secret})
+	runtime.GC()
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	for i := range n {
+		me.Report(ctx, authguard.ReportRequest{Flow: "login", Account: fmt.Sprint("u", i), IP: fmt.Sprintf("198.18.0.%d", i%200), Outcome: authguard.Failure})
+	}
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	per := int64(after.HeapAlloc-before.HeapAlloc) / n
+	t.Logf("memory store: %d bytes of heap per tracked account (%d entries)", per, mem.Stats().Entries)
+	if per > 1024 {
+		t.Errorf("memory store uses %d bytes per account, bound 1024", per)
+	}
+	runtime.KeepAlive(me)
+}

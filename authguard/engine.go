@@ -80,7 +80,7 @@ type Engine struct {
 	fallback Store
 	now      func() time.Time
 	hash     *hasher
-	attempts *signer
+	attempts *attemptSigner
 	devices  *signer
 	observe  func(Event)
 }
@@ -108,7 +108,7 @@ func New(cfg Config) (*Engine, error) {
 		fallback: cfg.Fallback,
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
-		attempts: newSigner(deriveKey(cfg.Secret, "attempt"), cfg.Now),
+		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		devices:  newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
 	}, nil
@@ -246,15 +246,11 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		answer = Verdict{}
 	}
 	if answer.Action == Proceed {
-		charged := 0
-		if res != nil && res[0].Charged {
-			charged = 1
-		}
-		answer.Attempt = e.attempts.sign(&attemptClaims{
-			Tenant: s.tenant, Flow: s.flow.Name, Account: s.account, Device: device, ID: id, Charged: charged,
-			Shadow:           computed.Action != Proceed,
-			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.AttemptTTL)},
-		})
+		answer.Attempt = e.attempts.sign(s.tenant, s.flow.Name, s.account, attempt{
+			device: device, id: id,
+			charged: res != nil && res[0].Charged,
+			shadow:  computed.Action != Proceed,
+		}, e.now().Add(s.flow.AttemptTTL))
 	}
 	e.observe(Event{Call: "check", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: src, StoreErr: storeErr})
 	return answer, nil
@@ -282,25 +278,23 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
 
-	var a attemptClaims
-	tokened := e.attempts.parse(req.Attempt, &a) &&
-		a.Tenant == s.tenant && a.Flow == s.flow.Name && a.Account == s.account
+	a, tokened := e.attempts.parse(req.Attempt, s.tenant, s.flow.Name, s.account, e.now())
 	device := e.deviceID(&s, req.DeviceToken)
 	if tokened {
-		device = a.Device
+		device = a.device
 	}
 
 	var computed Verdict
 	var src Source
 	var storeErr error
-	if !(tokened && a.Shadow) { // shadow mode refused that attempt: nothing to settle
+	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		var p plan
 		p.ops, p.reasons = make([]Op, 0, 4), make([]Reason, 0, 4)
-		id := a.ID
+		id := a.id
 		switch {
 		case req.Outcome == Success:
 			counter, reason := e.counter(&s, device, BackoffSucceed)
-			counter.Charged = tokened && a.Charged == 1
+			counter.Charged = tokened && a.charged
 			p.add(counter, reason)
 			p.logs(&s, LogRemove, id, false)
 		case tokened:

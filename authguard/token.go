@@ -6,22 +6,13 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 )
 
-// Tokens are HS256 JWTs signed with keys derived from the service's secret,
-// one key per kind of token so that one can never pass for the other. Only
-// HS256 is accepted when they are parsed: "none" and algorithm confusion are
-// rejected by golang-jwt's WithValidMethods.
-
-// attemptClaims name one attempt that a check let go ahead.
-type attemptClaims struct {
-	Tenant  string `json:"t"`
-	Flow    string `json:"f"`
-	Account string `json:"a"` // subject hash
-	Device  string `json:"d"` // device id whose counter was charged, or ""
-	ID      string `json:"i"` // attempt id
-	Charged int    `json:"c"` // 1 when the check charged the counter (a repeated wrong password is not charged)
-	Shadow  bool   `json:"s"` // shadow mode would have refused it: the report changes nothing
-	jwt.RegisteredClaims
-}
+// Device tokens are HS256 JWTs (golang-jwt) signed with a key derived from
+// the service's secret for them alone, so no other token can pass for one.
+// They live in end users' cookies for months, so they use a standard format
+// callers can inspect. Only HS256 is accepted when they are parsed: "none"
+// and algorithm confusion are rejected by golang-jwt's WithValidMethods.
+// Attempt tokens, which never leave the caller's back end, use a compact
+// format of their own (attempt.go).
 
 // deviceClaims bind a device to one account of one tenant.
 type deviceClaims struct {

@@ -1,0 +1,136 @@
+package authguard
+
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/binary"
+	"hash"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Attempt tokens name one attempt a check let go ahead; the caller hands
+// them back with its report and never looks inside. They are compact and
+// cheap because every check signs one and every report verifies one:
+//
+//	base64url(payload) "." base64url(tag)
+//	payload = version(1) | expiry, Unix seconds (8) | flags (1) |
+//	          device id (16, zeros for none) | attempt id (16)
+//	tag     = HMAC-SHA-256(attempt key, payload | tenant | flow | account hash)[:16]
+//
+// The tenant, flow and account hash are bound by the tag without being
+// carried, so a token only verifies for the call it was issued for, and
+// every token has the same length whatever the account.
+const (
+	attemptVersion = 1
+	attemptPayload = 1 + 8 + 1 + hashBytes + hashBytes
+	attemptTag     = 16
+	flagShadow     = 1 << 0
+	flagCharged    = 1 << 1
+	flagDevice     = 1 << 2
+)
+
+var (
+	strictB64         = base64.RawURLEncoding.Strict()
+	attemptPayloadLen = base64.RawURLEncoding.EncodedLen(attemptPayload)
+	attemptTokenLen   = attemptPayloadLen + 1 + base64.RawURLEncoding.EncodedLen(attemptTag)
+)
+
+// attempt is what an attempt token says.
+type attempt struct {
+	device  string // device id (base64url) whose counter was charged, or ""
+	id      string // attempt id (base64url)
+	charged bool   // the check charged the counter
+	shadow  bool   // shadow mode would have refused the attempt
+}
+
+type attemptSigner struct {
+	pool sync.Pool
+}
+
+func newAttemptSigner(key []byte) *attemptSigner {
+	s := &attemptSigner{}
+	s.pool.New = func() any { return hmac.New(sha256.New, key) }
+	return s
+}
+
+func (s *attemptSigner) tag(payload []byte, tenant, flow, account string, out []byte) []byte {
+	m := s.pool.Get().(hash.Hash)
+	m.Reset()
+	m.Write(payload)
+	for _, part := range [...]string{tenant, flow, account} {
+		m.Write([]byte{0})
+		m.Write([]byte(part))
+	}
+	var sum [sha256.Size]byte
+	t := m.Sum(sum[:0])
+	s.pool.Put(m)
+	return append(out, t[:attemptTag]...)
+}
+
+func (s *attemptSigner) sign(tenant, flow, account string, a attempt, expires time.Time) string {
+	var p [attemptPayload]byte
+	p[0] = attemptVersion
+	binary.BigEndian.PutUint64(p[1:9], uint64(expires.Unix()))
+	if a.shadow {
+		p[9] |= flagShadow
+	}
+	if a.charged {
+		p[9] |= flagCharged
+	}
+	if a.device != "" {
+		p[9] |= flagDevice
+		base64.RawURLEncoding.Decode(p[10:10+hashBytes], []byte(a.device))
+	}
+	base64.RawURLEncoding.Decode(p[10+hashBytes:], []byte(a.id))
+	var t [attemptTag]byte
+	tag := s.tag(p[:], tenant, flow, account, t[:0])
+
+	var b strings.Builder
+	b.Grow(attemptTokenLen)
+	var buf [64]byte
+	n := base64.RawURLEncoding.EncodedLen(len(p))
+	base64.RawURLEncoding.Encode(buf[:n], p[:])
+	b.Write(buf[:n])
+	b.WriteByte('.')
+	n = base64.RawURLEncoding.EncodedLen(len(tag))
+	base64.RawURLEncoding.Encode(buf[:n], tag)
+	b.Write(buf[:n])
+	return b.String()
+}
+
+// parse verifies token for this tenant, flow and account at now; false for
+// anything malformed, forged, issued for another call, or expired.
+func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time) (attempt, bool) {
+	if len(token) != attemptTokenLen || token[attemptPayloadLen] != '.' {
+		return attempt{}, false
+	}
+	var p [attemptPayload]byte
+	var got [attemptTag]byte
+	// Strict decoding: one token, one spelling (the tag's last character has
+	// spare bits a lenient decoder would ignore).
+	if n, err := strictB64.Decode(p[:], []byte(token[:attemptPayloadLen])); err != nil || n != attemptPayload {
+		return attempt{}, false
+	}
+	if n, err := strictB64.Decode(got[:], []byte(token[attemptPayloadLen+1:])); err != nil || n != attemptTag {
+		return attempt{}, false
+	}
+	var t [attemptTag]byte
+	if !hmac.Equal(got[:], s.tag(p[:], tenant, flow, account, t[:0])) || p[0] != attemptVersion {
+		return attempt{}, false
+	}
+	if int64(binary.BigEndian.Uint64(p[1:9])) <= now.Unix() {
+		return attempt{}, false
+	}
+	a := attempt{
+		id:      base64.RawURLEncoding.EncodeToString(p[10+hashBytes:]),
+		charged: p[9]&flagCharged != 0,
+		shadow:  p[9]&flagShadow != 0,
+	}
+	if p[9]&flagDevice != 0 {
+		a.device = base64.RawURLEncoding.EncodeToString(p[10 : 10+hashBytes])
+	}
+	return a, true
+}

@@ -1,32 +1,148 @@
 // Command tollgate is the tollgate server and its tools.
 //
-//	tollgate [serve]                   run the service (the default)
+//	tollgate [serve] [-config FILE]    run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
 //	tollgate validate-config FILE      check a config file without starting
 //	tollgate version                   print the version
+//
+// The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
+// variable) laid over built-in defaults, and TOLLGATE_LISTEN,
+// TOLLGATE_SECRET and TOLLGATE_LOG_LEVEL laid over the file. See
+// config.go for every key.
 package main
 
 import (
+	"context"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/signal"
+	"runtime"
+	"runtime/debug"
+	"syscall"
 
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
 
+// version is set at build time with -ldflags "-X main.version=v1.2.3"; when
+// it is not, the module version from the build info is used.
+var version = ""
+
 func main() {
-	os.Exit(run(os.Args[1:]))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr, os.Getenv)
+	stop()
+	os.Exit(code)
 }
 
-func run(args []string) int {
+const usage = `usage:
+  tollgate [serve] [-config FILE]    run the service (the default)
+  tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
+  tollgate validate-config FILE      check a config file without starting
+  tollgate version                   print the version
+
+environment:
+  TOLLGATE_CONFIG     config file, when -config is not given
+  TOLLGATE_LISTEN     host:port to listen on (default 127.0.0.1:8080; loopback only)
+  TOLLGATE_SECRET     key for identifier hashes and tokens, at least 32 bytes
+                      (default: random per process, so state does not survive a restart)
+  TOLLGATE_LOG_LEVEL  debug, info, warn or error (default info)
+`
+
+// run runs one command and returns the exit status. ctx is cancelled by
+// SIGTERM or SIGINT.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv func(string) string) int {
 	cmd := "serve"
 	if len(args) > 0 && args[0] != "" && args[0][0] != '-' {
 		cmd, args = args[0], args[1:]
 	}
 	switch cmd {
+	case "serve":
+		return serveCmd(ctx, args, stderr, getenv)
 	case "simulate":
-		return simulate.Main(args, os.Stdout, os.Stderr)
+		return simulate.Main(args, stdout, stderr)
+	case "validate-config":
+		return validateCmd(args, stdout, stderr)
+	case "version":
+		fmt.Fprintf(stdout, "tollgate %s (%s)\n", versionString(), runtime.Version())
+		return 0
+	case "help":
+		fmt.Fprint(stdout, usage)
+		return 0
 	default:
-		fmt.Fprintf(os.Stderr, "tollgate: unknown command %q (serve, simulate, validate-config, version)\n", cmd)
+		fmt.Fprintf(stderr, "tollgate: unknown command %q\n%s", cmd, usage)
 		return 2
 	}
+}
+
+func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(string) string) int {
+	fs := flag.NewFlagSet("tollgate serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() { fmt.Fprint(stderr, usage) }
+	configFile := fs.String("config", "", "config `FILE` (default $TOLLGATE_CONFIG)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "tollgate serve: unexpected argument %q\n%s", fs.Arg(0), usage)
+		return 2
+	}
+	path := *configFile
+	if path == "" {
+		path = getenv("TOLLGATE_CONFIG")
+	}
+	cfg, err := loadConfig(path, getenv)
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate: bad configuration: %v\n", err)
+		return 1
+	}
+	if err := serve(ctx, cfg, stderr, nil); err != nil {
+		fmt.Fprintf(stderr, "tollgate: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// validateCmd checks a config file as serve would read it, without the
+// environment, and prints "ok" or the error.
+func validateCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
+		fmt.Fprint(stderr, "usage: tollgate validate-config FILE\n")
+		return 2
+	}
+	cfg, err := loadConfig(args[0], func(string) string { return "" })
+	if err == nil {
+		err = checkLoopback(cfg.Listen)
+		if err != nil {
+			err = fmt.Errorf("%s: listen: %w", args[0], err)
+		}
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "%v\n", err)
+		return 1
+	}
+	fmt.Fprintln(stdout, "ok")
+	return 0
+}
+
+func versionString() string {
+	if version != "" {
+		return version
+	}
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return "unknown"
+	}
+	v := bi.Main.Version
+	for _, s := range bi.Settings {
+		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
+			v += " " + s.Value[:12]
+		}
+	}
+	return v
 }

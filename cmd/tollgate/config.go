@@ -1,0 +1,299 @@
+package main
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// Config is the server's configuration: a YAML file laid over the defaults,
+// then the TOLLGATE_* environment variables laid over the file.
+type Config struct {
+	// Listen is the host:port to serve on. The default is 127.0.0.1:8080.
+	Listen string
+	// Secret keys identifier hashes and signs attempt and device tokens; at
+	// least 32 bytes, the same on every instance. The default is empty: a
+	// random secret per process.
+	Secret []byte
+	// SecretInFile is true when the secret came from the file.
+	SecretInFile bool
+	// LogLevel is the least level logged. The default is info.
+	LogLevel slog.Level
+	// Timeouts bound each phase of a connection and the shutdown.
+	Timeouts Timeouts
+	// Policy is the set of flows. The default is authguard.DefaultPolicy().
+	Policy *authguard.Policy
+}
+
+// Timeouts are the server's time limits.
+type Timeouts struct {
+	// ReadHeader bounds reading a request's headers. The default is 5s.
+	ReadHeader time.Duration
+	// Read bounds reading a whole request, body included. The default is 10s.
+	Read time.Duration
+	// Write bounds the time from the end of the request headers to the end
+	// of the response. The default is 10s.
+	Write time.Duration
+	// Idle bounds how long a keep-alive connection waits for its next
+	// request. The default is 120s.
+	Idle time.Duration
+	// Shutdown bounds how long a SIGTERM waits for in-flight requests. The
+	// default is 20s.
+	Shutdown time.Duration
+}
+
+// defaultConfig is the configuration without a file or environment.
+func defaultConfig() *Config {
+	return &Config{
+		Listen:   "127.0.0.1:8080",
+		LogLevel: slog.LevelInfo,
+		Timeouts: Timeouts{
+			ReadHeader: 5 * time.Second,
+			Read:       10 * time.Second,
+			Write:      10 * time.Second,
+			Idle:       120 * time.Second,
+			Shutdown:   20 * time.Second,
+		},
+	}
+}
+
+// fileConfig is the YAML form of Config. flows is authguard's policy format
+// and is left to authguard.LoadPolicy.
+type fileConfig struct {
+	Listen   *string      `yaml:"listen"`
+	Secret   *string      `yaml:"secret"`
+	LogLevel *string      `yaml:"log_level"`
+	Timeouts fileTimeouts `yaml:"timeouts"`
+	Flows    yaml.Node    `yaml:"flows"`
+}
+
+type fileTimeouts struct {
+	ReadHeader *authguard.Duration `yaml:"read_header"`
+	Read       *authguard.Duration `yaml:"read"`
+	Write      *authguard.Duration `yaml:"write"`
+	Idle       *authguard.Duration `yaml:"idle"`
+	Shutdown   *authguard.Duration `yaml:"shutdown"`
+}
+
+// parseConfig reads a config file's bytes over the defaults. Errors name the
+// line they are about.
+func parseConfig(data []byte) (*Config, error) {
+	cfg := defaultConfig()
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	var fc fileConfig
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
+		return nil, err
+	}
+	var top *yaml.Node // the top-level mapping, if any
+	if len(root.Content) == 1 {
+		top = root.Content[0]
+		if top.Kind != yaml.MappingNode {
+			return nil, fmt.Errorf("line %d: the file must be a mapping of keys (listen, secret, log_level, timeouts, flows)", top.Line)
+		}
+	}
+	line := func(key string) int {
+		if top != nil {
+			for i := 0; i+1 < len(top.Content); i += 2 {
+				if top.Content[i].Value == key {
+					return top.Content[i].Line
+				}
+			}
+		}
+		return 0
+	}
+
+	if fc.Listen != nil {
+		if err := checkListen(*fc.Listen); err != nil {
+			return nil, fmt.Errorf("line %d: listen: %w", line("listen"), err)
+		}
+		cfg.Listen = *fc.Listen
+	}
+	if fc.Secret != nil {
+		if err := checkSecret(*fc.Secret); err != nil {
+			return nil, fmt.Errorf("line %d: secret: %w", line("secret"), err)
+		}
+		cfg.Secret, cfg.SecretInFile = []byte(*fc.Secret), true
+	}
+	if fc.LogLevel != nil {
+		l, err := parseLogLevel(*fc.LogLevel)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: log_level: %w", line("log_level"), err)
+		}
+		cfg.LogLevel = l
+	}
+	for _, t := range []struct {
+		name string
+		in   *authguard.Duration
+		out  *time.Duration
+	}{
+		{"read_header", fc.Timeouts.ReadHeader, &cfg.Timeouts.ReadHeader},
+		{"read", fc.Timeouts.Read, &cfg.Timeouts.Read},
+		{"write", fc.Timeouts.Write, &cfg.Timeouts.Write},
+		{"idle", fc.Timeouts.Idle, &cfg.Timeouts.Idle},
+		{"shutdown", fc.Timeouts.Shutdown, &cfg.Timeouts.Shutdown},
+	} {
+		if t.in == nil {
+			continue
+		}
+		if d := time.Duration(*t.in); d <= 0 || d > time.Hour {
+			return nil, fmt.Errorf("line %d: timeouts.%s must be more than 0s and at most 1h", line("timeouts"), t.name)
+		}
+		*t.out = time.Duration(*t.in)
+	}
+
+	var policyData []byte
+	if top != nil && line("flows") > 0 {
+		var err error
+		if policyData, err = onlyFlows(data, top); err != nil {
+			return nil, err
+		}
+	}
+	p, err := authguard.LoadPolicy(policyData)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Policy = p
+	return cfg, nil
+}
+
+// onlyFlows returns data with every top-level key but flows blanked out,
+// line for line, so that authguard.LoadPolicy (which knows only flows)
+// reads it strictly and its errors name the lines of the original file.
+func onlyFlows(data []byte, top *yaml.Node) ([]byte, error) {
+	if top.Style&yaml.FlowStyle != 0 {
+		return nil, fmt.Errorf("line %d: write the top level in block style (one key per line), not as {...}", top.Line)
+	}
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	keys := top.Content
+	for i := 0; i+1 < len(keys); i += 2 {
+		if keys[i].Value == "flows" {
+			continue
+		}
+		from, to := keys[i].Line, len(lines)+1 // lines are 1-based; to is exclusive
+		if i+2 < len(keys) {
+			to = keys[i+2].Line
+		}
+		for l := from; l < to && l <= len(lines); l++ {
+			if bytes.HasSuffix(lines[l-1], []byte("\n")) {
+				lines[l-1] = []byte("\n")
+			} else {
+				lines[l-1] = nil
+			}
+		}
+	}
+	return bytes.Join(lines, nil), nil
+}
+
+// applyEnv lays the TOLLGATE_* variables over cfg.
+func applyEnv(cfg *Config, getenv func(string) string) error {
+	if v := getenv("TOLLGATE_LISTEN"); v != "" {
+		if err := checkListen(v); err != nil {
+			return fmt.Errorf("TOLLGATE_LISTEN: %w", err)
+		}
+		cfg.Listen = v
+	}
+	if v := getenv("TOLLGATE_SECRET"); v != "" {
+		if err := checkSecret(v); err != nil {
+			return fmt.Errorf("TOLLGATE_SECRET: %w", err)
+		}
+		cfg.Secret, cfg.SecretInFile = []byte(v), false
+	}
+	if v := getenv("TOLLGATE_LOG_LEVEL"); v != "" {
+		l, err := parseLogLevel(v)
+		if err != nil {
+			return fmt.Errorf("TOLLGATE_LOG_LEVEL: %w", err)
+		}
+		cfg.LogLevel = l
+	}
+	return nil
+}
+
+// loadConfig reads the file at path (none when empty) and the environment.
+func loadConfig(path string, getenv func(string) string) (*Config, error) {
+	cfg := defaultConfig()
+	if path != "" {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		if cfg, err = parseConfig(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+	} else {
+		p, err := authguard.LoadPolicy(nil)
+		if err != nil {
+			return nil, err
+		}
+		cfg.Policy = p
+	}
+	if err := applyEnv(cfg, getenv); err != nil {
+		return nil, err
+	}
+	return cfg, nil
+}
+
+func checkListen(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%q is not host:port", addr)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("%q has no valid port", addr)
+	}
+	return nil
+}
+
+// errNotLoopback explains why tollgate will not bind other addresses yet.
+var errNotLoopback = errors.New("tollgate only listens on loopback addresses (127.0.0.1, ::1, localhost) " +
+	"until caller authentication exists: without it anyone who reaches the port could slow down or reset any account; " +
+	"run it next to the auth system, or behind a proxy on the same host")
+
+// checkLoopback refuses any listen address but a loopback one.
+func checkLoopback(addr string) error {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return err
+	}
+	if strings.EqualFold(host, "localhost") {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("refusing to listen on %q: %w", addr, errNotLoopback)
+	}
+	return nil
+}
+
+func checkSecret(s string) error {
+	if len(s) < authguard.MinSecretBytes {
+		return fmt.Errorf("must be at least %d bytes (e.g. openssl rand -base64 48)", authguard.MinSecretBytes)
+	}
+	return nil
+}
+
+func parseLogLevel(s string) (slog.Level, error) {
+	var l slog.Level
+	switch strings.ToLower(s) {
+	case "debug", "info", "warn", "error":
+		err := l.UnmarshalText([]byte(s))
+		return l, err
+	}
+	return l, fmt.Errorf("%q is not debug, info, warn or error", s)
+}

@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+const secret32 = "0123456789abcdef0123456789abcdef"
+
+func TestParseConfig(t *testing.T) {
+	cfg, err := parseConfig([]byte(`# tollgate
+listen: 127.0.0.1:9090
+log_level: debug
+timeouts:
+  read_header: 2s
+  shutdown: 1m
+flows:
+  login:
+    account_backoff:
+      free: 3
+  signup:
+    mode: shadow
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9090" || cfg.LogLevel != slog.LevelDebug {
+		t.Errorf("cfg = %+v", cfg)
+	}
+	if got, want := cfg.Timeouts, (Timeouts{ReadHeader: 2 * time.Second, Read: 10 * time.Second, Write: 10 * time.Second, Idle: 120 * time.Second, Shutdown: time.Minute}); got != want {
+		t.Errorf("timeouts = %+v, want %+v", got, want)
+	}
+	if got := cfg.Policy.Flow("login").AccountBackoff.Free; got != 3 {
+		t.Errorf("login free = %d, want 3", got)
+	}
+	if f := cfg.Policy.Flow("signup"); f == nil || f.Mode != authguard.Shadow {
+		t.Errorf("signup flow = %+v", f)
+	}
+	if got := strings.Join(cfg.Policy.FlowNames(), ","); got != "login,otp_verify,signup" {
+		t.Errorf("flows = %s", got)
+	}
+}
+
+func TestParseConfig_Defaults(t *testing.T) {
+	for _, data := range []string{"", "# nothing but a comment\n", "listen: 127.0.0.1:8080\n"} {
+		cfg, err := parseConfig([]byte(data))
+		if err != nil {
+			t.Fatalf("%q: %v", data, err)
+		}
+		if cfg.Listen != "127.0.0.1:8080" || cfg.Secret != nil || cfg.Policy.Flow("login") == nil {
+			t.Errorf("%q: cfg = %+v", data, cfg)
+		}
+	}
+}
+
+// TestParseConfig_ErrorsNameTheLine: every mistake in a file is reported
+// with its line, including mistakes inside flows, which authguard reads.
+func TestParseConfig_ErrorsNameTheLine(t *testing.T) {
+	tests := []struct {
+		name, data, want string
+	}{
+		{"unknown top-level key", "listen: 127.0.0.1:1\nlisten_addr: x\n", "line 2"},
+		{"bad listen", "\nlisten: nowhere\n", "line 2: listen"},
+		{"short secret", "secret: short\n", "line 1: secret: must be at least 32 bytes"},
+		{"bad log level", "log_level: loud\n", "line 1: log_level"},
+		{"bad timeout", "timeouts:\n  read: soon\n", "line 2"},
+		{"zero timeout", "timeouts:\n  read: 0s\n", "line 1: timeouts.read"},
+		{"unknown timeout", "timeouts:\n  forever: 1s\n", "line 2"},
+		{"unknown flow key after other keys", "listen: 127.0.0.1:1\nlog_level: info\n\nflows:\n  login:\n    fre: 3\n", "line 6"},
+		{"bad flow value", "secret: " + secret32 + "\nflows:\n  login:\n    mode: sometimes\n", "line 4"},
+		{"bad flow duration", "flows:\n  login:\n    attempt_ttl: 5x\n", "line 3"},
+		{"flows before other keys", "flows:\n  login:\n    mode: nope\nlisten: 127.0.0.1:1\n", "line 3"},
+		{"not a mapping", "- a\n- b\n", "line 1"},
+		{"flow style top level", "{listen: '127.0.0.1:1', flows: {login: {mode: shadow}}}", "block style"},
+		{"not YAML", "listen: [\n", "line"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := parseConfig([]byte(tt.data))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("error = %v, want one containing %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "tollgate.yaml")
+	os.WriteFile(path, []byte("listen: 127.0.0.1:9000\nsecret: "+secret32+"\nlog_level: warn\n"), 0o600)
+
+	cfg, err := loadConfig(path, env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "127.0.0.1:9000" || string(cfg.Secret) != secret32 || !cfg.SecretInFile || cfg.LogLevel != slog.LevelWarn {
+		t.Errorf("from the file: %+v", cfg)
+	}
+	other := strings.Repeat("s", 40)
+	cfg, err = loadConfig(path, env("TOLLGATE_LISTEN", "[::1]:9001", "TOLLGATE_SECRET", other, "TOLLGATE_LOG_LEVEL", "error"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Listen != "[::1]:9001" || string(cfg.Secret) != other || cfg.SecretInFile || cfg.LogLevel != slog.LevelError {
+		t.Errorf("with the environment: %+v", cfg)
+	}
+	for _, e := range [][]string{
+		{"TOLLGATE_LISTEN", "9001"},
+		{"TOLLGATE_SECRET", "short"},
+		{"TOLLGATE_LOG_LEVEL", "chatty"},
+	} {
+		if _, err := loadConfig(path, env(e...)); err == nil || !strings.Contains(err.Error(), e[0]) {
+			t.Errorf("%s=%s: error = %v, want one naming the variable", e[0], e[1], err)
+		}
+	}
+	if _, err := loadConfig(filepath.Join(t.TempDir(), "missing.yaml"), env()); err == nil {
+		t.Error("a missing file is not an error")
+	}
+}
+
+func TestCheckLoopback(t *testing.T) {
+	tests := []struct {
+		addr string
+		ok   bool
+	}{
+		{"127.0.0.1:8080", true},
+		{"127.0.0.2:8080", true},
+		{"[::1]:8080", true},
+		{"localhost:8080", true},
+		{"0.0.0.0:8080", false},
+		{":8080", false},
+		{"[::]:8080", false},
+		{"192.0.2.1:8080", false},
+		{"example.com:8080", false},
+	}
+	for _, tt := range tests {
+		err := checkLoopback(tt.addr)
+		if (err == nil) != tt.ok {
+			t.Errorf("checkLoopback(%q) = %v, want ok=%v", tt.addr, err, tt.ok)
+		}
+		if err != nil && !strings.Contains(err.Error(), "caller authentication") {
+			t.Errorf("checkLoopback(%q) = %v, want it to say why", tt.addr, err)
+		}
+	}
+}
+
+func TestValidateConfig(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, data string) string {
+		p := filepath.Join(dir, name)
+		os.WriteFile(p, []byte(data), 0o600)
+		return p
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+		wantErr  string
+	}{
+		{"good file", []string{write("good.yaml", "flows:\n  login:\n    mode: shadow\n")}, 0, "ok\n", ""},
+		{"bad file", []string{write("bad.yaml", "flows:\n  login:\n    mode: sometimes\n")}, 1, "", "bad.yaml: policy: line 3"},
+		{"public listen address", []string{write("public.yaml", "listen: 0.0.0.0:8080\n")}, 1, "", "caller authentication"},
+		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, 1, "", "no such file"},
+		{"no file", nil, 2, "", "usage"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), append([]string{"validate-config"}, tt.args...), &out, &errOut, env())
+			if code != tt.wantCode || out.String() != tt.wantOut || !strings.Contains(errOut.String(), tt.wantErr) {
+				t.Errorf("code %d, stdout %q, stderr %q; want %d, %q, %q", code, out.String(), errOut.String(), tt.wantCode, tt.wantOut, tt.wantErr)
+			}
+		})
+	}
+}
+
+func TestServe_RefusesBadStart(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"public address", nil, []string{"TOLLGATE_LISTEN", "0.0.0.0:0"}, "caller authentication"},
+		{"bad config file", []string{"-config", "/nonexistent/tollgate.yaml"}, nil, "bad configuration"},
+		{"bad config from the environment", nil, []string{"TOLLGATE_CONFIG", "/nonexistent/tollgate.yaml"}, "bad configuration"},
+		{"unknown command", []string{"frobnicate"}, nil, "unknown command"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out, errOut bytes.Buffer
+			code := run(context.Background(), tt.args, &out, &errOut, env(tt.env...))
+			if code == 0 || !strings.Contains(errOut.String(), tt.want) {
+				t.Errorf("code %d, stderr %q; want failure saying %q", code, errOut.String(), tt.want)
+			}
+		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	var out bytes.Buffer
+	if code := run(context.Background(), []string{"version"}, &out, &out, env()); code != 0 || !strings.HasPrefix(out.String(), "tollgate ") {
+		t.Errorf("version: %d %q", code, out.String())
+	}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/api"
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+)
+
+// fallbackEntries caps the local store that fail-open flows answer from
+// while the main store fails: a bounded safety net per instance.
+const fallbackEntries = 100_000
+
+// serve runs the service until ctx is cancelled, then stops accepting
+// connections, lets in-flight requests finish (within
+// cfg.Timeouts.Shutdown) and closes the store. ready, when set, is called
+// with the address once the listener is open. Logs go to logOut as JSON.
+func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Addr)) error {
+	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if err := checkLoopback(cfg.Listen); err != nil {
+		return err
+	}
+	secret := cfg.Secret
+	if len(secret) == 0 {
+		secret = []byte(rand.Text() + rand.Text())
+		log.Warn("TOLLGATE_SECRET is not set: using a random secret for this process only; " +
+			"counters and device tokens will not survive a restart and cannot be shared between instances")
+	} else if cfg.SecretInFile {
+		log.Warn("the secret is set in the config file; prefer the TOLLGATE_SECRET environment variable, and keep the file private")
+	}
+
+	store := memstore.New(memstore.Config{})
+	fallback := memstore.New(memstore.Config{MaxEntries: fallbackEntries})
+	defer fallback.Close()
+	defer store.Close()
+
+	metrics := api.NewMetrics(cfg.Policy)
+	engine, err := authguard.New(authguard.Config{
+		Policy:   cfg.Policy,
+		Store:    store,
+		Fallback: fallback,
+		Secret:   secret,
+		Observe:  metrics.Observe,
+	})
+	if err != nil {
+		return err
+	}
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log})
+	if err != nil {
+		return err
+	}
+
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
+		ReadTimeout:       cfg.Timeouts.Read,
+		WriteTimeout:      cfg.Timeouts.Write,
+		IdleTimeout:       cfg.Timeouts.Idle,
+		MaxHeaderBytes:    16 << 10,
+		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+	}
+	log.Info("listening",
+		slog.String("addr", ln.Addr().String()),
+		slog.String("version", versionString()),
+		slog.String("store", "memory"),
+		slog.Any("flows", cfg.Policy.FlowNames()))
+	if ready != nil {
+		ready(ln.Addr())
+	}
+
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return fmt.Errorf("serving: %w", err)
+	case <-ctx.Done():
+	}
+
+	log.Info("shutting down: finishing in-flight requests", slog.String("timeout", cfg.Timeouts.Shutdown.String()))
+	sctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Shutdown)
+	defer cancel()
+	start := time.Now()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+		return fmt.Errorf("shutdown: in-flight requests did not finish within %v: %w", cfg.Timeouts.Shutdown, err)
+	}
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("serving: %w", err)
+	}
+	log.Info("stopped", slog.String("drained_in", time.Since(start).Round(time.Millisecond).String()))
+	return nil
+}

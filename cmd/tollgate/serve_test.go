@@ -1,0 +1,161 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// slowCall is a check whose body arrives in two parts, so that it is in
+// flight for as long as the test wants.
+type slowCall struct {
+	conn net.Conn
+	rest []byte
+}
+
+// startSlowCheck sends a check's headers and half its body to addr.
+func startSlowCheck(t *testing.T, addr string) *slowCall {
+	t.Helper()
+	body := []byte(`{"flow":"login","account":"slow@example.com","ip":"192.0.2.99"}`)
+	conn, err := net.DialTimeout("tcp", addr, 2*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	half := len(body) / 2
+	fmt.Fprintf(conn, "POST /v1/check HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	if _, err := conn.Write(body[:half]); err != nil {
+		t.Fatal(err)
+	}
+	return &slowCall{conn: conn, rest: body[half:]}
+}
+
+// finish sends the rest of the body and returns the verdict's action.
+func (s *slowCall) finish(t *testing.T) string {
+	t.Helper()
+	if _, err := s.conn.Write(s.rest); err != nil {
+		t.Fatalf("finishing the in-flight request: %v", err)
+	}
+	s.conn.SetDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(s.conn), nil)
+	if err != nil {
+		t.Fatalf("reading the in-flight request's response: %v", err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	if res.StatusCode != http.StatusOK {
+		t.Fatalf("in-flight request: %d %s", res.StatusCode, b)
+	}
+	var v struct{ Action string }
+	json.Unmarshal(b, &v)
+	return v.Action
+}
+
+// syncBuffer collects logs written from the server's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestServe_ShutdownFinishesInFlightRequests: once shutdown starts, new
+// connections are refused but a request already in flight is answered, and
+// only then does serve return.
+func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Secret = []byte(secret32)
+	cfg.Policy = authguard.DefaultPolicy()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var logs syncBuffer
+	addrs := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &logs, func(a net.Addr) { addrs <- a }) }()
+	var addr string
+	select {
+	case a := <-addrs:
+		addr = a.String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+
+	res, err := http.Get("http://" + addr + "/healthz")
+	if err != nil || res.StatusCode != 200 {
+		t.Fatalf("/healthz: %v %v", res, err)
+	}
+	res.Body.Close()
+
+	slow := startSlowCheck(t, addr)
+	time.Sleep(100 * time.Millisecond) // let the server read the headers
+	cancel()
+	select {
+	case err := <-done:
+		t.Fatalf("serve returned with a request in flight: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
+		c.Close()
+		t.Error("a new connection was accepted during shutdown")
+	}
+	if got := slow.finish(t); got != "proceed" {
+		t.Errorf("in-flight check answered %q", got)
+	}
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("serve: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("serve did not return after the in-flight request finished")
+	}
+	for _, want := range []string{`"msg":"listening"`, `"msg":"shutting down`, `"msg":"stopped"`} {
+		if !strings.Contains(logs.String(), want) {
+			t.Errorf("logs lack %s:\n%s", want, logs.String())
+		}
+	}
+	if strings.Contains(logs.String(), "slow@example.com") || strings.Contains(logs.String(), "192.0.2.99") {
+		t.Errorf("logs contain an identifier:\n%s", logs.String())
+	}
+}
+
+// TestServe_WarnsAboutARandomSecret: without TOLLGATE_SECRET the server
+// starts, with a warning saying what that costs.
+func TestServe_WarnsAboutARandomSecret(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Policy = authguard.DefaultPolicy()
+	ctx, cancel := context.WithCancel(context.Background())
+	var logs syncBuffer
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, &logs, func(net.Addr) { cancel() }) }()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(logs.String(), `"level":"WARN","msg":"TOLLGATE_SECRET is not set`) ||
+		!strings.Contains(logs.String(), "will not survive a restart") {
+		t.Errorf("no warning about the random secret:\n%s", logs.String())
+	}
+}

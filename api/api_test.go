@@ -367,3 +367,14 @@ func TestRoutesMatchSpec(t *testing.T) {
 		t.Errorf("routes differ\nrouter: %v\nspec:   %v", inRouter, inSpec)
 	}
 }
+
+// TestOpenAPI_IsValid: openapi.yaml loads and validates as OpenAPI 3.1.
+func TestOpenAPI_IsValid(t *testing.T) {
+	doc, err := spec()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !doc.IsOpenAPI31OrLater() {
+		t.Errorf("openapi = %s, want 3.1", doc.OpenAPI)
+	}
+}

@@ -219,3 +219,20 @@ func TestVersion(t *testing.T) {
 		t.Errorf("version: %d %q", code, out.String())
 	}
 }
+
+// TestExampleConfig: the example file shipped next to the command is valid
+// and says what the defaults are.
+func TestExampleConfig(t *testing.T) {
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"validate-config", "tollgate.example.yaml"}, &out, &errOut, env()); code != 0 {
+		t.Fatalf("validate-config: %d %s", code, errOut.String())
+	}
+	cfg, err := loadConfig("tollgate.example.yaml", env())
+	if err != nil {
+		t.Fatal(err)
+	}
+	def := defaultConfig()
+	if cfg.Listen != def.Listen || cfg.LogLevel != def.LogLevel || cfg.Timeouts != def.Timeouts {
+		t.Errorf("the example's values differ from the defaults: %+v", cfg)
+	}
+}

@@ -7,8 +7,8 @@
 //
 // The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
 // variable) laid over built-in defaults, and TOLLGATE_LISTEN,
-// TOLLGATE_SECRET and TOLLGATE_LOG_LEVEL laid over the file. See
-// config.go for every key.
+// TOLLGATE_SECRET and TOLLGATE_LOG_LEVEL laid over the file.
+// tollgate.example.yaml shows every key with its default.
 package main
 
 import (

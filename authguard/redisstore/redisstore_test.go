@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -124,16 +125,19 @@ type followClock struct {
 	*redisstore.Store
 	m     *miniredis.Miniredis
 	clock *testclock.Clock
+	mu    sync.Mutex
 	last  time.Time
 }
 
 func (f *followClock) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	f.mu.Lock()
 	now := f.clock.Now()
 	if d := now.Sub(f.last); d > 0 {
 		f.m.FastForward(d)
 	}
 	f.last = now
 	f.m.SetTime(now)
+	f.mu.Unlock()
 	return f.Store.Do(ctx, ops)
 }
 

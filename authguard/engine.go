@@ -36,6 +36,9 @@ type Config struct {
 	// Now is the engine's clock; it only dates tokens, since stores keep
 	// their own time. The default is time.Now.
 	Now func() time.Time
+	// KeyPrefix starts every store key, so that several deployments can
+	// share one Redis. The default is "tg".
+	KeyPrefix string
 	// Observe, when set, is called once per Check and Report with what was
 	// decided, for metrics and logs. It must not block. The default is nil.
 	Observe func(Event)
@@ -79,6 +82,7 @@ type Engine struct {
 	store    Store
 	fallback Store
 	now      func() time.Time
+	prefix   string
 	hash     *hasher
 	attempts *attemptSigner
 	devices  *signer
@@ -102,10 +106,14 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.Observe == nil {
 		cfg.Observe = func(Event) {}
 	}
+	if cfg.KeyPrefix == "" {
+		cfg.KeyPrefix = "tg"
+	}
 	return &Engine{
 		policy:   cfg.Policy,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,
+		prefix:   cfg.KeyPrefix,
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
@@ -119,6 +127,7 @@ func (e *Engine) Policy() *Policy { return e.policy }
 
 // subjects is a validated request: its flow and the hashes of its subjects.
 type subjects struct {
+	prefix  string
 	tenant  string
 	flow    *Flow
 	account string // hash
@@ -137,7 +146,7 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 	if !tenantRE.MatchString(tenant) {
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
-	s.tenant = tenant
+	s.prefix, s.tenant = e.prefix, tenant
 	if s.flow = e.policy.Flow(flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
@@ -163,7 +172,7 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 }
 
 func (s *subjects) key(signal, hash string) string {
-	return storeKey(s.tenant, s.flow.Name, signal, hash)
+	return storeKey(s.prefix, s.tenant, s.flow.Name, signal, hash)
 }
 
 // counter returns the backoff op for the counter an attempt is charged to:

@@ -54,10 +54,12 @@ func (h *hasher) subject(tenant, kind, value string) string {
 	return base64.RawURLEncoding.EncodeToString(out[:hashBytes])
 }
 
-// storeKey builds tg:<tenant>:<flow>:<signal>:<hash>.
-func storeKey(tenant, flow, signal, hash string) string {
-	b := make([]byte, 0, 3+len(tenant)+1+len(flow)+1+len(signal)+1+len(hash))
-	b = append(b, "tg:"...)
+// storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is
+// "tg" unless configured.
+func storeKey(prefix, tenant, flow, signal, hash string) string {
+	b := make([]byte, 0, len(prefix)+1+len(tenant)+1+len(flow)+1+len(signal)+1+len(hash))
+	b = append(b, prefix...)
+	b = append(b, ':')
 	b = append(b, tenant...)
 	b = append(b, ':')
 	b = append(b, flow...)

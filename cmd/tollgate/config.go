@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,29 @@ type Config struct {
 	Timeouts Timeouts
 	// Policy is the set of flows. The default is authguard.DefaultPolicy().
 	Policy *authguard.Policy
+	// Redis, when set, keeps the state in Redis or a Redis Cluster shared by
+	// every instance. The default is nil: the embedded memory store.
+	Redis *RedisConfig
+	// KeyPrefix starts every store key. The default is "tg".
+	KeyPrefix string
+}
+
+// RedisConfig says how to reach Redis.
+type RedisConfig struct {
+	// URL is one node: redis://[user:password@]host:port[/db] or rediss://.
+	URL string
+	// ClusterAddrs are a Redis Cluster's seed addresses.
+	ClusterAddrs []string
+	// Username and Password authenticate (an ACL user, or the default user).
+	Username, Password string
+	// TLS turns TLS on for ClusterAddrs; TLSServerName overrides the name
+	// checked in the certificate.
+	TLS           bool
+	TLSServerName string
+	// PoolSize is the number of connections per node. The default is 10 per CPU.
+	PoolSize int
+	// Timeout bounds one call's round trip. The default is 50ms.
+	Timeout time.Duration
 }
 
 // Timeouts are the server's time limits.
@@ -72,11 +96,28 @@ func defaultConfig() *Config {
 // fileConfig is the YAML form of Config. flows is authguard's policy format
 // and is left to authguard.LoadPolicy.
 type fileConfig struct {
-	Listen   *string      `yaml:"listen"`
-	Secret   *string      `yaml:"secret"`
-	LogLevel *string      `yaml:"log_level"`
-	Timeouts fileTimeouts `yaml:"timeouts"`
-	Flows    yaml.Node    `yaml:"flows"`
+	Listen    *string      `yaml:"listen"`
+	Secret    *string      `yaml:"secret"`
+	LogLevel  *string      `yaml:"log_level"`
+	Timeouts  fileTimeouts `yaml:"timeouts"`
+	Store     fileStore    `yaml:"store"`
+	KeyPrefix *string      `yaml:"key_prefix"`
+	Flows     yaml.Node    `yaml:"flows"`
+}
+
+type fileStore struct {
+	Redis *fileRedis `yaml:"redis"`
+}
+
+type fileRedis struct {
+	URL           string             `yaml:"url"`
+	ClusterAddrs  []string           `yaml:"cluster_addrs"`
+	Username      string             `yaml:"username"`
+	Password      string             `yaml:"password"`
+	TLS           bool               `yaml:"tls"`
+	TLSServerName string             `yaml:"tls_server_name"`
+	PoolSize      int                `yaml:"pool_size"`
+	Timeout       authguard.Duration `yaml:"timeout"`
 }
 
 type fileTimeouts struct {
@@ -158,6 +199,22 @@ func parseConfig(data []byte) (*Config, error) {
 		*t.out = time.Duration(*t.in)
 	}
 
+	if r := fc.Store.Redis; r != nil {
+		cfg.Redis = &RedisConfig{
+			URL: r.URL, ClusterAddrs: r.ClusterAddrs, Username: r.Username, Password: r.Password,
+			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
+		}
+		if err := checkRedis(cfg.Redis); err != nil {
+			return nil, fmt.Errorf("line %d: store.redis: %w", line("store"), err)
+		}
+	}
+	if fc.KeyPrefix != nil {
+		if !keyPrefixRE.MatchString(*fc.KeyPrefix) {
+			return nil, fmt.Errorf("line %d: key_prefix must be 1 to 32 letters, digits, '-' or '_'", line("key_prefix"))
+		}
+		cfg.KeyPrefix = *fc.KeyPrefix
+	}
+
 	var policyData []byte
 	if top != nil && line("flows") > 0 {
 		var err error
@@ -221,6 +278,44 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 			return fmt.Errorf("TOLLGATE_LOG_LEVEL: %w", err)
 		}
 		cfg.LogLevel = l
+	}
+	url, cluster := getenv("TOLLGATE_REDIS_URL"), getenv("TOLLGATE_REDIS_CLUSTER_ADDRS")
+	if url != "" || cluster != "" {
+		r := &RedisConfig{}
+		if cfg.Redis != nil {
+			*r = *cfg.Redis // keep the file's credentials, TLS and timeouts
+		}
+		r.URL, r.ClusterAddrs = url, nil
+		if cluster != "" {
+			r.ClusterAddrs = strings.Split(cluster, ",")
+		}
+		cfg.Redis = r
+	}
+	if cfg.Redis != nil {
+		if v := getenv("TOLLGATE_REDIS_USERNAME"); v != "" {
+			cfg.Redis.Username = v
+		}
+		if v := getenv("TOLLGATE_REDIS_PASSWORD"); v != "" {
+			cfg.Redis.Password = v
+		}
+		if err := checkRedis(cfg.Redis); err != nil {
+			return fmt.Errorf("TOLLGATE_REDIS_URL / TOLLGATE_REDIS_CLUSTER_ADDRS: %w", err)
+		}
+	}
+	return nil
+}
+
+var keyPrefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
+
+func checkRedis(r *RedisConfig) error {
+	if (r.URL == "") == (len(r.ClusterAddrs) == 0) {
+		return errors.New("set either url (one node) or cluster_addrs (a Redis Cluster), not both")
+	}
+	if r.Timeout < 0 || r.Timeout > 10*time.Second {
+		return errors.New("timeout must be between 0 (the default, 50ms) and 10s")
+	}
+	if r.PoolSize < 0 || r.PoolSize > 10_000 {
+		return errors.New("pool_size must be between 0 (the default) and 10000")
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -234,5 +235,49 @@ func TestExampleConfig(t *testing.T) {
 	def := defaultConfig()
 	if cfg.Listen != def.Listen || cfg.LogLevel != def.LogLevel || cfg.Timeouts != def.Timeouts {
 		t.Errorf("the example's values differ from the defaults: %+v", cfg)
+	}
+}
+
+func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
+	cfg, err := parseConfig([]byte("store:\n  redis:\n    url: redis://127.0.0.1:6379/0\n    password: from-file\n    timeout: 80ms\nkey_prefix: tollgate-prod\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Redis; r == nil || r.URL != "redis://127.0.0.1:6379/0" || r.Password != "from-file" || r.Timeout != 80*time.Millisecond || cfg.KeyPrefix != "tollgate-prod" {
+		t.Fatalf("parsed %+v %+v", cfg.Redis, cfg)
+	}
+	env := map[string]string{"TOLLGATE_REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,10.0.0.2:7000", "TOLLGATE_REDIS_PASSWORD": "from-env"}
+	if err := applyEnv(cfg, func(k string) string { return env[k] }); err != nil {
+		t.Fatal(err)
+	}
+	if r := cfg.Redis; r.URL != "" || len(r.ClusterAddrs) != 2 || r.Password != "from-env" || r.Timeout != 80*time.Millisecond {
+		t.Errorf("after the environment: %+v", r)
+	}
+
+	none := defaultConfig()
+	if err := applyEnv(none, func(k string) string { return map[string]string{"TOLLGATE_REDIS_URL": "redis://h:1"}[k] }); err != nil || none.Redis == nil || none.Redis.URL != "redis://h:1" {
+		t.Errorf("TOLLGATE_REDIS_URL alone: %+v, %v", none.Redis, err)
+	}
+
+	for _, bad := range []string{
+		"store:\n  redis:\n    url: redis://a:1\n    cluster_addrs: [b:2]\n",
+		"store:\n  redis: {}\n",
+		"store:\n  redis:\n    url: redis://a:1\n    timeout: 1m\n",
+		"key_prefix: \"a:b\"\n",
+		"store:\n  redis:\n    urll: redis://a:1\n",
+	} {
+		if _, err := parseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "line") {
+			t.Errorf("parseConfig(%q) = %v, want an error naming the line", bad, err)
+		}
+	}
+}
+
+func TestServe_RedisNeedsASecret(t *testing.T) {
+	cfg := defaultConfig()
+	cfg.Policy = authguard.DefaultPolicy()
+	cfg.Redis = &RedisConfig{URL: "redis://127.0.0.1:1"}
+	err := serve(context.Background(), cfg, io.Discard, nil)
+	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_SECRET") {
+		t.Errorf("serve on Redis without a secret: %v", err)
 	}
 }

@@ -98,59 +98,8 @@ func TestEndToEnd(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		t.Skip("no go tool on PATH")
-	}
-	bin := filepath.Join(t.TempDir(), "tollgate")
-	args := []string{"build", "-o", bin}
-	if raceEnabled {
-		args = append(args, "-race")
-	}
-	build := exec.Command(goTool, append(args, ".")...)
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-
-	cmd := exec.Command(bin, "serve")
-	cmd.Env = []string{
-		"PATH=" + os.Getenv("PATH"),
-		"TOLLGATE_LISTEN=127.0.0.1:0", // the kernel picks a free port; the log says which
-		"TOLLGATE_SECRET=end-to-end-test-secret-of-at-least-32-bytes",
-	}
-	stderr, err := cmd.StderrPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	// exited is closed when the process has exited; waitErr is then its
-	// status.
-	exited := make(chan struct{})
-	var waitErr error
-	logs := &logLines{addr: make(chan string, 1)}
-	go func() {
-		logs.read(stderr)
-		waitErr = cmd.Wait()
-		close(exited)
-	}()
-	t.Cleanup(func() {
-		select {
-		case <-exited:
-		default:
-			cmd.Process.Kill()
-			<-exited
-		}
-	})
-	var addr string
-	select {
-	case addr = <-logs.addr:
-	case <-exited:
-		t.Fatalf("tollgate exited at start: %v\n%s", waitErr, logs)
-	case <-time.After(30 * time.Second):
-		t.Fatalf("tollgate did not start:\n%s", logs)
-	}
+	p := startTollgate(t, "TOLLGATE_SECRET=end-to-end-test-secret-of-at-least-32-bytes")
+	cmd, exited, logs, addr := p.cmd, p.exited, p.logs, p.addr
 	c := &e2eClient{t: t, base: "http://" + addr, http: &http.Client{Timeout: 5 * time.Second}}
 
 	if code, body := c.get("/healthz"); code != 200 || !strings.Contains(body, `"ok"`) {
@@ -224,7 +173,7 @@ func TestEndToEnd(t *testing.T) {
 	}
 	select {
 	case <-exited:
-		t.Fatalf("tollgate exited with a request in flight: %v\n%s", waitErr, logs)
+		t.Fatalf("tollgate exited with a request in flight: %v\n%s", p.waitErr, logs)
 	case <-time.After(500 * time.Millisecond):
 	}
 	if got := slow.finish(t); got != "proceed" {
@@ -232,8 +181,8 @@ func TestEndToEnd(t *testing.T) {
 	}
 	select {
 	case <-exited:
-		if waitErr != nil {
-			t.Fatalf("tollgate exited with %v\n%s", waitErr, logs)
+		if p.waitErr != nil {
+			t.Fatalf("tollgate exited with %v\n%s", p.waitErr, logs)
 		}
 	case <-time.After(10 * time.Second):
 		t.Fatalf("tollgate did not exit after SIGTERM\n%s", logs)
@@ -252,6 +201,91 @@ func TestEndToEnd(t *testing.T) {
 	if t.Failed() {
 		t.Logf("logs:\n%s", out)
 	}
+}
+
+// tollgateBinary builds the real binary once for the package's tests (with
+// -race when the tests run under it).
+func tollgateBinary(t *testing.T) string {
+	t.Helper()
+	goTool, err := exec.LookPath("go")
+	if err != nil {
+		t.Skip("no go tool on PATH")
+	}
+	built.Do(func() {
+		dir, err := os.MkdirTemp("", "tollgate-e2e-")
+		if err != nil {
+			built.err = err
+			return
+		}
+		built.bin = filepath.Join(dir, "tollgate")
+		args := []string{"build", "-o", built.bin}
+		if raceEnabled {
+			args = append(args, "-race")
+		}
+		out, err := exec.Command(goTool, append(args, ".")...).CombinedOutput()
+		if err != nil {
+			built.err = fmt.Errorf("go build: %v\n%s", err, out)
+		}
+	})
+	if built.err != nil {
+		t.Fatal(built.err)
+	}
+	return built.bin
+}
+
+var built struct {
+	sync.Once
+	bin string
+	err error
+}
+
+// process is a running tollgate.
+type process struct {
+	cmd     *exec.Cmd
+	addr    string
+	logs    *logLines
+	exited  chan struct{} // closed when the process has exited
+	waitErr error         // its exit status, once exited is closed
+}
+
+// startTollgate starts the binary with env (and TOLLGATE_LISTEN on a free
+// loopback port) and waits until it listens; it is killed at cleanup.
+func startTollgate(t *testing.T, env ...string) *process {
+	t.Helper()
+	cmd := exec.Command(tollgateBinary(t), "serve")
+	cmd.Env = append([]string{
+		"PATH=" + os.Getenv("PATH"),
+		"TOLLGATE_LISTEN=127.0.0.1:0", // the kernel picks a free port; the log says which
+	}, env...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &process{cmd: cmd, logs: &logLines{addr: make(chan string, 1)}, exited: make(chan struct{})}
+	go func() {
+		p.logs.read(stderr)
+		p.waitErr = cmd.Wait()
+		close(p.exited)
+	}()
+	t.Cleanup(func() {
+		select {
+		case <-p.exited:
+		default:
+			cmd.Process.Kill()
+			<-p.exited
+		}
+	})
+	select {
+	case p.addr = <-p.logs.addr:
+	case <-p.exited:
+		t.Fatalf("tollgate exited at start: %v\n%s", p.waitErr, p.logs)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("tollgate did not start:\n%s", p.logs)
+	}
+	return p
 }
 
 func with(m map[string]any, kv ...any) map[string]any {

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
@@ -30,6 +31,9 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 		return err
 	}
 	secret := cfg.Secret
+	if len(secret) == 0 && cfg.Redis != nil {
+		return errors.New("TOLLGATE_SECRET must be set with Redis: every instance must hash identifiers and sign tokens alike")
+	}
 	if len(secret) == 0 {
 		secret = []byte(rand.Text() + rand.Text())
 		log.Warn("TOLLGATE_SECRET is not set: using a random secret for this process only; " +
@@ -38,18 +42,22 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 		log.Warn("the secret is set in the config file; prefer the TOLLGATE_SECRET environment variable, and keep the file private")
 	}
 
-	store := memstore.New(memstore.Config{})
+	store, storeName, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return err
+	}
 	fallback := memstore.New(memstore.Config{MaxEntries: fallbackEntries})
 	defer fallback.Close()
 	defer store.Close()
 
 	metrics := api.NewMetrics(cfg.Policy)
 	engine, err := authguard.New(authguard.Config{
-		Policy:   cfg.Policy,
-		Store:    store,
-		Fallback: fallback,
-		Secret:   secret,
-		Observe:  metrics.Observe,
+		Policy:    cfg.Policy,
+		Store:     store,
+		Fallback:  fallback,
+		Secret:    secret,
+		KeyPrefix: cfg.KeyPrefix,
+		Observe:   metrics.Observe,
 	})
 	if err != nil {
 		return err
@@ -75,7 +83,7 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),
 		slog.String("version", versionString()),
-		slog.String("store", "memory"),
+		slog.String("store", storeName),
 		slog.Any("flows", cfg.Policy.FlowNames()))
 	if ready != nil {
 		ready(ln.Addr())
@@ -102,4 +110,36 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 	}
 	log.Info("stopped", slog.String("drained_in", time.Since(start).Round(time.Millisecond).String()))
 	return nil
+}
+
+// openStore opens the configured store: Redis or a Redis Cluster when
+// configured, else the embedded memory store. A Redis that is down at
+// start-up is not an error: the flows' fail modes answer until it is back,
+// and /readyz says so.
+func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (authguard.Store, string, error) {
+	if cfg.Redis == nil {
+		return memstore.New(memstore.Config{}), "memory", nil
+	}
+	r := cfg.Redis
+	client, err := redisstore.NewClient(redisstore.ClientConfig{
+		URL: r.URL, ClusterAddrs: r.ClusterAddrs, Username: r.Username, Password: r.Password,
+		TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: r.Timeout,
+	})
+	if err != nil {
+		return nil, "", err
+	}
+	store, err := redisstore.New(redisstore.Config{Client: client, Timeout: r.Timeout})
+	if err != nil {
+		return nil, "", err
+	}
+	name := "redis"
+	if len(r.ClusterAddrs) > 0 {
+		name = "redis-cluster"
+	}
+	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	if err := store.Preload(pctx); err != nil {
+		log.Warn("redis is not reachable at start-up; flows answer by their fail mode until it is", slog.String("error", err.Error()))
+	}
+	return store, name, nil
 }

@@ -1,0 +1,106 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+)
+
+// Two tollgate processes on one Redis (and on one Redis Cluster) share one
+// truth: 200 concurrent clients hitting one account through both get no more
+// attempts through than one instance would allow. The policy's first delay
+// is an hour, so exactly `free` (5) may proceed however long the burst
+// takes; the flow fails closed, so a store error could only refuse.
+func TestManyInstances_OneLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	config := filepath.Join(t.TempDir(), "tollgate.yaml")
+	err := os.WriteFile(config, []byte(`
+store:
+  redis:
+    url: redis://placeholder:1   # the environment names the real store
+    timeout: 2s
+flows:
+  login:
+    fail_mode: closed
+    account_backoff: {free: 5, base: 1h, max: 2h, forget_after: 3h}
+`), 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"redis", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			var store string
+			if kind == "redis" {
+				store = "TOLLGATE_REDIS_URL=redis://" + redistest.Server(t).Addr
+			} else {
+				store = "TOLLGATE_REDIS_CLUSTER_ADDRS=" + strings.Join(redistest.Cluster(t).Addrs(), ",")
+			}
+			env := []string{store, "TOLLGATE_CONFIG=" + config, "TOLLGATE_SECRET=many-instances-test-secret-at-least-32-bytes"}
+			a, b := startTollgate(t, env...), startTollgate(t, env...)
+
+			client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 100}}
+			var proceeded, other atomic.Int64
+			var wg sync.WaitGroup
+			for i := range 200 {
+				wg.Go(func() {
+					base := a.addr
+					if i%2 == 1 {
+						base = b.addr
+					}
+					v, err := postCheck(client, base, fmt.Sprintf(`{"flow":"login","account":"shared@example.com","ip":"198.51.100.%d"}`, i%250))
+					switch {
+					case err != nil:
+						t.Error(err)
+					case v.Action == "proceed":
+						proceeded.Add(1)
+					case v.Action != "delay" || v.Reasons[0] != "account_backoff":
+						other.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if got := proceeded.Load(); got != 5 {
+				t.Errorf("%d of 200 concurrent checks on two instances proceeded, want exactly 5 (one instance's budget)", got)
+			}
+			if n := other.Load(); n != 0 {
+				t.Errorf("%d answers were neither proceed nor an account_backoff delay (store errors?)", n)
+			}
+
+			// An attempt checked on one instance settles on the other.
+			c := &e2eClient{t: t, base: "http://" + a.addr, http: client}
+			owner := map[string]any{"flow": "login", "account": "owner@example.com", "ip": "192.0.2.1"}
+			v := c.post("/v1/check", owner)
+			c.base = "http://" + b.addr
+			if r := c.post("/v1/report", with(owner, "outcome", "failure", "attempt", v.Attempt)); r.Action != "proceed" {
+				t.Errorf("report on the other instance: %+v", r)
+			}
+			if code, body := c.get("/readyz"); code != 200 {
+				t.Errorf("/readyz: %d %s", code, body)
+			}
+		})
+	}
+}
+
+func postCheck(c *http.Client, addr, body string) (e2eVerdict, error) {
+	var v e2eVerdict
+	res, err := c.Post("http://"+addr+"/v1/check", "application/json", strings.NewReader(body))
+	if err != nil {
+		return v, err
+	}
+	defer res.Body.Close()
+	if res.StatusCode != http.StatusOK {
+		return v, fmt.Errorf("status %d", res.StatusCode)
+	}
+	return v, json.NewDecoder(res.Body).Decode(&v)
+}

@@ -201,7 +201,8 @@ func TestMetrics(t *testing.T) {
 		`tollgate_verdicts_total{action="proceed",call="report",flow="login"} 4`,
 		`tollgate_verdicts_total{action="delay",call="report",flow="login"} 2`,
 		`tollgate_verdict_reasons_total{action="delay",call="report",flow="login",reason="account_backoff"} 2`,
-		`tollgate_store_errors_total{call="check",flow="otp_verify"} 0`,
+		`tollgate_store_errors_total{call="check",flow="otp_verify",kind="timeout"} 0`,
+		`tollgate_store_duration_seconds_count{call="report"} 6`,
 		`tollgate_http_problems_total{type="unsupported-media-type"} 1`,
 		`tollgate_http_request_duration_seconds_count{code="200",method="POST",route="/v1/report"} 6`,
 		`tollgate_http_request_duration_seconds_count{code="415",method="POST",route="/v1/check"} 1`,
@@ -293,7 +294,7 @@ func TestStoreOutage_IsAVerdictNotAnError(t *testing.T) {
 	}
 	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
 	for _, want := range []string{
-		`tollgate_store_errors_total{call="check",flow="login"} 1`,
+		`tollgate_store_errors_total{call="check",flow="login",kind="unavailable"} 1`,
 		`tollgate_fallback_answers_total{call="check",flow="login"} 1`,
 		`tollgate_fail_closed_answers_total{call="check",flow="otp_verify"} 1`,
 	} {

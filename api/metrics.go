@@ -16,17 +16,18 @@ import (
 // set: configured flow names, actions, reasons, route patterns, problem
 // types and a fixed list of methods — never an identifier.
 type Metrics struct {
-	reg      *prometheus.Registry
-	shadow   map[string]bool // flows in shadow mode
-	verdicts *prometheus.CounterVec
-	reasons  *prometheus.CounterVec
-	shadowed *prometheus.CounterVec
-	storeErr *prometheus.CounterVec
-	fallback *prometheus.CounterVec
-	closed   *prometheus.CounterVec
-	engErr   *prometheus.CounterVec
-	problems *prometheus.CounterVec
-	latency  *prometheus.HistogramVec
+	reg       *prometheus.Registry
+	shadow    map[string]bool // flows in shadow mode
+	verdicts  *prometheus.CounterVec
+	reasons   *prometheus.CounterVec
+	shadowed  *prometheus.CounterVec
+	storeErr  *prometheus.CounterVec
+	fallback  *prometheus.CounterVec
+	storeTime *prometheus.HistogramVec
+	closed    *prometheus.CounterVec
+	engErr    *prometheus.CounterVec
+	problems  *prometheus.CounterVec
+	latency   *prometheus.HistogramVec
 }
 
 // NewMetrics returns Metrics registered on a registry of their own, with
@@ -54,8 +55,13 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		}, []string{"call", "flow", "action"}),
 		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_store_errors_total",
-			Help: "Calls on which the store failed, by call and flow.",
-		}, callFlow),
+			Help: "Calls on which the store failed, by call, flow and kind (timeout, unavailable, circuit_open).",
+		}, []string{"call", "flow", "kind"}),
+		storeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "tollgate_store_duration_seconds",
+			Help:    "Time the store took to answer or fail one call's batch (one round trip on Redis), by call.",
+			Buckets: []float64{.00005, .0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25},
+		}, []string{"call"}),
 		fallback: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_fallback_answers_total",
 			Help: "Verdicts of fail-open flows answered from the local fallback store while the store failed.",
@@ -81,7 +87,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.fallback, m.closed,
+		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
 		m.engErr, m.problems, m.latency,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
@@ -92,7 +98,9 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
 				m.verdicts.WithLabelValues(call, name, a.String())
 			}
-			m.storeErr.WithLabelValues(call, name)
+			for _, kind := range []string{"timeout", "unavailable", "circuit_open"} {
+				m.storeErr.WithLabelValues(call, name, kind)
+			}
 			m.fallback.WithLabelValues(call, name)
 			m.closed.WithLabelValues(call, name)
 		}
@@ -121,8 +129,11 @@ func (m *Metrics) Observe(ev authguard.Event) {
 	if m.shadow[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()
 	}
+	if ev.Source != authguard.SourceNone || ev.StoreErr != nil {
+		m.storeTime.WithLabelValues(ev.Call).Observe(ev.StoreDuration.Seconds())
+	}
 	if ev.StoreErr != nil {
-		m.storeErr.WithLabelValues(ev.Call, ev.Flow).Inc()
+		m.storeErr.WithLabelValues(ev.Call, ev.Flow, authguard.StoreErrorKind(ev.StoreErr)).Inc()
 		switch ev.Source {
 		case authguard.SourceFallback:
 			m.fallback.WithLabelValues(ev.Call, ev.Flow).Inc()

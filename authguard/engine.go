@@ -53,7 +53,8 @@ const (
 	// SourceFallback: the store failed and a fail-open flow answered from the
 	// local fallback store.
 	SourceFallback
-	// SourceNone: no store answered; the verdict is the fail-closed one.
+	// SourceNone: no store answered (the verdict is the fail-closed one), or
+	// none was asked (a report of an attempt shadow mode refused).
 	SourceNone
 )
 
@@ -74,6 +75,9 @@ type Event struct {
 	Source Source
 	// StoreErr is the configured store's error, if it failed.
 	StoreErr error
+	// StoreDuration is how long the configured store took to answer or
+	// fail; zero when it was not asked.
+	StoreDuration time.Duration
 }
 
 // Engine decides verdicts. It is safe for concurrent use.
@@ -245,7 +249,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	}
 	p.logs(&s, LogAdmit, id, req.CaptchaSolved)
 
-	res, src, storeErr := e.do(ctx, s.flow, p.ops)
+	res, src, storeErr, took := e.do(ctx, s.flow, p.ops)
 	computed := e.combine(s.flow, &p, res, req.CaptchaSolved)
 	if computed.Action != Proceed && res != nil {
 		e.refund(ctx, &p, res, src)
@@ -261,7 +265,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 			shadow:  computed.Action != Proceed,
 		}, e.now().Add(s.flow.AttemptTTL))
 	}
-	e.observe(Event{Call: "check", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: src, StoreErr: storeErr})
+	e.observe(Event{Call: "check", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: src, StoreErr: storeErr, StoreDuration: took})
 	return answer, nil
 }
 
@@ -294,8 +298,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 
 	var computed Verdict
-	var src Source
+	src := SourceNone
 	var storeErr error
+	var took time.Duration
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		var p plan
 		p.ops, p.reasons = make([]Op, 0, 4), make([]Reason, 0, 4)
@@ -316,7 +321,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 			p.logs(&s, LogAdd, randomID(), false)
 		}
 		var res []Result
-		res, src, storeErr = e.do(ctx, s.flow, p.ops)
+		res, src, storeErr, took = e.do(ctx, s.flow, p.ops)
 		computed = e.combine(s.flow, &p, res, false)
 	}
 	answer := computed
@@ -332,7 +337,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.DeviceTokenTTL)},
 		})
 	}
-	e.observe(Event{Call: "report", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: src, StoreErr: storeErr})
+	e.observe(Event{Call: "report", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: src, StoreErr: storeErr, StoreDuration: took})
 	return answer, nil
 }
 
@@ -351,21 +356,24 @@ func (e *Engine) deviceID(s *subjects, token string) string {
 }
 
 // do runs a batch on the store, or on the fallback for a fail-open flow when
-// the store fails. Results are nil when nothing answered.
-func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) ([]Result, Source, error) {
+// the store fails. Results are nil when nothing answered. It also returns
+// how long the store took.
+func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) ([]Result, Source, error, time.Duration) {
+	start := e.now()
 	res, err := e.store.Do(ctx, ops)
+	took := e.now().Sub(start)
 	if err == nil && len(res) != len(ops) {
 		err = fmt.Errorf("authguard: store returned %d results for %d operations", len(res), len(ops))
 	}
 	if err == nil {
-		return res, SourceStore, nil
+		return res, SourceStore, nil, took
 	}
 	if f.FailMode == FailOpen && e.fallback != nil {
 		if res, ferr := e.fallback.Do(ctx, ops); ferr == nil && len(res) == len(ops) {
-			return res, SourceFallback, err
+			return res, SourceFallback, err, took
 		}
 	}
-	return nil, SourceNone, err
+	return nil, SourceNone, err, took
 }
 
 // combine turns results into a verdict: the longest wait wins; else any log

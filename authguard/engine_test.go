@@ -650,3 +650,25 @@ func TestSpray_HammeringDuringADelayDoesNotKeepAnAccountInTheWindow(t *testing.T
 		}
 	}
 }
+
+func TestStoreErrorKind(t *testing.T) {
+	tests := []struct {
+		err  error
+		want string
+	}{
+		{fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, context.DeadlineExceeded), "timeout"},
+		{fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, authguard.ErrCircuitOpen), "circuit_open"},
+		{fmt.Errorf("%w: dial tcp: connection refused", authguard.ErrStoreUnavailable), "unavailable"},
+		{timeoutErr{}, "timeout"},
+	}
+	for _, tt := range tests {
+		if got := authguard.StoreErrorKind(tt.err); got != tt.want {
+			t.Errorf("StoreErrorKind(%v) = %q, want %q", tt.err, got, tt.want)
+		}
+	}
+}
+
+type timeoutErr struct{}
+
+func (timeoutErr) Error() string { return "i/o timeout" }
+func (timeoutErr) Timeout() bool { return true }

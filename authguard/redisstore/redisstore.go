@@ -88,7 +88,7 @@ func New(cfg Config) (*Store, error) {
 
 // ErrCircuitOpen is returned, wrapped with authguard.ErrStoreUnavailable,
 // while the breaker is open.
-var ErrCircuitOpen = errors.New("redisstore: circuit open after repeated failures")
+var ErrCircuitOpen = authguard.ErrCircuitOpen
 
 // Do runs ops as one pipeline of EVALSHAs: one round trip.
 func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {

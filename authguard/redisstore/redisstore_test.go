@@ -489,3 +489,45 @@ func TestEngine_FailOpenFallsBackAndRecovers(t *testing.T) {
 	}
 	t.Errorf("Redis back: source %v, want store", last.Source)
 }
+
+// A fail-closed flow answers delay "unavailable" while Redis is down, in
+// bounded time, and proceeds again once it is back.
+func TestEngine_FailClosedWhileRedisIsDown(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t)
+	clock := testclock.New(time.Time{})
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, _ := redisstore.New(redisstore.Config{Client: c, Clock: clock.Now})
+	p, err := authguard.LoadPolicy([]byte("flows:\n  login:\n    fail_mode: closed\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, _ := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
+	ctx := context.Background()
+	check := func() authguard.Verdict {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fc@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	if v := check(); v.Action != authguard.Proceed {
+		t.Fatalf("Redis up: %v", v.Action)
+	}
+	in.Stop()
+	for range 8 { // through the breaker opening
+		if v := check(); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonUnavailable || v.Delay != 2*time.Second {
+			t.Fatalf("Redis down: %+v, want delay 2s unavailable", v)
+		}
+	}
+	if err := in.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(time.Second)
+	for range 3 {
+		if check().Action == authguard.Proceed {
+			return
+		}
+	}
+	t.Error("Redis back: still not proceeding")
+}

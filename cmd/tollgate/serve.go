@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api"
@@ -51,13 +52,14 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 	defer store.Close()
 
 	metrics := api.NewMetrics(cfg.Policy)
+	watch := &storeWatch{log: log}
 	engine, err := authguard.New(authguard.Config{
 		Policy:    cfg.Policy,
 		Store:     store,
 		Fallback:  fallback,
 		Secret:    secret,
 		KeyPrefix: cfg.KeyPrefix,
-		Observe:   metrics.Observe,
+		Observe:   func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
 	})
 	if err != nil {
 		return err
@@ -142,4 +144,26 @@ func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (authguard.St
 		log.Warn("redis is not reachable at start-up; flows answer by their fail mode until it is", slog.String("error", err.Error()))
 	}
 	return store, name, nil
+}
+
+// storeWatch logs when the store starts failing and when it answers again:
+// one line per change, not one per call (the metrics count the calls).
+type storeWatch struct {
+	log     *slog.Logger
+	failing atomic.Bool
+}
+
+func (w *storeWatch) observe(ev authguard.Event) {
+	switch {
+	case ev.StoreErr != nil:
+		if !w.failing.Swap(true) {
+			w.log.Warn("store failing: flows answer by their fail mode (open: from this instance's local fallback store; closed: delay)",
+				slog.String("kind", authguard.StoreErrorKind(ev.StoreErr)),
+				slog.String("error", ev.StoreErr.Error()))
+		}
+	case ev.Source == authguard.SourceStore:
+		if w.failing.Swap(false) {
+			w.log.Info("store answering again")
+		}
+	}
 }

@@ -4,14 +4,13 @@ import (
 	"bytes"
 	"context"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 func env(kv ...string) func(string) string {
@@ -23,142 +22,6 @@ func env(kv ...string) func(string) string {
 }
 
 const secret32 = "0123456789abcdef0123456789abcdef"
-
-func TestParseConfig(t *testing.T) {
-	cfg, err := parseConfig([]byte(`# tollgate
-listen: 127.0.0.1:9090
-log_level: debug
-timeouts:
-  read_header: 2s
-  shutdown: 1m
-flows:
-  login:
-    account_backoff:
-      free: 3
-  signup:
-    mode: shadow
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Listen != "127.0.0.1:9090" || cfg.LogLevel != slog.LevelDebug {
-		t.Errorf("cfg = %+v", cfg)
-	}
-	if got, want := cfg.Timeouts, (Timeouts{ReadHeader: 2 * time.Second, Read: 10 * time.Second, Write: 10 * time.Second, Idle: 120 * time.Second, Shutdown: time.Minute}); got != want {
-		t.Errorf("timeouts = %+v, want %+v", got, want)
-	}
-	if got := cfg.Policy.Flow("login").AccountBackoff.Free; got != 3 {
-		t.Errorf("login free = %d, want 3", got)
-	}
-	if f := cfg.Policy.Flow("signup"); f == nil || f.Mode != authguard.Shadow {
-		t.Errorf("signup flow = %+v", f)
-	}
-	if got := strings.Join(cfg.Policy.FlowNames(), ","); got != "login,otp_verify,signup" {
-		t.Errorf("flows = %s", got)
-	}
-}
-
-func TestParseConfig_Defaults(t *testing.T) {
-	for _, data := range []string{"", "# nothing but a comment\n", "listen: 127.0.0.1:8080\n"} {
-		cfg, err := parseConfig([]byte(data))
-		if err != nil {
-			t.Fatalf("%q: %v", data, err)
-		}
-		if cfg.Listen != "127.0.0.1:8080" || cfg.Secret != nil || cfg.Policy.Flow("login") == nil {
-			t.Errorf("%q: cfg = %+v", data, cfg)
-		}
-	}
-}
-
-// TestParseConfig_ErrorsNameTheLine: every mistake in a file is reported
-// with its line, including mistakes inside flows, which authguard reads.
-func TestParseConfig_ErrorsNameTheLine(t *testing.T) {
-	tests := []struct {
-		name, data, want string
-	}{
-		{"unknown top-level key", "listen: 127.0.0.1:1\nlisten_addr: x\n", "line 2"},
-		{"bad listen", "\nlisten: nowhere\n", "line 2: listen"},
-		{"short secret", "secret: short\n", "line 1: secret: must be at least 32 bytes"},
-		{"bad log level", "log_level: loud\n", "line 1: log_level"},
-		{"bad timeout", "timeouts:\n  read: soon\n", "line 2"},
-		{"zero timeout", "timeouts:\n  read: 0s\n", "line 1: timeouts.read"},
-		{"unknown timeout", "timeouts:\n  forever: 1s\n", "line 2"},
-		{"unknown flow key after other keys", "listen: 127.0.0.1:1\nlog_level: info\n\nflows:\n  login:\n    fre: 3\n", "line 6"},
-		{"bad flow value", "secret: " + secret32 + "\nflows:\n  login:\n    mode: sometimes\n", "line 4"},
-		{"bad flow duration", "flows:\n  login:\n    attempt_ttl: 5x\n", "line 3"},
-		{"flows before other keys", "flows:\n  login:\n    mode: nope\nlisten: 127.0.0.1:1\n", "line 3"},
-		{"not a mapping", "- a\n- b\n", "line 1"},
-		{"flow style top level", "{listen: '127.0.0.1:1', flows: {login: {mode: shadow}}}", "block style"},
-		{"not YAML", "listen: [\n", "line"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			_, err := parseConfig([]byte(tt.data))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("error = %v, want one containing %q", err, tt.want)
-			}
-		})
-	}
-}
-
-func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "tollgate.yaml")
-	os.WriteFile(path, []byte("listen: 127.0.0.1:9000\nsecret: "+secret32+"\nlog_level: warn\n"), 0o600)
-
-	cfg, err := loadConfig(path, env())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Listen != "127.0.0.1:9000" || string(cfg.Secret) != secret32 || !cfg.SecretInFile || cfg.LogLevel != slog.LevelWarn {
-		t.Errorf("from the file: %+v", cfg)
-	}
-	other := strings.Repeat("s", 40)
-	cfg, err = loadConfig(path, env("TOLLGATE_LISTEN", "[::1]:9001", "TOLLGATE_SECRET", other, "TOLLGATE_LOG_LEVEL", "error"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cfg.Listen != "[::1]:9001" || string(cfg.Secret) != other || cfg.SecretInFile || cfg.LogLevel != slog.LevelError {
-		t.Errorf("with the environment: %+v", cfg)
-	}
-	for _, e := range [][]string{
-		{"TOLLGATE_LISTEN", "9001"},
-		{"TOLLGATE_SECRET", "short"},
-		{"TOLLGATE_LOG_LEVEL", "chatty"},
-	} {
-		if _, err := loadConfig(path, env(e...)); err == nil || !strings.Contains(err.Error(), e[0]) {
-			t.Errorf("%s=%s: error = %v, want one naming the variable", e[0], e[1], err)
-		}
-	}
-	if _, err := loadConfig(filepath.Join(t.TempDir(), "missing.yaml"), env()); err == nil {
-		t.Error("a missing file is not an error")
-	}
-}
-
-func TestCheckLoopback(t *testing.T) {
-	tests := []struct {
-		addr string
-		ok   bool
-	}{
-		{"127.0.0.1:8080", true},
-		{"127.0.0.2:8080", true},
-		{"[::1]:8080", true},
-		{"localhost:8080", true},
-		{"0.0.0.0:8080", false},
-		{":8080", false},
-		{"[::]:8080", false},
-		{"192.0.2.1:8080", false},
-		{"example.com:8080", false},
-	}
-	for _, tt := range tests {
-		err := checkLoopback(tt.addr)
-		if (err == nil) != tt.ok {
-			t.Errorf("checkLoopback(%q) = %v, want ok=%v", tt.addr, err, tt.ok)
-		}
-		if err != nil && !strings.Contains(err.Error(), "caller authentication") {
-			t.Errorf("checkLoopback(%q) = %v, want it to say why", tt.addr, err)
-		}
-	}
-}
 
 func TestValidateConfig(t *testing.T) {
 	dir := t.TempDir()
@@ -228,54 +91,20 @@ func TestExampleConfig(t *testing.T) {
 	if code := run(context.Background(), []string{"validate-config", "tollgate.example.yaml"}, &out, &errOut, env()); code != 0 {
 		t.Fatalf("validate-config: %d %s", code, errOut.String())
 	}
-	cfg, err := loadConfig("tollgate.example.yaml", env())
+	cfg, err := config.Load("tollgate.example.yaml", env())
 	if err != nil {
 		t.Fatal(err)
 	}
-	def := defaultConfig()
+	def := config.Default()
 	if cfg.Listen != def.Listen || cfg.LogLevel != def.LogLevel || cfg.Timeouts != def.Timeouts {
 		t.Errorf("the example's values differ from the defaults: %+v", cfg)
 	}
 }
 
-func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
-	cfg, err := parseConfig([]byte("store:\n  redis:\n    url: redis://127.0.0.1:6379/0\n    password: from-file\n    timeout: 80ms\nkey_prefix: tollgate-prod\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r := cfg.Redis; r == nil || r.URL != "redis://127.0.0.1:6379/0" || r.Password != "from-file" || r.Timeout != 80*time.Millisecond || cfg.KeyPrefix != "tollgate-prod" {
-		t.Fatalf("parsed %+v %+v", cfg.Redis, cfg)
-	}
-	env := map[string]string{"TOLLGATE_REDIS_CLUSTER_ADDRS": "10.0.0.1:7000,10.0.0.2:7000", "TOLLGATE_REDIS_PASSWORD": "from-env"}
-	if err := applyEnv(cfg, func(k string) string { return env[k] }); err != nil {
-		t.Fatal(err)
-	}
-	if r := cfg.Redis; r.URL != "" || len(r.ClusterAddrs) != 2 || r.Password != "from-env" || r.Timeout != 80*time.Millisecond {
-		t.Errorf("after the environment: %+v", r)
-	}
-
-	none := defaultConfig()
-	if err := applyEnv(none, func(k string) string { return map[string]string{"TOLLGATE_REDIS_URL": "redis://h:1"}[k] }); err != nil || none.Redis == nil || none.Redis.URL != "redis://h:1" {
-		t.Errorf("TOLLGATE_REDIS_URL alone: %+v, %v", none.Redis, err)
-	}
-
-	for _, bad := range []string{
-		"store:\n  redis:\n    url: redis://a:1\n    cluster_addrs: [b:2]\n",
-		"store:\n  redis: {}\n",
-		"store:\n  redis:\n    url: redis://a:1\n    timeout: 1m\n",
-		"key_prefix: \"a:b\"\n",
-		"store:\n  redis:\n    urll: redis://a:1\n",
-	} {
-		if _, err := parseConfig([]byte(bad)); err == nil || !strings.Contains(err.Error(), "line") {
-			t.Errorf("parseConfig(%q) = %v, want an error naming the line", bad, err)
-		}
-	}
-}
-
 func TestServe_RedisNeedsASecret(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Policy = authguard.DefaultPolicy()
-	cfg.Redis = &RedisConfig{URL: "redis://127.0.0.1:1"}
+	cfg.Redis = &config.RedisConfig{URL: "redis://127.0.0.1:1"}
 	err := serve(context.Background(), cfg, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_SECRET") {
 		t.Errorf("serve on Redis without a secret: %v", err)

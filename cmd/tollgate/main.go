@@ -23,6 +23,7 @@ import (
 	"runtime/debug"
 	"syscall"
 
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
 
@@ -96,7 +97,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	if path == "" {
 		path = getenv("TOLLGATE_CONFIG")
 	}
-	cfg, err := loadConfig(path, getenv)
+	cfg, err := config.Load(path, getenv)
 	if err != nil {
 		fmt.Fprintf(stderr, "tollgate: bad configuration: %v\n", err)
 		return 1
@@ -115,9 +116,9 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, "usage: tollgate validate-config FILE\n")
 		return 2
 	}
-	cfg, err := loadConfig(args[0], func(string) string { return "" })
+	cfg, err := config.Load(args[0], func(string) string { return "" })
 	if err == nil {
-		err = checkLoopback(cfg.Listen)
+		err = config.CheckLoopback(cfg.Listen)
 		if err != nil {
 			err = fmt.Errorf("%s: listen: %w", args[0], err)
 		}

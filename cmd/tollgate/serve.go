@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
@@ -26,9 +27,9 @@ const fallbackEntries = 100_000
 // connections, lets in-flight requests finish (within
 // cfg.Timeouts.Shutdown) and closes the store. ready, when set, is called
 // with the address once the listener is open. Logs go to logOut as JSON.
-func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Addr)) error {
+func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func(net.Addr)) error {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err := checkLoopback(cfg.Listen); err != nil {
+	if err := config.CheckLoopback(cfg.Listen); err != nil {
 		return err
 	}
 	secret := cfg.Secret
@@ -118,7 +119,7 @@ func serve(ctx context.Context, cfg *Config, logOut io.Writer, ready func(net.Ad
 // configured, else the embedded memory store. A Redis that is down at
 // start-up is not an error: the flows' fail modes answer until it is back,
 // and /readyz says so.
-func openStore(ctx context.Context, cfg *Config, log *slog.Logger) (authguard.Store, string, error) {
+func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authguard.Store, string, error) {
 	if cfg.Redis == nil {
 		return memstore.New(memstore.Config{}), "memory", nil
 	}

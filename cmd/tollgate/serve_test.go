@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // slowCall is a check whose body arrives in two parts, so that it is in
@@ -85,7 +86,7 @@ func (s *syncBuffer) String() string {
 // connections are refused but a request already in flight is answered, and
 // only then does serve return.
 func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Secret = []byte(secret32)
 	cfg.Policy = authguard.DefaultPolicy()
@@ -145,7 +146,7 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 // TestServe_WarnsAboutARandomSecret: without TOLLGATE_SECRET the server
 // starts, with a warning saying what that costs.
 func TestServe_WarnsAboutARandomSecret(t *testing.T) {
-	cfg := defaultConfig()
+	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Policy = authguard.DefaultPolicy()
 	ctx, cancel := context.WithCancel(context.Background())

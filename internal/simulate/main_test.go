@@ -246,3 +246,15 @@ func TestMain_SVG(t *testing.T) {
 		t.Errorf("%d texts, want a title, axis labels, tick labels and a legend", texts)
 	}
 }
+
+// -config takes the same file as `tollgate serve -config`: server keys are
+// accepted, and the flows change the outcome.
+func TestMain_ConfigIsTheServeConfig(t *testing.T) {
+	cfg := filepath.Join(t.TempDir(), "tollgate.yaml")
+	os.WriteFile(cfg, []byte("listen: 127.0.0.1:9090\nstore:\n  redis:\n    url: redis://127.0.0.1:6379\nflows:\n  login:\n    account_backoff: {max: 15m}\n"), 0o600)
+	var out, errOut bytes.Buffer
+	code := Main([]string{"-json", "-config", cfg, "../../scenarios/brute-force-botnet.yaml"}, &out, &errOut)
+	if code != 1 || !strings.Contains(out.String(), `"ok":false`) {
+		t.Errorf("a 15m cap lets the botnet past NIST's 100: exit %d, out %s, err %s", code, out.String(), errOut.String())
+	}
+}

@@ -8,16 +8,18 @@ import (
 	"os"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
-const usage = `usage: tollgate simulate [-json] [-svg FILE] [-config POLICY.yaml] SCENARIO.yaml...
+const usage = `usage: tollgate simulate [-json] [-svg FILE] [-config FILE] SCENARIO.yaml...
 
 Replays each scenario on the real engine with a virtual clock and checks its
 expectations. Flags may come before or after the scenarios.
 
   -json         print one JSON object per scenario instead of a table
   -svg FILE     write a chart of cumulative proceeded attempts (one scenario only)
-  -config FILE  lay a policy file over the built-in policy
+  -config FILE  a tollgate config file (as for serve): its flows are laid
+                over the built-in policy
 
 Exit status: 0 when every expectation holds, 1 when one fails, 2 on a usage
 or scenario error.
@@ -65,15 +67,14 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	policy := authguard.DefaultPolicy()
 	if *configFile != "" {
-		data, err := os.ReadFile(*configFile)
+		// The same file `tollgate serve -config` reads: its flows are the
+		// policy; the environment is ignored.
+		cfg, err := config.Load(*configFile, func(string) string { return "" })
 		if err != nil {
 			fmt.Fprintf(stderr, "tollgate simulate: %v\n", err)
 			return 2
 		}
-		if policy, err = authguard.LoadPolicy(data); err != nil {
-			fmt.Fprintf(stderr, "%s: %v\n", *configFile, err)
-			return 2
-		}
+		policy = cfg.Policy
 	}
 
 	scenarios := make([]*Scenario, len(paths))

@@ -1,4 +1,7 @@
-package main
+// Package config reads tollgate's configuration: a YAML file laid over the
+// defaults, then the TOLLGATE_* environment variables laid over the file. The
+// server and the simulator read the same files through it.
+package config
 
 import (
 	"bytes"
@@ -78,8 +81,8 @@ type Timeouts struct {
 	Shutdown time.Duration
 }
 
-// defaultConfig is the configuration without a file or environment.
-func defaultConfig() *Config {
+// Default is the configuration without a file or environment.
+func Default() *Config {
 	return &Config{
 		Listen:   "127.0.0.1:8080",
 		LogLevel: slog.LevelInfo,
@@ -128,10 +131,10 @@ type fileTimeouts struct {
 	Shutdown   *authguard.Duration `yaml:"shutdown"`
 }
 
-// parseConfig reads a config file's bytes over the defaults. Errors name the
+// Parse reads a config file's bytes over the defaults. Errors name the
 // line they are about.
-func parseConfig(data []byte) (*Config, error) {
-	cfg := defaultConfig()
+func Parse(data []byte) (*Config, error) {
+	cfg := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, err
@@ -258,8 +261,8 @@ func onlyFlows(data []byte, top *yaml.Node) ([]byte, error) {
 	return bytes.Join(lines, nil), nil
 }
 
-// applyEnv lays the TOLLGATE_* variables over cfg.
-func applyEnv(cfg *Config, getenv func(string) string) error {
+// ApplyEnv lays the TOLLGATE_* variables over cfg.
+func ApplyEnv(cfg *Config, getenv func(string) string) error {
 	if v := getenv("TOLLGATE_LISTEN"); v != "" {
 		if err := checkListen(v); err != nil {
 			return fmt.Errorf("TOLLGATE_LISTEN: %w", err)
@@ -320,15 +323,15 @@ func checkRedis(r *RedisConfig) error {
 	return nil
 }
 
-// loadConfig reads the file at path (none when empty) and the environment.
-func loadConfig(path string, getenv func(string) string) (*Config, error) {
-	cfg := defaultConfig()
+// Load reads the file at path (none when empty) and the environment.
+func Load(path string, getenv func(string) string) (*Config, error) {
+	cfg := Default()
 	if path != "" {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
-		if cfg, err = parseConfig(data); err != nil {
+		if cfg, err = Parse(data); err != nil {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	} else {
@@ -338,7 +341,7 @@ func loadConfig(path string, getenv func(string) string) (*Config, error) {
 		}
 		cfg.Policy = p
 	}
-	if err := applyEnv(cfg, getenv); err != nil {
+	if err := ApplyEnv(cfg, getenv); err != nil {
 		return nil, err
 	}
 	return cfg, nil
@@ -355,13 +358,13 @@ func checkListen(addr string) error {
 	return nil
 }
 
-// errNotLoopback explains why tollgate will not bind other addresses yet.
-var errNotLoopback = errors.New("tollgate only listens on loopback addresses (127.0.0.1, ::1, localhost) " +
+// ErrNotLoopback explains why tollgate will not bind other addresses yet.
+var ErrNotLoopback = errors.New("tollgate only listens on loopback addresses (127.0.0.1, ::1, localhost) " +
 	"until caller authentication exists: without it anyone who reaches the port could slow down or reset any account; " +
 	"run it next to the auth system, or behind a proxy on the same host")
 
-// checkLoopback refuses any listen address but a loopback one.
-func checkLoopback(addr string) error {
+// CheckLoopback refuses any listen address but a loopback one.
+func CheckLoopback(addr string) error {
 	host, _, err := net.SplitHostPort(addr)
 	if err != nil {
 		return err
@@ -371,7 +374,7 @@ func checkLoopback(addr string) error {
 	}
 	ip, err := netip.ParseAddr(host)
 	if err != nil || !ip.IsLoopback() {
-		return fmt.Errorf("refusing to listen on %q: %w", addr, errNotLoopback)
+		return fmt.Errorf("refusing to listen on %q: %w", addr, ErrNotLoopback)
 	}
 	return nil
 }

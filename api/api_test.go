@@ -15,21 +15,11 @@ import (
 
 	"github.com/tollgate-auth/tollgate"
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 func login(account, ip string) map[string]any {
 	return map[string]any{"flow": "login", "account": account, "ip": ip}
-}
-
-func with(m map[string]any, kv ...any) map[string]any {
-	out := make(map[string]any, len(m)+len(kv)/2)
-	for k, v := range m {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
 }
 
 // TestLogin_CheckReportCheck is the README walk-through: failures reported
@@ -44,7 +34,7 @@ func TestLogin_CheckReportCheck(t *testing.T) {
 		if v.Action != "proceed" || v.Attempt == "" {
 			t.Fatalf("check %d = %+v, want proceed with an attempt token", i, v)
 		}
-		r := h.report(t, with(alice, "outcome", "failure", "attempt", v.Attempt))
+		r := h.report(t, testkit.With(alice, "outcome", "failure", "attempt", v.Attempt))
 		if r.Attempt != "" || r.DeviceToken != "" {
 			t.Errorf("failure report %d carries tokens: %+v", i, r)
 		}
@@ -75,11 +65,11 @@ func TestLogin_CheckReportCheck(t *testing.T) {
 	if v.Action != "proceed" {
 		t.Fatalf("check after the delay = %+v, want proceed", v)
 	}
-	r := h.report(t, with(alice, "outcome", "success", "attempt", v.Attempt))
+	r := h.report(t, testkit.With(alice, "outcome", "success", "attempt", v.Attempt))
 	if r.Action != "proceed" || r.DeviceToken == "" {
 		t.Fatalf("success report = %+v, want proceed with a device token", r)
 	}
-	if v := h.check(t, with(alice, "device_token", r.DeviceToken)); v.Action != "proceed" {
+	if v := h.check(t, testkit.With(alice, "device_token", r.DeviceToken)); v.Action != "proceed" {
 		t.Fatalf("check with the device token = %+v", v)
 	}
 }
@@ -94,14 +84,14 @@ func TestSpray_OneIPManyAccountsNeedsCaptcha(t *testing.T) {
 		if v.Action != "proceed" {
 			t.Fatalf("account %d: %+v", i, v)
 		}
-		h.report(t, with(acct, "outcome", "failure", "attempt", v.Attempt))
+		h.report(t, testkit.With(acct, "outcome", "failure", "attempt", v.Attempt))
 	}
 	next := login("victim@example.com", "198.51.100.9")
 	v := h.check(t, next)
 	if v.Action != "captcha" || !slices.Equal(v.Reasons, []string{"ip_spray"}) {
 		t.Fatalf("11th account = %+v, want captcha for ip_spray", v)
 	}
-	if v := h.check(t, with(next, "captcha_solved", true)); v.Action != "proceed" {
+	if v := h.check(t, testkit.With(next, "captcha_solved", true)); v.Action != "proceed" {
 		t.Fatalf("after a solved captcha = %+v, want proceed", v)
 	}
 }
@@ -189,7 +179,7 @@ func TestMetrics(t *testing.T) {
 	h := newHarness(t)
 	acct := login("m@example.com", "192.0.2.5")
 	for range 6 {
-		h.report(t, with(acct, "outcome", "failure"))
+		h.report(t, testkit.With(acct, "outcome", "failure"))
 	}
 	h.do(t, http.MethodPost, "/v1/check", "text/plain", "x")
 	res := h.do(t, http.MethodGet, "/metrics", "", "")
@@ -225,9 +215,9 @@ func TestMetrics(t *testing.T) {
 func TestLogs_NeverCarryIdentifiers(t *testing.T) {
 	h := newHarness(t)
 	const account, ip, fp = "Secret.Person@example.com", "203.0.113.77", "fp-9f86d081884c7d65"
-	body := with(login(account, ip), "password_fingerprint", fp)
+	body := testkit.With(login(account, ip), "password_fingerprint", fp)
 	v := h.check(t, body)
-	r := h.report(t, with(body, "outcome", "success", "attempt", v.Attempt))
+	r := h.report(t, testkit.With(body, "outcome", "success", "attempt", v.Attempt))
 	h.do(t, http.MethodPost, "/v1/check", "application/json", `{"flow":"nope","account":"`+account+`","ip":"`+ip+`"}`)
 	h.do(t, http.MethodPost, "/v1/check", "application/json", `{"flow":"login","account":"`+account+`","ip":"`+ip+`","`+account+`":1}`)
 
@@ -330,7 +320,7 @@ func TestShadowMode_AnswersProceedButCounts(t *testing.T) {
 	h := newHarness(t, withPolicy("flows:\n  login:\n    mode: shadow\n"))
 	acct := login("s@example.com", "192.0.2.1")
 	for range 7 {
-		if v := h.report(t, with(acct, "outcome", "failure")); v.Action != "proceed" {
+		if v := h.report(t, testkit.With(acct, "outcome", "failure")); v.Action != "proceed" {
 			t.Fatalf("shadow answered %+v", v)
 		}
 	}

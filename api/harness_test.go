@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +23,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // testSecret keys every test engine.
@@ -65,7 +65,7 @@ type harness struct {
 	clock   *testclock.Clock
 	engine  *authguard.Engine
 	metrics *api.Metrics
-	logs    *syncBuffer
+	logs    *testkit.SyncBuffer
 }
 
 type harnessOption func(*authguard.Config)
@@ -86,7 +86,7 @@ func newHarness(tb testing.TB, opts ...harnessOption) *harness {
 	h := &harness{
 		store: memstore.New(memstore.Config{Now: clock.Now}),
 		clock: clock,
-		logs:  &syncBuffer{},
+		logs:  &testkit.SyncBuffer{},
 	}
 	cfg := authguard.Config{
 		Store:    h.store,
@@ -305,22 +305,4 @@ func (h *harness) keys() []string {
 	k := h.store.Keys()
 	slices.Sort(k)
 	return k
-}
-
-// syncBuffer is a bytes.Buffer safe for concurrent writes (the logger's).
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"testing"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // tokenRE finds the token values of a verdict.
@@ -33,7 +35,7 @@ func TestUniformity_UnknownAccountLooksLikeKnownOne(t *testing.T) {
 	// home and holds a device token.
 	home := login("alice@example.com", "192.0.2.44")
 	v := h.check(t, home)
-	owner := h.report(t, with(home, "outcome", "success", "attempt", v.Attempt))
+	owner := h.report(t, testkit.With(home, "outcome", "success", "attempt", v.Attempt))
 	if owner.DeviceToken == "" {
 		t.Fatal("no device token for the owner")
 	}
@@ -45,14 +47,14 @@ func TestUniformity_UnknownAccountLooksLikeKnownOne(t *testing.T) {
 	}
 	checkStep := func(extra ...any) func(map[string]any, string) *response {
 		return func(acct map[string]any, _ string) *response {
-			return h.post(t, "/v1/check", with(acct, extra...))
+			return h.post(t, "/v1/check", testkit.With(acct, extra...))
 		}
 	}
 	// failStep reports a failure with the last attempt token, or without
 	// one when tokenless.
 	failStep := func(tokenless bool, extra ...any) func(map[string]any, string) *response {
 		return func(acct map[string]any, attempt string) *response {
-			body := with(acct, append([]any{"outcome", "failure"}, extra...)...)
+			body := testkit.With(acct, append([]any{"outcome", "failure"}, extra...)...)
 			if !tokenless {
 				body["attempt"] = attempt
 			}

@@ -2,12 +2,9 @@ package authguard
 
 import (
 	"crypto/hmac"
-	"crypto/sha256"
 	"encoding/base64"
 	"encoding/binary"
-	"hash"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -47,27 +44,14 @@ type attempt struct {
 }
 
 type attemptSigner struct {
-	pool sync.Pool
+	mac *macPool
 }
 
-func newAttemptSigner(key []byte) *attemptSigner {
-	s := &attemptSigner{}
-	s.pool.New = func() any { return hmac.New(sha256.New, key) }
-	return s
-}
+func newAttemptSigner(key []byte) *attemptSigner { return &attemptSigner{mac: newMacPool(key)} }
 
 func (s *attemptSigner) tag(payload []byte, tenant, flow, account string, out []byte) []byte {
-	m := s.pool.Get().(hash.Hash)
-	m.Reset()
-	m.Write(payload)
-	for _, part := range [...]string{tenant, flow, account} {
-		m.Write([]byte{0})
-		m.Write([]byte(part))
-	}
-	var sum [sha256.Size]byte
-	t := m.Sum(sum[:0])
-	s.pool.Put(m)
-	return append(out, t[:attemptTag]...)
+	sum := s.mac.sum(payload, tenant, flow, account)
+	return append(out, sum[:attemptTag]...)
 }
 
 func (s *attemptSigner) sign(tenant, flow, account string, a attempt, expires time.Time) string {

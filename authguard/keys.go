@@ -26,32 +26,46 @@ const hashBytes = 16
 // hashLen is the length of an encoded subject hash.
 var hashLen = base64.RawURLEncoding.EncodedLen(hashBytes)
 
+// macPool computes HMAC-SHA-256 under one key with pooled hashers (an HMAC
+// costs several allocations to set up).
+type macPool struct {
+	sync.Pool
+}
+
+func newMacPool(key []byte) *macPool {
+	p := &macPool{}
+	p.New = func() any { return hmac.New(sha256.New, key) }
+	return p
+}
+
+// sum returns HMAC(first ‖ 0 ‖ parts[0] ‖ 0 ‖ parts[1] ‖ …).
+func (p *macPool) sum(first []byte, parts ...string) [sha256.Size]byte {
+	m := p.Get().(hash.Hash)
+	m.Reset()
+	m.Write(first)
+	for _, part := range parts {
+		m.Write([]byte{0})
+		m.Write([]byte(part))
+	}
+	var out [sha256.Size]byte
+	m.Sum(out[:0])
+	p.Put(m)
+	return out
+}
+
 // hasher computes keyed subject hashes. The key is derived from the
 // service's secret, so a dump of the store reveals no identifier.
 type hasher struct {
-	pool sync.Pool
+	mac *macPool
 }
 
-func newHasher(key []byte) *hasher {
-	h := &hasher{}
-	h.pool.New = func() any { return hmac.New(sha256.New, key) }
-	return h
-}
+func newHasher(key []byte) *hasher { return &hasher{mac: newMacPool(key)} }
 
 // subject hashes one subject of a kind ("account", "ip", "fp", "device") for a
 // tenant. The encoded result has a fixed length whatever the input.
 func (h *hasher) subject(tenant, kind, value string) string {
-	m := h.pool.Get().(hash.Hash)
-	m.Reset()
-	m.Write([]byte(tenant))
-	m.Write([]byte{0})
-	m.Write([]byte(kind))
-	m.Write([]byte{0})
-	m.Write([]byte(value))
-	var sum [sha256.Size]byte
-	out := m.Sum(sum[:0])
-	h.pool.Put(m)
-	return base64.RawURLEncoding.EncodeToString(out[:hashBytes])
+	sum := h.mac.sum([]byte(tenant), kind, value)
+	return base64.RawURLEncoding.EncodeToString(sum[:hashBytes])
 }
 
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is

@@ -11,15 +11,8 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
-}
 
 const secret32 = "0123456789abcdef0123456789abcdef"
 
@@ -46,7 +39,7 @@ func TestValidateConfig(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), append([]string{"validate-config"}, tt.args...), &out, &errOut, env())
+			code := run(context.Background(), append([]string{"validate-config"}, tt.args...), &out, &errOut, testkit.Env())
 			if code != tt.wantCode || out.String() != tt.wantOut || !strings.Contains(errOut.String(), tt.wantErr) {
 				t.Errorf("code %d, stdout %q, stderr %q; want %d, %q, %q", code, out.String(), errOut.String(), tt.wantCode, tt.wantOut, tt.wantErr)
 			}
@@ -69,7 +62,7 @@ func TestServe_RefusesBadStart(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out, errOut bytes.Buffer
-			code := run(context.Background(), tt.args, &out, &errOut, env(tt.env...))
+			code := run(context.Background(), tt.args, &out, &errOut, testkit.Env(tt.env...))
 			if code == 0 || !strings.Contains(errOut.String(), tt.want) {
 				t.Errorf("code %d, stderr %q; want failure saying %q", code, errOut.String(), tt.want)
 			}
@@ -79,7 +72,7 @@ func TestServe_RefusesBadStart(t *testing.T) {
 
 func TestVersion(t *testing.T) {
 	var out bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, &out, &out, env()); code != 0 || !strings.HasPrefix(out.String(), "tollgate ") {
+	if code := run(context.Background(), []string{"version"}, &out, &out, testkit.Env()); code != 0 || !strings.HasPrefix(out.String(), "tollgate ") {
 		t.Errorf("version: %d %q", code, out.String())
 	}
 }
@@ -88,10 +81,10 @@ func TestVersion(t *testing.T) {
 // and says what the defaults are.
 func TestExampleConfig(t *testing.T) {
 	var out, errOut bytes.Buffer
-	if code := run(context.Background(), []string{"validate-config", "tollgate.example.yaml"}, &out, &errOut, env()); code != 0 {
+	if code := run(context.Background(), []string{"validate-config", "tollgate.example.yaml"}, &out, &errOut, testkit.Env()); code != 0 {
 		t.Fatalf("validate-config: %d %s", code, errOut.String())
 	}
-	cfg, err := config.Load("tollgate.example.yaml", env())
+	cfg, err := config.Load("tollgate.example.yaml", testkit.Env())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // e2eClient talks to a running tollgate.
@@ -117,7 +119,7 @@ func TestEndToEnd(t *testing.T) {
 			if v.Action != "proceed" || v.Attempt == "" {
 				t.Fatalf("check %d = %+v, want proceed", i, v)
 			}
-			r := c.post("/v1/report", with(victim, "outcome", "failure", "attempt", v.Attempt))
+			r := c.post("/v1/report", testkit.With(victim, "outcome", "failure", "attempt", v.Attempt))
 			want := "proceed"
 			if i == 5 {
 				want = "delay"
@@ -142,14 +144,14 @@ func TestEndToEnd(t *testing.T) {
 			if v.Action != "proceed" {
 				t.Fatalf("account %d: check = %+v", i, v)
 			}
-			c.post("/v1/report", with(acct, "outcome", "failure", "attempt", v.Attempt))
+			c.post("/v1/report", testkit.With(acct, "outcome", "failure", "attempt", v.Attempt))
 		}
 		eleventh := map[string]any{"flow": "login", "account": "user11@example.com", "ip": "192.0.2.66"}
 		v := c.post("/v1/check", eleventh)
 		if v.Action != "captcha" || !slices.Equal(v.Reasons, []string{"ip_spray"}) {
 			t.Fatalf("11th account = %+v, want captcha for ip_spray", v)
 		}
-		if v := c.post("/v1/check", with(eleventh, "captcha_solved", true)); v.Action != "proceed" {
+		if v := c.post("/v1/check", testkit.With(eleventh, "captcha_solved", true)); v.Action != "proceed" {
 			t.Fatalf("11th account with a solved captcha = %+v", v)
 		}
 	})
@@ -286,15 +288,4 @@ func startTollgate(t *testing.T, env ...string) *process {
 		t.Fatalf("tollgate did not start:\n%s", p.logs)
 	}
 	return p
-}
-
-func with(m map[string]any, kv ...any) map[string]any {
-	out := make(map[string]any, len(m)+len(kv)/2)
-	for k, v := range m {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		out[kv[i].(string)] = kv[i+1]
-	}
-	return out
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // Two tollgate processes on one Redis (and on one Redis Cluster) share one
@@ -82,7 +83,7 @@ flows:
 			owner := map[string]any{"flow": "login", "account": "owner@example.com", "ip": "192.0.2.1"}
 			v := c.post("/v1/check", owner)
 			c.base = "http://" + b.addr
-			if r := c.post("/v1/report", with(owner, "outcome", "failure", "attempt", v.Attempt)); r.Action != "proceed" {
+			if r := c.post("/v1/report", testkit.With(owner, "outcome", "failure", "attempt", v.Attempt)); r.Action != "proceed" {
 				t.Errorf("report on the other instance: %+v", r)
 			}
 			if code, body := c.get("/readyz"); code != 200 {

@@ -124,10 +124,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 		return memstore.New(memstore.Config{}), "memory", nil
 	}
 	r := cfg.Redis
-	client, err := redisstore.NewClient(redisstore.ClientConfig{
-		URL: r.URL, ClusterAddrs: r.ClusterAddrs, Username: r.Username, Password: r.Password,
-		TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: r.Timeout,
-	})
+	client, err := redisstore.NewClient(*r)
 	if err != nil {
 		return nil, "", err
 	}

@@ -11,12 +11,12 @@ import (
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // slowCall is a check whose body arrives in two parts, so that it is in
@@ -64,24 +64,6 @@ func (s *slowCall) finish(t *testing.T) string {
 	return v.Action
 }
 
-// syncBuffer collects logs written from the server's goroutines.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestServe_ShutdownFinishesInFlightRequests: once shutdown starts, new
 // connections are refused but a request already in flight is answered, and
 // only then does serve return.
@@ -92,7 +74,7 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 	cfg.Policy = authguard.DefaultPolicy()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, &logs, func(a net.Addr) { addrs <- a }) }()
@@ -150,7 +132,7 @@ func TestServe_WarnsAboutARandomSecret(t *testing.T) {
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Policy = authguard.DefaultPolicy()
 	ctx, cancel := context.WithCancel(context.Background())
-	var logs syncBuffer
+	var logs testkit.SyncBuffer
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, cfg, &logs, func(net.Addr) { cancel() }) }()
 	if err := <-done; err != nil {

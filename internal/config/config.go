@@ -20,6 +20,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 )
 
 // Config is the server's configuration: a YAML file laid over the defaults,
@@ -46,23 +47,8 @@ type Config struct {
 	KeyPrefix string
 }
 
-// RedisConfig says how to reach Redis.
-type RedisConfig struct {
-	// URL is one node: redis://[user:password@]host:port[/db] or rediss://.
-	URL string
-	// ClusterAddrs are a Redis Cluster's seed addresses.
-	ClusterAddrs []string
-	// Username and Password authenticate (an ACL user, or the default user).
-	Username, Password string
-	// TLS turns TLS on for ClusterAddrs; TLSServerName overrides the name
-	// checked in the certificate.
-	TLS           bool
-	TLSServerName string
-	// PoolSize is the number of connections per node. The default is 10 per CPU.
-	PoolSize int
-	// Timeout bounds one call's round trip. The default is 50ms.
-	Timeout time.Duration
-}
+// RedisConfig says how to reach Redis: the Redis store's own client settings.
+type RedisConfig = redisstore.ClientConfig
 
 // Timeouts are the server's time limits.
 type Timeouts struct {

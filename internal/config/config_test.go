@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 func TestParseConfig(t *testing.T) {
@@ -92,7 +93,7 @@ func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "tollgate.yaml")
 	os.WriteFile(path, []byte("listen: 127.0.0.1:9000\nsecret: "+secret32+"\nlog_level: warn\n"), 0o600)
 
-	cfg, err := Load(path, env())
+	cfg, err := Load(path, testkit.Env())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,7 @@ func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
 		t.Errorf("from the file: %+v", cfg)
 	}
 	other := strings.Repeat("s", 40)
-	cfg, err = Load(path, env("TOLLGATE_LISTEN", "[::1]:9001", "TOLLGATE_SECRET", other, "TOLLGATE_LOG_LEVEL", "error"))
+	cfg, err = Load(path, testkit.Env("TOLLGATE_LISTEN", "[::1]:9001", "TOLLGATE_SECRET", other, "TOLLGATE_LOG_LEVEL", "error"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,11 +113,11 @@ func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
 		{"TOLLGATE_SECRET", "short"},
 		{"TOLLGATE_LOG_LEVEL", "chatty"},
 	} {
-		if _, err := Load(path, env(e...)); err == nil || !strings.Contains(err.Error(), e[0]) {
+		if _, err := Load(path, testkit.Env(e...)); err == nil || !strings.Contains(err.Error(), e[0]) {
 			t.Errorf("%s=%s: error = %v, want one naming the variable", e[0], e[1], err)
 		}
 	}
-	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), env()); err == nil {
+	if _, err := Load(filepath.Join(t.TempDir(), "missing.yaml"), testkit.Env()); err == nil {
 		t.Error("a missing file is not an error")
 	}
 }
@@ -179,14 +180,6 @@ func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
 			t.Errorf("Parse(%q) = %v, want an error naming the line", bad, err)
 		}
 	}
-}
-
-func env(kv ...string) func(string) string {
-	m := map[string]string{}
-	for i := 0; i+1 < len(kv); i += 2 {
-		m[kv[i]] = kv[i+1]
-	}
-	return func(k string) string { return m[k] }
 }
 
 const secret32 = "0123456789abcdef0123456789abcdef"

@@ -25,14 +25,9 @@ test:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem -count=6 $(PKGS)
 
-## fuzz: run every fuzz target for FUZZTIME each
+## fuzz: run every fuzz target for FUZZTIME each (a new reproducer fails it)
 fuzz:
-	@for pkg in $$($(GO) list $(PKGS)); do \
-	  for target in $$($(GO) test -list '^Fuzz' $$pkg | grep '^Fuzz'); do \
-	    echo "== $$pkg $$target"; \
-	    $(GO) test -run '^$$' -fuzz "^$$target$$" -fuzztime $(FUZZTIME) $$pkg || exit 1; \
-	  done; \
-	done
+	FUZZTIME=$(FUZZTIME) ./scripts/fuzz.sh
 
 ## lint: formatting and vet
 lint:

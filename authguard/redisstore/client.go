@@ -1,9 +1,11 @@
 package redisstore
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 	"time"
 
@@ -83,4 +85,16 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
 	}
 	return redis.NewClusterClient(o), nil
+}
+
+// SetLogger sends go-redis's own messages (a failed dial, a reconnect) to
+// log at debug level instead of plain text on stderr: the server already
+// logs when the store starts failing and when it answers again, in JSON.
+// go-redis keeps one logger per process, so this affects every client.
+func SetLogger(log *slog.Logger) { redis.SetLogger(goRedisLogger{log}) }
+
+type goRedisLogger struct{ log *slog.Logger }
+
+func (l goRedisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.log.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
 }

@@ -1,8 +1,13 @@
 package redisstore_test
 
 import (
+	"bytes"
 	"context"
+	"io"
+	"log/slog"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/redis/go-redis/v9"
 
@@ -65,5 +70,17 @@ func TestNewClient_ReachesRealServerAndCluster(t *testing.T) {
 			t.Errorf("%+v: Preload: %v", cfg, err)
 		}
 		s.Close()
+	}
+}
+
+func TestSetLogger_GoRedisMessagesGoToSlog(t *testing.T) {
+	var buf bytes.Buffer
+	redisstore.SetLogger(slog.New(slog.NewJSONHandler(&buf, &slog.HandlerOptions{Level: slog.LevelDebug})))
+	defer redisstore.SetLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))
+	c, _ := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://127.0.0.1:1", Timeout: 50 * time.Millisecond})
+	defer c.Close()
+	c.Ping(context.Background()) // nothing listens on port 1: go-redis logs the failed dial
+	if out := buf.String(); !strings.Contains(out, `"level":"DEBUG","msg":"redis: `) {
+		t.Errorf("go-redis message not in slog JSON: %s", out)
 	}
 }

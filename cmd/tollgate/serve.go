@@ -124,6 +124,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 		return memstore.New(memstore.Config{}), "memory", nil
 	}
 	r := cfg.Redis
+	redisstore.SetLogger(log)
 	client, err := redisstore.NewClient(*r)
 	if err != nil {
 		return nil, "", err

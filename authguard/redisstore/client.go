@@ -12,18 +12,27 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// ClientConfig says how to reach Redis. Exactly one of URL and ClusterAddrs
-// is set.
+// ClientConfig says how to reach Redis. Exactly one of URL, ClusterAddrs and
+// SentinelAddrs is set.
 type ClientConfig struct {
 	// URL reaches one node: redis://[user:password@]host:port[/db], or
 	// rediss:// for TLS.
 	URL string
 	// ClusterAddrs are seed addresses (host:port) of a Redis Cluster.
 	ClusterAddrs []string
+	// SentinelAddrs are Redis Sentinel addresses (host:port); the client
+	// follows the master named SentinelMaster through failovers.
+	SentinelAddrs []string
+	// SentinelMaster is the name of the master the Sentinels monitor.
+	SentinelMaster string
+	// SentinelPassword authenticates to the Sentinels themselves, when they
+	// require it.
+	SentinelPassword string
 	// Username and Password authenticate (ACL user, or the default user
 	// when Username is empty). They override those in URL.
 	Username, Password string
-	// TLS turns TLS on for ClusterAddrs (URL says it with rediss://).
+	// TLS turns TLS on for ClusterAddrs and SentinelAddrs (URL says it with
+	// rediss://).
 	TLS bool
 	// TLSServerName overrides the name checked in the server's certificate.
 	TLSServerName string
@@ -38,8 +47,8 @@ type ClientConfig struct {
 // answered by the flow's fail mode at once rather than retried past its
 // deadline.
 func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
-	if (cfg.URL == "") == (len(cfg.ClusterAddrs) == 0) {
-		return nil, errors.New("redisstore: set either a URL or cluster addresses")
+	if err := cfg.Validate(); err != nil {
+		return nil, err
 	}
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = 50 * time.Millisecond
@@ -66,10 +75,24 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 		o.DialerRetries = 1 // one dial attempt: a dead Redis must fail fast
 		return redis.NewClient(o), nil
 	}
-	for _, a := range cfg.ClusterAddrs {
-		if a = strings.TrimSpace(a); a == "" || !strings.Contains(a, ":") {
-			return nil, fmt.Errorf("redisstore: cluster address %q is not host:port", a)
-		}
+	var tlsConfig *tls.Config
+	if cfg.TLS {
+		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
+	}
+	if len(cfg.SentinelAddrs) > 0 {
+		return redis.NewFailoverClient(&redis.FailoverOptions{
+			MasterName:       cfg.SentinelMaster,
+			SentinelAddrs:    cfg.SentinelAddrs,
+			SentinelPassword: cfg.SentinelPassword,
+			Username:         cfg.Username, Password: cfg.Password,
+			TLSConfig:   tlsConfig,
+			PoolSize:    cfg.PoolSize,
+			DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
+			PoolTimeout:           cfg.Timeout,
+			ContextTimeoutEnabled: true,
+			MaxRetries:            -1,
+			DialerRetries:         1,
+		}), nil
 	}
 	o := &redis.ClusterOptions{
 		Addrs:    cfg.ClusterAddrs,
@@ -80,11 +103,38 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialerRetries:         1,
-	}
-	if cfg.TLS {
-		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
+		TLSConfig:             tlsConfig,
 	}
 	return redis.NewClusterClient(o), nil
+}
+
+// Validate reports whether cfg names exactly one way to reach Redis, with
+// well-formed addresses and limits in range.
+func (cfg ClientConfig) Validate() error {
+	set := 0
+	for _, b := range []bool{cfg.URL != "", len(cfg.ClusterAddrs) > 0, len(cfg.SentinelAddrs) > 0} {
+		if b {
+			set++
+		}
+	}
+	if set != 1 {
+		return errors.New("redisstore: set exactly one of url (one node), cluster_addrs (a Redis Cluster) and sentinel_addrs (Redis Sentinel)")
+	}
+	for _, a := range append(append([]string(nil), cfg.ClusterAddrs...), cfg.SentinelAddrs...) {
+		if a = strings.TrimSpace(a); a == "" || !strings.Contains(a, ":") {
+			return fmt.Errorf("redisstore: address %q is not host:port", a)
+		}
+	}
+	if len(cfg.SentinelAddrs) > 0 && cfg.SentinelMaster == "" {
+		return errors.New("redisstore: sentinel_addrs need sentinel_master, the name of the monitored master")
+	}
+	if cfg.Timeout < 0 || cfg.Timeout > 10*time.Second {
+		return errors.New("redisstore: timeout must be between 0 (the default, 50ms) and 10s")
+	}
+	if cfg.PoolSize < 0 || cfg.PoolSize > 10_000 {
+		return errors.New("redisstore: pool_size must be between 0 (the default) and 10000")
+	}
+	return nil
 }
 
 // SetLogger sends go-redis's own messages (a failed dial, a reconnect) to

@@ -532,3 +532,21 @@ func TestEngine_FailClosedWhileRedisIsDown(t *testing.T) {
 	}
 	t.Error("Redis back: still not proceeding")
 }
+
+// The same store through Redis Sentinel: the client asks the Sentinel for
+// the master, then behaves as on a single node.
+func TestConformance_Sentinel(t *testing.T) {
+	needRedis(t)
+	master := redistest.Server(t)
+	sentinel := redistest.Sentinel(t, master)
+	storetest.Run(t, func(t *testing.T, clock *testclock.Clock) authguard.Store {
+		c, err := redisstore.NewClient(redisstore.ClientConfig{SentinelAddrs: []string{sentinel.Addr}, SentinelMaster: "tollgate", Timeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := c.FlushAll(context.Background()).Err(); err != nil {
+			t.Fatal(err)
+		}
+		return newStore(t, c, clock.Now)
+	})
+}

@@ -134,8 +134,11 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 		return nil, "", err
 	}
 	name := "redis"
-	if len(r.ClusterAddrs) > 0 {
+	switch {
+	case len(r.ClusterAddrs) > 0:
 		name = "redis-cluster"
+	case len(r.SentinelAddrs) > 0:
+		name = "redis-sentinel"
 	}
 	pctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

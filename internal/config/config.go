@@ -99,14 +99,17 @@ type fileStore struct {
 }
 
 type fileRedis struct {
-	URL           string             `yaml:"url"`
-	ClusterAddrs  []string           `yaml:"cluster_addrs"`
-	Username      string             `yaml:"username"`
-	Password      string             `yaml:"password"`
-	TLS           bool               `yaml:"tls"`
-	TLSServerName string             `yaml:"tls_server_name"`
-	PoolSize      int                `yaml:"pool_size"`
-	Timeout       authguard.Duration `yaml:"timeout"`
+	URL              string             `yaml:"url"`
+	ClusterAddrs     []string           `yaml:"cluster_addrs"`
+	SentinelAddrs    []string           `yaml:"sentinel_addrs"`
+	SentinelMaster   string             `yaml:"sentinel_master"`
+	SentinelPassword string             `yaml:"sentinel_password"`
+	Username         string             `yaml:"username"`
+	Password         string             `yaml:"password"`
+	TLS              bool               `yaml:"tls"`
+	TLSServerName    string             `yaml:"tls_server_name"`
+	PoolSize         int                `yaml:"pool_size"`
+	Timeout          authguard.Duration `yaml:"timeout"`
 }
 
 type fileTimeouts struct {
@@ -191,6 +194,7 @@ func Parse(data []byte) (*Config, error) {
 	if r := fc.Store.Redis; r != nil {
 		cfg.Redis = &RedisConfig{
 			URL: r.URL, ClusterAddrs: r.ClusterAddrs, Username: r.Username, Password: r.Password,
+			SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword,
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
@@ -268,17 +272,25 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 		}
 		cfg.LogLevel = l
 	}
-	url, cluster := getenv("TOLLGATE_REDIS_URL"), getenv("TOLLGATE_REDIS_CLUSTER_ADDRS")
-	if url != "" || cluster != "" {
+	url, cluster, sentinel := getenv("TOLLGATE_REDIS_URL"), getenv("TOLLGATE_REDIS_CLUSTER_ADDRS"), getenv("TOLLGATE_REDIS_SENTINEL_ADDRS")
+	if url != "" || cluster != "" || sentinel != "" {
 		r := &RedisConfig{}
 		if cfg.Redis != nil {
 			*r = *cfg.Redis // keep the file's credentials, TLS and timeouts
 		}
-		r.URL, r.ClusterAddrs = url, nil
+		r.URL, r.ClusterAddrs, r.SentinelAddrs = url, nil, nil
 		if cluster != "" {
 			r.ClusterAddrs = strings.Split(cluster, ",")
 		}
+		if sentinel != "" {
+			r.SentinelAddrs = strings.Split(sentinel, ",")
+		}
 		cfg.Redis = r
+	}
+	if cfg.Redis != nil {
+		if v := getenv("TOLLGATE_REDIS_SENTINEL_MASTER"); v != "" {
+			cfg.Redis.SentinelMaster = v
+		}
 	}
 	if cfg.Redis != nil {
 		if v := getenv("TOLLGATE_REDIS_USERNAME"); v != "" {
@@ -288,7 +300,7 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 			cfg.Redis.Password = v
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
-			return fmt.Errorf("TOLLGATE_REDIS_URL / TOLLGATE_REDIS_CLUSTER_ADDRS: %w", err)
+			return fmt.Errorf("TOLLGATE_REDIS_*: %w", err)
 		}
 	}
 	return nil
@@ -296,18 +308,7 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 
 var keyPrefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)
 
-func checkRedis(r *RedisConfig) error {
-	if (r.URL == "") == (len(r.ClusterAddrs) == 0) {
-		return errors.New("set either url (one node) or cluster_addrs (a Redis Cluster), not both")
-	}
-	if r.Timeout < 0 || r.Timeout > 10*time.Second {
-		return errors.New("timeout must be between 0 (the default, 50ms) and 10s")
-	}
-	if r.PoolSize < 0 || r.PoolSize > 10_000 {
-		return errors.New("pool_size must be between 0 (the default) and 10000")
-	}
-	return nil
-}
+func checkRedis(r *RedisConfig) error { return r.Validate() }
 
 // Load reads the file at path (none when empty) and the environment.
 func Load(path string, getenv func(string) string) (*Config, error) {

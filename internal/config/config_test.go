@@ -164,6 +164,15 @@ func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
 		t.Errorf("after the environment: %+v", r)
 	}
 
+	sentinel := Default()
+	if err := ApplyEnv(sentinel, testkit.Env("TOLLGATE_REDIS_SENTINEL_ADDRS", "127.0.0.1:26379,127.0.0.1:26380", "TOLLGATE_REDIS_SENTINEL_MASTER", "tollgate")); err != nil ||
+		sentinel.Redis == nil || len(sentinel.Redis.SentinelAddrs) != 2 || sentinel.Redis.SentinelMaster != "tollgate" {
+		t.Errorf("sentinel from the environment: %+v, %v", sentinel.Redis, err)
+	}
+	if err := ApplyEnv(Default(), testkit.Env("TOLLGATE_REDIS_SENTINEL_ADDRS", "127.0.0.1:26379")); err == nil {
+		t.Error("sentinel addresses without a master name were accepted")
+	}
+
 	none := Default()
 	if err := ApplyEnv(none, func(k string) string { return map[string]string{"TOLLGATE_REDIS_URL": "redis://h:1"}[k] }); err != nil || none.Redis == nil || none.Redis.URL != "redis://h:1" {
 		t.Errorf("TOLLGATE_REDIS_URL alone: %+v, %v", none.Redis, err)

@@ -199,6 +199,50 @@ func StartCluster(dir string, n int) (*ClusterInstances, error) {
 	return c, nil
 }
 
+// Sentinel starts a redis-server in Sentinel mode monitoring master under
+// the name "tollgate" for the test, and waits until it reports the master.
+func Sentinel(tb testing.TB, master *Instance) *Instance {
+	tb.Helper()
+	Require(tb)
+	dir := tb.TempDir()
+	var in *Instance
+	var err error
+	for range 5 {
+		var port int
+		if port, err = freePort(); err != nil {
+			break
+		}
+		conf := filepath.Join(dir, "sentinel.conf") // Sentinel rewrites it: it must be writable
+		err = os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
+			"sentinel monitor tollgate %s 1\nsentinel down-after-milliseconds tollgate 2000\n",
+			port, dir, filepath.Join(dir, "sentinel.log"), strings.Replace(master.Addr, ":", " ", 1))), 0o600)
+		if err != nil {
+			break
+		}
+		in = &Instance{Addr: net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), dir: dir, args: []string{conf, "--sentinel"}}
+		if err = in.start(); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(in.Stop)
+	c := redis.NewSentinelClient(&redis.Options{Addr: in.Addr})
+	defer c.Close()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		addr, err := c.GetMasterAddrByName(context.Background(), "tollgate").Result()
+		if err == nil && len(addr) == 2 {
+			return in
+		}
+		if time.Now().After(deadline) {
+			tb.Fatalf("redistest: sentinel does not report the master after 10s: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
 func freePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

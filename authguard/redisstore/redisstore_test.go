@@ -444,36 +444,17 @@ func TestEngine_StoreHoldsNoRawIdentifier(t *testing.T) {
 // With Redis gone, a fail-open flow answers from the local fallback store,
 // and goes back to Redis by itself when Redis returns.
 func TestEngine_FailOpenFallsBackAndRecovers(t *testing.T) {
-	needRedis(t)
-	in := redistest.Server(t)
-	clock := testclock.New(time.Time{})
-	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
-	s, _ := redisstore.New(redisstore.Config{Client: c, Clock: clock.Now})
-	var last authguard.Event
-	e, err := authguard.New(authguard.Config{
-		Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
-		Observe: func(ev authguard.Event) { last = ev },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := context.Background()
-	check := func() authguard.Verdict {
-		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fo@example.com", IP: "192.0.2.9"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	h := newOutageHarness(t, "")
+	in, clock, check, last := h.in, h.clock, h.check, h.last
 	check()
-	if last.Source != authguard.SourceStore {
-		t.Fatalf("source %v, want store", last.Source)
+	if last().Source != authguard.SourceStore {
+		t.Fatalf("source %v, want store", last().Source)
 	}
 	in.Stop()
 	for range 7 {
 		check()
-		if last.Source != authguard.SourceFallback {
-			t.Fatalf("Redis down: source %v, want fallback", last.Source)
+		if last().Source != authguard.SourceFallback {
+			t.Fatalf("Redis down: source %v, want fallback", last().Source)
 		}
 	}
 	if v := check(); v.Action != authguard.Delay {
@@ -484,34 +465,18 @@ func TestEngine_FailOpenFallsBackAndRecovers(t *testing.T) {
 	}
 	clock.Advance(time.Second) // breaker cooldown
 	for range 3 {
-		if check(); last.Source == authguard.SourceStore {
+		if check(); last().Source == authguard.SourceStore {
 			return
 		}
 	}
-	t.Errorf("Redis back: source %v, want store", last.Source)
+	t.Errorf("Redis back: source %v, want store", last().Source)
 }
 
 // A fail-closed flow answers delay "unavailable" while Redis is down, in
 // bounded time, and proceeds again once it is back.
 func TestEngine_FailClosedWhileRedisIsDown(t *testing.T) {
-	needRedis(t)
-	in := redistest.Server(t)
-	clock := testclock.New(time.Time{})
-	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
-	s, _ := redisstore.New(redisstore.Config{Client: c, Clock: clock.Now})
-	p, err := authguard.LoadPolicy([]byte("flows:\n  login:\n    fail_mode: closed\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, _ := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
-	ctx := context.Background()
-	check := func() authguard.Verdict {
-		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fc@example.com", IP: "192.0.2.9"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		return v
-	}
+	h := newOutageHarness(t, "flows:\n  login:\n    fail_mode: closed\n")
+	in, clock, check := h.in, h.clock, h.check
 	if v := check(); v.Action != authguard.Proceed {
 		t.Fatalf("Redis up: %v", v.Action)
 	}
@@ -549,4 +514,45 @@ func TestConformance_Sentinel(t *testing.T) {
 		}
 		return newStore(t, c, clock.Now)
 	})
+}
+
+// outageHarness is an engine on a Redis the test can stop and restart, with
+// the breaker on a test clock and the memory fallback of a real server.
+type outageHarness struct {
+	in    *redistest.Instance
+	clock *testclock.Clock
+	check func() authguard.Verdict // a login check on one account
+	last  func() authguard.Event   // the engine's last event
+}
+
+func newOutageHarness(t *testing.T, policyYAML string) *outageHarness {
+	t.Helper()
+	needRedis(t)
+	h := &outageHarness{in: redistest.Server(t), clock: testclock.New(time.Time{})}
+	c := redis.NewClient(&redis.Options{Addr: h.in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, err := redisstore.New(redisstore.Config{Client: c, Clock: h.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := authguard.LoadPolicy([]byte(policyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last authguard.Event
+	e, err := authguard.New(authguard.Config{
+		Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Observe: func(ev authguard.Event) { last = ev },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.last = func() authguard.Event { return last }
+	h.check = func() authguard.Verdict {
+		v, err := e.Check(context.Background(), authguard.CheckRequest{Flow: "login", Account: "outage@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	return h
 }

@@ -9,15 +9,16 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
-// base is the fixed instant every test counts from.
-var base = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-
-func at(d time.Duration) time.Time { return base.Add(d) }
-
-// ms is base+d in Unix milliseconds, the unit State keeps.
-func ms(d time.Duration) int64 { return at(d).UnixMilli() }
+// base is the fixed instant every test counts from (testclock.Epoch); at and
+// ms are base+d as a time and in Unix milliseconds.
+var (
+	base = testclock.Epoch
+	at   = testclock.At
+	ms   = testclock.Ms
+)
 
 // login is the shape of the default login policy, with a short cap so the
 // tables stay readable.

@@ -7,15 +7,17 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 	"github.com/tollgate-auth/tollgate/limits"
 )
 
-// base is the fixed instant every test counts from.
-var base = time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-
-func at(d time.Duration) time.Time { return base.Add(d) }
-
-func ms(d time.Duration) int64 { return at(d).UnixMilli() }
+// base is the fixed instant every test counts from (testclock.Epoch); at and
+// ms are base+d as a time and in Unix milliseconds.
+var (
+	base = testclock.Epoch
+	at   = testclock.At
+	ms   = testclock.Ms
+)
 
 // takeStep is one row of a bucket's step table: Take at base+at, then expect
 // the decision, the state (the TAT as an offset from base) and the TTL.

@@ -45,3 +45,10 @@ func (c *Clock) Set(t time.Time) {
 	c.now = t
 	c.mu.Unlock()
 }
+
+// At is Epoch+d: a fixed instant for pure code that takes the time as an
+// argument.
+func At(d time.Duration) time.Time { return Epoch.Add(d) }
+
+// Ms is Epoch+d in Unix milliseconds, the unit pure state keeps.
+func Ms(d time.Duration) int64 { return At(d).UnixMilli() }

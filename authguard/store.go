@@ -2,7 +2,6 @@ package authguard
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
@@ -28,29 +27,6 @@ type Store interface {
 	Ping(ctx context.Context) error
 	// Close releases the store's resources.
 	Close() error
-}
-
-// ErrStoreUnavailable is wrapped by stores' errors when the store cannot be
-// reached or does not answer in time.
-var ErrStoreUnavailable = errors.New("authguard: store unavailable")
-
-// ErrCircuitOpen is wrapped by a store's errors while its circuit breaker
-// fails calls at once, without trying the store.
-var ErrCircuitOpen = errors.New("authguard: store circuit open after repeated failures")
-
-// StoreErrorKind classifies a store error for metrics and logs: "timeout"
-// (no answer within the deadline), "circuit_open" (not tried: the breaker is
-// open) or "unavailable" (anything else: refused connections, resets, errors
-// from the store).
-func StoreErrorKind(err error) string {
-	var t interface{ Timeout() bool }
-	switch {
-	case errors.Is(err, ErrCircuitOpen):
-		return "circuit_open"
-	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &t) && t.Timeout():
-		return "timeout"
-	}
-	return "unavailable"
 }
 
 // Op is one atomic operation on one key: a *BackoffOp, *LogOp or *BucketOp.

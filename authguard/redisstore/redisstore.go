@@ -145,6 +145,12 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	res := make([]authguard.Result, len(ops))
 	for i, cmd := range cmds {
 		r, err := decode(cmd)
+		if redis.HasErrorPrefix(err, "OOM") {
+			// maxmemory reached with noeviction: Redis answers, reads work,
+			// writes are refused. Its own kind, so it is not mistaken for
+			// an outage.
+			return nil, fmt.Errorf("op %d on %s: %w: %w", i, calls[i].key, authguard.ErrStoreFull, err)
+		}
 		if err != nil {
 			return nil, fmt.Errorf("op %d on %s: %w", i, calls[i].key, err)
 		}

@@ -1,0 +1,40 @@
+package authguard
+
+import (
+	"context"
+	"errors"
+)
+
+// ErrStoreUnavailable is wrapped by stores' errors when the store cannot be
+// reached or does not answer in time.
+var ErrStoreUnavailable = errors.New("authguard: store unavailable")
+
+// ErrCircuitOpen is wrapped by a store's errors while its circuit breaker
+// fails calls at once, without trying the store.
+var ErrCircuitOpen = errors.New("authguard: store circuit open after repeated failures")
+
+// ErrStoreFull is wrapped by a store's errors when the store answers but
+// refuses to write because it is out of memory (Redis with maxmemory and
+// the noeviction policy answers OOM). Reads still work then.
+var ErrStoreFull = errors.New("authguard: store full")
+
+// StoreErrorKind classifies a store error for metrics and logs: "full"
+// (the store answers but is out of memory), "timeout" (no answer within the
+// deadline), "circuit_open" (not tried: the breaker is open) or
+// "unavailable" (anything else: refused connections, resets, errors from the
+// store).
+func StoreErrorKind(err error) string {
+	var t interface{ Timeout() bool }
+	switch {
+	case errors.Is(err, ErrStoreFull):
+		return "full"
+	case errors.Is(err, ErrCircuitOpen):
+		return "circuit_open"
+	case errors.Is(err, context.DeadlineExceeded), errors.As(err, &t) && t.Timeout():
+		return "timeout"
+	}
+	return "unavailable"
+}
+
+// StoreErrorKinds lists every kind StoreErrorKind returns.
+func StoreErrorKinds() []string { return []string{"full", "timeout", "unavailable", "circuit_open"} }

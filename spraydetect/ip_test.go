@@ -113,6 +113,8 @@ func FuzzParseIP(f *testing.F) {
 		"203.0.113.7", "2001:db8::1", "::ffff:192.0.2.1", "fe80::1%eth0", "1.2.3.4:80",
 		"[::1]:80", "10.0.0.0/8", "01.2.3.4", "", " ", "::", "::192.0.2.1",
 		"0000:0000:0000:0000:0000:ffff:192.168.100.200",
+		"2002:c000:204::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2002::", "2001::",
+		"2001:1::1", "64:ff9b::192.0.2.1", "2001:10::1",
 	} {
 		f.Add(s)
 	}
@@ -141,10 +143,31 @@ func FuzzParseIP(f *testing.F) {
 		if err != nil || b != a {
 			t.Fatalf("ParseIP(%q) = %v, but ParseIP(%q) = %v, %v", s, a, a.String(), b, err)
 		}
-		// Its prefix is well formed and contains it.
-		p := spraydetect.Grouping{IPv6Bits: 64}.Prefix(a)
-		if !p.IsValid() || !p.Contains(a) || p != p.Masked() {
-			t.Fatalf("Prefix(%v) = %v, want a masked prefix containing it", a, p)
+		// Its prefix is well formed and contains it, or the IPv4 address it
+		// embeds.
+		for _, bits := range []int{0, 16, 48, 64, 128} {
+			p := spraydetect.Grouping{IPv6Bits: bits}.Prefix(a)
+			if !p.IsValid() || p != p.Masked() {
+				t.Fatalf("Grouping{%d}.Prefix(%v) = %v, want a valid masked prefix", bits, a, p)
+			}
+			if v4, ok := spraydetect.EmbeddedIPv4(a); ok {
+				if !v4.Is4() || p != netip.PrefixFrom(v4, 32) {
+					t.Fatalf("Grouping{%d}.Prefix(%v) = %v, want the /32 of its embedded %v", bits, a, p, v4)
+				}
+			} else if !p.Contains(a) {
+				t.Fatalf("Grouping{%d}.Prefix(%v) = %v, want a prefix containing it", bits, a, p)
+			}
+		}
+		// A wide prefix, when there is one, contains it.
+		for _, bits := range []int{15, 16, 48, 56, 64, 128, 129} {
+			w, ok := spraydetect.WidePrefix(a, bits)
+			switch {
+			case !ok:
+			case !a.Is6():
+				t.Fatalf("WidePrefix(%v, %d) = %v, true for IPv4", a, bits, w)
+			case !w.Contains(a) || w.Bits() != bits || w != w.Masked():
+				t.Fatalf("WidePrefix(%v, %d) = %v, want the masked /%d containing it", a, bits, w, bits)
+			}
 		}
 	})
 }
@@ -166,6 +189,13 @@ func TestGrouping_Prefix(t *testing.T) {
 		{"IPv6 /128", 128, "2001:db8:1:2:3:4:5:6", "2001:db8:1:2:3:4:5:6/128"},
 		{"IPv6 /16", 16, "2001:db8:1:2:3:4:5:6", "2001::/16"},
 		{"IPv6 with zone drops it", 64, "fe80::1%eth0", "fe80::/64"},
+		{"6to4 is its IPv4's /32", 64, "2002:c000:204:1:2:3:4:5", "192.0.2.4/32"},
+		{"6to4 ignores IPv6Bits", 16, "2002:c000:204:1:2:3:4:5", "192.0.2.4/32"},
+		{"6to4 of a private IPv4 is that IPv4", 64, "2002:a00:1::1", "10.0.0.1/32"},
+		{"Teredo is its client's /32", 64, "2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45/32"},
+		{"Teredo ignores IPv6Bits", 128, "2001:0:4136:e378:8000:63bf:3fff:fdd2", "192.0.2.45/32"},
+		{"2001:db8::/32 is not Teredo", 64, "2001:db8::3fff:fdd2", "2001:db8::/64"},
+		{"NAT64 stays IPv6", 64, "64:ff9b::192.0.2.4", "64:ff9b::/64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -199,6 +229,11 @@ func TestSpray_IPv6RotationWithinSlash64(t *testing.T) {
 		{"IPv4 neighbours are never grouped", 48, "192.0.2.1", "192.0.2.2", false},
 		{"IPv4 never groups with IPv6", 16, "192.0.2.1", "::c000:201", false},
 		{"IPv4-mapped groups with its IPv4", 64, "192.0.2.1", "::ffff:c000:201", true},
+		{"6to4 groups with its IPv4", 64, "192.0.2.4", "2002:c000:204:beef::1", true},
+		{"6to4 /64s of one /48 group", 64, "2002:c000:204:1::1", "2002:c000:204:2::1", true},
+		{"6to4 of neighbouring IPv4s are apart", 16, "2002:c000:204::1", "2002:c000:205::1", false},
+		{"Teredo groups with its client's IPv4", 64, "192.0.2.45", "2001:0:4136:e378:8000:63bf:3fff:fdd2", true},
+		{"Teredo via two servers groups", 64, "2001:0:4136:e378:8000:63bf:3fff:fdd2", "2001:0:c633:6401::3fff:fdd2", true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -23,7 +23,9 @@ type Expectation struct {
 }
 
 // Fields lists the counters an expectation can name, in output order.
-var Fields = []string{"attempts", "proceeded", "delayed", "captcha", "accounts_checked", "accounts_checked_before_captcha"}
+// ParseScenario describes them.
+var Fields = []string{"attempts", "proceeded", "delayed", "captcha", "accounts_checked", "accounts_checked_before_captcha",
+	"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused"}
 
 // ops lists the comparison operators, longest first so that "<=" is not
 // read as "<".

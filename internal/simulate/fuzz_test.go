@@ -15,8 +15,10 @@ func FuzzParseScenario(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	for _, s := range []string{goodScenario, base, small, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
-		"name: x\nduration: 1h\nactors:\n  - &a {name: a}\n  - *a\n", "expect: {a.b: c}\n"} {
+	for _, s := range []string{goodScenario, base, small, pair, abilities, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
+		"name: x\nduration: 1h\nactors:\n  - &a {name: a}\n  - *a\n", "expect: {a.b: c}\n",
+		"name: x\nduration: 1h\nstore: {max_entries: 1}\nactors:\n  - {name: a, accounts: {fresh: true}, ips: {fresh_ipv6_in: \"::/0\"}, rate: 1/s, device_token_from: a}\n",
+		"name: x\nduration: 1h\nactors:\n  - {name: a, accounts: [a@b], ips: [\"2002:c000:204::1\"], every: 1h, mints_device_token_in: login, device_token: false}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -27,10 +29,34 @@ func FuzzParseScenario(f *testing.F) {
 		if sc.Name == "" || sc.Duration <= 0 || sc.Duration > MaxDuration || len(sc.Actors) == 0 {
 			t.Fatalf("accepted an invalid scenario: %+v", sc)
 		}
+		if sc.Store.MaxEntries < 0 || sc.Store.MaxEntries > MaxStoreEntries {
+			t.Fatalf("accepted an invalid store: %+v", sc.Store)
+		}
 		for _, a := range sc.Actors {
-			if a.Accounts.Len() == 0 || a.IPs.Len() == 0 || a.Burst < 1 || a.Start < 0 || a.Stop <= a.Start || a.Stop > sc.Duration ||
+			if (a.Accounts.Len() == 0) != a.Accounts.Fresh || (a.IPs.Len() == 0) != a.IPs.FreshIPv6In.IsValid() ||
+				a.Burst < 1 || a.Start < 0 || a.Stop <= a.Start || a.Stop > sc.Duration ||
 				(a.Every > 0) == (a.Rate.Per > 0) {
 				t.Fatalf("accepted an invalid actor: %+v", a)
+			}
+			if a.Accounts.Fresh && (a.Every > 0 || a.DeviceToken || a.DeviceTokenFrom != "") {
+				t.Fatalf("accepted fresh accounts with every, device_token or device_token_from: %+v", a)
+			}
+			if p := a.IPs.FreshIPv6In; p.IsValid() && (!p.Addr().Is6() || p.Bits() == 128 || p != p.Masked()) {
+				t.Fatalf("accepted an invalid fresh_ipv6_in: %+v", a)
+			}
+			sources := 0
+			for _, set := range []bool{a.DeviceToken, a.DeviceTokenFrom != "", a.MintsDeviceTokenIn != ""} {
+				if set {
+					sources++
+				}
+			}
+			if sources > 1 {
+				t.Fatalf("accepted more than one device token source: %+v", a)
+			}
+			if a.DeviceTokenFrom != "" {
+				if from := sc.actor(a.DeviceTokenFrom); from == nil || from == a || !from.DeviceToken {
+					t.Fatalf("accepted device_token_from %q naming no actor that keeps tokens: %+v", a.DeviceTokenFrom, a)
+				}
 			}
 		}
 	})

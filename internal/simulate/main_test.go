@@ -94,7 +94,36 @@ func TestMain_Text(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"actor ", "accounts_checked_before_captcha", "\nattacker ", "\nusers ", "ok  attacker.attempts >= 1", "ok  users.delayed == 0"} {
+	for _, want := range []string{"actor ", "accounts_checked_before_captcha", "proceeded_max_24h", "failures_max_24h",
+		"\nattacker ", "\nusers ", "ok  attacker.attempts >= 1", "ok  users.delayed == 0"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "mint_logins") {
+		t.Errorf("output has mint columns, but no actor mints:\n%s", out)
+	}
+}
+
+// The mint columns appear when an actor mints device tokens.
+func TestMain_TextMintColumns(t *testing.T) {
+	path := writeFile(t, "s.yaml", strings.Replace(pair, "device_token_from: owner", "mints_device_token_in: login", 1)+
+		"expect:\n  thief.mint_logins: \">= 1\"\n  thief.mint_refused: \">= 0\"\n")
+	code, out, stderr := runMain(path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 5 || !strings.HasSuffix(strings.TrimSpace(lines[2]), "mint_logins  mint_refused") {
+		t.Fatalf("header = %q, want it to end in the mint columns:\n%s", lines[2], out)
+	}
+	if f := strings.Fields(lines[3]); f[0] != "thief" || f[len(f)-2] != f[1] {
+		t.Errorf("thief row = %q, want as many mint logins as attempts", lines[3])
+	}
+	if f := strings.Fields(lines[4]); f[0] != "owner" || f[len(f)-2] != "0" || f[len(f)-1] != "0" {
+		t.Errorf("owner row = %q, want no mint logins", lines[4])
+	}
+	for _, want := range []string{"ok  thief.mint_logins >= 1", "ok  thief.mint_refused >= 0"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
@@ -129,7 +158,8 @@ func TestMain_JSONShape(t *testing.T) {
 	if len(v.Actors) != 2 || len(v.Expectations) != 2 {
 		t.Fatalf("%d actors and %d expectations, want 2 and 2", len(v.Actors), len(v.Expectations))
 	}
-	wantActor := []string{"name", "attempts", "proceeded", "delayed", "captcha", "first_delay_at", "first_captcha_at", "accounts_checked", "accounts_checked_before_captcha"}
+	wantActor := []string{"name", "attempts", "proceeded", "delayed", "captcha", "first_delay_at", "first_captcha_at", "accounts_checked", "accounts_checked_before_captcha",
+		"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused"}
 	for _, a := range v.Actors {
 		if got := objectKeys(t, string(a)); !reflect.DeepEqual(got, wantActor) {
 			t.Errorf("actor keys = %q, want %q", got, wantActor)

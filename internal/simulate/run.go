@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -34,7 +35,7 @@ type Result struct {
 	Expectations []ExpectationResult `json:"expectations"`
 
 	duration time.Duration
-	series   [][]point // per actor: cumulative proceeded checks over time
+	series   [][]point // per actor: cumulative proceeds and failures over time
 }
 
 // ActorResult holds one actor's counters.
@@ -53,12 +54,23 @@ type ActorResult struct {
 	FirstDelayAt   string `json:"first_delay_at"`
 	FirstCaptchaAt string `json:"first_captcha_at"`
 	// AccountsChecked counts distinct accounts that got at least one
-	// proceed.
+	// proceed; for fresh accounts, each new, the logins that did.
 	AccountsChecked int `json:"accounts_checked"`
 	// AccountsCheckedBeforeCaptcha counts distinct accounts that got a
 	// proceed before the actor's first captcha; it equals AccountsChecked
 	// when the actor never got one.
 	AccountsCheckedBeforeCaptcha int `json:"accounts_checked_before_captcha"`
+	// ProceededMax24h is the largest number of proceeded checks in any 24
+	// hours [t, t+24h) of the run: Proceeded, for a run of up to 24 hours.
+	ProceededMax24h int `json:"proceeded_max_24h"`
+	// FailuresMax24h is the largest number of proceeded checks reported
+	// as failures in any 24 hours [t, t+24h) of the run.
+	FailuresMax24h int `json:"failures_max_24h"`
+	// MintLogins counts the checks of the logins the actor made to mint
+	// device tokens (mints_device_token_in), which no other counter
+	// includes; MintRefused counts those that did not proceed.
+	MintLogins  int `json:"mint_logins"`
+	MintRefused int `json:"mint_refused"`
 }
 
 // Get returns the counter named by one of Fields.
@@ -76,6 +88,14 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.AccountsChecked), true
 	case "accounts_checked_before_captcha":
 		return int64(a.AccountsCheckedBeforeCaptcha), true
+	case "proceeded_max_24h":
+		return int64(a.ProceededMax24h), true
+	case "failures_max_24h":
+		return int64(a.FailuresMax24h), true
+	case "mint_logins":
+		return int64(a.MintLogins), true
+	case "mint_refused":
+		return int64(a.MintRefused), true
 	}
 	return 0, false
 }
@@ -100,16 +120,42 @@ func (r *Result) Passed() bool {
 	return true
 }
 
-// point is the cumulative number of proceeded checks at an offset.
+// point is the cumulative number of proceeded checks, and of those reported
+// as failures, at an offset. A series has one point per offset at which
+// either changed, in time order.
 type point struct {
 	at time.Duration
-	n  int
+	// int32 keeps a point at 16 bytes; an actor's proceeds stay far below
+	// 2^31 (MaxLogins logins of at most MaxTypos+1 attempts).
+	n, failures int32
+}
+
+// day is the window of the *_max_24h counters.
+const day = 24 * time.Hour
+
+// maxInWindow returns the largest increase of count over the points of a
+// series that fall in any window [t, t+w).
+func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
+	best, j := 0, 0
+	for i, p := range pts {
+		j = max(j, i)
+		for j+1 < len(pts) && pts[j+1].at < p.at+w {
+			j++
+		}
+		before := 0
+		if i > 0 {
+			before = count(pts[i-1])
+		}
+		best = max(best, count(pts[j])-before)
+	}
+	return best
 }
 
 // Run replays sc on a fresh engine with policy (nil: the built-in policy)
-// and a memory store, both on a virtual clock, and evaluates the
-// expectations. The same scenario and policy always give the same counters,
-// except where a burst runs checks concurrently and their order decides.
+// and a memory store (of sc.Store.MaxEntries keys), both on a virtual
+// clock, and evaluates the expectations. The same scenario and policy
+// always give the same counters, except where a burst runs checks
+// concurrently and their order decides.
 //
 // Every actor performs logins. A login is Typos failed attempts (plus one
 // more with probability TypoRate) followed by one attempt ending in Outcome,
@@ -119,42 +165,80 @@ type point struct {
 // that obeys waits Retry-After seconds and repeats the attempt; otherwise it
 // gives up on the login.
 //
+// The device token an attempt's check and report carry is: for an actor
+// with DeviceToken, the one its last success on the account returned; for
+// one with DeviceTokenFrom, the one that actor holds for the account at the
+// time of the check; for one with MintsDeviceTokenIn, the one a successful
+// login in that flow returns just before the check (ParseScenario describes
+// it); else none.
+//
 // A rate actor is one attacker script: it starts Burst logins every
 // Burst/Rate, taking accounts in order and addresses round-robin, cycling
-// through both. When it obeys a delay the whole script pauses until the
+// through both (or taking a fresh one of each, for fresh accounts and
+// addresses). When it obeys a delay the whole script pauses until the
 // delay is over, repeats the delayed attempts, and goes on Burst/Rate later.
 //
 // An every actor is a group of independent users: account i (of n) logs in
-// from address i mod len(IPs), Burst times at once, at Start + i×Every/n and
-// then every Every; each login waits out its own delays.
+// from address i mod len(IPs) (or a fresh address each time), Burst times at
+// once, at Start + i×Every/n and then every Every; each login waits out its
+// own delays.
 //
 // Nothing an actor does happens at or after its Stop.
 func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
+	r, _, err := execute(sc, policy, nil)
+	return r, err
+}
+
+// engineAPI is what actors call: the engine, or a test's wrapper around it.
+type engineAPI interface {
+	Check(context.Context, authguard.CheckRequest) (authguard.Verdict, error)
+	Report(context.Context, authguard.ReportRequest) (authguard.Verdict, error)
+}
+
+// execute is Run, with the engine wrapped by wrap (unless nil), returning
+// the actors' runs too.
+func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engineAPI) (*Result, []*actorRun, error) {
 	if policy == nil {
 		policy = authguard.DefaultPolicy()
 	}
 	for i, a := range sc.Actors {
-		if policy.Flow(a.Flow) == nil {
-			err := &nodeError{Line: max(a.flowLine, 1), Path: fmt.Sprintf("actors[%d].flow", i),
-				Msg: fmt.Sprintf("the policy has no flow %q (it has %s)", a.Flow, strings.Join(policy.FlowNames(), ", "))}
-			return nil, sc.wrap(err)
+		for _, f := range []struct {
+			name, key string
+			line      int
+		}{{a.Flow, "flow", a.flowLine}, {a.MintsDeviceTokenIn, "mints_device_token_in", a.mintLine}} {
+			if f.name == "" || policy.Flow(f.name) != nil {
+				continue
+			}
+			err := &nodeError{Line: max(f.line, 1), Path: fmt.Sprintf("actors[%d].%s", i, f.key),
+				Msg: fmt.Sprintf("the policy has no flow %q (it has %s)", f.name, strings.Join(policy.FlowNames(), ", "))}
+			return nil, nil, sc.wrap(err)
 		}
 	}
 	clock := testclock.New(time.Time{})
 	engine, err := authguard.New(authguard.Config{
 		Policy: policy,
-		Store:  memstore.New(memstore.Config{Now: clock.Now}),
+		Store:  memstore.New(memstore.Config{MaxEntries: sc.Store.MaxEntries, Now: clock.Now}),
 		Secret: secret,
 		Now:    clock.Now,
 	})
 	if err != nil {
-		return nil, fmt.Errorf("simulate: %w", err)
+		return nil, nil, fmt.Errorf("simulate: %w", err)
 	}
 	s := &sim{clock: clock, start: clock.Now(), engine: engine}
+	if wrap != nil {
+		s.engine = wrap(engine)
+	}
 	runs := make([]*actorRun, len(sc.Actors))
+	byName := map[string]*actorRun{}
 	for i, a := range sc.Actors {
 		runs[i] = newActorRun(s, a, sc.Seed, uint64(i))
-		runs[i].schedule()
+		byName[a.Name] = runs[i]
+	}
+	for _, ar := range runs {
+		if ar.DeviceTokenFrom != "" {
+			ar.tokenFrom = byName[ar.DeviceTokenFrom]
+		}
+		ar.schedule()
 	}
 	for s.queue.Len() > 0 && s.err == nil {
 		e := heap.Pop(&s.queue).(*event)
@@ -165,29 +249,29 @@ func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
 		e.fire(e.at)
 	}
 	if s.err != nil {
-		return nil, fmt.Errorf("simulate: %s: %w", sc.Name, s.err)
+		return nil, nil, fmt.Errorf("simulate: %s: %w", sc.Name, s.err)
 	}
 
 	r := &Result{Scenario: sc.Name, Duration: sc.Duration.String(), duration: sc.Duration,
 		Actors: make([]ActorResult, len(runs)), series: make([][]point, len(runs)), Expectations: []ExpectationResult{}}
-	byName := map[string]ActorResult{}
+	results := map[string]ActorResult{}
 	for i, ar := range runs {
 		r.Actors[i] = ar.result()
 		r.series[i] = ar.series
-		byName[ar.Name] = r.Actors[i]
+		results[ar.Name] = r.Actors[i]
 	}
 	for _, e := range sc.Expect {
-		got, _ := byName[e.Actor].Get(e.Field)
+		got, _ := results[e.Actor].Get(e.Field)
 		r.Expectations = append(r.Expectations, ExpectationResult{Expr: e.String(), OK: e.Holds(got), got: got})
 	}
-	return r, nil
+	return r, runs, nil
 }
 
 // sim is the event loop.
 type sim struct {
 	clock  *testclock.Clock
 	start  time.Time
-	engine *authguard.Engine
+	engine engineAPI
 	queue  eventQueue
 	seq    uint64
 	err    error
@@ -229,21 +313,31 @@ func (s *sim) at(at time.Duration, fire func(time.Duration)) {
 type actorRun struct {
 	*Actor
 	s           *sim
-	accounts    []string
-	ips         []string
+	accounts    []string   // empty for fresh accounts
+	ips         []string   // empty for fresh addresses
 	rng         *rand.Rand // used by the event loop only
 	fingerprint string     // of Password, or ""
+	tokenFrom   *actorRun  // the actor DeviceTokenFrom names, or nil
+
+	// Fresh accounts and addresses: how many were taken, the domain of the
+	// accounts, and the key of the address permutation.
+	freshAccounts, freshIPs uint64
+	freshDomain             string
+	freshKey                uint64
 
 	// Rate actors: the script's position and the logins waiting out a delay.
 	nextAccount, nextIP int
 	pending             []*login
 
-	mu                       sync.Mutex // guards what follows
-	devices                  map[string]string
+	mu                       sync.Mutex        // guards what follows
+	devices                  map[string]string // by normalised account
 	attempts, proceeded      int
 	delayed, captcha         int
-	firstDelay, firstCaptcha time.Duration // -1: never
-	checked                  map[string]bool
+	failures                 int
+	mintLogins, mintRefused  int
+	firstDelay, firstCaptcha time.Duration   // -1: never
+	checked                  map[string]bool // unused for fresh accounts
+	checkedCount             int             // distinct accounts that got a proceed
 	checkedBefore            int
 	series                   []point
 }
@@ -270,11 +364,14 @@ func newActorRun(s *sim, a *Actor, seed, index uint64) *actorRun {
 			ar.accounts[i] = fmt.Sprintf("user%0*d@%s.sim.example", width, i+1, strings.ToLower(a.Name))
 		}
 	}
+	ar.freshDomain = "@" + strings.ToLower(a.Name) + ".sim.example"
 	switch {
 	case a.IPs.RandomIPv4 > 0:
 		ar.ips = randomIPv4(ar.rng, a.IPs.RandomIPv4)
 	case a.IPs.Count > 0:
 		ar.ips = randomInPrefix(ar.rng, a.IPs.RandomIPv6In, a.IPs.Count)
+	case a.IPs.FreshIPv6In.IsValid():
+		ar.freshKey = ar.rng.Uint64()
 	default:
 		ar.ips = a.IPs.List
 	}
@@ -303,9 +400,20 @@ func (ar *actorRun) fireRate(at time.Duration) {
 	ar.pending = nil
 	if len(batch) == 0 {
 		for range ar.Burst {
-			batch = append(batch, ar.newLogin(ar.accounts[ar.nextAccount], ar.ips[ar.nextIP]))
-			ar.nextAccount = (ar.nextAccount + 1) % len(ar.accounts)
-			ar.nextIP = (ar.nextIP + 1) % len(ar.ips)
+			var account, ip string
+			if ar.Accounts.Fresh {
+				account = ar.freshAccount()
+			} else {
+				account = ar.accounts[ar.nextAccount]
+				ar.nextAccount = (ar.nextAccount + 1) % len(ar.accounts)
+			}
+			if ar.IPs.FreshIPv6In.IsValid() {
+				ip = ar.freshIP()
+			} else {
+				ip = ar.ips[ar.nextIP]
+				ar.nextIP = (ar.nextIP + 1) % len(ar.ips)
+			}
+			batch = append(batch, ar.newLogin(account, ip))
 		}
 	}
 	waits := ar.runBatch(batch, at)
@@ -331,7 +439,13 @@ func (ar *actorRun) fireEvery(i int) func(time.Duration) {
 	fire = func(at time.Duration) {
 		batch := make([]*login, ar.Burst)
 		for b := range batch {
-			batch[b] = ar.newLogin(ar.accounts[i], ar.ips[i%len(ar.ips)])
+			ip := ""
+			if ar.IPs.FreshIPv6In.IsValid() {
+				ip = ar.freshIP()
+			} else {
+				ip = ar.ips[i%len(ar.ips)]
+			}
+			batch[b] = ar.newLogin(ar.accounts[i], ip)
 		}
 		ar.settle(batch, ar.runBatch(batch, at), at)
 		if next := at + ar.Every; next < ar.Stop {
@@ -339,6 +453,51 @@ func (ar *actorRun) fireEvery(i int) func(time.Duration) {
 		}
 	}
 	return fire
+}
+
+// freshAccount returns an account no actor has used: fresh1@NAME.sim.example,
+// fresh2@…
+func (ar *actorRun) freshAccount() string {
+	ar.freshAccounts++
+	return "fresh" + strconv.FormatUint(ar.freshAccounts, 10) + ar.freshDomain
+}
+
+// freshIP returns a random address in FreshIPv6In whose /64 (for a prefix
+// of /64 or longer: the address itself) no earlier call returned, until the
+// prefix runs out of them. The bits after the prefix, up to /64 (or up to
+// /128), are a permutation of a counter; the bits after /64 are random.
+func (ar *actorRun) freshIP() string {
+	p := ar.IPs.FreshIPv6In
+	b := p.Addr().As16()
+	hi, lo := binary.BigEndian.Uint64(b[:8]), binary.BigEndian.Uint64(b[8:])
+	n := ar.freshIPs
+	ar.freshIPs++
+	if bits := p.Bits(); bits < 64 {
+		hi |= permute(n, uint(64-bits), ar.freshKey)
+		lo = ar.rng.Uint64()
+	} else {
+		lo |= permute(n, uint(128-bits), ar.freshKey)
+	}
+	binary.BigEndian.PutUint64(b[:8], hi)
+	binary.BigEndian.PutUint64(b[8:], lo)
+	return netip.AddrFrom16(b).String()
+}
+
+// permute maps x to a w-bit number (1 <= w <= 64), one to one over
+// 0..2^w-1 for each key, scrambling the bits so that consecutive x look
+// unrelated.
+func permute(x uint64, w uint, key uint64) uint64 {
+	mask := ^uint64(0) >> (64 - w)
+	shift := max(w/2, 1)
+	x = (x + key) & mask
+	for range 3 {
+		// Each step is one to one on w-bit numbers: multiplying by an odd
+		// number, a right xorshift, adding a constant (all modulo 2^w).
+		x = x * 0x9e3779b97f4a7c15 & mask
+		x ^= x >> shift
+		x = (x + key>>7) & mask
+	}
+	return x
 }
 
 // settle schedules, for each login of an every actor that obeys a delay,
@@ -358,7 +517,8 @@ func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Durati
 type login struct {
 	account, ip string
 	steps       []step
-	pos         int // the step to do next
+	pos         int  // the step to do next
+	proceeded   bool // whether a check of it proceeded; guarded by actorRun.mu
 }
 
 // step is one attempt of a login.
@@ -425,7 +585,10 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 		st := l.steps[l.pos]
 		solved := false
 		for {
-			device := ar.device(l.account)
+			device, err := ar.deviceFor(ctx, l)
+			if err != nil {
+				return 0, err
+			}
 			v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{
 				Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
 				CaptchaSolved: solved, PasswordFingerprint: st.fingerprint,
@@ -433,7 +596,7 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			if err != nil {
 				return 0, fmt.Errorf("actor %s: check: %w", ar.Name, err)
 			}
-			ar.record(l.account, v.Action, at)
+			ar.record(l, v.Action, at)
 			if v.Action == authguard.Proceed {
 				r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
 					Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
@@ -441,6 +604,9 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 				})
 				if err != nil {
 					return 0, fmt.Errorf("actor %s: report: %w", ar.Name, err)
+				}
+				if st.outcome == authguard.Failure {
+					ar.recordFailure(at)
 				}
 				if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
 					ar.setDevice(l.account, r.DeviceToken)
@@ -462,36 +628,99 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 	return 0, nil
 }
 
+// deviceFor returns the device token the next check of l carries.
+func (ar *actorRun) deviceFor(ctx context.Context, l *login) (string, error) {
+	switch {
+	case ar.MintsDeviceTokenIn != "":
+		return ar.mint(ctx, l)
+	case ar.tokenFrom != nil:
+		return ar.tokenFrom.device(l.account), nil
+	}
+	return ar.device(l.account), nil
+}
+
+// mint logs in to l's account in MintsDeviceTokenIn, from l's address,
+// and returns the device token the success returns, or "" when the check
+// does not proceed.
+func (ar *actorRun) mint(ctx context.Context, l *login) (string, error) {
+	sum := sha256.Sum256([]byte("sim:mint:" + l.account)) // the account's own password
+	fp := hex.EncodeToString(sum[:])
+	v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{
+		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, PasswordFingerprint: fp,
+	})
+	if err != nil {
+		return "", fmt.Errorf("actor %s: minting check: %w", ar.Name, err)
+	}
+	ar.mu.Lock()
+	ar.mintLogins++
+	if v.Action != authguard.Proceed {
+		ar.mintRefused++
+	}
+	ar.mu.Unlock()
+	if v.Action != authguard.Proceed {
+		return "", nil
+	}
+	r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
+		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, Outcome: authguard.Success,
+		Attempt: v.Attempt, PasswordFingerprint: fp,
+	})
+	if err != nil {
+		return "", fmt.Errorf("actor %s: minting report: %w", ar.Name, err)
+	}
+	return r.DeviceToken, nil
+}
+
+// device returns the device token the actor holds for account, or "". It
+// is safe to call from any goroutine.
 func (ar *actorRun) device(account string) string {
 	if !ar.DeviceToken {
 		return ""
 	}
+	key := deviceKey(account)
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
-	return ar.devices[account]
+	return ar.devices[key]
 }
 
 func (ar *actorRun) setDevice(account, token string) {
+	key := deviceKey(account)
 	ar.mu.Lock()
-	ar.devices[account] = token
+	ar.devices[key] = token
 	ar.mu.Unlock()
 }
 
-// record counts one check.
-func (ar *actorRun) record(account string, action authguard.Action, at time.Duration) {
+// deviceKey is account as the engine sees it, so that a token is found
+// under any spelling of its account.
+func deviceKey(account string) string {
+	if k, err := authguard.NormalizeAccount(account); err == nil {
+		return k
+	}
+	return account
+}
+
+// record counts one check of l.
+func (ar *actorRun) record(l *login, action authguard.Action, at time.Duration) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.attempts++
 	switch action {
 	case authguard.Proceed:
 		ar.proceeded++
-		if !ar.checked[account] {
-			ar.checked[account] = true
+		// A fresh account is new with every login: count logins, not map
+		// entries.
+		first := !l.proceeded
+		if !ar.Accounts.Fresh {
+			first = !ar.checked[l.account]
+			ar.checked[l.account] = true
+		}
+		l.proceeded = true
+		if first {
+			ar.checkedCount++
 			if ar.firstCaptcha < 0 {
 				ar.checkedBefore++
 			}
 		}
-		ar.series = append(ar.series, point{at: at, n: ar.proceeded})
+		ar.mark(at)
 	case authguard.Delay:
 		ar.delayed++
 		if ar.firstDelay < 0 {
@@ -503,6 +732,25 @@ func (ar *actorRun) record(account string, action authguard.Action, at time.Dura
 			ar.firstCaptcha = at
 		}
 	}
+}
+
+// recordFailure counts the report of a failure.
+func (ar *actorRun) recordFailure(at time.Duration) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.failures++
+	ar.mark(at)
+}
+
+// mark brings the series up to date at offset at, which is never before
+// its last point; ar.mu must be held.
+func (ar *actorRun) mark(at time.Duration) {
+	p := point{at: at, n: int32(ar.proceeded), failures: int32(ar.failures)}
+	if last := len(ar.series) - 1; last >= 0 && ar.series[last].at == at {
+		ar.series[last] = p
+		return
+	}
+	ar.series = append(ar.series, p)
 }
 
 func (ar *actorRun) result() ActorResult {
@@ -522,8 +770,12 @@ func (ar *actorRun) result() ActorResult {
 		Captcha:                      ar.captcha,
 		FirstDelayAt:                 offset(ar.firstDelay),
 		FirstCaptchaAt:               offset(ar.firstCaptcha),
-		AccountsChecked:              len(ar.checked),
+		AccountsChecked:              ar.checkedCount,
 		AccountsCheckedBeforeCaptcha: ar.checkedBefore,
+		ProceededMax24h:              maxInWindow(ar.series, day, func(p point) int { return int(p.n) }),
+		FailuresMax24h:               maxInWindow(ar.series, day, func(p point) int { return int(p.failures) }),
+		MintLogins:                   ar.mintLogins,
+		MintRefused:                  ar.mintRefused,
 	}
 }
 

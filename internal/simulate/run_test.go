@@ -1,8 +1,12 @@
 package simulate
 
 import (
+	"context"
+	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -46,7 +50,8 @@ actors:
     ips: [192.0.2.1, 192.0.2.2]
     rate: 1/s
 `, "")
-	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 10, Proceeded: 10, AccountsChecked: 3, AccountsCheckedBeforeCaptcha: 3})
+	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 10, Proceeded: 10, AccountsChecked: 3, AccountsCheckedBeforeCaptcha: 3,
+		ProceededMax24h: 10, FailuresMax24h: 10})
 }
 
 func TestRun_EveryActorSpreadsAccountsEvenly(t *testing.T) {
@@ -60,7 +65,8 @@ actors:
     every: 1h
     outcome: success
 `, "")
-	checkCounters(t, r.Actors[0], ActorResult{Name: "users", Attempts: 8, Proceeded: 8, AccountsChecked: 4, AccountsCheckedBeforeCaptcha: 4})
+	checkCounters(t, r.Actors[0], ActorResult{Name: "users", Attempts: 8, Proceeded: 8, AccountsChecked: 4, AccountsCheckedBeforeCaptcha: 4,
+		ProceededMax24h: 8})
 	var got []time.Duration
 	for _, p := range r.series[0] {
 		got = append(got, p.at)
@@ -87,7 +93,8 @@ actors:
     every: 1h
     typos: 2
 `, "")
-	checkCounters(t, r.Actors[0], ActorResult{Name: "user", Attempts: 3, Proceeded: 3, AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1})
+	checkCounters(t, r.Actors[0], ActorResult{Name: "user", Attempts: 3, Proceeded: 3, AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1,
+		ProceededMax24h: 3, FailuresMax24h: 2})
 }
 
 func TestRun_StartAndStopBoundTheActor(t *testing.T) {
@@ -130,7 +137,7 @@ actors:
 `, policy)
 	// Proceeds at 0s, 10s, ..., 50s; each next second is delayed 9s.
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 12, Proceeded: 6, Delayed: 6, FirstDelayAt: "1s",
-		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1})
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 6, FailuresMax24h: 6})
 
 	// One that does not obey gives up and tries again a second later.
 	r = run(t, `
@@ -144,7 +151,7 @@ actors:
     obeys_delay: false
 `, policy)
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 60, Proceeded: 6, Delayed: 54, FirstDelayAt: "1s",
-		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1})
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 6, FailuresMax24h: 6})
 }
 
 func TestRun_Captcha(t *testing.T) {
@@ -167,10 +174,10 @@ actors:
 	// The second account needs a CAPTCHA; solving it is a second check.
 	r := run(t, scenario("true"), policy)
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 3, Proceeded: 2, Captcha: 1, FirstCaptchaAt: "1s",
-		AccountsChecked: 2, AccountsCheckedBeforeCaptcha: 1})
+		AccountsChecked: 2, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 2, FailuresMax24h: 2})
 	r = run(t, scenario("false"), policy)
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 2, Proceeded: 1, Captcha: 1, FirstCaptchaAt: "1s",
-		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1})
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 1, FailuresMax24h: 1})
 }
 
 // A burst of parallel guesses on one account cannot all go ahead while the
@@ -202,7 +209,7 @@ actors:
 		budget++
 	}
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 20, Proceeded: budget, Delayed: 20 - budget, FirstDelayAt: "0s",
-		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1})
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: budget, FailuresMax24h: budget})
 }
 
 // The owner's known device keeps its own counter: the attacker's failures
@@ -285,5 +292,524 @@ func TestRandomIPs(t *testing.T) {
 	}
 	if len(seen) != 5000 {
 		t.Errorf("randomIPv4(5000) gave %d distinct addresses", len(seen))
+	}
+}
+
+// execRun is run, with the engine wrapped by wrap (unless nil), returning
+// the actors' runs too.
+func execRun(t *testing.T, scenario, policyYAML string, wrap func(engineAPI) engineAPI) (*Result, []*actorRun) {
+	t.Helper()
+	sc, err := ParseScenario("test.yaml", []byte(scenario))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy, err := authguard.LoadPolicy([]byte(policyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, runs, err := execute(sc, policy, wrap)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r, runs
+}
+
+// call is one engine call a recorder saw: a check or a report, and the
+// verdict it got.
+type call struct {
+	check  *authguard.CheckRequest
+	report *authguard.ReportRequest
+	answer authguard.Verdict
+}
+
+// recorder wraps the engine and keeps every call, in the order they
+// returned.
+type recorder struct {
+	engineAPI
+	mu    sync.Mutex
+	calls []call
+}
+
+func (r *recorder) Check(ctx context.Context, req authguard.CheckRequest) (authguard.Verdict, error) {
+	v, err := r.engineAPI.Check(ctx, req)
+	r.mu.Lock()
+	r.calls = append(r.calls, call{check: &req, answer: v})
+	r.mu.Unlock()
+	return v, err
+}
+
+func (r *recorder) Report(ctx context.Context, req authguard.ReportRequest) (authguard.Verdict, error) {
+	v, err := r.engineAPI.Report(ctx, req)
+	r.mu.Lock()
+	r.calls = append(r.calls, call{report: &req, answer: v})
+	r.mu.Unlock()
+	return v, err
+}
+
+// record runs scenario on the built-in policy laid under policyYAML and
+// returns its result and every engine call.
+func record(t *testing.T, scenario, policyYAML string) (*Result, []call) {
+	t.Helper()
+	rec := &recorder{}
+	r, _ := execRun(t, scenario, policyYAML, func(e engineAPI) engineAPI {
+		rec.engineAPI = e
+		return rec
+	})
+	return r, rec.calls
+}
+
+// A thief sends, with each check and report, the device token the owner
+// holds at that moment for the account attacked (however spelled), and none
+// for an account, or at a time, the owner holds none for.
+func TestRun_DeviceTokenFromSendsTheOwnersCurrentToken(t *testing.T) {
+	_, calls := record(t, `
+name: thief
+duration: 20s
+actors:
+  - name: thief
+    accounts: [VICTIM@example.com, other@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+    device_token_from: owner
+  - name: owner
+    accounts: [victim@example.com]
+    ips: [198.51.100.1]
+    every: 4s
+    start: 5s
+    outcome: success
+    device_token: true
+`, "")
+	const thiefIP, ownerIP = "192.0.2.1", "198.51.100.1"
+	var held, sentInCheck string // the owner's token; the thief's last check's
+	owned := map[string]bool{}   // tokens the owner held
+	var with, without int
+	for i, c := range calls {
+		switch {
+		case c.report != nil && c.report.IP == ownerIP:
+			if c.answer.DeviceToken != "" {
+				held = c.answer.DeviceToken
+				owned[held] = true
+			}
+		case c.check != nil && c.check.IP == thiefIP:
+			want := held
+			if c.check.Account == "other@example.com" {
+				want = ""
+			}
+			if c.check.DeviceToken != want {
+				t.Fatalf("call %d: the thief's check on %s carries %q, want %q (the owner's)", i, c.check.Account, c.check.DeviceToken, want)
+			}
+			if want == "" {
+				without++
+			} else {
+				with++
+			}
+			sentInCheck = c.check.DeviceToken
+		case c.report != nil && c.report.IP == thiefIP:
+			if c.report.DeviceToken != sentInCheck {
+				t.Fatalf("call %d: the thief's report carries %q, its check %q", i, c.report.DeviceToken, sentInCheck)
+			}
+		}
+	}
+	if with == 0 || without == 0 {
+		t.Errorf("%d thief checks with the owner's token and %d without: want both", with, without)
+	}
+	if len(owned) < 2 {
+		t.Errorf("the owner held %d distinct tokens; want it to renew its token so that the thief's must follow", len(owned))
+	}
+}
+
+// With today's engine a valid device token puts the attempt on the
+// device's own counter: the thief's guesses on the victim all go ahead on
+// the owner's laxer device counter, while its guesses on another account,
+// and a thief without the token, meet the account counter.
+func TestRun_StolenDeviceTokenUsesTheDeviceCounter(t *testing.T) {
+	r := run(t, `
+name: thief
+duration: 1m
+actors:
+  - name: thief
+    accounts: [VICTIM@example.com, other@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+    start: 1s
+    stop: 41s
+    obeys_delay: false
+    device_token_from: owner
+  - name: control
+    accounts: [victim2@example.com, other2@example.com]
+    ips: [192.0.2.2]
+    rate: 1/s
+    start: 1s
+    stop: 41s
+    obeys_delay: false
+  - name: owner
+    accounts: [victim@example.com, victim2@example.com]
+    ips: [198.51.100.1]
+    every: 1h
+    outcome: success
+    device_token: true
+`, `
+flows:
+  login:
+    account_backoff: {free: 2, base: 1h, factor: 1, max: 1h, forget_after: 24h}
+    device_backoff: {free: 1000}
+`)
+	// 20 guesses on each account: all 20 on the victim go ahead with the
+	// stolen token; 2 on the other account, then an hour's delay.
+	checkCounters(t, r.Actors[0], ActorResult{Name: "thief", Attempts: 40, Proceeded: 22, Delayed: 18, FirstDelayAt: "6s",
+		AccountsChecked: 2, AccountsCheckedBeforeCaptcha: 2, ProceededMax24h: 22, FailuresMax24h: 22})
+	checkCounters(t, r.Actors[1], ActorResult{Name: "control", Attempts: 40, Proceeded: 4, Delayed: 36, FirstDelayAt: "5s",
+		AccountsChecked: 2, AccountsCheckedBeforeCaptcha: 2, ProceededMax24h: 4, FailuresMax24h: 4})
+}
+
+// Before each check of its own (retries and CAPTCHA checks included) a
+// minting actor makes exactly one check in the minting flow, with no device
+// token; when it proceeds, reports a success, and sends the device token
+// that returns with its check and report; when it does not, sends none.
+func TestRun_MintsOneDeviceTokenPerAttempt(t *testing.T) {
+	r, calls := record(t, `
+name: mint
+duration: 30s
+actors:
+  - name: minter
+    flow: otp_verify
+    mints_device_token_in: login
+    accounts: [victim@example.com, victim2@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+`, `
+flows:
+  login:
+    ip_rate: {rate: 1/h, burst: 5}
+  otp_verify:
+    account_backoff: {free: 1, base: 3s, factor: 1, max: 3s}
+    ip_spray: [{window: 1h, limit: 1}]
+`)
+	var mints, refused, attempts, retries int
+	minted, token, sent := false, "", ""
+	var mintedFor authguard.CheckRequest
+	tokens := map[string]bool{}
+	for i, c := range calls {
+		switch {
+		case c.check != nil && c.check.Flow == "login":
+			if minted {
+				t.Fatalf("call %d: a second minting check before the attempt", i)
+			}
+			if c.check.DeviceToken != "" {
+				t.Fatalf("call %d: minting check %+v, want one without a device token", i, *c.check)
+			}
+			mintedFor = *c.check
+			mints++
+			minted, token = true, ""
+			if c.answer.Action != authguard.Proceed {
+				refused++
+			}
+		case c.report != nil && c.report.Flow == "login":
+			if c.report.Outcome != authguard.Success || c.answer.DeviceToken == "" {
+				t.Fatalf("call %d: minting report %+v answered %+v, want a success that returns a device token", i, *c.report, c.answer)
+			}
+			token = c.answer.DeviceToken
+			tokens[token] = true
+		case c.check != nil:
+			if !minted {
+				t.Fatalf("call %d: a check without a minting login before it", i)
+			}
+			if mintedFor.Account != c.check.Account || mintedFor.IP != c.check.IP {
+				t.Fatalf("call %d: a check for %s from %s after minting for %s from %s", i, c.check.Account, c.check.IP, mintedFor.Account, mintedFor.IP)
+			}
+			if c.check.DeviceToken != token {
+				t.Fatalf("call %d: the check carries %q, want the token just minted, %q", i, c.check.DeviceToken, token)
+			}
+			if c.check.CaptchaSolved {
+				retries++
+			}
+			attempts++
+			minted, sent = false, token
+		case c.report != nil:
+			if c.report.DeviceToken != sent {
+				t.Fatalf("call %d: the report carries %q, its check %q", i, c.report.DeviceToken, sent)
+			}
+		}
+	}
+	a := r.Actors[0]
+	if a.Attempts != attempts || a.MintLogins != mints || a.MintRefused != refused || mints != attempts {
+		t.Errorf("attempts = %d, mint_logins = %d, mint_refused = %d; the engine saw %d attempts, %d minting checks, %d refused",
+			a.Attempts, a.MintLogins, a.MintRefused, attempts, mints, refused)
+	}
+	// The login flow's ip_rate lets 5 minting checks through, then refuses
+	// them all; the second account needs a CAPTCHA, and the first is
+	// delayed once its device counters run out.
+	if refused != mints-5 || retries == 0 || a.Delayed == 0 {
+		t.Errorf("%d minting checks, %d refused, %d CAPTCHA checks, %d delays: want all but 5 refused, and retries to mint too", mints, refused, retries, a.Delayed)
+	}
+	if len(tokens) != 5 {
+		t.Errorf("%d distinct device tokens minted, want 5 (one new device per success)", len(tokens))
+	}
+}
+
+// With today's engine each minted token is a new device with a counter of
+// its own: an attacker who knows the password and mints a token before
+// every OTP guess is never slowed down by the account counter.
+func TestRun_MintedTokensDodgeTheAccountCounter(t *testing.T) {
+	r := run(t, `
+name: mint
+duration: 1m
+actors:
+  - name: minter
+    flow: otp_verify
+    mints_device_token_in: login
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+    obeys_delay: false
+  - name: control
+    flow: otp_verify
+    accounts: [victim2@example.com]
+    ips: [192.0.2.2]
+    rate: 1/s
+    obeys_delay: false
+`, "")
+	m, c := r.Actors[0], r.Actors[1]
+	if m.Proceeded != 60 || m.Delayed != 0 || m.MintRefused != 0 || m.MintLogins != m.Attempts {
+		t.Errorf("minter: %+v; want all 60 guesses to go ahead, one minting login per check", m)
+	}
+	if c.Proceeded > 10 || c.MintLogins != 0 {
+		t.Errorf("control: %+v; want the account counter to hold it to a few guesses", c)
+	}
+}
+
+// A flood of fresh accounts from fresh /64s keeps no state per subject in
+// the simulator: no map entry per account, and a series point per batch,
+// not per login.
+func TestRun_FreshSubjectFloodKeepsNoStatePerSubject(t *testing.T) {
+	seconds := 200 // 200,000 logins
+	if raceEnabled || testing.Short() {
+		seconds = 20
+	}
+	r, runs := execRun(t, fmt.Sprintf(`
+name: flood
+duration: %ds
+store: {max_entries: 10000}
+actors:
+  - name: flood
+    accounts: {fresh: true}
+    ips: {fresh_ipv6_in: "2001:db8::/32"}
+    rate: 1000/s
+    burst: 100
+`, seconds), "", nil)
+	logins := seconds * 1000
+	checkCounters(t, r.Actors[0], ActorResult{Name: "flood", Attempts: logins, Proceeded: logins,
+		AccountsChecked: logins, AccountsCheckedBeforeCaptcha: logins, ProceededMax24h: logins, FailuresMax24h: logins})
+	ar := runs[0]
+	if len(ar.checked) != 0 || len(ar.devices) != 0 || len(ar.accounts) != 0 || len(ar.ips) != 0 || len(ar.pending) != 0 {
+		t.Errorf("after %d logins: %d checked, %d devices, %d accounts, %d addresses, %d pending; want none",
+			logins, len(ar.checked), len(ar.devices), len(ar.accounts), len(ar.ips), len(ar.pending))
+	}
+	if got, want := len(r.series[0]), logins/100; got != want {
+		t.Errorf("%d series points, want %d (one per burst)", got, want)
+	}
+}
+
+func TestRun_FreshAccountsAreNeverReused(t *testing.T) {
+	sc, err := ParseScenario("t.yaml", []byte(`
+name: fresh
+duration: 1h
+actors:
+  - {name: Bot-1, accounts: {fresh: true}, ips: [192.0.2.1], rate: 1/s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ar := newActorRun(&sim{}, sc.Actors[0], 1, 0)
+	seen := map[string]bool{}
+	for i := range 10_000 {
+		a := ar.freshAccount()
+		if i == 0 && a != "fresh1@bot-1.sim.example" {
+			t.Errorf("first fresh account = %q, want fresh1@bot-1.sim.example", a)
+		}
+		n, err := authguard.NormalizeAccount(a)
+		if err != nil || n != a {
+			t.Fatalf("fresh account %q normalises to %q, %v", a, n, err)
+		}
+		if seen[a] {
+			t.Fatalf("fresh account %q given twice", a)
+		}
+		seen[a] = true
+	}
+}
+
+func TestFreshIP(t *testing.T) {
+	tests := []struct {
+		prefix string
+		n      int
+		bits   int // the prefix length each address is new at
+	}{
+		{"2001:db8::/32", 100_000, 64},           // a new /64 each time
+		{"2001:db8:ff00::/48", 65_536, 64},       // every /64 of the /48, once
+		{"::/0", 10_000, 64},                     // anywhere
+		{"2001:db8:1:2::/64", 10_000, 128},       // a new address in one /64
+		{"2001:db8:1:2:3:4:5:0/112", 65536, 128}, // every address, once
+		{"2001:db8::/127", 2, 128},
+	}
+	for _, tt := range tests {
+		t.Run(tt.prefix, func(t *testing.T) {
+			p := netip.MustParsePrefix(tt.prefix)
+			ar := &actorRun{Actor: &Actor{IPs: IPs{FreshIPv6In: p}}, rng: rand.New(rand.NewPCG(1, 2)), freshKey: 0x1234_5678_9abc_def1}
+			seen := map[netip.Prefix]bool{}
+			for i := range tt.n {
+				s := ar.freshIP()
+				a, err := netip.ParseAddr(s)
+				if err != nil || !p.Contains(a) {
+					t.Fatalf("address %d: %q is not in %s (%v)", i, s, p, err)
+				}
+				sub := netip.PrefixFrom(a, tt.bits).Masked()
+				if seen[sub] {
+					t.Fatalf("address %d: %s is in %s, already used", i, s, sub)
+				}
+				seen[sub] = true
+			}
+		})
+	}
+	// Consecutive /64s of a /32 look unrelated: they do not share their /48.
+	ar := &actorRun{Actor: &Actor{IPs: IPs{FreshIPv6In: netip.MustParsePrefix("2001:db8::/32")}}, rng: rand.New(rand.NewPCG(1, 2))}
+	same := 0
+	prev := netip.Prefix{}
+	for range 1000 {
+		p48 := netip.PrefixFrom(netip.MustParseAddr(ar.freshIP()), 48).Masked()
+		if p48 == prev {
+			same++
+		}
+		prev = p48
+	}
+	if same > 10 {
+		t.Errorf("%d of 1000 consecutive fresh addresses share the /48 of the one before", same)
+	}
+}
+
+// permute is one to one over every width, for every key.
+func TestPermute(t *testing.T) {
+	for w := uint(1); w <= 14; w++ {
+		for _, key := range []uint64{0, 1, 0xdead_beef_cafe_f00d} {
+			seen := make([]bool, 1<<w)
+			for x := range uint64(1) << w {
+				y := permute(x, w, key)
+				if y >= 1<<w || seen[y] {
+					t.Fatalf("permute(%d, %d, %#x) = %d: out of range or repeated", x, w, key, y)
+				}
+				seen[y] = true
+			}
+		}
+	}
+	if got := permute(7, 64, 3); got == permute(8, 64, 3) {
+		t.Errorf("permute(7, 64, 3) == permute(8, 64, 3) == %d", got)
+	}
+}
+
+func TestMaxInWindow(t *testing.T) {
+	h := time.Hour
+	tests := []struct {
+		name string
+		at   []time.Duration // one event at each
+		want int
+	}{
+		{"none", nil, 0},
+		{"one", []time.Duration{5 * h}, 1},
+		{"within a day", []time.Duration{0, h, 23 * h}, 3},
+		{"exactly a day apart are two windows", []time.Duration{0, 24 * h}, 1},
+		{"just under a day apart", []time.Duration{0, 24*h - time.Nanosecond}, 2},
+		{"the densest day wins", []time.Duration{0, 30 * h, 31 * h, 32 * h, 60 * h}, 3},
+		{"the window slides", []time.Duration{0, 20 * h, 25 * h, 43 * h, 50 * h}, 3},
+		{"same instant", []time.Duration{h, h, h, 30 * h}, 3},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var pts []point
+			for i, at := range tt.at {
+				if n := len(pts); n > 0 && pts[n-1].at == at {
+					pts[n-1].n = int32(i + 1)
+					continue
+				}
+				pts = append(pts, point{at: at, n: int32(i + 1)})
+			}
+			if got := maxInWindow(pts, day, func(p point) int { return int(p.n) }); got != tt.want {
+				t.Errorf("maxInWindow(%v) = %d, want %d", tt.at, got, tt.want)
+			}
+		})
+	}
+}
+
+// Over three days a user who logs in every hour with one typo proceeds 48
+// times and fails 24 times in any 24 hours.
+func TestRun_Max24hCountsTheBusiestDay(t *testing.T) {
+	r := run(t, `
+name: days
+duration: 3d
+actors:
+  - name: user
+    accounts: [u@example.com]
+    ips: ["2002:c000:204::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2"]
+    every: 1h
+    typos: 1
+  - name: attacker
+    accounts: [v@example.com]
+    ips: [203.0.113.1]
+    rate: 1/h
+    start: 30h
+    stop: 40h
+expect:
+  user.proceeded_max_24h: "== 48"
+  user.failures_max_24h: "== 24"
+  attacker.proceeded_max_24h: "== 10"
+  attacker.failures_max_24h: "== 10"
+`, "")
+	if !r.Passed() {
+		t.Errorf("expectations: %+v", r.Expectations)
+	}
+	if got, want := r.Actors[0].Proceeded, 144; got != want {
+		t.Errorf("user proceeded %d times, want %d", got, want)
+	}
+}
+
+// store.max_entries reaches the memory store: a flood of fresh subjects
+// against a store of 64 keys evicts the victim's counter, so the brute
+// force that the default store holds to 13 guesses almost always goes ahead.
+func TestRun_SmallStoreEvictsUnderAFlood(t *testing.T) {
+	const scenario = `
+name: store
+duration: 5m
+actors:
+  - name: attacker
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+    obeys_delay: false
+  - name: flood
+    accounts: {fresh: true}
+    ips: {fresh_ipv6_in: "2001:db8::/32"}
+    rate: 10/s
+    burst: 10
+`
+	big := run(t, scenario, "").Actors[0].Proceeded
+	small := run(t, strings.Replace(scenario, "duration: 5m", "duration: 5m\nstore: {max_entries: 64}", 1), "").Actors[0].Proceeded
+	if big > 20 || small < 200 {
+		t.Errorf("attacker proceeded %d times with the default store and %d with 64 entries; want at most 20 and at least 200", big, small)
+	}
+}
+
+// The address list takes any IPv6 text, 6to4 and Teredo included, and the
+// engine takes them too.
+func TestRun_IPv6ListTakesEmbeddedIPv4Forms(t *testing.T) {
+	r := run(t, `
+name: forms
+duration: 1m
+actors:
+  - name: a
+    accounts: [a@example.com]
+    ips: ["2002:c000:204::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "::ffff:192.0.2.1", "2001:DB8::1", "fe80::1"]
+    rate: 1/s
+    outcome: success
+`, "")
+	if got, want := r.Actors[0].Proceeded, 60; got != want {
+		t.Errorf("proceeded %d times, want %d", got, want)
 	}
 }

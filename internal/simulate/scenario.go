@@ -30,6 +30,8 @@ const (
 	MaxTypos = 20
 	// MaxLogins caps the logins one actor may start in a scenario.
 	MaxLogins = 5_000_000
+	// MaxStoreEntries caps store.max_entries.
+	MaxStoreEntries = 10_000_000
 )
 
 // Scenario is a parsed scenario file. ParseScenario describes the format.
@@ -41,12 +43,21 @@ type Scenario struct {
 	// Seed seeds every random choice: the same seed gives the same run. The
 	// default is 1.
 	Seed uint64
+	// Store configures the memory store the engine runs on.
+	Store StoreOptions
 	// Actors are the attackers and users, in file order.
 	Actors []*Actor
 	// Expect are the expectations, in file order.
 	Expect []Expectation
 
 	file string // as given to ParseScenario, for errors
+}
+
+// StoreOptions configure the memory store of a run.
+type StoreOptions struct {
+	// MaxEntries caps the keys the store keeps; the least recently used are
+	// evicted beyond it. Zero means the memory store's default (1,000,000).
+	MaxEntries int
 }
 
 // Actor is one attacker script or one group of users.
@@ -92,24 +103,37 @@ type Actor struct {
 	// successes return, and send it with later checks and reports. The
 	// default is false.
 	DeviceToken bool
+	// DeviceTokenFrom names another actor, one with DeviceToken, whose
+	// device token for the account attacked the actor sends with each
+	// attempt: a thief with a stolen cookie. Empty means none.
+	DeviceTokenFrom string
+	// MintsDeviceTokenIn names a flow in which, before each attempt, the
+	// actor logs in successfully to the same account from the same address,
+	// to send the fresh device token that returns with the attempt. Empty
+	// means none.
+	MintsDeviceTokenIn string
 
-	flowLine int
+	flowLine, deviceFromLine, mintLine int
 }
 
-// Accounts is an actor's accounts: a list of identifiers, or Generate
-// distinct identifiers named after the actor.
+// Accounts is an actor's accounts: a list of identifiers, Generate
+// distinct identifiers named after the actor, or, when Fresh is set, a new
+// identifier for every login.
 type Accounts struct {
 	List     []string
 	Generate int
+	Fresh    bool
 }
 
 // IPs is an actor's address pool: a list of addresses, RandomIPv4 distinct
-// random IPv4 addresses, or Count distinct random addresses in RandomIPv6In.
+// random IPv4 addresses, Count distinct random addresses in RandomIPv6In,
+// or, when FreshIPv6In is valid, a new address in it for every login.
 type IPs struct {
 	List         []string
 	RandomIPv4   int
 	RandomIPv6In netip.Prefix
 	Count        int
+	FreshIPv6In  netip.Prefix
 }
 
 // nodeError is a scenario error at a line of the file.
@@ -137,11 +161,13 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	name: brute force on one account from a botnet   # required
 //	duration: 24h                                     # required, up to 31d
 //	seed: 1                                           # optional, default 1
+//	store: {max_entries: 10000}                       # optional, default 1000000
 //	actors:
 //	  - name: attacker                 # letters, digits, '_' and '-'
 //	    flow: login                    # default login
-//	    accounts: [victim@example.com] # or {generate: N}
-//	    ips: {random_ipv4: 1000}       # or a list, or {random_ipv6_in: PREFIX, count: N}
+//	    accounts: [victim@example.com] # or {generate: N}, or {fresh: true}
+//	    ips: {random_ipv4: 1000}       # or a list, {random_ipv6_in: PREFIX, count: N}
+//	                                   # or {fresh_ipv6_in: PREFIX}
 //	    rate: 1/s                      # N/s, N/m or N/h; or every: 8h
 //	    burst: 1                       # default 1
 //	    start: 0s                      # default 0
@@ -153,8 +179,58 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    obeys_delay: true              # default true
 //	    solves_captcha: true           # default true
 //	    device_token: false            # default false
+//	    device_token_from: owner       # default none; another actor's device token
+//	    mints_device_token_in: login   # default none; a flow to mint device tokens in
 //	expect:
 //	  attacker.proceeded: "<= 100"
+//
+// store.max_entries (1 to 10,000,000) caps the keys of the engine's memory
+// store, which evicts the least recently used beyond it, so that a flood
+// against a small store shows eviction in seconds.
+//
+// ips takes any IP address text spraydetect.ParseIP accepts, IPv6 forms
+// that embed an IPv4 address (6to4, Teredo, IPv4-mapped) included.
+//
+// accounts: {fresh: true} (rate actors only) logs every login in to a new
+// account, named from a counter after the actor (fresh1@NAME.sim.example,
+// fresh2@…, where NAME is the actor's name in lower case); ips:
+// {fresh_ipv6_in: PREFIX} takes every login's address from PREFIX, at
+// random but never in a /64 the actor has used while the prefix has unused
+// ones (for a prefix longer than /64: never an address it has used while
+// the prefix has unused ones). A /32 gives 2^32 fresh /64s. Both are
+// generated as they are needed: a flood of millions of fresh subjects costs
+// the simulator no memory per subject (only the chart's series grows, by
+// one 16-byte point per instant at which a check proceeds; a burst shares
+// one).
+//
+// device_token_from: NAME makes the actor a thief with stolen device
+// tokens: each attempt (check and report) carries the device token actor
+// NAME holds at that moment for the account attacked (the same account,
+// however spelled), or none while it holds none. NAME must be another actor
+// with device_token: true; the flows may differ.
+//
+// mints_device_token_in: FLOW makes the actor log in before each attempt,
+// that is before every check, retries and CAPTCHA checks included: one
+// check in FLOW for the same account from the same address, with no device
+// token and the fingerprint of the account's own password, and, if it
+// proceeds, a report of a success. The device token that success returns
+// goes with the attempt; when the minting check does not proceed, the
+// attempt goes without one. FLOW must be a flow of the policy (Run checks).
+// It models an attacker who knows the password and logs in again and again
+// for fresh device tokens to guess one-time codes with.
+//
+// An actor sets at most one of device_token: true, device_token_from and
+// mints_device_token_in. Fresh accounts exclude device_token and
+// device_token_from: no fresh account logs in twice, so there would never
+// be a token to send.
+//
+// An expectation names an actor and one of Fields: attempts, proceeded,
+// delayed, captcha, accounts_checked and accounts_checked_before_captcha
+// (see ActorResult); proceeded_max_24h, the most proceeded checks in any 24
+// hours [t, t+24h) of the run, and failures_max_24h, the most reports of a
+// failure in any 24 hours (each follows a proceeded check); mint_logins,
+// the minting checks of mints_device_token_in, and mint_refused, those of
+// them that did not proceed.
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc, err := parseScenario(data)
 	if err != nil {
@@ -231,6 +307,19 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 			sc.Seed = uint64(s)
 			return err
 		},
+		"store": func(v *yaml.Node, p string) error {
+			seen, err := walkMapping(v, p, "{max_entries: N}", map[string]field{
+				"max_entries": func(v *yaml.Node, p string) error {
+					m, err := integer(v, p, 1, MaxStoreEntries)
+					sc.Store.MaxEntries = int(m)
+					return err
+				},
+			})
+			if err == nil && seen["max_entries"] == nil {
+				err = errAt(v, p, "max_entries is required")
+			}
+			return err
+		},
 		"actors": func(v *yaml.Node, p string) error {
 			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 				return errAt(v, p, "want a list of at least one actor")
@@ -267,9 +356,35 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 		names[a.Name] = true
 		sc.Actors = append(sc.Actors, a)
 	}
+	for i, a := range sc.Actors {
+		if a.DeviceTokenFrom == "" {
+			continue
+		}
+		at := func(format string, args ...any) error {
+			return &nodeError{Line: a.deviceFromLine, Path: fmt.Sprintf("actors[%d].device_token_from", i), Msg: fmt.Sprintf(format, args...)}
+		}
+		switch from := sc.actor(a.DeviceTokenFrom); {
+		case from == a:
+			return at("an actor cannot take device tokens from itself")
+		case from == nil:
+			return at("unknown actor %q", a.DeviceTokenFrom)
+		case !from.DeviceToken:
+			return at("actor %q holds no device tokens (it needs device_token: true)", a.DeviceTokenFrom)
+		}
+	}
 	if expectNode != nil {
 		if sc.Expect, err = parseExpectations(expectNode, "expect", names); err != nil {
 			return err
+		}
+	}
+	return nil
+}
+
+// actor returns the actor named name, or nil.
+func (sc *Scenario) actor(name string) *Actor {
+	for _, a := range sc.Actors {
+		if a.Name == name {
+			return a
 		}
 	}
 	return nil
@@ -370,6 +485,19 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 			a.DeviceToken, err = boolean(v, p)
 			return err
 		},
+		"device_token_from": func(v *yaml.Node, p string) error {
+			s, err := scalar(v, p, "the name of another actor")
+			if err == nil && !actorNameRE.MatchString(s) {
+				err = errAt(v, p, "invalid actor name %q", s)
+			}
+			a.DeviceTokenFrom, a.deviceFromLine = s, v.Line
+			return err
+		},
+		"mints_device_token_in": func(v *yaml.Node, p string) (err error) {
+			a.MintsDeviceTokenIn, err = nonEmpty(v, p)
+			a.mintLine = v.Line
+			return err
+		},
 	})
 	if err != nil {
 		return nil, err
@@ -387,6 +515,29 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 	}
 	if seen["flow"] == nil {
 		a.flowLine = n.Line
+	}
+
+	// Device tokens.
+	var sources []string
+	for _, k := range []string{"device_token", "device_token_from", "mints_device_token_in"} {
+		if seen[k] != nil && (k != "device_token" || a.DeviceToken) {
+			sources = append(sources, k)
+		}
+	}
+	if len(sources) > 1 {
+		slices.SortStableFunc(sources, func(x, y string) int { return seen[x].Line - seen[y].Line })
+		return nil, errAt(seen[sources[1]], path+"."+sources[1],
+			"set only one of device_token: true, device_token_from and mints_device_token_in (%s is set)", sources[0])
+	}
+	if a.Accounts.Fresh {
+		switch {
+		case a.Every > 0:
+			return nil, errAt(seen["accounts"], path+".accounts", "{fresh: true} needs rate: an every actor logs each account in again and again")
+		case a.DeviceToken:
+			return nil, errAt(seen["device_token"], path+".device_token", "no fresh account logs in twice, so a device token is never sent")
+		case a.DeviceTokenFrom != "":
+			return nil, errAt(seen["device_token_from"], path+".device_token_from", "no other actor holds a device token for a fresh account")
+		}
 	}
 
 	// Times.
@@ -430,7 +581,7 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 	return a, nil
 }
 
-// Len is the number of accounts.
+// Len is the number of accounts; zero for Fresh, which has no end.
 func (ac Accounts) Len() int {
 	if ac.Generate > 0 {
 		return ac.Generate
@@ -465,22 +616,33 @@ func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
 		}
 		return ac, nil
 	case yaml.MappingNode:
-		_, err := walkMapping(n, path, "{generate: N}", map[string]field{
+		seen, err := walkMapping(n, path, "{generate: N} or {fresh: true}", map[string]field{
 			"generate": func(v *yaml.Node, p string) error {
 				g, err := integer(v, p, 1, MaxGenerated)
 				ac.Generate = int(g)
 				return err
 			},
+			"fresh": func(v *yaml.Node, p string) (err error) {
+				if ac.Fresh, err = boolean(v, p); err == nil && !ac.Fresh {
+					err = errAt(v, p, "only true is meaningful (leave fresh out instead)")
+				}
+				return err
+			},
 		})
-		if err == nil && ac.Generate == 0 {
-			err = errAt(n, path, "generate is required")
+		switch {
+		case err != nil:
+		case seen["generate"] != nil && seen["fresh"] != nil:
+			err = errAt(seen["fresh"], path+".fresh", "set generate or fresh, not both")
+		case seen["generate"] == nil && seen["fresh"] == nil:
+			err = errAt(n, path, "generate or fresh is required")
 		}
 		return ac, err
 	}
-	return ac, errAt(n, path, "want a list of accounts or {generate: N}")
+	return ac, errAt(n, path, "want a list of accounts, {generate: N} or {fresh: true}")
 }
 
-// Len is the number of addresses in the pool.
+// Len is the number of addresses in the pool; zero for FreshIPv6In, which
+// has no end.
 func (ips IPs) Len() int {
 	switch {
 	case ips.RandomIPv4 > 0:
@@ -493,7 +655,7 @@ func (ips IPs) Len() int {
 
 func parseIPs(n *yaml.Node, path string) (IPs, error) {
 	var ips IPs
-	const want = "want a list of addresses, {random_ipv4: N} or {random_ipv6_in: PREFIX, count: N}"
+	const want = "want a list of addresses, {random_ipv4: N}, {random_ipv6_in: PREFIX, count: N} or {fresh_ipv6_in: PREFIX}"
 	switch n.Kind {
 	case yaml.SequenceNode:
 		if len(n.Content) == 0 {
@@ -521,17 +683,15 @@ func parseIPs(n *yaml.Node, path string) (IPs, error) {
 				ips.RandomIPv4 = int(c)
 				return err
 			},
-			"random_ipv6_in": func(v *yaml.Node, p string) error {
-				s, err := scalar(v, p, "an IPv6 prefix such as 2001:db8::/48")
-				if err != nil {
-					return err
+			"random_ipv6_in": func(v *yaml.Node, p string) (err error) {
+				ips.RandomIPv6In, err = ipv6Prefix(v, p)
+				return err
+			},
+			"fresh_ipv6_in": func(v *yaml.Node, p string) (err error) {
+				if ips.FreshIPv6In, err = ipv6Prefix(v, p); err == nil && ips.FreshIPv6In.Bits() == 128 {
+					err = errAt(v, p, "%s holds one address (list it instead)", ips.FreshIPv6In)
 				}
-				pfx, err := netip.ParsePrefix(s)
-				if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Addr().Zone() != "" {
-					return errAt(v, p, "invalid IPv6 prefix %q (use e.g. 2001:db8::/48)", s)
-				}
-				ips.RandomIPv6In = pfx.Masked()
-				return nil
+				return err
 			},
 			"count": func(v *yaml.Node, p string) error {
 				c, err := integer(v, p, 1, MaxGenerated)
@@ -542,15 +702,19 @@ func parseIPs(n *yaml.Node, path string) (IPs, error) {
 		if err != nil {
 			return ips, err
 		}
-		v4, v6, count := seen["random_ipv4"], seen["random_ipv6_in"], seen["count"]
+		v4, v6, fresh, count := seen["random_ipv4"], seen["random_ipv6_in"], seen["fresh_ipv6_in"], seen["count"]
 		switch {
 		case v4 != nil && v6 != nil:
 			return ips, errAt(v6, path+".random_ipv6_in", "set random_ipv4 or random_ipv6_in, not both")
+		case fresh != nil && (v4 != nil || v6 != nil):
+			return ips, errAt(fresh, path+".fresh_ipv6_in", "set one of random_ipv4, random_ipv6_in and fresh_ipv6_in")
 		case v4 != nil && count != nil:
 			return ips, errAt(count, path+".count", "count goes with random_ipv6_in; random_ipv4 is the count itself")
+		case fresh != nil && count != nil:
+			return ips, errAt(count, path+".count", "count goes with random_ipv6_in; fresh_ipv6_in has no end")
 		case v6 != nil && count == nil:
 			return ips, errAt(n, path, "random_ipv6_in needs a count")
-		case v4 == nil && v6 == nil:
+		case v4 == nil && v6 == nil && fresh == nil:
 			return ips, errAt(n, path, want)
 		}
 		if v6 != nil {
@@ -561,6 +725,19 @@ func parseIPs(n *yaml.Node, path string) (IPs, error) {
 		return ips, nil
 	}
 	return ips, errAt(n, path, want)
+}
+
+// ipv6Prefix decodes an IPv6 prefix such as 2001:db8::/48, masked.
+func ipv6Prefix(v *yaml.Node, path string) (netip.Prefix, error) {
+	s, err := scalar(v, path, "an IPv6 prefix such as 2001:db8::/48")
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	pfx, err := netip.ParsePrefix(s)
+	if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Addr().Zone() != "" {
+		return netip.Prefix{}, errAt(v, path, "invalid IPv6 prefix %q (use e.g. 2001:db8::/48)", s)
+	}
+	return pfx.Masked(), nil
 }
 
 // field decodes the value of one key of a mapping; path names the key.

@@ -122,6 +122,106 @@ expect:
   attacker.proceeded: "<= 100"
 `
 
+// pair is a valid scenario of a thief with the owner's device token; the
+// error cases below change it.
+const pair = `name: test
+duration: 1h
+actors:
+  - name: thief
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+    device_token_from: owner
+  - name: owner
+    accounts: [victim@example.com]
+    ips: [198.51.100.1]
+    every: 1h
+    outcome: success
+    device_token: true
+`
+
+// abilities uses every field added for the device token and flood attacks.
+const abilities = `name: abilities
+duration: 48h
+store: {max_entries: 5000}
+actors:
+  - name: thief
+    accounts: [VICTIM@example.com]
+    ips: ["2002:c000:204::1", "2001:0:4136:e378:8000:63bf:3fff:fdd2", "::ffff:192.0.2.1"]
+    rate: 1/h
+    device_token_from: owner
+  - name: minter
+    flow: otp_verify
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/h
+    mints_device_token_in: login
+  - name: flood
+    accounts: {fresh: true}
+    ips: {fresh_ipv6_in: "2001:db8:ffff:ffff::/32"}
+    rate: 10/m
+    burst: 5
+  - name: owner
+    accounts: [victim@example.com]
+    ips: {fresh_ipv6_in: "2001:db8:1:2::/64"}
+    every: 8h
+    outcome: success
+    device_token: true
+expect:
+  thief.proceeded_max_24h: "<= 100"
+  thief.failures_max_24h: "<= 100"
+  minter.mint_logins: ">= 48"
+  minter.mint_refused: "== 0"
+  flood.accounts_checked: ">= 1"
+`
+
+func TestParseScenario_Abilities(t *testing.T) {
+	sc, err := ParseScenario("abilities.yaml", []byte(abilities))
+	if err != nil {
+		t.Fatal(err)
+	}
+	thief, minter, flood, owner := sc.Actors[0], sc.Actors[1], sc.Actors[2], sc.Actors[3]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"Store.MaxEntries", sc.Store.MaxEntries, 5000},
+		{"thief.DeviceTokenFrom", thief.DeviceTokenFrom, "owner"},
+		{"thief.DeviceToken", thief.DeviceToken, false},
+		{"thief.MintsDeviceTokenIn", thief.MintsDeviceTokenIn, ""},
+		{"thief.IPs (6to4, Teredo, mapped)", strings.Join(thief.IPs.List, "|"), "2002:c000:204::1|2001:0:4136:e378:8000:63bf:3fff:fdd2|::ffff:192.0.2.1"},
+		{"minter.Flow", minter.Flow, "otp_verify"},
+		{"minter.MintsDeviceTokenIn", minter.MintsDeviceTokenIn, "login"},
+		{"minter.DeviceTokenFrom", minter.DeviceTokenFrom, ""},
+		{"flood.Accounts.Fresh", flood.Accounts.Fresh, true},
+		{"flood.Accounts.Len", flood.Accounts.Len(), 0},
+		{"flood.IPs.FreshIPv6In (masked)", flood.IPs.FreshIPv6In, netip.MustParsePrefix("2001:db8::/32")},
+		{"flood.IPs.Len", flood.IPs.Len(), 0},
+		{"owner.IPs.FreshIPv6In", owner.IPs.FreshIPv6In, netip.MustParsePrefix("2001:db8:1:2::/64")},
+		{"owner.DeviceToken", owner.DeviceToken, true},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	var exprs []string
+	for _, e := range sc.Expect {
+		exprs = append(exprs, e.String())
+	}
+	want := "thief.proceeded_max_24h <= 100; thief.failures_max_24h <= 100; minter.mint_logins >= 48; minter.mint_refused == 0; flood.accounts_checked >= 1"
+	if got := strings.Join(exprs, "; "); got != want {
+		t.Errorf("expectations = %q, want %q", got, want)
+	}
+	if _, err := ParseScenario("pair.yaml", []byte(pair)); err != nil {
+		t.Errorf("pair: %v", err)
+	}
+	// The default store is the memory store's default.
+	if sc, err := ParseScenario("base.yaml", []byte(base)); err != nil || sc.Store.MaxEntries != 0 {
+		t.Errorf("base: Store.MaxEntries = %d, %v; want 0 (the memory store's default)", sc.Store.MaxEntries, err)
+	}
+}
+
 func TestParseScenario_Errors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -158,7 +258,7 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"no accounts", strings.Replace(base, "[victim@example.com]", `[]`, 1), "line 5: actors[0].accounts: want at least one account"},
 		{"generate zero", strings.Replace(base, "[victim@example.com]", `{generate: 0}`, 1), "line 5: actors[0].accounts.generate: must be between 1 and 100000, not 0"},
 		{"generate typo", strings.Replace(base, "[victim@example.com]", `{gen: 5}`, 1), `line 5: actors[0].accounts: unknown field "gen"`},
-		{"accounts scalar", strings.Replace(base, "[victim@example.com]", `victim@example.com`, 1), "line 5: actors[0].accounts: want a list of accounts or {generate: N}"},
+		{"accounts scalar", strings.Replace(base, "[victim@example.com]", `victim@example.com`, 1), "line 5: actors[0].accounts: want a list of accounts, {generate: N} or {fresh: true}"},
 		{"bad IP", strings.Replace(base, "[192.0.2.1]", "[192.0.2.1, 192.0.2.300]", 1), `line 6: actors[0].ips[1]: invalid IP address "192.0.2.300"`},
 		{"CIDR as IP", strings.Replace(base, "[192.0.2.1]", "[192.0.2.0/24]", 1), `line 6: actors[0].ips[0]: invalid IP address "192.0.2.0/24"`},
 		{"IPv4 prefix for IPv6", strings.Replace(base, "[192.0.2.1]", `{random_ipv6_in: "192.0.2.0/24", count: 5}`, 1), `line 6: actors[0].ips.random_ipv6_in: invalid IPv6 prefix "192.0.2.0/24"`},
@@ -183,6 +283,60 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"expect bare number", strings.Replace(base, `"<= 100"`, `100`, 1), `line 9: expect.attacker.proceeded: invalid expectation "100"`},
 		{"expect duplicate", base + "  attacker.proceeded: \">= 1\"\n", "line 10: expect.attacker.proceeded: set twice (first on line 9)"},
 		{"anchors", strings.Replace(base, "[victim@example.com]", "&acc [victim@example.com]", 1), "line 5: anchors and aliases are not supported"},
+
+		// store
+		{"store scalar", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: 1000", 1), "line 3: store: want {max_entries: N}"},
+		{"store empty", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: {}", 1), "line 3: store: max_entries is required"},
+		{"store zero", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: {max_entries: 0}", 1), "line 3: store.max_entries: must be between 1 and 10000000, not 0"},
+		{"store huge", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: {max_entries: 10000001}", 1), "line 3: store.max_entries: must be between 1 and 10000000"},
+		{"store text", strings.Replace(base, "duration: 1h", "duration: 1h\nstore:\n  max_entries: lots", 1), `line 4: store.max_entries: want a whole number, not "lots"`},
+		{"store unknown key", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: {size: 5}", 1), `line 3: store: unknown field "size" (known: max_entries)`},
+		{"store twice", strings.Replace(base, "duration: 1h", "duration: 1h\nstore: {max_entries: 5}\nstore: {max_entries: 6}", 1), "line 4: store: set twice (first on line 3)"},
+
+		// accounts: {fresh: true}
+		{"fresh false", strings.Replace(base, "[victim@example.com]", `{fresh: false}`, 1), "line 5: actors[0].accounts.fresh: only true is meaningful"},
+		{"fresh yes", strings.Replace(base, "[victim@example.com]", `{fresh: yes}`, 1), `line 5: actors[0].accounts.fresh: want true or false, not "yes"`},
+		{"fresh and generate", strings.Replace(base, "[victim@example.com]", "\n      generate: 5\n      fresh: true", 1), "line 7: actors[0].accounts.fresh: set generate or fresh, not both"},
+		{"accounts empty mapping", strings.Replace(base, "[victim@example.com]", `{}`, 1), "line 5: actors[0].accounts: generate or fresh is required"},
+		{"fresh with every", strings.Replace(strings.Replace(base, "[victim@example.com]", `{fresh: true}`, 1), "rate: 1/s", "every: 1h", 1), "line 5: actors[0].accounts: {fresh: true} needs rate"},
+		{"fresh with device_token", strings.Replace(strings.Replace(base, "[victim@example.com]", `{fresh: true}`, 1), "rate: 1/s", "rate: 1/s\n    device_token: true", 1),
+			"line 8: actors[0].device_token: no fresh account logs in twice"},
+		{"fresh with device_token_from", strings.Replace(pair, "accounts: [victim@example.com]", `accounts: {fresh: true}`, 1),
+			"line 8: actors[0].device_token_from: no other actor holds a device token for a fresh account"},
+
+		// ips: {fresh_ipv6_in: PREFIX}
+		{"fresh_ipv6_in IPv4", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: "192.0.2.0/24"}`, 1), `line 6: actors[0].ips.fresh_ipv6_in: invalid IPv6 prefix "192.0.2.0/24"`},
+		{"fresh_ipv6_in address", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: "2001:db8::1"}`, 1), `line 6: actors[0].ips.fresh_ipv6_in: invalid IPv6 prefix "2001:db8::1"`},
+		{"fresh_ipv6_in mapped", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: "::ffff:192.0.2.0/120"}`, 1), `line 6: actors[0].ips.fresh_ipv6_in: invalid IPv6 prefix`},
+		{"fresh_ipv6_in /128", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: "2001:db8::1/128"}`, 1), "line 6: actors[0].ips.fresh_ipv6_in: 2001:db8::1/128 holds one address"},
+		{"fresh_ipv6_in list", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: ["2001:db8::/32"]}`, 1), "line 6: actors[0].ips.fresh_ipv6_in: want an IPv6 prefix"},
+		{"fresh_ipv6_in with count", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6_in: "2001:db8::/32", count: 5}`, 1), "line 6: actors[0].ips.count: count goes with random_ipv6_in; fresh_ipv6_in has no end"},
+		{"fresh_ipv6_in with random_ipv4", strings.Replace(base, "[192.0.2.1]", "\n      random_ipv4: 5\n      fresh_ipv6_in: 2001:db8::/32", 1), "line 8: actors[0].ips.fresh_ipv6_in: set one of random_ipv4, random_ipv6_in and fresh_ipv6_in"},
+		{"fresh_ipv6_in with random_ipv6_in", strings.Replace(base, "[192.0.2.1]", `{random_ipv6_in: "2001:db8::/64", count: 2, fresh_ipv6_in: "2001:db8::/32"}`, 1), "line 6: actors[0].ips.fresh_ipv6_in: set one of"},
+		{"fresh_ipv6_in typo", strings.Replace(base, "[192.0.2.1]", `{fresh_ipv6: "2001:db8::/32"}`, 1), `line 6: actors[0].ips: unknown field "fresh_ipv6"`},
+
+		// device_token_from
+		{"device_token_from unknown actor", strings.Replace(pair, "device_token_from: owner", "device_token_from: nobody", 1), `line 8: actors[0].device_token_from: unknown actor "nobody"`},
+		{"device_token_from itself", strings.Replace(pair, "device_token_from: owner", "device_token_from: thief", 1), "line 8: actors[0].device_token_from: an actor cannot take device tokens from itself"},
+		{"device_token_from a tokenless actor", strings.Replace(pair, "device_token: true", "device_token: false", 1), `line 8: actors[0].device_token_from: actor "owner" holds no device tokens (it needs device_token: true)`},
+		{"device_token_from a thief", strings.Replace(pair, "    device_token: true\n", "    device_token_from: thief\n", 1), `line 8: actors[0].device_token_from: actor "owner" holds no device tokens`},
+		{"device_token_from bad name", strings.Replace(pair, "device_token_from: owner", "device_token_from: the.owner", 1), `line 8: actors[0].device_token_from: invalid actor name "the.owner"`},
+		{"device_token_from list", strings.Replace(pair, "device_token_from: owner", "device_token_from: [owner]", 1), "line 8: actors[0].device_token_from: want the name of another actor"},
+		{"device_token_from null", strings.Replace(pair, "device_token_from: owner", "device_token_from:", 1), "line 8: actors[0].device_token_from: want the name of another actor"},
+		{"device_token_from and device_token", strings.Replace(pair, "device_token_from: owner", "device_token_from: owner\n    device_token: true", 1),
+			"line 9: actors[0].device_token: set only one of device_token: true, device_token_from and mints_device_token_in (device_token_from is set)"},
+		{"device_token_from twice", strings.Replace(pair, "device_token_from: owner", "device_token_from: owner\n    device_token_from: owner", 1), "line 9: actors[0].device_token_from: set twice (first on line 8)"},
+
+		// mints_device_token_in
+		{"mints_device_token_in empty", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: \"\"", 1), "line 8: actors[0].mints_device_token_in: must not be empty"},
+		{"mints_device_token_in list", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: [login]", 1), "line 8: actors[0].mints_device_token_in: want a string"},
+		{"mints_device_token_in and device_token", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    device_token: true\n    mints_device_token_in: login", 1),
+			"line 9: actors[0].mints_device_token_in: set only one of device_token: true, device_token_from and mints_device_token_in (device_token is set)"},
+		{"mints_device_token_in and device_token_from", strings.Replace(pair, "device_token_from: owner", "mints_device_token_in: login\n    device_token_from: owner", 1),
+			"line 9: actors[0].device_token_from: set only one of device_token: true, device_token_from and mints_device_token_in (mints_device_token_in is set)"},
+
+		// expectations
+		{"expect max over a window", strings.Replace(base, "attacker.proceeded:", "attacker.proceeded_max_1h:", 1), `line 9: expect.attacker.proceeded_max_1h: unknown field "proceeded_max_1h"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -204,12 +358,27 @@ func TestParseScenario_BaseIsValid(t *testing.T) {
 }
 
 func TestRun_UnknownFlowNamesTheLine(t *testing.T) {
-	sc, err := ParseScenario("s.yaml", []byte(strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: signup", 1)))
-	if err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"flow", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: signup", 1),
+			`s.yaml: line 8: actors[0].flow: the policy has no flow "signup" (it has login, otp_verify)`},
+		{"mints_device_token_in", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: signup", 1),
+			`s.yaml: line 8: actors[0].mints_device_token_in: the policy has no flow "signup" (it has login, otp_verify)`},
+		{"mints_device_token_in of a later actor", strings.Replace(pair, "    device_token_from: owner\n", "", 1) +
+			"  - name: minter\n    accounts: [victim@example.com]\n    ips: [192.0.2.9]\n    rate: 1/m\n    mints_device_token_in: Login\n",
+			`s.yaml: line 18: actors[2].mints_device_token_in: the policy has no flow "Login"`},
 	}
-	_, err = Run(sc, nil)
-	if want := `s.yaml: line 8: actors[0].flow: the policy has no flow "signup"`; err == nil || !strings.HasPrefix(err.Error(), want) {
-		t.Errorf("Run error = %v, want one starting %q", err, want)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("s.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Run(sc, nil)
+			if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Run error = %v, want one starting %q", err, tt.want)
+			}
+		})
 	}
 }

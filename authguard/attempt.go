@@ -25,7 +25,7 @@ const (
 	attemptPayload = 1 + 8 + 1 + hashBytes + hashBytes
 	attemptTag     = 16
 	flagShadow     = 1 << 0
-	flagCharged    = 1 << 1
+	flagExempt     = 1 << 1
 	flagDevice     = 1 << 2
 )
 
@@ -37,10 +37,10 @@ var (
 
 // attempt is what an attempt token says.
 type attempt struct {
-	device  string // device id (base64url) whose counter was charged, or ""
-	id      string // attempt id (base64url)
-	charged bool   // the check charged the counter
-	shadow  bool   // shadow mode would have refused the attempt
+	device string // device id (base64url) the check trusted, or ""
+	id     string // attempt id (base64url)
+	exempt bool   // the check spent the device's own allowance
+	shadow bool   // shadow mode would have refused the attempt
 }
 
 type attemptSigner struct {
@@ -61,8 +61,8 @@ func (s *attemptSigner) sign(tenant, flow, account string, a attempt, expires ti
 	if a.shadow {
 		p[9] |= flagShadow
 	}
-	if a.charged {
-		p[9] |= flagCharged
+	if a.exempt {
+		p[9] |= flagExempt
 	}
 	if a.device != "" {
 		p[9] |= flagDevice
@@ -109,9 +109,9 @@ func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time
 		return attempt{}, false
 	}
 	a := attempt{
-		id:      base64.RawURLEncoding.EncodeToString(p[10+hashBytes:]),
-		charged: p[9]&flagCharged != 0,
-		shadow:  p[9]&flagShadow != 0,
+		id:     base64.RawURLEncoding.EncodeToString(p[10+hashBytes:]),
+		exempt: p[9]&flagExempt != 0,
+		shadow: p[9]&flagShadow != 0,
 	}
 	if p[9]&flagDevice != 0 {
 		a.device = base64.RawURLEncoding.EncodeToString(p[10 : 10+hashBytes])

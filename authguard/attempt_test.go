@@ -13,7 +13,7 @@ func TestAttemptToken(t *testing.T) {
 	tests := []attempt{
 		{id: id},
 		{id: id, device: dev},
-		{id: id, device: dev, charged: true},
+		{id: id, device: dev, exempt: true},
 		{id: id, shadow: true},
 	}
 	for _, a := range tests {
@@ -60,7 +60,7 @@ func TestAttemptToken(t *testing.T) {
 func FuzzAttemptToken(f *testing.F) {
 	s := newAttemptSigner([]byte("attempt-key-attempt-key-attempt-"))
 	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
-	f.Add(s.sign("t", "login", "acct", attempt{id: randomID(), charged: true}, now.Add(time.Hour)))
+	f.Add(s.sign("t", "login", "acct", attempt{id: randomID(), exempt: true}, now.Add(time.Hour)))
 	f.Add("")
 	f.Add(strings.Repeat("A", attemptTokenLen))
 	f.Fuzz(func(t *testing.T, tok string) {

@@ -166,7 +166,7 @@ func TestLogin_DelaysGrowAndCap(t *testing.T) {
 	}
 }
 
-func TestReport_SuccessClearsTheCounter(t *testing.T) {
+func TestReport_SuccessRefundsOnlyItsOwnAttempt(t *testing.T) {
 	h := newHarness(t, "")
 	for range 4 {
 		h.attempt("dave", "192.0.2.3", authguard.Failure, "")
@@ -175,10 +175,10 @@ func TestReport_SuccessClearsTheCounter(t *testing.T) {
 	if v.Action != authguard.Proceed || v.DeviceToken == "" {
 		t.Fatalf("success: got %+v, want proceed with a device token", v)
 	}
-	for i := range 5 {
-		if v := h.check(authguard.CheckRequest{Account: "dave", IP: "192.0.2.3"}); v.Action != authguard.Proceed {
-			t.Fatalf("check %d after success: %v, want proceed (counter cleared)", i, v.Action)
-		}
+	// The success's own charge is gone, the 4 failures stay: one more
+	// attempt is free, then the delay starts.
+	if v := h.attempt("dave", "192.0.2.3", authguard.Failure, ""); v.Action != authguard.Delay {
+		t.Fatalf("fifth failure after the success: %v, want delay (the success cleared nothing else)", v.Action)
 	}
 }
 
@@ -228,12 +228,15 @@ func TestLogin_AttemptTokenExpires(t *testing.T) {
 	h := newHarness(t, "")
 	v := h.check(authguard.CheckRequest{Account: "hank", IP: "192.0.2.7"})
 	h.clock.Advance(11 * time.Minute) // attempt_ttl is 10m
-	// The late success is counted on its own: it still clears the counter.
+	// The late success cannot settle the attempt: it stays counted.
 	h.report(authguard.ReportRequest{Account: "hank", IP: "192.0.2.7", Outcome: authguard.Success, Attempt: v.Attempt})
-	for i := range 5 {
+	for i := range 4 {
 		if v := h.check(authguard.CheckRequest{Account: "hank", IP: "192.0.2.7"}); v.Action != authguard.Proceed {
 			t.Fatalf("check %d: %v", i, v.Action)
 		}
+	}
+	if v := h.check(authguard.CheckRequest{Account: "hank", IP: "192.0.2.7"}); v.Action != authguard.Delay {
+		t.Fatalf("sixth attempt: %v, want delay (the expired attempt still counts)", v.Action)
 	}
 }
 
@@ -660,6 +663,7 @@ func TestStoreErrorKind(t *testing.T) {
 		{fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, authguard.ErrCircuitOpen), "circuit_open"},
 		{fmt.Errorf("%w: dial tcp: connection refused", authguard.ErrStoreUnavailable), "unavailable"},
 		{timeoutErr{}, "timeout"},
+		{fmt.Errorf("redisstore: op 0: %w: OOM command not allowed", authguard.ErrStoreFull), "full"},
 	}
 	for _, tt := range tests {
 		if got := authguard.StoreErrorKind(tt.err); got != tt.want {

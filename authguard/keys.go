@@ -11,9 +11,11 @@ import (
 
 // Signal names, as they appear in store keys.
 const (
-	signalAccount       = "acct"   // account backoff counter
-	signalDevice        = "dev"    // trusted-device backoff counter
-	signalIPRate        = "iprate" // token bucket per IP prefix
+	signalAccount       = "acct"    // account backoff counter
+	signalDevice        = "dev"     // a known device's own allowance (a log of its failed attempts)
+	signalDeviceSlots   = "devslot" // the devices of an account that get an allowance
+	signalDevices       = "devs"    // the counter all known devices of an account share
+	signalIPRate        = "iprate"  // token bucket per IP prefix
 	signalIPSpray       = "ipspray"
 	signalIPFailures    = "ipfail"
 	signalPasswordSpray = "pwspray"

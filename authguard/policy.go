@@ -77,7 +77,25 @@ type Flow struct {
 	Grouping        spraydetect.Grouping
 	AllowList       spraydetect.AllowList
 	AccountBackoff  backoff.Policy
-	DeviceBackoff   backoff.Policy
+	// DeviceTrust names the device tokens this flow trusts: those issued by
+	// a success in a flow with the same DeviceTrust. By default it is the
+	// flow's own name, so a token from a login success is worthless to
+	// otp_verify.
+	DeviceTrust string
+	// DeviceFree is how many failures in any DeviceWindow a known device
+	// (a valid device token) makes without waiting, whatever else happens
+	// to the account: its owner's allowance.
+	DeviceFree int
+	// DeviceSlots is how many distinct devices of one account get DeviceFree
+	// within a DeviceWindow. It bounds what minting tokens can buy.
+	DeviceSlots int
+	// DeviceBackoff is the one counter that all known devices of an
+	// account share once a device has used its DeviceFree (or no slot is
+	// left): a stolen or minted token adds at most DeviceFree attempts.
+	DeviceBackoff backoff.Policy
+	// Aggregates are limits on distinct failing accounts per wider IPv6
+	// prefix (one customer's /56 or /48) on top of the per-client IPSpray.
+	Aggregates []Aggregate
 	// SamePasswordWindow is how long a counted password fingerprint is
 	// remembered per counter.
 	SamePasswordWindow time.Duration
@@ -87,6 +105,27 @@ type Flow struct {
 	PasswordSpray      spraydetect.Windows
 	AttemptTTL         time.Duration
 	DeviceTokenTTL     time.Duration
+}
+
+// DeviceWindow is the span over which DeviceFree and DeviceSlots count.
+const DeviceWindow = 24 * time.Hour
+
+// Aggregate is a limit on the distinct accounts that failed from one wider
+// IPv6 prefix.
+type Aggregate struct {
+	// Bits is the prefix length, shorter than the flow's IPv6 grouping.
+	Bits int
+	// IPSpray are the windows, as for Flow.IPSpray.
+	IPSpray spraydetect.Windows
+}
+
+// MaxFailuresPerDay is the most failed credential checks one account can
+// have in this flow in any 24 hours, whatever an attacker does: the account
+// counter's worst case, plus the shared device counter's, plus DeviceFree
+// for each of DeviceSlots devices (backoff.Policy.MaxFailuresIn).
+func (f *Flow) MaxFailuresPerDay() int {
+	return f.AccountBackoff.MaxFailuresIn(24*time.Hour) + f.DeviceBackoff.MaxFailuresIn(24*time.Hour) +
+		f.DeviceSlots*f.DeviceFree
 }
 
 // PolicyFile is the YAML form of a policy. Flows named in a file are laid
@@ -100,20 +139,30 @@ type PolicyFile struct {
 // FlowConfig is the YAML form of a Flow. default_policy.yaml documents every
 // field.
 type FlowConfig struct {
-	Mode               string         `yaml:"mode"`
-	FailMode           string         `yaml:"fail_mode"`
-	FailClosedRetry    Duration       `yaml:"fail_closed_retry"`
-	IPv6Prefix         int            `yaml:"ipv6_prefix"`
-	AllowList          []string       `yaml:"allow_list"`
-	AccountBackoff     BackoffConfig  `yaml:"account_backoff"`
-	DeviceBackoff      BackoffConfig  `yaml:"device_backoff"`
-	SamePasswordWindow Duration       `yaml:"same_password_window"`
-	IPRate             RateConfig     `yaml:"ip_rate"`
-	IPSpray            []WindowConfig `yaml:"ip_spray"`
-	IPFailures         []WindowConfig `yaml:"ip_failures"`
-	PasswordSpray      []WindowConfig `yaml:"password_spray"`
-	AttemptTTL         Duration       `yaml:"attempt_ttl"`
-	DeviceTokenTTL     Duration       `yaml:"device_token_ttl"`
+	Mode               string            `yaml:"mode"`
+	FailMode           string            `yaml:"fail_mode"`
+	FailClosedRetry    Duration          `yaml:"fail_closed_retry"`
+	IPv6Prefix         int               `yaml:"ipv6_prefix"`
+	AllowList          []string          `yaml:"allow_list"`
+	AccountBackoff     BackoffConfig     `yaml:"account_backoff"`
+	DeviceTrust        string            `yaml:"device_trust"`
+	DeviceFree         int               `yaml:"device_free"`
+	DeviceSlots        int               `yaml:"device_slots"`
+	DeviceBackoff      BackoffConfig     `yaml:"device_backoff"`
+	IPv6Aggregates     []AggregateConfig `yaml:"ipv6_aggregates"`
+	SamePasswordWindow Duration          `yaml:"same_password_window"`
+	IPRate             RateConfig        `yaml:"ip_rate"`
+	IPSpray            []WindowConfig    `yaml:"ip_spray"`
+	IPFailures         []WindowConfig    `yaml:"ip_failures"`
+	PasswordSpray      []WindowConfig    `yaml:"password_spray"`
+	AttemptTTL         Duration          `yaml:"attempt_ttl"`
+	DeviceTokenTTL     Duration          `yaml:"device_token_ttl"`
+}
+
+// AggregateConfig is the YAML form of an Aggregate.
+type AggregateConfig struct {
+	Prefix  int            `yaml:"prefix"`
+	IPSpray []WindowConfig `yaml:"ip_spray"`
 }
 
 // BackoffConfig is the YAML form of backoff.Policy.
@@ -293,6 +342,9 @@ func (fc FlowConfig) compile(name string) (*Flow, error) {
 		Grouping:           spraydetect.Grouping{IPv6Bits: fc.IPv6Prefix},
 		AccountBackoff:     fc.AccountBackoff.policy(),
 		DeviceBackoff:      fc.DeviceBackoff.policy(),
+		DeviceTrust:        fc.DeviceTrust,
+		DeviceFree:         fc.DeviceFree,
+		DeviceSlots:        fc.DeviceSlots,
 		SamePasswordWindow: time.Duration(fc.SamePasswordWindow),
 		AttemptTTL:         time.Duration(fc.AttemptTTL),
 		DeviceTokenTTL:     time.Duration(fc.DeviceTokenTTL),
@@ -326,6 +378,32 @@ func (fc FlowConfig) compile(name string) (*Flow, error) {
 	if err := f.DeviceBackoff.Validate(); err != nil {
 		return nil, fmt.Errorf("device_backoff: %w", err)
 	}
+	if f.DeviceTrust == "" {
+		f.DeviceTrust = name
+	}
+	if !nameRE.MatchString(f.DeviceTrust) {
+		return nil, errors.New("device_trust is a flow-like name: 1 to 32 lower-case letters, digits and underscores, starting with a letter")
+	}
+	if f.DeviceFree < 1 || f.DeviceFree > 100 {
+		return nil, fmt.Errorf("device_free must be between 1 and 100, not %d", f.DeviceFree)
+	}
+	if f.DeviceSlots < 1 || f.DeviceSlots > 20 {
+		return nil, fmt.Errorf("device_slots must be between 1 and 20, not %d", f.DeviceSlots)
+	}
+	grouping := f.Grouping.IPv6Bits
+	if grouping == 0 {
+		grouping = 64
+	}
+	for i, a := range fc.IPv6Aggregates {
+		if a.Prefix < 16 || a.Prefix >= grouping {
+			return nil, fmt.Errorf("ipv6_aggregates[%d].prefix must be between 16 and %d (wider than ipv6_prefix), not %d", i, grouping-1, a.Prefix)
+		}
+		ws, err := windows(a.IPSpray)
+		if err != nil {
+			return nil, fmt.Errorf("ipv6_aggregates[%d].ip_spray: %w", i, err)
+		}
+		f.Aggregates = append(f.Aggregates, Aggregate{Bits: a.Prefix, IPSpray: ws})
+	}
 	if fc.IPRate.Rate.Per != 0 {
 		b := limits.Bucket{Interval: fc.IPRate.Rate.Interval(), Burst: fc.IPRate.Burst}
 		if err := b.Validate(); err != nil {
@@ -345,11 +423,8 @@ func (fc FlowConfig) compile(name string) (*Flow, error) {
 		if len(w.in) == 0 {
 			continue // switched off
 		}
-		ws := make(spraydetect.Windows, len(w.in))
-		for i, c := range w.in {
-			ws[i] = spraydetect.Window{Length: time.Duration(c.Window), Limit: c.Limit}
-		}
-		if err := ws.Validate(); err != nil {
+		ws, err := windows(w.in)
+		if err != nil {
 			return nil, fmt.Errorf("%s: %w", w.name, err)
 		}
 		*w.out = ws
@@ -368,6 +443,14 @@ func (fc FlowConfig) compile(name string) (*Flow, error) {
 		}
 	}
 	return f, nil
+}
+
+func windows(in []WindowConfig) (spraydetect.Windows, error) {
+	ws := make(spraydetect.Windows, len(in))
+	for i, c := range in {
+		ws[i] = spraydetect.Window{Length: time.Duration(c.Window), Limit: c.Limit}
+	}
+	return ws, ws.Validate()
 }
 
 func (c BackoffConfig) policy() backoff.Policy {

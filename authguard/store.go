@@ -60,24 +60,27 @@ type BackoffAction uint8
 const (
 	// BackoffCharge reserves a failure for an attempt about to go ahead, or
 	// refuses it with a Wait. A fingerprint already counted for this counter
-	// goes ahead without a charge.
+	// goes ahead without a charge. A charge holds the op's Attempt as pending
+	// until it is settled.
 	BackoffCharge BackoffAction = iota + 1
-	// BackoffRefund undoes a charge.
+	// BackoffRefund undoes a charge: the op's Attempt's, only while it is
+	// pending; with no Attempt, the last charge.
 	BackoffRefund
 	// BackoffConfirm settles a charged attempt that failed: it remembers the
-	// fingerprint.
+	// fingerprint and releases the Attempt, whose failure stays counted.
 	BackoffConfirm
 	// BackoffFail counts a failure no charge reserved.
 	BackoffFail
 	// BackoffClear forgets the counter (an administrator's reset).
 	BackoffClear
-	// BackoffSucceed settles an attempt that succeeded: it clears a counter
-	// that has not reached a delay, and otherwise only refunds the attempt's
-	// own charge (when Charged).
+	// BackoffSucceed settles an attempt that succeeded: while its Attempt is
+	// pending its charge is refunded; nothing else changes (backoff.Settle).
 	BackoffSucceed
+	// BackoffPeek reports the counter's wait and count and changes nothing.
+	BackoffPeek
 )
 
-var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear", "succeed"}
+var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear", "succeed", "peek"}
 
 func (a BackoffAction) String() string {
 	if int(a) < len(backoffActionNames) && a > 0 {
@@ -95,9 +98,9 @@ type BackoffOp struct {
 	Fingerprint string
 	// SeenWindow is how long a counted fingerprint is remembered.
 	SeenWindow time.Duration
-	// Charged says, for BackoffSucceed, whether the attempt being settled
-	// was charged when it was checked.
-	Charged bool
+	// Attempt names the attempt a charge reserves and a refund, confirm or
+	// succeed settles, so that each attempt settles once; empty for none.
+	Attempt string
 }
 
 // LogAction selects what a LogOp does.
@@ -163,16 +166,32 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 		switch op.Action {
 		case BackoffCharge:
 			s, d = p.Charge(s, now, op.Fingerprint, w)
+			if d.Charged {
+				s = s.Hold(op.Attempt)
+			}
 		case BackoffRefund:
-			s, d = p.Refund(s, now, w)
+			s = p.Current(s, now, w)
+			released := op.Attempt == ""
+			if !released {
+				s, released = s.Release(op.Attempt)
+			}
+			if released {
+				s, d = p.Refund(s, now, w)
+			} else {
+				d.Wait = p.Wait(s, now)
+			}
 		case BackoffConfirm:
+			s, _ = p.Current(s, now, w).Release(op.Attempt)
 			s, d = p.Confirm(s, now, op.Fingerprint, w)
 		case BackoffFail:
 			s, d = p.Fail(s, now, op.Fingerprint, w)
 		case BackoffClear:
 			return nil, 0, Result{}
 		case BackoffSucceed:
-			s, d = p.Succeed(s, now, op.Charged, w)
+			s, d = p.Settle(s, now, op.Attempt, w)
+		case BackoffPeek:
+			s = p.Current(s, now, w)
+			d.Wait = p.Wait(s, now)
 		}
 		return s, p.TTL(s, now, w), Result{Charged: d.Charged, Wait: d.Wait, Count: s.Failures}
 	case *LogOp:

@@ -14,9 +14,11 @@ import (
 // Attempt tokens, which never leave the caller's back end, use a compact
 // format of their own (attempt.go).
 
-// deviceClaims bind a device to one account of one tenant.
+// deviceClaims bind a device to one account of one tenant, for the flows
+// of one trust group (Flow.DeviceTrust).
 type deviceClaims struct {
 	Tenant  string `json:"t"`
+	Trust   string `json:"g"`
 	Account string `json:"a"`
 	Device  string `json:"d"`
 	jwt.RegisteredClaims

@@ -77,6 +77,10 @@ type State struct {
 	// Seen lists the password fingerprints of recent failures, newest last,
 	// for "same wrong password once".
 	Seen []Seen
+	// Pending lists the attempts charged and not yet settled, oldest first,
+	// at most MaxPending: an attempt is refunded only while it is here, so
+	// a report sent twice settles it once (see Hold and Release).
+	Pending []string
 }
 
 // Seen is one remembered password fingerprint.
@@ -88,12 +92,17 @@ type Seen struct {
 // MaxSeen caps how many fingerprints one counter remembers.
 const MaxSeen = 8
 
+// MaxPending caps how many unsettled attempts one counter remembers. An
+// attempt pushed out by newer ones can no longer be refunded: it stays
+// counted as a failure, which errs on the safe side.
+const MaxPending = 8
+
 // Current returns s as it stands at now: forgotten entirely once the quiet
 // period has passed, and with fingerprints older than window dropped.
 func (p Policy) Current(s State, now time.Time, window time.Duration) State {
 	ms := now.UnixMilli()
 	if s.Failures > 0 && ms-s.Last >= p.ForgetAfter.Milliseconds() {
-		s.Failures, s.Last, s.Prev = 0, 0, 0
+		s.Failures, s.Last, s.Prev, s.Pending = 0, 0, 0, nil
 	}
 	if len(s.Seen) > 0 {
 		kept := make([]Seen, 0, len(s.Seen))
@@ -159,7 +168,7 @@ func (p Policy) Refund(s State, now time.Time, window time.Duration) (State, Dec
 		s.Failures--
 		s.Last = s.Prev
 		if s.Failures == 0 {
-			s.Last, s.Prev = 0, 0
+			s.Last, s.Prev, s.Pending = 0, 0, nil
 		}
 	}
 	return s, Decision{Wait: p.Wait(s, now)}
@@ -187,21 +196,54 @@ func (p Policy) Fail(s State, now time.Time, fingerprint string, window time.Dur
 	return s, Decision{Charged: true, Wait: p.Wait(s, now)}
 }
 
-// Succeed settles an attempt that succeeded. On a counter that has not
-// reached a delay (ordinary typos) it forgets everything. On a counter already
-// in backoff — an attack in progress — it only refunds the attempt's own
-// charge (when charged): the owner's success must not hand the attacker a
-// fresh set of free attempts. The owner's next login, with the device token
-// the success returns, goes to the device's own counter instead.
-func (p Policy) Succeed(s State, now time.Time, charged bool, window time.Duration) (State, Decision) {
+// Hold records attempt as charged and not yet settled; the oldest pending
+// attempt is dropped past MaxPending. An empty attempt changes nothing.
+func (s State) Hold(attempt string) State {
+	if attempt == "" {
+		return s
+	}
+	pending := make([]string, 0, min(len(s.Pending)+1, MaxPending))
+	if n := len(s.Pending) + 1 - MaxPending; n > 0 {
+		pending = append(pending, s.Pending[n:]...)
+	} else {
+		pending = append(pending, s.Pending...)
+	}
+	s.Pending = append(pending, attempt)
+	return s
+}
+
+// Release takes attempt off the pending list and reports whether it was
+// there. Settling an attempt releases it, so a second report of the same
+// attempt finds nothing to settle.
+func (s State) Release(attempt string) (State, bool) {
+	for i, a := range s.Pending {
+		if a == attempt && attempt != "" {
+			pending := make([]string, 0, len(s.Pending)-1)
+			pending = append(pending, s.Pending[:i]...)
+			s.Pending = append(pending, s.Pending[i+1:]...)
+			if len(s.Pending) == 0 {
+				s.Pending = nil
+			}
+			return s, true
+		}
+	}
+	return s, false
+}
+
+// Settle settles attempt, which a Charge reserved, as a success: while the
+// attempt is pending its charge is refunded, exactly as if it had never been
+// made; otherwise (a report sent twice, an attempt that was not charged)
+// nothing changes. A success never clears failures that other attempts
+// made: an attacker's view of a counter is then the same whether or not
+// its owner logged in meanwhile, and the owner's success never hands an
+// attacker fresh free attempts.
+func (p Policy) Settle(s State, now time.Time, attempt string, window time.Duration) (State, Decision) {
 	s = p.Current(s, now, window)
-	if s.Failures <= p.Free {
-		return State{}, Decision{}
+	s, ok := s.Release(attempt)
+	if !ok {
+		return s, Decision{Wait: p.Wait(s, now)}
 	}
-	if charged {
-		return p.Refund(s, now, window)
-	}
-	return s, Decision{Wait: p.Wait(s, now)}
+	return p.Refund(s, now, window)
 }
 
 // TTL is how long s can still change a decision after now: the store may

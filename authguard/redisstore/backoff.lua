@@ -1,13 +1,18 @@
 -- One step of a progressive-delay counter: the Lua twin of backoff.Policy's
--- transitions (Charge, Refund, Confirm, Fail) and authguard.Apply. Keep the two
--- in step: internal/storetest compares them on random operation sequences.
+-- transitions (Charge, Refund, Confirm, Fail, Settle, Hold, Release) and
+-- authguard.Apply. Keep the two in step: internal/storetest compares them on
+-- random operation sequences.
 --
 -- KEYS[1]  the counter: a hash {n = failures, l = last ms, p = previous last ms,
---          s = "fingerprint:ms,..." oldest first}
+--          s = "fingerprint:ms,..." oldest first, a = "attempt,..." pending
+--          attempts, oldest first}
 -- ARGV     action, free, base_ms, factor, max_ms, forget_ms, fingerprint,
 --          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE),
---          charged ("1": for succeed, the attempt was charged)
+--          attempt (the attempt id, or "")
 -- returns  {charged 0|1, wait_ms, 0, failures}
+--
+-- A step that changes nothing (a refused charge, a peek) writes nothing, so
+-- it costs no write and still answers while Redis is out of memory.
 if redis.replicate_commands then redis.replicate_commands() end
 local key, action = KEYS[1], ARGV[1]
 local free, base, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -20,15 +25,15 @@ else
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
 local expire = ARGV[10] == "1"
-local charged_attempt = ARGV[11] == "1"
+local attempt = ARGV[11]
 
 if action == "clear" then
   redis.call('DEL', key)
   return {0, 0, 0, 0}
 end
 
-local n, last, prev, seen = 0, 0, 0, {}
-local h = redis.call('HMGET', key, 'n', 'l', 'p', 's')
+local n, last, prev, seen, pending = 0, 0, 0, {}, {}
+local h = redis.call('HMGET', key, 'n', 'l', 'p', 's', 'a')
 if h[1] then
   n, last, prev = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
 end
@@ -37,10 +42,13 @@ if h[4] then
     seen[#seen + 1] = {f, tonumber(at)}
   end
 end
+if h[5] then
+  for a in string.gmatch(h[5], "[^,]+") do pending[#pending + 1] = a end
+end
 
 -- Current: forget after the quiet period; drop fingerprints older than window.
 if n > 0 and now - last >= forget then
-  n, last, prev = 0, 0, 0
+  n, last, prev, pending = 0, 0, 0, {}
 end
 local kept = {}
 for _, s in ipairs(seen) do
@@ -89,27 +97,47 @@ end
 local function refund()
   if n > 0 then
     n, last = n - 1, prev
-    if n == 0 then last, prev = 0, 0 end
+    if n == 0 then last, prev, pending = 0, 0, {} end
   end
 end
 
-local charged, w = 0, 0
-if action == "succeed" then
-  if n <= free then
-    redis.call('DEL', key)
-    return {0, 0, 0, 0}
+-- Hold: remember attempt as pending (backoff.MaxPending = 8 at most).
+local function hold(a)
+  if a == "" then return end
+  pending[#pending + 1] = a
+  while #pending > 8 do table.remove(pending, 1) end
+end
+
+-- Release: take attempt off the pending list; true when it was there.
+local function release(a)
+  if a == "" then return false end
+  for i, x in ipairs(pending) do
+    if x == a then
+      table.remove(pending, i)
+      return true
+    end
   end
-  if charged_attempt then refund() end
+  return false
+end
+
+local charged, w = 0, 0
+if action == "peek" then
+  return {0, wait(), 0, n}
+elseif action == "succeed" then
+  if release(attempt) then refund() end
   w = wait()
 elseif action == "charge" then
   w = wait()
-  if w == 0 and not (fp ~= "" and has(fp)) then
-    n, prev, last, charged = n + 1, last, now, 1
+  if w > 0 or (fp ~= "" and has(fp)) then
+    return {0, w, 0, n} -- refused, or a paid-for password: nothing changes
   end
+  n, prev, last, charged = n + 1, last, now, 1
+  hold(attempt)
 elseif action == "refund" then
-  refund()
+  if attempt == "" or release(attempt) then refund() end
   w = wait()
 elseif action == "confirm" then
+  release(attempt)
   remember(fp)
   w = wait()
 elseif action == "fail" then
@@ -135,7 +163,7 @@ else
   local parts = {}
   for i, s in ipairs(seen) do parts[i] = s[1] .. ":" .. string.format("%d", s[2]) end
   redis.call('HSET', key, 'n', string.format("%d", n), 'l', string.format("%d", last),
-    'p', string.format("%d", prev), 's', table.concat(parts, ","))
+    'p', string.format("%d", prev), 's', table.concat(parts, ","), 'a', table.concat(pending, ","))
   if expire then redis.call('PEXPIRE', key, string.format("%d", ttl)) end
 end
 return {charged, w, 0, n}

@@ -180,7 +180,7 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 		p := op.Policy
 		return call{backoffScript, op.Key, []any{
 			op.Action.String(), strconv.Itoa(p.Free), ms(p.Base), strconv.FormatFloat(p.Factor, 'g', -1, 64),
-			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire, flag(op.Charged),
+			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire, op.Attempt,
 		}}, nil
 	case *authguard.LogOp:
 		args := make([]any, 0, 5+2*len(op.Windows))

@@ -87,10 +87,14 @@ const (
 	fail    = authguard.BackoffFail
 	clear   = authguard.BackoffClear
 	succeed = authguard.BackoffSucceed
+	peekb   = authguard.BackoffPeek
 )
 
-func sc(key string, charged bool) authguard.Op {
-	return &authguard.BackoffOp{Key: key, Action: succeed, Policy: Backoff, SeenWindow: Seen, Charged: charged}
+// ba is a backoff op on behalf of one attempt.
+func ba(key string, a authguard.BackoffAction, attempt string) authguard.Op {
+	op := bo(key, a, "").(*authguard.BackoffOp)
+	op.Attempt = attempt
+	return op
 }
 
 func testBackoffSteps(t *testing.T, newStore NewStore) {
@@ -113,15 +117,18 @@ func testBackoffSteps(t *testing.T, newStore NewStore) {
 		{"t=+8s: clear forgets everything", 8 * s, bo(k, clear, ""), res{}},
 		{"t=+8s: fresh after clear", 8 * s, bo(k, charge, "A"), res{Charged: true, Count: 1}},
 		{"t=+9s: a failure", 9 * s, bo(k, fail, "C"), res{Charged: true, Wait: s, Count: 2}},
-		{"t=+69s: forgotten after a quiet minute", 69 * s, bo(k, charge, ""), res{Charged: true, Count: 1}},
-		{"t=+69s: a success before any delay clears the counter", 69 * s, sc(k, true), res{}},
-		{"t=+70s: charge", 70 * s, bo(k, charge, ""), res{Charged: true, Count: 1}},
-		{"t=+70s: a failure reported on its own reaches the delay", 70 * s, bo(k, fail, "X"), res{Charged: true, Wait: s, Count: 2}},
-		{"t=+71s: charge beyond free", 71 * s, bo(k, charge, ""), res{Charged: true, Count: 3}},
-		{"t=+71s: success in backoff refunds only its own charge", 71 * s, sc(k, true), res{Count: 2}},
-		{"t=+71s: a fingerprint from before is still remembered", 71 * s, bo(k, charge, "X"), res{Count: 2}},
-		{"t=+71s: uncharged success at the threshold clears", 71 * s, sc(k, false), res{}},
-		{"t=+71s: fresh", 71 * s, bo(k, charge, "X"), res{Charged: true, Count: 1}},
+		{"t=+69s: forgotten after a quiet minute; attempt a1 charged", 69 * s, ba(k, charge, "a1"), res{Charged: true, Count: 1}},
+		{"t=+69s: attempt a2 charged", 69 * s, ba(k, charge, "a2"), res{Charged: true, Count: 2}},
+		{"t=+69s: a2 succeeds: its own charge is refunded, a1's stays", 69 * s, ba(k, succeed, "a2"), res{Count: 1}},
+		{"t=+69s: a2's success reported again changes nothing", 69 * s, ba(k, succeed, "a2"), res{Count: 1}},
+		{"t=+69s: a1 fails: confirmed, it stays counted", 69 * s, ba(k, confirm, "a1"), res{Count: 1}},
+		{"t=+69s: a settled attempt cannot be refunded", 69 * s, ba(k, refund, "a1"), res{Count: 1}},
+		{"t=+69s: a success without a pending attempt changes nothing", 69 * s, ba(k, succeed, ""), res{Count: 1}},
+		{"t=+70s: attempt a3 charged", 70 * s, ba(k, charge, "a3"), res{Charged: true, Count: 2}},
+		{"t=+70s: peek tells the wait and changes nothing", 70 * s, ba(k, peekb, ""), res{Wait: s, Count: 2}},
+		{"t=+70s: a3 refunded", 70 * s, ba(k, refund, "a3"), res{Count: 1}},
+		{"t=+70s: a3 refunded again changes nothing", 70 * s, ba(k, refund, "a3"), res{Count: 1}},
+		{"t=+70s: peek of the same counter", 70 * s, ba(k, peekb, ""), res{Count: 1}},
 	})
 }
 
@@ -267,12 +274,13 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 	ops := make([]authguard.Op, n)
 	members := []string{"a", "b", "c", "d", "e"}
 	fps := []string{"", "", "F1", "F2", "F3"}
+	attempts := []string{"", "A1", "A2", "A3", "A4"}
 	for i := range ops {
 		key := fmt.Sprint(rng.IntN(3))
 		switch rng.IntN(3) {
 		case 0:
-			op := bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(6)), fps[rng.IntN(len(fps))]).(*authguard.BackoffOp)
-			op.Charged = rng.IntN(2) == 0
+			op := bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(7)), fps[rng.IntN(len(fps))]).(*authguard.BackoffOp)
+			op.Attempt = attempts[rng.IntN(len(attempts))]
 			ops[i] = op
 		case 1:
 			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(4)), members[rng.IntN(len(members))], rng.IntN(4) == 0)

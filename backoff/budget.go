@@ -1,0 +1,48 @@
+package backoff
+
+import "time"
+
+// maxCounted bounds the work of MaxFailuresIn: a policy that allows more
+// failures than this within the window is reported as allowing this many
+// plus one, which is already far beyond any sane budget.
+const maxCounted = 100_000
+
+// MaxFailuresIn is the most failures a counter with this policy lets an
+// attacker who knows the policy have counted within any span of length
+// window. It is the larger of:
+//   - waiting out every delay from a fresh counter (the ramp is the densest
+//     part, so a span starting with it holds the most), and
+//   - for every k, making k attempts as fast as allowed and then keeping
+//     quiet for ForgetAfter so the counter forgets them, over and over; the
+//     span may start at any attempt of a cycle.
+//
+// Delays never shrink as failures grow, so waiting longer than a delay
+// never buys a later attempt; these schedules are therefore the ones that
+// matter. The default policy's figures are tested against NIST SP 800-63B's
+// limit of 100.
+func (p Policy) MaxFailuresIn(window time.Duration) int {
+	w := window.Milliseconds()
+	// Greedy attempt times from a fresh counter, within the window.
+	var times []int64
+	for t, n := int64(0), 0; t < w && len(times) <= maxCounted; n++ {
+		times = append(times, t)
+		t += p.Delay(n + 1).Milliseconds()
+	}
+	best := len(times)
+	forget := p.ForgetAfter.Milliseconds()
+	for k := 1; k < len(times); k++ {
+		cycle := times[k-1] + forget // the next cycle starts once the quiet period has passed
+		for _, start := range times[:k] {
+			n := 0
+			for c := int64(0); c*cycle < start+w; c++ {
+				for _, t := range times[:k] {
+					if at := c*cycle + t; at >= start && at < start+w {
+						n++
+					}
+				}
+			}
+			best = max(best, n)
+		}
+	}
+	return best
+}

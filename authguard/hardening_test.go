@@ -1,0 +1,307 @@
+package authguard_test
+
+// Each test here is named after an attack by someone who has read the code,
+// and pins the promise that attack would break. docs/design.md lists them.
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+const day = 24 * time.Hour
+
+// guessFor runs one guess (check, and a failure report when it proceeds) and
+// returns the verdict of the check.
+func (h *harness) guessFor(req authguard.CheckRequest) authguard.Verdict {
+	h.t.Helper()
+	v := h.check(req)
+	if v.Action == authguard.Proceed {
+		h.report(authguard.ReportRequest{Flow: req.Flow, Account: req.Account, IP: req.IP,
+			Outcome: authguard.Failure, Attempt: v.Attempt, DeviceToken: req.DeviceToken})
+	}
+	return v
+}
+
+// patient runs guesses for 24 hours, waiting out every delay and solving
+// every CAPTCHA, and returns how many went ahead. next builds each guess.
+func (h *harness) patient(next func(i int) authguard.CheckRequest) int {
+	h.t.Helper()
+	start, proceeded := h.clock.Now(), 0
+	for i := 0; h.clock.Now().Sub(start) < day; i++ {
+		req := next(i)
+		v := h.guessFor(req)
+		switch v.Action {
+		case authguard.Proceed:
+			proceeded++
+		case authguard.Captcha:
+			req.CaptchaSolved = true
+			if h.guessFor(req).Action == authguard.Proceed {
+				proceeded++
+			}
+		case authguard.Delay:
+			h.clock.Advance(v.Delay)
+		}
+		if i > 1_000_000 {
+			h.t.Fatal("runaway loop")
+		}
+	}
+	return proceeded
+}
+
+func addr(i int) string { return netip.AddrFrom4([4]byte{203, 0, byte(i >> 8), byte(i)}).String() }
+
+// Hole 1: an attacker who knows the password logs in again and again and
+// uses each fresh device token for undelayed OTP guesses.
+func TestOTP_FreshLoginsCannotBuyOTPGuesses(t *testing.T) {
+	for _, tt := range []struct {
+		name, policy string
+	}{
+		{"default: otp_verify trusts only its own tokens", ""},
+		{"login and otp_verify share trust", "flows:\n  otp_verify:\n    device_trust: login\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.policy)
+			guesses := h.patient(func(i int) authguard.CheckRequest {
+				ip := addr(i % 5000)
+				login := h.attempt("ann@example.com", ip, authguard.Success, "") // knows the password
+				return authguard.CheckRequest{Flow: "otp_verify", Account: "ann@example.com", IP: ip, DeviceToken: login.DeviceToken}
+			})
+			bound := h.e.Policy().Flow("otp_verify").MaxFailuresPerDay()
+			t.Logf("%d OTP guesses in 24h (bound %d)", guesses, bound)
+			if guesses > bound || bound > 100 {
+				t.Errorf("%d OTP guesses in 24h, want at most the flow's bound %d (and that at most 100)", guesses, bound)
+			}
+		})
+	}
+}
+
+// Hole 1, the other half: during that attack the owner's own device, known
+// to otp_verify, still goes ahead at once.
+func TestOTP_OwnersDeviceProceedsWhileAnAttackerGuesses(t *testing.T) {
+	h := newHarness(t, "")
+	v := h.check(authguard.CheckRequest{Flow: "otp_verify", Account: "ann", IP: "198.51.100.9"})
+	owner := h.report(authguard.ReportRequest{Flow: "otp_verify", Account: "ann", IP: "198.51.100.9", Outcome: authguard.Success, Attempt: v.Attempt})
+	for i := range 200 {
+		login := h.attempt("ann", addr(i), authguard.Success, "")
+		if v := h.guessFor(authguard.CheckRequest{Flow: "otp_verify", Account: "ann", IP: addr(i), DeviceToken: login.DeviceToken}); v.Action == authguard.Delay {
+			h.clock.Advance(time.Second)
+		}
+	}
+	for i := range 3 {
+		if v := h.check(authguard.CheckRequest{Flow: "otp_verify", Account: "ann", IP: "198.51.100.9", DeviceToken: owner.DeviceToken}); v.Action != authguard.Proceed {
+			t.Fatalf("owner's device, check %d: %v %v, want proceed", i, v.Action, v.Reasons)
+		}
+	}
+}
+
+// Hole 5: an attacker behind the owner's address (carrier NAT, office, the
+// same /64) sprays accounts and floods checks; the owner, with a device
+// token, is neither delayed nor challenged, and the sprayer is still stopped.
+func TestDevice_SprayerOnTheOwnersAddressCannotSlowTheOwner(t *testing.T) {
+	h := newHarness(t, "")
+	const nat = "192.0.2.77"
+	owner := h.attempt("olga@example.com", nat, authguard.Success, "").DeviceToken
+	sprayed := 0
+	for i := range 300 { // 300 accounts, then a flood, all from the NAT address
+		if v := h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("victim%d@example.com", i), IP: nat}); v.Action == authguard.Proceed {
+			sprayed++
+		}
+	}
+	for range 60 {
+		for range 21 { // 21 checks a second from that address
+			h.check(authguard.CheckRequest{Account: "someone@example.com", IP: nat})
+		}
+		v := h.check(authguard.CheckRequest{Account: "olga@example.com", IP: nat, DeviceToken: owner})
+		if v.Action != authguard.Proceed {
+			t.Fatalf("owner with a device token: %v %v, want proceed", v.Action, v.Reasons)
+		}
+		h.report(authguard.ReportRequest{Account: "olga@example.com", IP: nat, Outcome: authguard.Success, Attempt: v.Attempt, DeviceToken: owner})
+		h.clock.Advance(time.Second)
+	}
+	if sprayed > 20 {
+		t.Errorf("sprayer checked %d accounts before a CAPTCHA, want at most 20", sprayed)
+	}
+}
+
+// Hole 6: a thief with a stolen device token guesses for 24 hours while an
+// untrusted attacker does too. All counters of the account together stay
+// within the flow's bound, and the owner's other device is not slowed.
+func TestDevice_StolenTokenCannotMultiplyTheBudget(t *testing.T) {
+	h := newHarness(t, "")
+	f := h.e.Policy().Flow("login")
+	stolen := h.attempt("sam@example.com", "198.51.100.5", authguard.Success, "").DeviceToken
+	other := h.attempt("sam@example.com", "198.51.100.6", authguard.Success, "").DeviceToken
+
+	thief := h.patient(func(i int) authguard.CheckRequest {
+		return authguard.CheckRequest{Account: "sam@example.com", IP: addr(i), DeviceToken: stolen}
+	})
+	if want := f.DeviceFree + f.DeviceBackoff.MaxFailuresIn(day); thief > want {
+		t.Errorf("thief got %d guesses in 24h, want at most device_free + the shared counter's %d", thief, want)
+	}
+	h.clock.Set(h.clock.Now().Add(-day)) // the same day, now the untrusted attacker
+	attacker := h.patient(func(i int) authguard.CheckRequest {
+		return authguard.CheckRequest{Account: "sam@example.com", IP: addr(i)}
+	})
+	t.Logf("thief %d + attacker %d in 24h (bound %d)", thief, attacker, f.MaxFailuresPerDay())
+	if thief+attacker > f.MaxFailuresPerDay() || f.MaxFailuresPerDay() > 100 {
+		t.Errorf("thief %d + attacker %d guesses, want at most %d (at most 100)", thief, attacker, f.MaxFailuresPerDay())
+	}
+	for i := range 3 {
+		if v := h.check(authguard.CheckRequest{Account: "sam@example.com", IP: "198.51.100.6", DeviceToken: other}); v.Action != authguard.Proceed {
+			t.Fatalf("owner's other device, check %d: %v %v, want proceed", i, v.Action, v.Reasons)
+		}
+	}
+}
+
+// Hole 7: random /64s of one /48 spray fresh accounts for 24 hours.
+func TestSpray_RandomSlash64sOfOneSlash48(t *testing.T) {
+	h := newHarness(t, "")
+	rng := rand.New(rand.NewPCG(7, 48))
+	checked := 0
+	for i := range 20_000 { // one every 4.32 s, 24 hours
+		a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0x00, 0x42}
+		for j := 6; j < 16; j++ {
+			a[j] = byte(rng.Uint32())
+		}
+		if v := h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("user%d", i), IP: netip.AddrFrom16(a).String()}); v.Action == authguard.Proceed {
+			checked++
+		}
+		h.clock.Advance(4320 * time.Millisecond)
+	}
+	if checked > 200 {
+		t.Errorf("a /48 checked %d accounts in 24h without a CAPTCHA, want at most 200", checked)
+	}
+}
+
+// Hole 7: 6to4 addresses of one IPv4 address are that address.
+func TestSpray_6to4AddressesCountAsTheirIPv4(t *testing.T) {
+	h := newHarness(t, "")
+	checked := 0
+	for i := range 500 { // 500 /64s of 2002:c000:0207::/48, i.e. of 192.0.2.7
+		ip := fmt.Sprintf("2002:c000:207:%x::1", i)
+		if v := h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("user%d", i), IP: ip}); v.Action == authguard.Proceed {
+			checked++
+		}
+	}
+	if checked > 10 {
+		t.Errorf("one IPv4 through 6to4 checked %d accounts at once, want at most 10 (ip_spray's hour)", checked)
+	}
+}
+
+// Hole 8 and the bound of holes 1 and 6: the built-in flows' figures are
+// the ones default_policy.yaml states, and within NIST's 100.
+func TestPolicy_BuiltInFlowsStayWithinNIST(t *testing.T) {
+	p := authguard.DefaultPolicy()
+	for _, tt := range []struct {
+		flow                        string
+		account, shared, everything int
+	}{
+		{"login", 62, 13, 90},
+		{"otp_verify", 59, 13, 81},
+	} {
+		f := p.Flow(tt.flow)
+		if got := f.AccountBackoff.MaxFailuresIn(day); got != tt.account {
+			t.Errorf("%s: account counter allows %d a day, the policy comment says %d", tt.flow, got, tt.account)
+		}
+		if got := f.DeviceBackoff.MaxFailuresIn(day); got != tt.shared {
+			t.Errorf("%s: shared device counter allows %d a day, the policy comment says %d", tt.flow, got, tt.shared)
+		}
+		if got := f.MaxFailuresPerDay(); got != tt.everything || got > 100 {
+			t.Errorf("%s: %d failed checks a day in all, the policy comment says %d (NIST: at most 100)", tt.flow, got, tt.everything)
+		}
+	}
+}
+
+// Hole 8, measured on the engine: a patient OTP guesser, waiting out every
+// delay.
+func TestOTP_PatientGuesserStaysWithin100ADay(t *testing.T) {
+	h := newHarness(t, "")
+	got := h.patient(func(i int) authguard.CheckRequest {
+		return authguard.CheckRequest{Flow: "otp_verify", Account: "ann", IP: addr(i)}
+	})
+	if want := h.e.Policy().Flow("otp_verify").AccountBackoff.MaxFailuresIn(day); got != want {
+		t.Errorf("patient OTP guesser: %d guesses in 24h, want the computed %d", got, want)
+	}
+}
+
+// Hole 9: a caller that retries its report (a timeout, a queue redelivery)
+// sends one success 12 times. The attempt settles once.
+func TestReport_ReplayedSuccessSettlesOnce(t *testing.T) {
+	worlds := [2]*harness{newHarness(t, ""), newHarness(t, "")}
+	var probes [2][]authguard.Action
+	for w, h := range worlds {
+		for i := range 10 { // 10 failures, waiting out the delays
+			h.clock.Advance(h.check(authguard.CheckRequest{Account: "rita", IP: addr(1)}).Delay)
+			h.attempt("rita", addr(i), authguard.Failure, "")
+		}
+		h.clock.Advance(h.check(authguard.CheckRequest{Account: "rita", IP: addr(1)}).Delay)
+		v := h.check(authguard.CheckRequest{Account: "rita", IP: "198.51.100.1"})
+		replays := 1
+		if w == 1 {
+			replays = 12
+		}
+		for range replays {
+			r := h.report(authguard.ReportRequest{Account: "rita", IP: "198.51.100.1", Outcome: authguard.Success, Attempt: v.Attempt})
+			if r.DeviceToken == "" {
+				t.Fatal("a replayed success must still answer the same verdict shape, with a device token")
+			}
+		}
+		for i := range 6 {
+			probes[w] = append(probes[w], h.guessFor(authguard.CheckRequest{Account: "rita", IP: addr(100 + i)}).Action)
+		}
+	}
+	if fmt.Sprint(probes[0]) != fmt.Sprint(probes[1]) {
+		t.Errorf("after 1 report: %v; after 12: %v — a replay changed the counter", probes[0], probes[1])
+	}
+	// The last delay had run out while the owner logged in: one attempt is
+	// due, then the delay again — not 5 free attempts.
+	if want := fmt.Sprint([]authguard.Action{authguard.Proceed, authguard.Delay, authguard.Delay, authguard.Delay, authguard.Delay, authguard.Delay}); fmt.Sprint(probes[1]) != want {
+		t.Errorf("after 10 failures and a replayed success: %v, want %v", probes[1], want)
+	}
+}
+
+// Hole 9, failures: a failure reported twice is counted once.
+func TestReport_ReplayedFailureCountsOnce(t *testing.T) {
+	h := newHarness(t, "")
+	for range 4 {
+		v := h.check(authguard.CheckRequest{Account: "ted", IP: addr(2)})
+		for range 5 {
+			h.report(authguard.ReportRequest{Account: "ted", IP: addr(2), Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+	}
+	if v := h.guessFor(authguard.CheckRequest{Account: "ted", IP: addr(2)}); v.Action != authguard.Proceed {
+		t.Fatalf("fifth attempt: %v, want proceed (4 failures, each counted once)", v.Action)
+	}
+	if v := h.check(authguard.CheckRequest{Account: "ted", IP: addr(2)}); v.Action != authguard.Delay {
+		t.Fatalf("sixth attempt: %v, want delay", v.Action)
+	}
+}
+
+// Hole 10: at 4 failures the owner logs in; the attacker's next probes must
+// answer exactly as they do for an account that does not exist.
+func TestLogin_OwnersSuccessIsInvisibleToTheAttacker(t *testing.T) {
+	var seen [2][]string
+	for w, account := range []string{"exists@example.com", "nobody@example.com"} {
+		h := newHarness(t, "")
+		for i := range 4 {
+			h.attempt(account, addr(i), authguard.Failure, "")
+		}
+		h.clock.Advance(time.Minute)
+		if w == 0 { // the owner, from home, without cookies
+			h.attempt(account, "198.51.100.1", authguard.Success, "")
+		}
+		h.clock.Advance(time.Minute)
+		for i := range 3 {
+			v := h.guessFor(authguard.CheckRequest{Account: account, IP: addr(10 + i)})
+			seen[w] = append(seen[w], fmt.Sprintf("%v %v", v.Action, v.Delay))
+		}
+	}
+	if fmt.Sprint(seen[0]) != fmt.Sprint(seen[1]) {
+		t.Errorf("attacker's view after the owner's login: %v; of an account nobody owns: %v", seen[0], seen[1])
+	}
+}

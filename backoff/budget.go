@@ -2,10 +2,11 @@ package backoff
 
 import "time"
 
-// maxCounted bounds the work of MaxFailuresIn: a policy that allows more
-// failures than this within the window is reported as allowing this many
-// plus one, which is already far beyond any sane budget.
-const maxCounted = 100_000
+// MaxExact is the largest figure MaxFailuresIn computes exactly. A policy
+// that lets an attacker wait out its delays more often than this in the
+// window is far beyond any sane budget (NIST SP 800-63B allows 100), and
+// MaxFailuresIn then returns that greedy count, a lower bound.
+const MaxExact = 400
 
 // MaxFailuresIn is the most failures a counter with this policy lets an
 // attacker who knows the policy have counted within any span of length
@@ -18,17 +19,20 @@ const maxCounted = 100_000
 //
 // Delays never shrink as failures grow, so waiting longer than a delay
 // never buys a later attempt; these schedules are therefore the ones that
-// matter. The default policy's figures are tested against NIST SP 800-63B's
-// limit of 100.
+// matter. Figures above MaxExact are lower bounds. The default policy's
+// figures are tested against NIST SP 800-63B's limit of 100.
 func (p Policy) MaxFailuresIn(window time.Duration) int {
 	w := window.Milliseconds()
 	// Greedy attempt times from a fresh counter, within the window.
 	var times []int64
-	for t, n := int64(0), 0; t < w && len(times) <= maxCounted; n++ {
+	for t, n := int64(0), 0; t < w && len(times) <= MaxExact; n++ {
 		times = append(times, t)
 		t += p.Delay(n + 1).Milliseconds()
 	}
 	best := len(times)
+	if best > MaxExact {
+		return best
+	}
 	forget := p.ForgetAfter.Milliseconds()
 	for k := 1; k < len(times); k++ {
 		cycle := times[k-1] + forget // the next cycle starts once the quiet period has passed

@@ -1,0 +1,156 @@
+package backoff_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+)
+
+// replay drives a counter with Charge the way an attacker with schedule
+// would: k attempts as fast as allowed, then quiet until forgotten, and so
+// on (k = 0: never stop). It returns the most charges within any window.
+func replay(p backoff.Policy, k int, window time.Duration) int {
+	start := testclock.Epoch
+	now := start
+	var s backoff.State
+	var times []time.Time
+	inCycle := 0
+	for now.Sub(start) < 3*window {
+		var d backoff.Decision
+		s, d = p.Charge(s, now, "", 0)
+		if !d.Charged {
+			now = now.Add(d.Wait)
+			continue
+		}
+		times = append(times, now)
+		inCycle++
+		if k > 0 && inCycle == k {
+			now, inCycle = now.Add(p.ForgetAfter), 0
+		}
+	}
+	best := 0
+	for i := range times {
+		n := 0
+		for _, t := range times[i:] {
+			if t.Sub(times[i]) < window {
+				n++
+			}
+		}
+		best = max(best, n)
+	}
+	return best
+}
+
+func TestMaxFailuresIn_MatchesTheBestScheduleOnRealCharges(t *testing.T) {
+	policies := []backoff.Policy{
+		{Free: 5, Base: time.Second, Factor: 2, Max: 30 * time.Minute, ForgetAfter: 24 * time.Hour},
+		{Free: 3, Base: 2 * time.Second, Factor: 2, Max: 15 * time.Minute, ForgetAfter: time.Hour}, // the old otp_verify
+		{Free: 3, Base: 2 * time.Second, Factor: 2, Max: 30 * time.Minute, ForgetAfter: 24 * time.Hour},
+		{Free: 1, Base: time.Minute, Factor: 2, Max: 4 * time.Hour, ForgetAfter: 24 * time.Hour},
+		{Free: 2, Base: 10 * time.Minute, Factor: 1, Max: 10 * time.Minute, ForgetAfter: 90 * time.Minute},
+	}
+	for _, p := range policies {
+		got := p.MaxFailuresIn(24 * time.Hour)
+		best := 0
+		for k := 0; k <= got; k++ {
+			best = max(best, replay(p, k, 24*time.Hour))
+		}
+		if got != best {
+			t.Errorf("%+v: MaxFailuresIn = %d, the best schedule on real charges gives %d", p, got, best)
+		}
+	}
+}
+
+func TestMaxFailuresIn_BeyondMaxExactIsALowerBound(t *testing.T) {
+	p := backoff.Policy{Free: 2, Base: time.Second, Factor: 1, Max: time.Second, ForgetAfter: 10 * time.Minute}
+	if got := p.MaxFailuresIn(24 * time.Hour); got <= backoff.MaxExact {
+		t.Errorf("a one-second constant delay: MaxFailuresIn = %d, want more than %d", got, backoff.MaxExact)
+	}
+}
+
+func TestMaxFailuresIn_QuietPeriodExploitOfTheOldOTPPolicy(t *testing.T) {
+	// An hour's quiet period let an attacker stop after each ramp and start
+	// over: 239 a day, far more than waiting out the 15-minute cap (106).
+	p := backoff.Policy{Free: 3, Base: 2 * time.Second, Factor: 2, Max: 15 * time.Minute, ForgetAfter: time.Hour}
+	if got := p.MaxFailuresIn(24 * time.Hour); got != 239 {
+		t.Errorf("MaxFailuresIn = %d, want 239", got)
+	}
+	p.ForgetAfter = 24 * time.Hour
+	if got := p.MaxFailuresIn(24 * time.Hour); got != 106 {
+		t.Errorf("with a day's quiet period MaxFailuresIn = %d, want 106 (3 + 9 ramp + 94 at the cap)", got)
+	}
+}
+
+func TestPending_EachAttemptSettlesOnce(t *testing.T) {
+	p := backoff.Policy{Free: 5, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}
+	now := testclock.Epoch
+	var s backoff.State
+	for _, a := range []string{"a1", "a2", "a3"} {
+		s, _ = p.Charge(s, now, "", 0)
+		s = s.Hold(a)
+	}
+	s, _ = p.Settle(s, now, "a2", 0)
+	if s.Failures != 2 {
+		t.Fatalf("after a2 succeeded: %d failures, want 2", s.Failures)
+	}
+	for range 11 {
+		s, _ = p.Settle(s, now, "a2", 0)
+	}
+	if s.Failures != 2 {
+		t.Fatalf("after a2's success was reported 12 times: %d failures, want 2", s.Failures)
+	}
+	if _, ok := s.Release("a2"); ok {
+		t.Error("a2 still pending after it settled")
+	}
+	if s, _ = p.Settle(s, now, "", 0); s.Failures != 2 {
+		t.Error("a success without an attempt changed the counter")
+	}
+}
+
+func TestPending_OldestDropsPastTheCap(t *testing.T) {
+	var s backoff.State
+	for i := range backoff.MaxPending + 3 {
+		s = s.Hold(string(rune('a' + i)))
+	}
+	if len(s.Pending) != backoff.MaxPending {
+		t.Fatalf("%d pending, want %d", len(s.Pending), backoff.MaxPending)
+	}
+	if _, ok := s.Release("a"); ok {
+		t.Error("the oldest attempt should have been dropped")
+	}
+	if _, ok := s.Release(string(rune('a' + backoff.MaxPending + 2))); !ok {
+		t.Error("the newest attempt should be pending")
+	}
+	if got := s.Hold(""); len(got.Pending) != len(s.Pending) {
+		t.Error("Hold of an empty attempt changed the list")
+	}
+	before := append([]string(nil), s.Pending...)
+	s.Hold("z")
+	s.Release(before[0])
+	if len(s.Pending) != len(before) || s.Pending[0] != before[0] {
+		t.Error("Hold or Release changed the state it was called on")
+	}
+}
+
+func TestPending_ForgottenWithTheCounter(t *testing.T) {
+	p := backoff.Policy{Free: 5, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}
+	now := testclock.Epoch
+	s, _ := p.Charge(backoff.State{}, now, "", 0)
+	s = s.Hold("a1")
+	s = p.Current(s, now.Add(time.Hour), 0)
+	if s.Failures != 0 || s.Pending != nil {
+		t.Errorf("after the quiet period: %+v, want a fresh counter with nothing pending", s)
+	}
+}
+
+func TestPending_ReleasingTheLastLeavesNone(t *testing.T) {
+	s, ok := backoff.State{}.Hold("a1").Release("a1")
+	if !ok || s.Pending != nil {
+		t.Errorf("Release of the only pending attempt: %+v %v, want nothing pending", s, ok)
+	}
+	if _, ok := s.Release(""); ok {
+		t.Error("an empty attempt is never pending")
+	}
+}

@@ -550,7 +550,9 @@ flows:
 // With today's engine each minted token is a new device with a counter of
 // its own: an attacker who knows the password and mints a token before
 // every OTP guess is never slowed down by the account counter.
-func TestRun_MintedTokensDodgeTheAccountCounter(t *testing.T) {
+// Minted login tokens are not trusted by otp_verify: the minter gets no
+// more guesses than an attacker who does not mint.
+func TestRun_MintedTokensCannotDodgeTheAccountCounter(t *testing.T) {
 	r := run(t, `
 name: mint
 duration: 1m
@@ -570,8 +572,8 @@ actors:
     obeys_delay: false
 `, "")
 	m, c := r.Actors[0], r.Actors[1]
-	if m.Proceeded != 60 || m.Delayed != 0 || m.MintRefused != 0 || m.MintLogins != m.Attempts {
-		t.Errorf("minter: %+v; want all 60 guesses to go ahead, one minting login per check", m)
+	if m.Proceeded != c.Proceeded || m.MintRefused != 0 || m.MintLogins != m.Attempts {
+		t.Errorf("minter: %+v; want as many guesses as the control's %d, one minting login per check", m, c.Proceeded)
 	}
 	if c.Proceeded > 10 || c.MintLogins != 0 {
 		t.Errorf("control: %+v; want the account counter to hold it to a few guesses", c)

@@ -48,8 +48,9 @@ func TestMemoryPerSubject(t *testing.T) {
 		count[signal]++
 		largest[signal] = max(largest[signal], n)
 	}
-	bounds := map[string]int64{"acct": 512, "dev": 512, "iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096}
-	for _, signal := range []string{"acct", "dev", "iprate", "ipspray", "ipfail", "pwspray"} {
+	// acct and devs hold up to 8 fingerprints and 8 pending attempts.
+	bounds := map[string]int64{"acct": 768, "dev": 1024, "devslot": 1024, "devs": 768, "iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096}
+	for _, signal := range []string{"acct", "dev", "devslot", "devs", "iprate", "ipspray", "ipfail", "pwspray"} {
 		t.Logf("redis %-8s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
 		if count[signal] == 0 {
 			t.Errorf("no %s key after the scenario", signal)

@@ -1,0 +1,130 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+)
+
+// fillRedis writes junk until Redis refuses writes with OOM (maxmemory with
+// noeviction), as a flood of fresh subjects or a trickle of 24-hour keys
+// would. At the edge Redis flaps (freeing a refused write's buffer brings
+// it back under), so it then sets maxmemory just under what is used, which
+// keeps it full for the rest of the test.
+func fillRedis(t *testing.T, c *redis.Client) {
+	t.Helper()
+	ctx := context.Background()
+	junk := strings.Repeat("x", 16<<10)
+	for i := range 100_000 {
+		err := c.Set(ctx, fmt.Sprintf("junk:%d", i), junk, 0).Err()
+		if redis.HasErrorPrefix(err, "OOM") {
+			used, err := c.MemoryUsage(ctx, "junk:0").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			info, err := c.InfoMap(ctx, "memory").Result()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var total int64
+			fmt.Sscan(info["Memory"]["used_memory"], &total)
+			if err := c.ConfigSet(ctx, "maxmemory", fmt.Sprint(total-64*used)).Err(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Fatal("Redis never answered OOM; is maxmemory set?")
+}
+
+// An attacker fills Redis (maxmemory, noeviction) so that every write fails,
+// hoping the victim's counter, in backoff, is answered from an empty local
+// fallback with fresh free attempts. The full store is its own error kind,
+// and what Redis still holds keeps the victim delayed, in fail-open and
+// fail-closed flows alike.
+func TestFullRedis_CannotResetAVictimInBackoff(t *testing.T) {
+	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer c.Close()
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Long delays, so that the wall clock Redis scripts read cannot run
+	// them out during the test.
+	p, err := authguard.LoadPolicy([]byte(`flows:
+  login:
+    account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
+  otp_verify:
+    account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last authguard.Event
+	e, err := authguard.New(authguard.Config{
+		Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Observe: func(ev authguard.Event) { last = ev },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	var checked authguard.Event // the last check's event
+	guess := func(flow, account string) authguard.Verdict {
+		t.Helper()
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: flow, Account: account, IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		checked = last
+		if v.Action == authguard.Proceed {
+			if _, err := e.Report(ctx, authguard.ReportRequest{Flow: flow, Account: account, IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return v
+	}
+	for _, flow := range []string{"login", "otp_verify"} {
+		for range 2 {
+			guess(flow, "victim@example.com")
+		}
+		if v := guess(flow, "victim@example.com"); v.Action != authguard.Delay {
+			t.Fatalf("%s: victim after 2 failures: %v, want delay", flow, v.Action)
+		}
+	}
+
+	fillRedis(t, c)
+
+	for _, flow := range []string{"login", "otp_verify"} {
+		for i := range 5 {
+			v := guess(flow, "victim@example.com")
+			if kind := authguard.StoreErrorKind(checked.StoreErr); kind != "full" {
+				t.Fatalf("%s: store error kind %q (%v), want full", flow, kind, checked.StoreErr)
+			}
+			if v.Action != authguard.Delay || v.Delay < 59*time.Minute {
+				t.Fatalf("%s: victim's check %d while Redis is full: %v %v %v, want its own delay of about 1h", flow, i, v.Action, v.Delay, v.Reasons)
+			}
+		}
+	}
+	// Accounts Redis knows nothing about are answered by the fail mode: from
+	// the local fallback (open), or with the short fail-closed delay.
+	if v := guess("login", "fresh@example.com"); v.Action != authguard.Proceed || checked.Source != authguard.SourceFallback {
+		t.Errorf("login, fresh account, Redis full: %v from %v, want proceed from the fallback", v.Action, checked.Source)
+	}
+	if v := guess("otp_verify", "fresh@example.com"); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonUnavailable {
+		t.Errorf("otp_verify, fresh account, Redis full: %v %v, want delay unavailable", v.Action, v.Reasons)
+	}
+}

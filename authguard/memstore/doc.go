@@ -4,9 +4,52 @@
 //
 // State lives in sharded maps, each with its own mutex, so concurrent calls on
 // different keys rarely contend. Idle keys expire when their state can no
-// longer change a verdict, and the number of keys is capped: past the cap the
-// least recently used key is evicted, so an attacker rotating through
-// addresses or account names cannot exhaust memory. Eviction forgets a
-// subject's history, which errs towards letting attempts through; size
-// MaxEntries so it only happens under such an attack.
+// longer change a verdict.
+//
+// # Memory bound and eviction
+//
+// The store never holds more than Config.MaxEntries keys: the cap is split
+// exactly between the shards, and a shard that is full makes room before it
+// inserts. Each key's memory is its state, which the policy bounds (a log
+// keeps at most its largest limit + 1 members), so memory is bounded too:
+// BENCHMARKS.md measures it under a flood of fresh subjects (about 620 MiB
+// of peak RSS at the default 1,000,000 keys).
+//
+// Evicting a key forgets its subject's history, which errs towards letting
+// attempts through, so the store does not evict blindly. Every key is in one
+// of two classes, set again by every call that touches it:
+//
+//   - protected: its state restricts its subject (authguard.Restricting):
+//     an account counter in backoff, a log at a limit, an empty bucket;
+//   - probation: everything else.
+//
+// A full shard drops an expired key if one is at the end of either class's
+// least-recently-used list; else it evicts its least recently used
+// probation key; and only when it holds no probation key at all, its least
+// recently used protected key. So a flood of fresh subjects (a check on a
+// made-up account charges one failure: probation) cannot evict a counter in
+// backoff. To evict a protected key an attacker must make protected keys of
+// the whole shard's share of MaxEntries, each of them costing real checks
+// (Free of them for an account counter) that pass the IP rules, and the key
+// must be the shard's least recently used. Stats counts evictions by class;
+// a protected eviction means MaxEntries is too small for the attack in
+// progress.
+//
+// Protected keys have no cap of their own: one below MaxEntries would let
+// an attacker evict a protected key by making fewer protected keys, and an
+// ordinary key forgotten gives its subject back less than Free attempts or
+// a limit's worth of members.
+//
+// What it does not stop: a counter below its limits is ordinary, so traffic
+// over more subjects than the store holds (a check on a fresh account from
+// a fresh prefix writes up to six keys) forgets it. An attacker spraying a few
+// guesses over more accounts than that gets up to Free−1 guesses per
+// account per turn of the store without ever reaching a delay. Size
+// MaxEntries above the subjects active within forget_after, or use Redis
+// with room for them; the eviction metric shows when the store turns over.
+//
+// Memory per key is bounded by the policy, not constant: a fresh subject's
+// key takes about 230 bytes of heap, but a log at its cap takes its limit
+// + 1 members (an ip_failures log of the built-in policy, 101 members, about
+// 5 KiB). Building such keys costs the attacker one check per member.
 package memstore

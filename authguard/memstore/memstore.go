@@ -15,9 +15,11 @@ var _ authguard.Store = (*Store)(nil)
 
 // Config configures a Store.
 type Config struct {
-	// MaxEntries caps the number of keys kept. The default is 1,000,000.
+	// MaxEntries caps the number of keys kept: the store never holds more.
+	// The default is 1,000,000.
 	MaxEntries int
-	// Shards is the number of independently locked maps. The default is 64.
+	// Shards is the number of independently locked maps. The cap is split
+	// between them, and each evicts on its own. The default is 64.
 	Shards int
 	// Now is the store's clock. The default is time.Now.
 	Now func() time.Time
@@ -28,21 +30,42 @@ type Store struct {
 	shards  []shard
 	seed    maphash.Seed
 	now     func() time.Time
-	evicted atomic.Int64
+	evicted [classes]atomic.Int64
 	closed  atomic.Bool
 }
 
-// A shard keeps its entries in one slice, linked into an LRU list by index
-// rather than by pointer: a million entries are then a few large objects
-// for the garbage collector to scan instead of millions of small ones.
+// class is an entry's eviction class. Every Do puts the key it touches in
+// the class its new state calls for.
+type class uint8
+
+const (
+	// probation holds ordinary entries; they are evicted first.
+	probation class = iota
+	// protected holds entries whose state restricts its subject
+	// (authguard.Restricting): evicted only when a shard has no probation
+	// entry left.
+	protected
+	classes
+)
+
+// A shard keeps its entries in one slice, linked into an LRU list per class
+// by index rather than by pointer: a million entries are then a few large
+// objects for the garbage collector to scan instead of millions of small
+// ones.
 type shard struct {
 	mu    sync.Mutex
 	index map[string]int32
 	slots []slot
-	head  int32 // most recently used, or none
-	tail  int32 // least recently used, or none
+	lists [classes]lru
 	free  int32 // first free slot (linked through next), or none
 	cap   int
+}
+
+// lru is one class's list.
+type lru struct {
+	head int32 // most recently used, or none
+	tail int32 // least recently used, or none
+	len  int
 }
 
 type slot struct {
@@ -50,6 +73,7 @@ type slot struct {
 	state      any
 	expires    int64 // Unix nanoseconds
 	prev, next int32
+	class      class
 }
 
 const none = -1
@@ -70,9 +94,17 @@ func New(cfg Config) *Store {
 		cfg.Now = time.Now
 	}
 	s := &Store{shards: make([]shard, cfg.Shards), seed: maphash.MakeSeed(), now: cfg.Now}
-	per := (cfg.MaxEntries + cfg.Shards - 1) / cfg.Shards
+	// The shards' caps add up to MaxEntries exactly.
+	per, rest := cfg.MaxEntries/cfg.Shards, cfg.MaxEntries%cfg.Shards
 	for i := range s.shards {
-		s.shards[i] = shard{index: make(map[string]int32), head: none, tail: none, free: none, cap: per}
+		sh := &s.shards[i]
+		sh.index, sh.free, sh.cap = make(map[string]int32), none, per
+		if i < rest {
+			sh.cap++
+		}
+		for c := range sh.lists {
+			sh.lists[c] = lru{head: none, tail: none}
+		}
 	}
 	return s
 }
@@ -104,28 +136,49 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 		state = sh.slots[i].state
 	}
 	next, ttl, r := authguard.Apply(op, state, now)
-	switch {
-	case ttl <= 0 || next == nil:
+	if ttl <= 0 || next == nil {
 		if ok {
 			sh.remove(i)
 		}
-	case ok:
+		return r
+	}
+	c := probation
+	if authguard.Restricting(op, next, now) {
+		c = protected
+	}
+	if ok {
 		sh.slots[i].state, sh.slots[i].expires = next, ns+int64(ttl)
 		sh.unlink(i)
-		sh.pushFront(i)
-	default:
-		for len(sh.index) >= sh.cap {
-			if ns < sh.slots[sh.tail].expires {
-				s.evicted.Add(1) // a live entry, not just an expired one
-			}
-			sh.remove(sh.tail)
-		}
-		sh.insert(key, next, ns+int64(ttl))
+		sh.pushFront(i, c)
+		return r
 	}
+	for len(sh.index) >= sh.cap {
+		s.evict(sh, ns)
+	}
+	sh.insert(key, next, ns+int64(ttl), c)
 	return r
 }
 
-func (sh *shard) insert(key string, state any, expires int64) {
+// evict makes room for one entry in sh: an expired entry at the end of
+// either list if there is one, else the least recently used probation
+// entry, else (only when the shard holds nothing but protected entries) the
+// least recently used protected one.
+func (s *Store) evict(sh *shard, ns int64) {
+	for c := range sh.lists {
+		if t := sh.lists[c].tail; t != none && ns >= sh.slots[t].expires {
+			sh.remove(t)
+			return
+		}
+	}
+	c := probation
+	if sh.lists[probation].tail == none {
+		c = protected
+	}
+	sh.remove(sh.lists[c].tail)
+	s.evicted[c].Add(1)
+}
+
+func (sh *shard) insert(key string, state any, expires int64, c class) {
 	i := sh.free
 	if i == none {
 		i = int32(len(sh.slots))
@@ -135,7 +188,7 @@ func (sh *shard) insert(key string, state any, expires int64) {
 	}
 	sh.slots[i] = slot{key: key, state: state, expires: expires}
 	sh.index[key] = i
-	sh.pushFront(i)
+	sh.pushFront(i, c)
 }
 
 func (sh *shard) remove(i int32) {
@@ -147,27 +200,32 @@ func (sh *shard) remove(i int32) {
 
 func (sh *shard) unlink(i int32) {
 	sl := &sh.slots[i]
+	l := &sh.lists[sl.class]
 	if sl.prev != none {
 		sh.slots[sl.prev].next = sl.next
 	} else {
-		sh.head = sl.next
+		l.head = sl.next
 	}
 	if sl.next != none {
 		sh.slots[sl.next].prev = sl.prev
 	} else {
-		sh.tail = sl.prev
+		l.tail = sl.prev
 	}
+	l.len--
 }
 
-func (sh *shard) pushFront(i int32) {
-	sh.slots[i].prev, sh.slots[i].next = none, sh.head
-	if sh.head != none {
-		sh.slots[sh.head].prev = i
+func (sh *shard) pushFront(i int32, c class) {
+	l := &sh.lists[c]
+	sl := &sh.slots[i]
+	sl.class, sl.prev, sl.next = c, none, l.head
+	if l.head != none {
+		sh.slots[l.head].prev = i
 	}
-	sh.head = i
-	if sh.tail == none {
-		sh.tail = i
+	l.head = i
+	if l.tail == none {
+		l.tail = i
 	}
+	l.len++
 }
 
 // Sweep drops every expired entry. Expired entries are also dropped when
@@ -190,19 +248,35 @@ func (s *Store) Sweep() {
 // Stats describes the store's contents.
 type Stats struct {
 	// Entries is the number of keys held, expired ones included until they
-	// are dropped.
+	// are dropped. It is never more than MaxEntries.
 	Entries int
-	// Evicted counts live keys dropped because the store was full.
+	// Protected is how many of the Entries are protected: their state
+	// restricted their subject when last touched (authguard.Restricting).
+	Protected int
+	// Evicted counts live keys dropped because the store was full:
+	// EvictedProbation + EvictedProtected.
 	Evicted int64
+	// EvictedProbation counts evicted keys whose state restricted nothing.
+	EvictedProbation int64
+	// EvictedProtected counts evicted keys whose state restricted their
+	// subject: each was the least recently used protected key of a shard
+	// that held no other kind. Above zero, MaxEntries is too small for the
+	// attack in progress.
+	EvictedProtected int64
 }
 
 // Stats returns the store's current Stats.
 func (s *Store) Stats() Stats {
-	st := Stats{Evicted: s.evicted.Load()}
+	st := Stats{
+		EvictedProbation: s.evicted[probation].Load(),
+		EvictedProtected: s.evicted[protected].Load(),
+	}
+	st.Evicted = st.EvictedProbation + st.EvictedProtected
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		st.Entries += len(sh.index)
+		st.Protected += sh.lists[protected].len
 		sh.mu.Unlock()
 	}
 	return st

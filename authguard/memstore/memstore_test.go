@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -122,5 +123,163 @@ func TestMemory_EvictsLeastRecentlyUsed(t *testing.T) {
 	}
 	if got := s.Stats().Entries; got > 3 {
 		t.Errorf("%d entries, want at most 3", got)
+	}
+}
+
+// backoffCharge is a check's charge on an account counter of the built-in
+// login flow (free 5, then 1s, 2s, 4s, …).
+func backoffCharge(key string) authguard.Op {
+	f := loginFlow
+	return &authguard.BackoffOp{Key: key, Action: authguard.BackoffCharge, Policy: f.AccountBackoff, SeenWindow: f.SamePasswordWindow}
+}
+
+// TestMemory_FreshSubjectFloodCannotEvictCounterInBackoff: an attacker drives
+// a victim's counter into backoff, then floods the store with checks on
+// made-up accounts (one charge each) to evict it and get the victim's free
+// attempts back. The counter restricts its subject, so it is protected: the
+// flood evicts only the made-up accounts' counters.
+func TestMemory_FreshSubjectFloodCannotEvictCounterInBackoff(t *testing.T) {
+	const maxEntries, flood = 1_000, 100_000
+	clock := testclock.New(time.Time{})
+	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: maxEntries, Shards: 4})
+	ctx := context.Background()
+	do := func(op authguard.Op) authguard.Result {
+		t.Helper()
+		res, err := s.Do(ctx, []authguard.Op{op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	const victim = "tg:default:login:acct:victim"
+	for failures := 1; failures <= 10; failures++ { // waiting out every delay, as the attacker would
+		r := do(backoffCharge(victim))
+		if !r.Charged {
+			clock.Advance(r.Wait)
+			r = do(backoffCharge(victim))
+		}
+		if !r.Charged || r.Count != failures {
+			t.Fatalf("charge %d on the victim: %+v", failures, r)
+		}
+	}
+	// 10 failures: the next attempt waits 32s.
+	for i := range flood {
+		do(backoffCharge(fmt.Sprintf("tg:default:login:acct:made-up-%d", i)))
+		if i%1000 == 0 {
+			if n := s.Stats().Entries; n > maxEntries {
+				t.Fatalf("after %d made-up accounts the store holds %d entries, cap is %d", i, n, maxEntries)
+			}
+		}
+	}
+	r := do(backoffCharge(victim))
+	if r.Wait <= 0 || r.Count < 10 || r.Charged {
+		t.Errorf("victim's check after the flood = %+v, want a wait and at least 10 failures: the flood reset the counter", r)
+	}
+	st := s.Stats()
+	if st.Entries > maxEntries {
+		t.Errorf("store holds %d entries, cap is %d", st.Entries, maxEntries)
+	}
+	if st.Protected != 1 {
+		t.Errorf("%d protected entries, want 1 (the victim)", st.Protected)
+	}
+	if st.EvictedProtected != 0 {
+		t.Errorf("%d protected entries evicted, want 0", st.EvictedProtected)
+	}
+	if want := int64(flood - maxEntries + 1); st.EvictedProbation != want || st.Evicted != want {
+		t.Errorf("evicted %d probation entries (%d in all), want %d: every made-up account beyond the room left", st.EvictedProbation, st.Evicted, want)
+	}
+}
+
+// TestMemory_ProtectedOverflowEvictsLeastRecentlyUsedProtected: protected
+// entries have no cap of their own. When they fill a shard, a new key evicts
+// the least recently used protected one, and that is counted apart.
+func TestMemory_ProtectedOverflowEvictsLeastRecentlyUsedProtected(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 3, Shards: 1})
+	ctx := context.Background()
+	backoff := func(k string) { // storetest.Backoff: free 2
+		t.Helper()
+		for range storetest.Backoff.Free {
+			if res, err := s.Do(ctx, []authguard.Op{charge(k)}); err != nil || !res[0].Charged {
+				t.Fatalf("charging %s: %+v %v", k, res, err)
+			}
+		}
+	}
+	backoff("a")
+	backoff("b")
+	backoff("c")
+	s.Do(ctx, []authguard.Op{charge("a")}) // refused (a waits), but touched: b is now the LRU
+	if st := s.Stats(); st.Protected != 3 || st.Evicted != 0 {
+		t.Fatalf("stats %+v, want 3 protected entries and no eviction", st)
+	}
+	s.Do(ctx, []authguard.Op{charge("d")}) // one failure: probation, evicting b
+	assertKeys(t, s, "a", "c", "d")
+	if st := s.Stats(); st.EvictedProtected != 1 || st.EvictedProbation != 0 || st.Evicted != 1 || st.Protected != 2 {
+		t.Errorf("stats %+v, want one protected eviction and 2 protected entries", st)
+	}
+	s.Do(ctx, []authguard.Op{charge("e")}) // d is probation: it goes first, though a and c are older
+	assertKeys(t, s, "a", "c", "e")
+	if st := s.Stats(); st.EvictedProtected != 1 || st.EvictedProbation != 1 || st.Evicted != 2 {
+		t.Errorf("stats %+v, want one eviction of each class", st)
+	}
+}
+
+// TestMemory_EveryTouchReclassifies: a counter refunded below free is
+// ordinary again and goes before older protected entries; an expired
+// protected entry at the end of its list is dropped, not counted as evicted.
+func TestMemory_EveryTouchReclassifies(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 3, Shards: 1})
+	ctx := context.Background()
+	do := func(ops ...authguard.Op) {
+		t.Helper()
+		if _, err := s.Do(ctx, ops); err != nil {
+			t.Fatal(err)
+		}
+	}
+	refund := func(k string) authguard.Op {
+		return &authguard.BackoffOp{Key: k, Action: authguard.BackoffRefund, Policy: storetest.Backoff, SeenWindow: storetest.Seen}
+	}
+	do(charge("old"), charge("old"))          // protected
+	do(charge("new"), charge("new"))          // protected
+	do(charge("x"), charge("x"), refund("x")) // protected, then back to one failure
+	if st := s.Stats(); st.Protected != 2 {
+		t.Fatalf("stats %+v, want 2 protected entries", st)
+	}
+	do(charge("y"))
+	assertKeys(t, s, "old", "new", "y")
+	if st := s.Stats(); st.EvictedProbation != 1 || st.EvictedProtected != 0 {
+		t.Errorf("stats %+v, want x evicted as probation", st)
+	}
+
+	clock.Advance(storetest.Backoff.ForgetAfter) // every counter has expired
+	do(charge("z"))
+	if st := s.Stats(); st.Evicted != 1 {
+		t.Errorf("stats %+v: dropping an expired entry counted as an eviction", st)
+	}
+	assertKeys(t, s, "z")
+}
+
+// TestMemory_ShardCapsAddUpToMaxEntries: with a cap that the shards do not
+// divide, the store still never holds more than MaxEntries keys.
+func TestMemory_ShardCapsAddUpToMaxEntries(t *testing.T) {
+	for _, tt := range []struct{ max, shards int }{{1000, 64}, {10_000, 64}, {7, 3}, {5, 8}} {
+		s := memstore.New(memstore.Config{MaxEntries: tt.max, Shards: tt.shards})
+		for i := range 10 * tt.max { // enough to fill every shard
+			s.Do(context.Background(), []authguard.Op{charge(fmt.Sprint("k", i))})
+		}
+		if got := s.Stats().Entries; got > tt.max {
+			t.Errorf("MaxEntries %d, %d shards: %d entries after %d keys, want at most %d", tt.max, tt.shards, got, 10*tt.max, tt.max)
+		}
+	}
+}
+
+func assertKeys(t *testing.T, s *memstore.Store, want ...string) {
+	t.Helper()
+	got := s.Keys()
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("live keys %v, want %v", got, want)
 	}
 }

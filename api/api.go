@@ -39,6 +39,12 @@ type Config struct {
 	OpenAPI []byte
 	// ReadyTimeout bounds the store ping of /readyz. The default is 1s.
 	ReadyTimeout time.Duration
+	// StoreHealth, when set, is asked by /readyz once the store has
+	// answered its ping: an error means the store answers but cannot serve,
+	// and /readyz answers 503. An error wrapping authguard.ErrStoreFull (a
+	// Redis at maxmemory, which still answers PING) is named store_full in
+	// the answer. The default is nil: a store that answers a ping is ready.
+	StoreHealth func() error
 }
 
 // API is tollgate's HTTP handler.
@@ -49,6 +55,7 @@ type API struct {
 	log     *slog.Logger
 	openapi []byte
 	ready   time.Duration
+	health  func() error
 	mux     *chi.Mux
 }
 
@@ -76,6 +83,7 @@ func New(cfg Config) (*API, error) {
 		log:     cfg.Logger,
 		openapi: cfg.OpenAPI,
 		ready:   cfg.ReadyTimeout,
+		health:  cfg.StoreHealth,
 	}
 	a.mux = a.routes()
 	return a, nil
@@ -193,7 +201,8 @@ func (a *API) healthz(w http.ResponseWriter, r *http.Request) {
 	_, _ = w.Write(statusOK)
 }
 
-// readyz answers 200 when the store answers a ping in time, else 503.
+// readyz answers 200 when the store answers a ping in time and
+// StoreHealth reports nothing, else 503.
 func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 	if a.store != nil {
 		ctx, cancel := context.WithTimeout(r.Context(), a.ready)
@@ -204,6 +213,19 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 				st.err = err
 			}
 			a.writeError(w, r, newProblem(kindStoreUnavailable, "", "the store does not answer"))
+			return
+		}
+	}
+	if a.health != nil {
+		if err := a.health(); err != nil {
+			if st := stateOf(r.Context()); st != nil {
+				st.err = err
+			}
+			detail := "the store answers a ping but fails calls"
+			if errors.Is(err, authguard.ErrStoreFull) {
+				detail = "store_full: the store answers but is out of memory and refuses writes"
+			}
+			a.writeError(w, r, newProblem(kindStoreUnavailable, "", detail))
 			return
 		}
 	}

@@ -1,13 +1,17 @@
 package api
 
 import (
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
 )
 
 // Metrics are tollgate's Prometheus metrics. Its Observe method is the
@@ -28,6 +32,7 @@ type Metrics struct {
 	engErr    *prometheus.CounterVec
 	problems  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
+	evictions *evictions
 }
 
 // NewMetrics returns Metrics registered on a registry of their own, with
@@ -55,7 +60,8 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		}, []string{"call", "flow", "action"}),
 		storeErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_store_errors_total",
-			Help: "Calls on which the store failed, by call, flow and kind (timeout, unavailable, circuit_open).",
+			Help: "Calls on which the store failed, by call, flow and kind (" + strings.Join(authguard.StoreErrorKinds(), ", ") +
+				"; full: the store answers but refuses writes, out of memory).",
 		}, []string{"call", "flow", "kind"}),
 		storeTime: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tollgate_store_duration_seconds",
@@ -83,12 +89,20 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Help:    "Time to answer an HTTP request, by method, route pattern and status code.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"method", "route", "code"}),
+		evictions: &evictions{desc: prometheus.NewDesc(
+			"tollgate_store_evictions_total",
+			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
+				"the local store fail-open flows answer from while the main store fails) and class (probation: "+
+				"ordinary state; protected: state that restricted its subject, such as an account counter in "+
+				"backoff, evicted only when its shard held nothing else). Any protected eviction means the "+
+				"store is too small for the attack in progress.",
+			[]string{"store", "class"}, nil)},
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
-		m.engErr, m.problems, m.latency,
+		m.engErr, m.problems, m.latency, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
@@ -98,7 +112,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
 				m.verdicts.WithLabelValues(call, name, a.String())
 			}
-			for _, kind := range []string{"timeout", "unavailable", "circuit_open"} {
+			for _, kind := range authguard.StoreErrorKinds() {
 				m.storeErr.WithLabelValues(call, name, kind)
 			}
 			m.fallback.WithLabelValues(call, name)
@@ -117,6 +131,48 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 // Registry returns the registry the metrics are on, to serve or to add
 // collectors to.
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+
+// AddMemoryStore reports the evictions of a memory store as
+// tollgate_store_evictions_total{store=name}, one series per class, read
+// from its Stats at every scrape. name is "main" for the embedded store and
+// "fallback" for the fail-open fallback; adding a name twice replaces the
+// store.
+func (m *Metrics) AddMemoryStore(name string, s *memstore.Store) {
+	e := m.evictions
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	i := slices.IndexFunc(e.stores, func(n namedStore) bool { return n.name == name })
+	if i < 0 {
+		e.stores = append(e.stores, namedStore{name: name, store: s})
+		return
+	}
+	e.stores[i].store = s
+}
+
+// evictions is the collector of tollgate_store_evictions_total.
+type evictions struct {
+	desc   *prometheus.Desc
+	mu     sync.Mutex
+	stores []namedStore
+}
+
+type namedStore struct {
+	name  string
+	store *memstore.Store
+}
+
+func (e *evictions) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+
+func (e *evictions) Collect(ch chan<- prometheus.Metric) {
+	e.mu.Lock()
+	stores := slices.Clone(e.stores)
+	e.mu.Unlock()
+	for _, s := range stores {
+		st := s.store.Stats()
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.CounterValue, float64(st.EvictedProbation), s.name, "probation")
+		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.CounterValue, float64(st.EvictedProtected), s.name, "protected")
+	}
+}
 
 // Observe records one decided engine call. It never blocks; pass it as
 // authguard.Config.Observe.

@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -20,7 +21,9 @@ import (
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
-// while the main store fails: a bounded safety net per instance.
+// while the main store fails: a bounded safety net per instance. As in the
+// main memory store, a counter that restricts its subject is evicted only
+// after every ordinary key of its shard (see package memstore).
 const fallbackEntries = 100_000
 
 // serve runs the service until ctx is cancelled, then stops accepting
@@ -53,6 +56,10 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	defer store.Close()
 
 	metrics := api.NewMetrics(cfg.Policy)
+	if mem, ok := store.(*memstore.Store); ok {
+		metrics.AddMemoryStore("main", mem)
+	}
+	metrics.AddMemoryStore("fallback", fallback)
 	watch := &storeWatch{log: log}
 	engine, err := authguard.New(authguard.Config{
 		Policy:    cfg.Policy,
@@ -65,7 +72,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log})
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health})
 	if err != nil {
 		return err
 	}
@@ -148,24 +155,129 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 	return store, name, nil
 }
 
-// storeWatch logs when the store starts failing and when it answers again:
-// one line per change, not one per call (the metrics count the calls).
+// storeSettle is how long the store must answer every call, without a
+// failure, before an episode of failures is over. Redis at maxmemory fails
+// writes but not reads, and the circuit breaker lets a call through every
+// second, so a full or flapping store mixes successes into its failures for
+// as long as it lasts: a shorter settle would end and start episodes over
+// and over (one OOM episode printed 42 lines with one line per change).
+const storeSettle = 5 * time.Second
+
+// storeWatch turns the store's failures into one log line per episode: a
+// warning when the store starts failing (with the kind of the first
+// failure), and, once it has answered for storeSettle without a failure, a
+// line saying how many calls failed in the episode, by kind, and for how
+// long (from the first failure to the first success of the settled run).
+// Failures and successes within an episode print nothing; the metrics count
+// every call. The end line comes with the first call after the settling
+// period, so a store with no traffic ends no episode.
+//
+// It also tells /readyz (health) whether the store is full.
 type storeWatch struct {
-	log     *slog.Logger
-	failing atomic.Bool
+	log *slog.Logger
+	// now is the clock. The default is time.Now.
+	now func() time.Time
+
+	failing atomic.Bool // an episode is in progress; read without mu on every call
+
+	mu       sync.Mutex
+	start    time.Time      // the episode's first failure
+	okSince  time.Time      // first success since the last failure; zero after a failure
+	lastFull time.Time      // the last failure of kind "full"; zero when none
+	failures map[string]int // failed calls in the episode, by kind
+}
+
+func (w *storeWatch) clock() time.Time {
+	if w.now == nil {
+		return time.Now()
+	}
+	return w.now()
 }
 
 func (w *storeWatch) observe(ev authguard.Event) {
 	switch {
 	case ev.StoreErr != nil:
-		if !w.failing.Swap(true) {
-			w.log.Warn("store failing: flows answer by their fail mode (open: from this instance's local fallback store; closed: delay)",
-				slog.String("kind", authguard.StoreErrorKind(ev.StoreErr)),
-				slog.String("error", ev.StoreErr.Error()))
-		}
-	case ev.Source == authguard.SourceStore:
-		if w.failing.Swap(false) {
-			w.log.Info("store answering again")
+		w.failed(ev.StoreErr)
+	case ev.Source == authguard.SourceStore && w.failing.Load():
+		w.answered()
+	}
+}
+
+func (w *storeWatch) failed(err error) {
+	kind := authguard.StoreErrorKind(err)
+	now := w.clock()
+	w.mu.Lock()
+	first := !w.failing.Load()
+	if first {
+		w.failing.Store(true)
+		w.start, w.lastFull, w.failures = now, time.Time{}, map[string]int{}
+	}
+	w.failures[kind]++
+	w.okSince = time.Time{}
+	if kind == "full" {
+		w.lastFull = now
+	}
+	w.mu.Unlock()
+	if first {
+		w.log.Warn("store failing: flows answer by their fail mode (open: from this instance's local fallback store; closed: delay)",
+			slog.String("kind", kind),
+			slog.String("error", err.Error()))
+	}
+}
+
+func (w *storeWatch) answered() {
+	now := w.clock()
+	w.mu.Lock()
+	switch {
+	case !w.failing.Load():
+		w.mu.Unlock()
+		return
+	case w.okSince.IsZero():
+		w.okSince = now
+		w.mu.Unlock()
+		return
+	case now.Sub(w.okSince) < storeSettle:
+		w.mu.Unlock()
+		return
+	}
+	w.failing.Store(false)
+	lasted := w.okSince.Sub(w.start)
+	failures := w.failures
+	w.mu.Unlock()
+
+	total := 0
+	byKind := make([]any, 0, len(failures))
+	for _, kind := range authguard.StoreErrorKinds() {
+		if n := failures[kind]; n > 0 {
+			byKind = append(byKind, slog.Int(kind, n))
+			total += n
 		}
 	}
+	w.log.Info("store answering again",
+		slog.Int("failed_calls", total),
+		slog.Group("failed_calls_by_kind", byKind...),
+		slog.String("lasted", lasted.Round(time.Millisecond).String()),
+		slog.String("settled_for", now.Sub(w.okSince).Round(time.Millisecond).String()))
+}
+
+// health is api.Config.StoreHealth: an error wrapping
+// authguard.ErrStoreFull while the store has answered "full" within the
+// last storeSettle. A full store fails every write while it is full, at
+// least once a second with traffic (the circuit breaker's cooldown), so
+// with traffic /readyz stays 503 for the whole episode. Without traffic it
+// is ready again after storeSettle, so an instance that its own 503 took
+// out of rotation comes back and tries the store again instead of waiting
+// for calls it no longer gets.
+func (w *storeWatch) health() error {
+	if !w.failing.Load() {
+		return nil
+	}
+	now := w.clock()
+	w.mu.Lock()
+	last := w.lastFull
+	w.mu.Unlock()
+	if last.IsZero() || now.Sub(last) >= storeSettle {
+		return nil
+	}
+	return fmt.Errorf("the store answered full %v ago: %w", now.Sub(last).Round(time.Millisecond), authguard.ErrStoreFull)
 }

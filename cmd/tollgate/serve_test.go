@@ -2,12 +2,10 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -141,25 +139,5 @@ func TestServe_WarnsAboutARandomSecret(t *testing.T) {
 	if !strings.Contains(logs.String(), `"level":"WARN","msg":"TOLLGATE_SECRET is not set`) ||
 		!strings.Contains(logs.String(), "will not survive a restart") {
 		t.Errorf("no warning about the random secret:\n%s", logs.String())
-	}
-}
-
-func TestStoreWatch_LogsOncePerChange(t *testing.T) {
-	var buf bytes.Buffer
-	w := &storeWatch{log: slog.New(slog.NewJSONHandler(&buf, nil))}
-	down := authguard.Event{Source: authguard.SourceFallback, StoreErr: fmt.Errorf("x: %w", context.DeadlineExceeded)}
-	up := authguard.Event{Source: authguard.SourceStore}
-	for _, ev := range []authguard.Event{up, down, down, down, up, up, down} {
-		w.observe(ev)
-	}
-	out := buf.String()
-	if got := strings.Count(out, "store failing"); got != 2 {
-		t.Errorf("%d 'store failing' lines, want 2:\n%s", got, out)
-	}
-	if got := strings.Count(out, "store answering again"); got != 1 {
-		t.Errorf("%d 'answering again' lines, want 1:\n%s", got, out)
-	}
-	if !strings.Contains(out, `"kind":"timeout"`) {
-		t.Errorf("no kind in %s", out)
 	}
 }

@@ -1,0 +1,119 @@
+package api_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/api"
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+)
+
+// TestReadyz_StoreFull: a full Redis still answers PING, so /readyz also asks
+// StoreHealth, and names store_full in its 503.
+func TestReadyz_StoreFull(t *testing.T) {
+	h := newHarness(t)
+	var health error
+	var err error
+	h.api, err = api.New(api.Config{
+		Engine: h.engine, Store: h.store, Metrics: h.metrics,
+		Logger:      slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		StoreHealth: func() error { return health },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		health     error
+		closed     bool
+		wantStatus int
+		wantDetail string // a part of the problem's detail
+	}{
+		{"healthy", nil, false, 200, ""},
+		{"full", fmt.Errorf("the store answered full 1s ago: %w", authguard.ErrStoreFull), false, 503, "store_full"},
+		{"failing otherwise", errors.New("the store fails calls"), false, 503, "fails calls"},
+		{"healthy again", nil, false, 200, ""},
+		{"no ping answer comes first", fmt.Errorf("x: %w", authguard.ErrStoreFull), true, 503, "does not answer"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			health = tt.health
+			if tt.closed {
+				h.store.Close()
+			}
+			res := h.do(t, http.MethodGet, "/readyz", "", "")
+			if res.status != tt.wantStatus {
+				t.Fatalf("/readyz = %d %s, want %d", res.status, res.body, tt.wantStatus)
+			}
+			body := res.json(t)
+			if tt.wantStatus == 200 {
+				if body["status"] != "ready" {
+					t.Errorf("/readyz body %s", res.body)
+				}
+				return
+			}
+			if body["type"] != "https://tollgate.dev/problems/store-unavailable" || !strings.Contains(fmt.Sprint(body["detail"]), tt.wantDetail) {
+				t.Errorf("/readyz body %s, want a store-unavailable problem whose detail says %q", res.body, tt.wantDetail)
+			}
+			if strings.Contains(string(res.body), "answered full 1s ago") || strings.Contains(string(res.body), "x:") {
+				t.Errorf("/readyz body %s repeats the error's text", res.body)
+			}
+		})
+	}
+}
+
+// TestMetrics_StoreErrorsAndEvictions: every store error kind has a series
+// from the start, and the memory stores' evictions are read at each scrape.
+func TestMetrics_StoreErrorsAndEvictions(t *testing.T) {
+	h := newHarness(t)
+	scrape := func() string {
+		t.Helper()
+		return string(h.do(t, http.MethodGet, "/metrics", "", "").body)
+	}
+	body := scrape()
+	for _, kind := range authguard.StoreErrorKinds() {
+		for _, call := range []string{"check", "report"} {
+			if want := fmt.Sprintf(`tollgate_store_errors_total{call=%q,flow="login",kind=%q} 0`, call, kind); !strings.Contains(body, want) {
+				t.Errorf("/metrics lacks %s", want)
+			}
+		}
+	}
+	if strings.Contains(body, "tollgate_store_evictions_total{") {
+		t.Errorf("eviction series before any store was added")
+	}
+
+	mainStore := memstore.New(memstore.Config{MaxEntries: 2, Shards: 1})
+	h.metrics.AddMemoryStore("main", mainStore)
+	h.metrics.AddMemoryStore("fallback", memstore.New(memstore.Config{}))
+	ctx := context.Background()
+	charge := func(k string) {
+		mainStore.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffCharge, Policy: authguard.DefaultPolicy().Flow("login").AccountBackoff}})
+	}
+	for range 5 { // a counter in backoff: protected
+		charge("victim")
+	}
+	for i := range 4 { // 3 ordinary counters evicted, each by the next
+		charge(fmt.Sprint("made-up-", i))
+	}
+	body = scrape()
+	for _, want := range []string{
+		`tollgate_store_evictions_total{class="probation",store="main"} 3`,
+		`tollgate_store_evictions_total{class="protected",store="main"} 0`,
+		`tollgate_store_evictions_total{class="probation",store="fallback"} 0`,
+		`tollgate_store_evictions_total{class="protected",store="fallback"} 0`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if m := regexp.MustCompile(`# HELP tollgate_store_errors_total .*`).FindString(body); !strings.Contains(m, "full") {
+		t.Errorf("store errors help does not name full: %s", m)
+	}
+}

@@ -305,3 +305,36 @@ func TestLogin_OwnersSuccessIsInvisibleToTheAttacker(t *testing.T) {
 		t.Errorf("attacker's view after the owner's login: %v; of an account nobody owns: %v", seen[0], seen[1])
 	}
 }
+
+// Hole 4: 41 spellings of one account (invisible characters, bidi
+// controls, tags, variation selectors, stacked marks, case and width) must
+// not get 41 budgets: each is either the same counter or refused.
+func TestNormalisation_InvisibleSpellingsShareOneBudget(t *testing.T) {
+	h := newHarness(t, "")
+	const visible = "victim@example.com"
+	var spellings []string
+	for _, r := range []rune{0x200B, 0x200C, 0x200D, 0x2060, 0x00AD, 0xFEFF, 0x034F, 0x180E,
+		0x202E, 0x202D, 0x2066, 0x2069, 0x200E, 0x200F, 0xE0041, 0xE007F, 0xFE0F, 0xFE00, 0xE0100, 0x115F} {
+		spellings = append(spellings, "vic"+string(r)+"tim@example.com", string(r)+visible)
+	}
+	spellings = append(spellings, "VICTIM@EXAMPLE.COM", "ｖｉｃｔｉｍ@example.com", " victim@example.com ",
+		"victim@example.com\u0301\u0301", "victim@example.com\u0301\u0302\u0303\u0304\u0305")
+	proceeded, refused := 0, 0
+	for _, account := range append(spellings, visible) {
+		for range 3 { // each spelling tries a few guesses
+			v, err := h.e.Check(t.Context(), authguard.CheckRequest{Flow: "login", Account: account, IP: addr(len(account))})
+			if err != nil {
+				refused++
+				break
+			}
+			if v.Action == authguard.Proceed {
+				proceeded++
+				h.report(authguard.ReportRequest{Account: account, IP: addr(len(account)), Outcome: authguard.Failure, Attempt: v.Attempt})
+			}
+		}
+	}
+	t.Logf("%d spellings: %d refused, %d guesses went ahead", len(spellings)+1, refused, proceeded)
+	if f := h.e.Policy().Flow("login"); proceeded > f.AccountBackoff.Free {
+		t.Errorf("%d guesses went ahead at once over %d spellings, want at most the one account's %d free", proceeded, len(spellings)+1, f.AccountBackoff.Free)
+	}
+}

@@ -30,7 +30,12 @@ func TestValidateConfig(t *testing.T) {
 		wantOut  string
 		wantErr  string
 	}{
-		{"good file", []string{write("good.yaml", "flows:\n  login:\n    mode: shadow\n")}, 0, "ok\n", ""},
+		{"good file", []string{write("good.yaml", "flows:\n  login:\n    mode: shadow\n")}, 0, "ok\n" +
+			"login: at most 90 failed checks per account in any 24h (account counter 62, devices' shared counter 13, 3 devices x 5 of their own)\n" +
+			"otp_verify: at most 81 failed checks per account in any 24h (account counter 59, devices' shared counter 13, 3 devices x 3 of their own)\n", ""},
+		{"a policy above NIST's 100", []string{write("lax.yaml", "flows:\n  login:\n    account_backoff: {max: 10m}\n")}, 0, "ok\n" +
+			"login: at most 185 failed checks per account in any 24h (account counter 157, devices' shared counter 13, 3 devices x 5 of their own); above NIST SP 800-63B's 100\n" +
+			"otp_verify: at most 81 failed checks per account in any 24h (account counter 59, devices' shared counter 13, 3 devices x 3 of their own)\n", ""},
 		{"bad file", []string{write("bad.yaml", "flows:\n  login:\n    mode: sometimes\n")}, 1, "", "bad.yaml: policy: line 3"},
 		{"public listen address", []string{write("public.yaml", "listen: 0.0.0.0:8080\n")}, 1, "", "caller authentication"},
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, 1, "", "no such file"},

@@ -22,7 +22,10 @@ import (
 	"runtime"
 	"runtime/debug"
 	"syscall"
+	"time"
 
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
@@ -110,7 +113,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 }
 
 // validateCmd checks a config file as serve would read it, without the
-// environment, and prints "ok" or the error.
+// environment, and prints "ok" and each flow's worst case, or the error.
 func validateCmd(args []string, stdout, stderr io.Writer) int {
 	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
 		fmt.Fprint(stderr, "usage: tollgate validate-config FILE\n")
@@ -128,7 +131,28 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	fmt.Fprintln(stdout, "ok")
+	for _, name := range cfg.Policy.FlowNames() {
+		fmt.Fprintln(stdout, budgetLine(cfg.Policy.Flow(name)))
+	}
 	return 0
+}
+
+// budgetLine says how many failed checks one account can have in a flow in
+// any 24 hours, whatever an attacker does (authguard.Flow.MaxFailuresPerDay),
+// and flags a flow above NIST SP 800-63B's 100.
+func budgetLine(f *authguard.Flow) string {
+	account, shared := f.AccountBackoff.MaxFailuresIn(24*time.Hour), f.DeviceBackoff.MaxFailuresIn(24*time.Hour)
+	total := f.MaxFailuresPerDay()
+	at := "at most"
+	if account > backoff.MaxExact || shared > backoff.MaxExact {
+		at = "at least" // beyond backoff.MaxExact the figures are lower bounds
+	}
+	line := fmt.Sprintf("%s: %s %d failed checks per account in any 24h (account counter %d, devices' shared counter %d, %d devices x %d of their own)",
+		f.Name, at, total, account, shared, f.DeviceSlots, f.DeviceFree)
+	if total > 100 {
+		line += "; above NIST SP 800-63B's 100"
+	}
+	return line
 }
 
 func versionString() string {

@@ -80,3 +80,39 @@ func TestMemoryPerSubject(t *testing.T) {
 	}
 	runtime.KeepAlive(me)
 }
+
+// TestMemoryPerIPv6Aggregate measures the ipv6_aggregates logs of a /48
+// sprayed to their caps by a CAPTCHA-solving attacker on fresh /64s.
+func TestMemoryPerIPv6Aggregate(t *testing.T) {
+	c := singleClient(t)
+	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for i := range 300 {
+		acct, ip := fmt.Sprintf("user%d@example.com", i), fmt.Sprintf("2001:db8:42:%x::1", i) // 256 /64s of one /56
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: ip, CaptchaSolved: true})
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
+	}
+	keys, _ := c.Keys(ctx, "*:ipspray:*").Result()
+	var sizes []int64
+	for _, k := range keys {
+		n, err := c.MemoryUsage(ctx, k).Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if card := c.ZCard(ctx, k).Val(); card > 1 {
+			t.Logf("ipspray key with %d members: MEMORY USAGE %d bytes", card, n)
+			sizes = append(sizes, n)
+		}
+	}
+	if len(sizes) == 0 {
+		t.Fatal("no aggregate key filled")
+	}
+	for _, n := range sizes {
+		if n > 32<<10 {
+			t.Errorf("an aggregate key uses %d bytes, bound 32 KiB", n)
+		}
+	}
+}

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
 const day = 24 * time.Hour
@@ -336,5 +338,36 @@ func TestNormalisation_InvisibleSpellingsShareOneBudget(t *testing.T) {
 	t.Logf("%d spellings: %d refused, %d guesses went ahead", len(spellings)+1, refused, proceeded)
 	if f := h.e.Policy().Flow("login"); proceeded > f.AccountBackoff.Free {
 		t.Errorf("%d guesses went ahead at once over %d spellings, want at most the one account's %d free", proceeded, len(spellings)+1, f.AccountBackoff.Free)
+	}
+}
+
+// Hole 2: a flood of checks on made-up accounts from fresh IPv6 /64s tries
+// to push a victim's counter, in backoff, out of a full memory store so that
+// its next check has free attempts again.
+func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
+	e, err := authguard.New(authguard.Config{Store: mem, Secret: secret, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, e: e, clock: clock, mem: mem}
+	for i := range 10 { // the victim: 10 failures, waiting out the delays
+		h.clock.Advance(h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(i)}).Delay)
+		h.attempt("victim@example.com", addr(i), authguard.Failure, "")
+	}
+	before := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(99)})
+	if before.Action != authguard.Delay {
+		t.Fatalf("victim after 10 failures: %v, want delay", before.Action)
+	}
+	for i := range 100_000 { // 50 times the store's size in fresh subjects
+		a := [16]byte{0x20, 0x01, 0x0d, 0xb8, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)}
+		h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("made-up-%d@example.com", i), IP: netip.AddrFrom16(a).String()})
+	}
+	if st := mem.Stats(); st.Entries > 2000 || st.Evicted < 90_000 {
+		t.Fatalf("store: %+v, want at most 2000 entries and the flood evicted", st)
+	}
+	if v := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(98)}); v.Action != authguard.Delay || v.Delay < before.Delay-time.Second {
+		t.Errorf("victim after the flood: %v %v, want still the delay of about %v", v.Action, v.Delay, before.Delay)
 	}
 }

@@ -3,13 +3,17 @@
 //
 // An auth system calls Check before it looks at a credential and Report after.
 // Check answers a Verdict (Proceed, Delay, or Captcha) built from the
-// signals of the attempt's flow: the account's progressive backoff (or a
-// trusted device's own, laxer one), the IP prefix's request rate, the
-// distinct accounts failing from the prefix, its failures, and the accounts a
-// password fingerprint failed on. Check reserves: a Proceed already counts
-// the attempt as a failure, atomically, and carries an attempt token; Report
-// settles it (a failure confirms it, a success refunds it and returns a
-// device token). Any other verdict leaves every counter as it was.
+// signals of the attempt's flow: the account's progressive backoff, the IP
+// prefix's request rate, the distinct accounts failing from the prefix and
+// its wider IPv6 prefixes, its failures, and the accounts a password
+// fingerprint failed on. A client with a valid device token trusted by the
+// flow skips the IP rules and is counted on the device's own allowance and,
+// beyond it, on the counter all devices of the account share. Check
+// reserves: a Proceed already counts the attempt as a failure, atomically,
+// and carries an attempt token; Report settles it, once (a failure confirms
+// it, a success refunds that attempt only and returns a device token). Any
+// other verdict leaves every counter as it was. Flow.MaxFailuresPerDay is
+// the most failed checks one account can have in a flow in any 24 hours.
 //
 // Verdicts never depend on whether an account exists: identifiers are
 // normalised (NormalizeAccount) and stored only as keyed hashes, every call

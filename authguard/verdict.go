@@ -35,7 +35,7 @@ type Reason uint8
 // Reasons, in the order a verdict lists them.
 const (
 	ReasonAccountBackoff Reason = iota // the account's failure counter asks for a delay
-	ReasonDeviceBackoff                // the trusted device's own counter asks for a delay
+	ReasonDeviceBackoff                // a known device is past its own allowance and its devices' shared counter asks for a delay
 	ReasonIPRate                       // too many checks from the client's IP prefix
 	ReasonIPSpray                      // too many distinct accounts failed from the IP prefix
 	ReasonIPFailures                   // too many failures from the IP prefix

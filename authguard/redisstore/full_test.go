@@ -10,9 +10,6 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 )
 
 // fillRedis writes junk until Redis refuses writes with OOM (maxmemory with
@@ -55,32 +52,15 @@ func fillRedis(t *testing.T, c *redis.Client) {
 // and what Redis still holds keeps the victim delayed, in fail-open and
 // fail-closed flows alike.
 func TestFullRedis_CannotResetAVictimInBackoff(t *testing.T) {
-	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
-	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true})
-	defer c.Close()
-	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
 	// Long delays, so that the wall clock Redis scripts read cannot run
 	// them out during the test.
-	p, err := authguard.LoadPolicy([]byte(`flows:
+	h := newOutageHarness(t, `flows:
   login:
     account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
   otp_verify:
     account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var last authguard.Event
-	e, err := authguard.New(authguard.Config{
-		Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
-		Observe: func(ev authguard.Event) { last = ev },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+`, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	c, e, last := h.client, h.e, h.last
 	ctx := context.Background()
 	var checked authguard.Event // the last check's event
 	guess := func(flow, account string) authguard.Verdict {
@@ -89,7 +69,7 @@ func TestFullRedis_CannotResetAVictimInBackoff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		checked = last
+		checked = last()
 		if v.Action == authguard.Proceed {
 			if _, err := e.Report(ctx, authguard.ReportRequest{Flow: flow, Account: account, IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
 				t.Fatal(err)

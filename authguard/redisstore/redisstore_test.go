@@ -519,17 +519,22 @@ func TestConformance_Sentinel(t *testing.T) {
 // outageHarness is an engine on a Redis the test can stop and restart, with
 // the breaker on a test clock and the memory fallback of a real server.
 type outageHarness struct {
-	in    *redistest.Instance
-	clock *testclock.Clock
-	check func() authguard.Verdict // a login check on one account
-	last  func() authguard.Event   // the engine's last event
+	in     *redistest.Instance
+	client *redis.Client
+	clock  *testclock.Clock
+	e      *authguard.Engine
+	check  func() authguard.Verdict // a login check on one account
+	last   func() authguard.Event   // the engine's last event
 }
 
-func newOutageHarness(t *testing.T, policyYAML string) *outageHarness {
+// newOutageHarness starts a redis-server of its own (with serverArgs) for
+// an engine with policyYAML.
+func newOutageHarness(t *testing.T, policyYAML string, serverArgs ...string) *outageHarness {
 	t.Helper()
 	needRedis(t)
-	h := &outageHarness{in: redistest.Server(t), clock: testclock.New(time.Time{})}
+	h := &outageHarness{in: redistest.Server(t, serverArgs...), clock: testclock.New(time.Time{})}
 	c := redis.NewClient(&redis.Options{Addr: h.in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	h.client = c
 	s, err := redisstore.New(redisstore.Config{Client: c, Clock: h.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -546,6 +551,7 @@ func newOutageHarness(t *testing.T, policyYAML string) *outageHarness {
 	if err != nil {
 		t.Fatal(err)
 	}
+	h.e = e
 	h.last = func() authguard.Event { return last }
 	h.check = func() authguard.Verdict {
 		v, err := e.Check(context.Background(), authguard.CheckRequest{Flow: "login", Account: "outage@example.com", IP: "192.0.2.9"})

@@ -418,10 +418,10 @@ actors:
 	}
 }
 
-// With today's engine a valid device token puts the attempt on the
-// device's own counter: the thief's guesses on the victim all go ahead on
-// the owner's laxer device counter, while its guesses on another account,
-// and a thief without the token, meet the account counter.
+// A valid device token puts the attempt on the known-device path (the
+// device's allowance, then the devices' shared counter, made lax here): the
+// thief's guesses on the victim all go ahead, while its guesses on another
+// account, and a thief without the token, meet the account counter.
 func TestRun_StolenDeviceTokenUsesTheDeviceCounter(t *testing.T) {
 	r := run(t, `
 name: thief
@@ -547,9 +547,6 @@ flows:
 	}
 }
 
-// With today's engine each minted token is a new device with a counter of
-// its own: an attacker who knows the password and mints a token before
-// every OTP guess is never slowed down by the account counter.
 // Minted login tokens are not trusted by otp_verify: the minter gets no
 // more guesses than an attacker who does not mint.
 func TestRun_MintedTokensCannotDodgeTheAccountCounter(t *testing.T) {

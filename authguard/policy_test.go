@@ -117,3 +117,36 @@ func TestParseRate(t *testing.T) {
 		}
 	}
 }
+
+// FuzzLoadPolicy: any file either is refused with an error or gives a policy
+// whose every flow is usable: its worst case is computed in bounded time,
+// and its trust group and device limits are set.
+func FuzzLoadPolicy(f *testing.F) {
+	f.Add([]byte(""))
+	f.Add([]byte("flows:\n  login:\n    mode: shadow\n"))
+	f.Add([]byte("flows:\n  otp_verify:\n    device_trust: login\n    device_free: 1\n    device_slots: 20\n"))
+	f.Add([]byte("flows:\n  signup:\n    ipv6_prefix: 56\n    ipv6_aggregates: [{prefix: 48, ip_spray: [{window: 1h, limit: 3}]}]\n"))
+	f.Add([]byte("flows:\n  login:\n    account_backoff: {free: 1, base: 1ms, factor: 1, max: 1ms, forget_after: 2ms}\n"))
+	f.Add([]byte("flows:\n  login:\n    device_backoff: {free: 1, base: 216s, factor: 1, max: 216s, forget_after: 217s}\n"))
+	f.Add([]byte("flows: {login: {ipv6_aggregates: [{prefix: 64}]}}"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		p, err := authguard.LoadPolicy(data)
+		if err != nil {
+			return
+		}
+		for _, name := range p.FlowNames() {
+			fl := p.Flow(name)
+			if fl.DeviceTrust == "" || fl.DeviceFree < 1 || fl.DeviceSlots < 1 {
+				t.Fatalf("flow %s: trust %q, device_free %d, device_slots %d", name, fl.DeviceTrust, fl.DeviceFree, fl.DeviceSlots)
+			}
+			for _, a := range fl.Aggregates {
+				if a.Bits < 16 || len(a.IPSpray) == 0 {
+					t.Fatalf("flow %s: aggregate %+v", name, a)
+				}
+			}
+			if n := fl.MaxFailuresPerDay(); n < fl.AccountBackoff.Free {
+				t.Fatalf("flow %s: worst case %d is below the account's free %d", name, n, fl.AccountBackoff.Free)
+			}
+		}
+	})
+}

@@ -1,6 +1,9 @@
 package backoff
 
-import "time"
+import (
+	"sort"
+	"time"
+)
 
 // MaxExact is the largest figure MaxFailuresIn computes exactly. A policy
 // that lets an attacker wait out its delays more often than this in the
@@ -34,16 +37,19 @@ func (p Policy) MaxFailuresIn(window time.Duration) int {
 		return best
 	}
 	forget := p.ForgetAfter.Milliseconds()
+	// upTo counts the attempts of one cycle (its first k) made before x.
+	upTo := func(k int, x int64) int { return sort.Search(k, func(i int) bool { return times[i] >= x }) }
 	for k := 1; k < len(times); k++ {
-		cycle := times[k-1] + forget // the next cycle starts once the quiet period has passed
-		for _, start := range times[:k] {
-			n := 0
-			for c := int64(0); c*cycle < start+w; c++ {
-				for _, t := range times[:k] {
-					if at := c*cycle + t; at >= start && at < start+w {
-						n++
-					}
-				}
+		last := times[k-1]
+		cycle := last + forget // the next cycle starts once the quiet period has passed
+		for j, start := range times[:k] {
+			end := start + w
+			n := max(0, upTo(k, end)-j) // the rest of this cycle
+			if full := (end - 1 - last) / cycle; full > 0 {
+				n += int(full) * k // whole cycles after it
+			}
+			if c := max(1, (end-1-last)/cycle+1); c*cycle < end {
+				n += upTo(k, end-c*cycle) // the cycle the span ends in
 			}
 			best = max(best, n)
 		}

@@ -30,15 +30,12 @@ func replay(p backoff.Policy, k int, window time.Duration) int {
 			now, inCycle = now.Add(p.ForgetAfter), 0
 		}
 	}
-	best := 0
-	for i := range times {
-		n := 0
-		for _, t := range times[i:] {
-			if t.Sub(times[i]) < window {
-				n++
-			}
+	best, j := 0, 0
+	for i := range times { // two pointers: times are in order
+		for j < len(times) && times[j].Sub(times[i]) < window {
+			j++
 		}
-		best = max(best, n)
+		best = max(best, j-i)
 	}
 	return best
 }
@@ -50,6 +47,9 @@ func TestMaxFailuresIn_MatchesTheBestScheduleOnRealCharges(t *testing.T) {
 		{Free: 3, Base: 2 * time.Second, Factor: 2, Max: 30 * time.Minute, ForgetAfter: 24 * time.Hour},
 		{Free: 1, Base: time.Minute, Factor: 2, Max: 4 * time.Hour, ForgetAfter: 24 * time.Hour},
 		{Free: 2, Base: 10 * time.Minute, Factor: 1, Max: 10 * time.Minute, ForgetAfter: 90 * time.Minute},
+		// A quiet period just over the cap: stopping after two attempts and
+		// starting over beats waiting out the delays, many times a day.
+		{Free: 2, Base: time.Minute, Factor: 2, Max: 10 * time.Minute, ForgetAfter: 11 * time.Minute},
 	}
 	for _, p := range policies {
 		got := p.MaxFailuresIn(24 * time.Hour)

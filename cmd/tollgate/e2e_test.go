@@ -155,6 +155,39 @@ func TestEndToEnd(t *testing.T) {
 			t.Fatalf("11th account with a solved captcha = %+v", v)
 		}
 	})
+	t.Run("a success reported again settles once", func(t *testing.T) {
+		c.t = t
+		acct := map[string]any{"flow": "login", "account": "replay@example.com", "ip": "203.0.113.60"}
+		for range 4 {
+			v := c.post("/v1/check", acct)
+			c.post("/v1/report", testkit.With(acct, "outcome", "failure", "attempt", v.Attempt))
+		}
+		v := c.post("/v1/check", acct)
+		for range 5 { // a caller retrying its report
+			c.post("/v1/report", testkit.With(acct, "outcome", "success", "attempt", v.Attempt))
+		}
+		// The success refunded itself once; the 4 failures stay: one more
+		// attempt goes ahead, then the delay.
+		v = c.post("/v1/check", acct)
+		if r := c.post("/v1/report", testkit.With(acct, "outcome", "failure", "attempt", v.Attempt)); v.Action != "proceed" || r.Action != "delay" {
+			t.Fatalf("after 4 failures and a success reported 5 times: check %s, report %s; want proceed, then delay", v.Action, r.Action)
+		}
+	})
+
+	t.Run("an invisible spelling of an account is refused, not counted apart", func(t *testing.T) {
+		c.t = t
+		body := `{"flow":"login","account":"vic\u200btim@example.com","ip":"203.0.113.61"}`
+		res, err := c.http.Post(c.base+"/v1/check", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out, _ := io.ReadAll(res.Body)
+		res.Body.Close()
+		if res.StatusCode != 400 || res.Header.Get("Content-Type") != "application/problem+json" ||
+			!strings.Contains(string(out), "invalid-field") || !strings.Contains(string(out), `"field":"account"`) {
+			t.Fatalf("zero-width space in the account: %d %s, want a 400 invalid-field problem for account", res.StatusCode, out)
+		}
+	})
 	c.t = t
 
 	code, metrics := c.get("/metrics")
@@ -195,7 +228,7 @@ func TestEndToEnd(t *testing.T) {
 			t.Errorf("logs lack %s", want)
 		}
 	}
-	for _, secret := range []string{"ictim@", "user11", "203.0.113.50", "192.0.2.66", "slow@example.com"} {
+	for _, secret := range []string{"ictim@", "user11", "203.0.113.50", "192.0.2.66", "slow@example.com", "replay@", "203.0.113.61"} {
 		if strings.Contains(out, secret) {
 			t.Errorf("logs contain %q", secret)
 		}

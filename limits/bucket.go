@@ -1,13 +1,14 @@
 package limits
 
-import (
-	"fmt"
-	"time"
-)
+import "time"
 
-// Bucket is a token bucket, computed as GCRA: Burst requests may arrive at
-// once, and one more token returns every Interval. The state is a single
-// number, the theoretical arrival time (TAT) of the next request.
+// Bucket is a token bucket, computed as GCRA: Burst units may be taken at
+// once, and one more unit returns every Interval, never more than Burst in
+// store. The state is a single number, the theoretical arrival time (TAT):
+// the Unix ms at which the bucket is full again. 0 is a full bucket.
+//
+// Memory per subject: one integer. Burst behaviour: Burst at once after a
+// quiet period, then the steady rate of one per Interval.
 type Bucket struct {
 	// Interval is the time one token takes to return (1/rate).
 	Interval time.Duration
@@ -15,46 +16,58 @@ type Bucket struct {
 	Burst int
 }
 
-// MaxBurst is the largest burst a Bucket may have.
-const MaxBurst = 1_000_000
-
-// Validate reports whether b is usable.
+// Validate reports whether b is usable: Interval a whole number of
+// milliseconds from 1ms to MaxInterval, Burst from 1 to MaxBurst, and
+// Burst×Interval at most MaxFillTime. TakeN and TTL assume it.
 func (b Bucket) Validate() error {
-	if b.Interval < time.Millisecond || b.Interval%time.Millisecond != 0 {
-		return fmt.Errorf("limits: token interval %v must be a whole number of milliseconds, at least 1ms", b.Interval)
+	if err := checkDuration("token interval", b.Interval, MaxInterval); err != nil {
+		return err
 	}
-	if b.Interval > 24*time.Hour {
-		return fmt.Errorf("limits: token interval %v must be at most 24h", b.Interval)
+	if err := checkCount("burst", b.Burst, MaxBurst); err != nil {
+		return err
 	}
-	// Burst×Interval stays far inside int64 and float64's exact integers, so
-	// Go and the Redis store's Lua agree.
-	if b.Burst < 1 || b.Burst > MaxBurst {
-		return fmt.Errorf("limits: burst must be between 1 and %d, got %d", MaxBurst, b.Burst)
-	}
-	return nil
+	return checkFill("burst", b.Burst, b.Interval)
 }
 
-// Decision is the outcome of Take.
-type Decision struct {
-	// Allowed is true when a token was taken.
-	Allowed bool
-	// Wait is how long until a token will be available when not Allowed.
-	Wait time.Duration
-}
-
-// Take takes one token at now. tat is the state (Unix ms; zero for a full
-// bucket). A refused request leaves the state as it was.
+// Take is TakeN with a cost of 1.
 func (b Bucket) Take(tat int64, now time.Time) (int64, Decision) {
-	ms, interval := now.UnixMilli(), b.Interval.Milliseconds()
-	next := max(tat, ms) + interval
-	if excess := next - ms - int64(b.Burst)*interval; excess > 0 {
-		return tat, Decision{Wait: time.Duration(excess) * time.Millisecond}
+	return b.TakeN(tat, now, 1)
+}
+
+// TakeN takes cost tokens at now. tat is the state (Unix ms; 0 for a full
+// bucket). The call is allowed when the bucket holds cost tokens at now; then
+// the TAT moves cost×Interval past max(tat, now). A refused call leaves the
+// state as it was and waits until enough tokens have returned. A cost below 1
+// or above Burst is never allowed: TakeN returns the state unchanged and a
+// Wait of 0 (callers check costs against the burst up front).
+func (b Bucket) TakeN(tat int64, now time.Time, cost int) (int64, Decision) {
+	tat, d := gcra(tat, now.UnixMilli(), b.Interval.Milliseconds(), b.Burst, cost)
+	if d.Allowed {
+		d.Wait = 0 // a token bucket lets the call go ahead now
 	}
-	return next, Decision{Allowed: true}
+	return tat, d
 }
 
 // TTL is how long the state matters after now: once the TAT has passed the
 // bucket is full again and the state can be dropped.
 func (b Bucket) TTL(tat int64, now time.Time) time.Duration {
-	return max(0, time.Duration(tat-now.UnixMilli())*time.Millisecond)
+	return until(tat, now.UnixMilli())
+}
+
+// gcra is the step Bucket and LeakyBucket share: a queue of size slots of
+// interval ms each, which drains at tat. An allowed call's Wait is its place
+// in the queue; Bucket's is always 0.
+func gcra(tat, now, interval int64, size, cost int) (int64, Decision) {
+	capacity := int64(size) * interval
+	// remaining is how many whole slots are free when the queue drains at t.
+	remaining := func(t int64) int { return int(max(0, capacity-max(0, t-now)) / interval) }
+	if cost < 1 || cost > size {
+		return tat, Decision{Remaining: remaining(tat), Reset: until(tat, now)}
+	}
+	start := max(tat, now)
+	next := start + int64(cost)*interval
+	if excess := next - now - capacity; excess > 0 {
+		return tat, Decision{Remaining: remaining(tat), Wait: millis(excess), Reset: until(tat, now)}
+	}
+	return next, Decision{Allowed: true, Remaining: remaining(next), Wait: millis(start - now), Reset: millis(next - now)}
 }

@@ -3,100 +3,85 @@ package limits_test
 import (
 	"fmt"
 	"math/rand/v2"
-	"strings"
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/testclock"
 	"github.com/tollgate-auth/tollgate/limits"
 )
-
-// base is the fixed instant every test counts from (testclock.Epoch); at and
-// ms are base+d as a time and in Unix milliseconds.
-var (
-	base = testclock.Epoch
-	at   = testclock.At
-	ms   = testclock.Ms
-)
-
-// takeStep is one row of a bucket's step table: Take at base+at, then expect
-// the decision, the state (the TAT as an offset from base) and the TTL.
-type takeStep struct {
-	name    string
-	at      time.Duration
-	want    limits.Decision
-	wantTAT time.Duration
-	wantTTL time.Duration
-}
-
-var allowed = limits.Decision{Allowed: true}
-
-func refused(w time.Duration) limits.Decision { return limits.Decision{Wait: w} }
-
-// runTakes runs a step table against one bucket from tat and returns the
-// final state.
-func runTakes(t *testing.T, b limits.Bucket, tat int64, steps []takeStep) int64 {
-	t.Helper()
-	for _, st := range steps {
-		now := at(st.at)
-		before := tat
-		var d limits.Decision
-		tat, d = b.Take(tat, now)
-		if d != st.want {
-			t.Errorf("%s: Take = %+v, want %+v", st.name, d, st.want)
-		}
-		if !d.Allowed && tat != before {
-			t.Errorf("%s: a refused Take changed the state from %d to %d", st.name, before, tat)
-		}
-		if want := ms(st.wantTAT); tat != want {
-			t.Errorf("%s: TAT = %+dms, want %v", st.name, tat-ms(0), st.wantTAT)
-		}
-		if got := b.TTL(tat, now); got != st.wantTTL {
-			t.Errorf("%s: TTL = %v, want %v", st.name, got, st.wantTTL)
-		}
-		if t.Failed() {
-			t.FailNow()
-		}
-	}
-	return tat
-}
 
 func TestBucket_BurstThenRefill(t *testing.T) {
 	b := limits.Bucket{Interval: 100 * time.Millisecond, Burst: 3}
 	const I = 100 * time.Millisecond
-	tat := runTakes(t, b, 0, []takeStep{
-		{"t=+0s: 1 of 3", 0, allowed, I, I},
-		{"t=+0s: 2 of 3", 0, allowed, 2 * I, 2 * I},
-		{"t=+0s: 3 of 3", 0, allowed, 3 * I, 3 * I},
-		{"t=+0s: 4th refused for one interval", 0, refused(I), 3 * I, 3 * I},
-		{"t=+0s: hammering changes nothing", 0, refused(I), 3 * I, 3 * I},
-		{"t=+50ms: half an interval left", 50 * time.Millisecond, refused(50 * time.Millisecond), 3 * I, 250 * time.Millisecond},
-		{"t=+99ms: 1ms left", 99 * time.Millisecond, refused(time.Millisecond), 3 * I, 201 * time.Millisecond},
-		{"t=+100ms: one token back", I, allowed, 4 * I, 3 * I},
-		{"t=+100ms: and only one", I, refused(I), 4 * I, 3 * I},
-		{"t=+250ms: one more", 250 * time.Millisecond, allowed, 5 * I, 250 * time.Millisecond},
-		{"t=+300ms: the token of 200ms is there", 300 * time.Millisecond, allowed, 6 * I, 3 * I},
-		{"t=+300ms: empty again", 300 * time.Millisecond, refused(I), 6 * I, 3 * I},
-		{"t=+600ms: bucket full again", 600 * time.Millisecond, allowed, 7 * I, I},
+	tat := runSteps(t, b, 0, []step{
+		{"t=+0s: first call on the zero state, 1 of 3", 0, 1, allow(2, I)},
+		{"t=+0s: 2 of 3", 0, 1, allow(1, 2*I)},
+		{"t=+0s: 3 of 3", 0, 1, allow(0, 3*I)},
+		{"t=+0s: 4th refused for one interval", 0, 1, refuse(0, I, 3*I)},
+		{"t=+0s: hammering changes nothing", 0, 1, refuse(0, I, 3*I)},
+		{"t=+50ms: half an interval left", 50 * time.Millisecond, 1, refuse(0, 50*time.Millisecond, 250*time.Millisecond)},
+		{"t=+99ms: 1ms left", 99 * time.Millisecond, 1, refuse(0, time.Millisecond, 201*time.Millisecond)},
+		{"t=+100ms: one token back", I, 1, allow(0, 3*I)},
+		{"t=+100ms: and only one", I, 1, refuse(0, I, 3*I)},
+		{"t=+250ms: one more", 250 * time.Millisecond, 1, allow(0, 250*time.Millisecond)},
+		{"t=+300ms: the token of 200ms is there", 300 * time.Millisecond, 1, allow(0, 3*I)},
+		{"t=+300ms: empty again", 300 * time.Millisecond, 1, refuse(0, I, 3*I)},
+		{"t=+600ms: bucket full again", 600 * time.Millisecond, 1, allow(2, I)},
 	})
 	// A long idle refills to the burst, never more.
-	runTakes(t, b, tat, []takeStep{
-		{"t=+1h: 1 of 3", time.Hour, allowed, time.Hour + I, I},
-		{"t=+1h: 2 of 3", time.Hour, allowed, time.Hour + 2*I, 2 * I},
-		{"t=+1h: 3 of 3", time.Hour, allowed, time.Hour + 3*I, 3 * I},
-		{"t=+1h: an hour idle still gives only 3", time.Hour, refused(I), time.Hour + 3*I, 3 * I},
+	runSteps(t, b, tat, []step{
+		{"t=+1h: 1 of 3", time.Hour, 1, allow(2, I)},
+		{"t=+1h: 2 of 3", time.Hour, 1, allow(1, 2*I)},
+		{"t=+1h: 3 of 3", time.Hour, 1, allow(0, 3*I)},
+		{"t=+1h: an hour idle still gives only 3", time.Hour, 1, refuse(0, I, 3*I)},
+	})
+}
+
+func TestBucket_CostRefillsAfterPartialWaits(t *testing.T) {
+	b := limits.Bucket{Interval: 100 * time.Millisecond, Burst: 5}
+	const I = 100 * time.Millisecond
+	runSteps(t, b, 0, []step{
+		{"t=+0s: first call on the zero state, cost 2", 0, 2, allow(3, 2*I)},
+		{"t=+0s: cost 3 empties the bucket", 0, 3, allow(0, 5*I)},
+		{"t=+0s: empty: one token takes an interval", 0, 1, refuse(0, I, 5*I)},
+		{"t=+0s: cost above the burst is never allowed", 0, 6, refuse(0, 0, 5*I)},
+		{"t=+0s: cost 0 is never allowed", 0, 0, refuse(0, 0, 5*I)},
+		// At +150ms 1.5 tokens are back (TAT +500ms, 350ms to full): cost 2
+		// needs 0.5 more.
+		{"t=+150ms: partial refill: cost 2 waits 50ms", 150 * time.Millisecond, 2, refuse(1, 50*time.Millisecond, 350*time.Millisecond)},
+		{"t=+150ms: cost 1 fits", 150 * time.Millisecond, 1, allow(0, 450*time.Millisecond)},
+		// TAT +600ms: at +230ms 1.3 tokens are back.
+		{"t=+230ms: the half token left over counts", 230 * time.Millisecond, 1, allow(0, 470*time.Millisecond)},
+		// TAT +700ms: at +260ms 0.6 tokens are back.
+		{"t=+260ms: cost 3 waits for 2.4 tokens", 260 * time.Millisecond, 3, refuse(0, 240*time.Millisecond, 440*time.Millisecond)},
+		{"t=+500ms: the wait is over", 500 * time.Millisecond, 3, allow(0, 500*time.Millisecond)},
+		{"t=+2s: full again after idle: the whole burst at once", 2 * time.Second, 5, allow(0, 5*I)},
 	})
 }
 
 func TestBucket_BurstOne(t *testing.T) {
 	b := limits.Bucket{Interval: time.Second, Burst: 1}
-	runTakes(t, b, 0, []takeStep{
-		{"t=+0s: allowed", 0, allowed, time.Second, time.Second},
-		{"t=+0s: refused", 0, refused(time.Second), time.Second, time.Second},
-		{"t=+999ms: refused", 999 * time.Millisecond, refused(time.Millisecond), time.Second, time.Millisecond},
-		{"t=+1s: allowed", time.Second, allowed, 2 * time.Second, time.Second},
-		{"t=+5s: allowed", 5 * time.Second, allowed, 6 * time.Second, time.Second},
+	runSteps(t, b, 0, []step{
+		{"t=+0s: allowed", 0, 1, allow(0, time.Second)},
+		{"t=+0s: refused", 0, 1, refuse(0, time.Second, time.Second)},
+		{"t=+999ms: refused", 999 * time.Millisecond, 1, refuse(0, time.Millisecond, time.Millisecond)},
+		{"t=+1s: allowed", time.Second, 1, allow(0, time.Second)},
+		{"t=+5s: allowed", 5 * time.Second, 1, allow(0, time.Second)},
 	})
+}
+
+// TestBucket_TakeIsTakeNOfOne: Take, which the engine calls, is TakeN with
+// a cost of 1.
+func TestBucket_TakeIsTakeNOfOne(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	for range 1000 {
+		b := limits.Bucket{Interval: time.Duration(1+r.IntN(1000)) * time.Millisecond, Burst: 1 + r.IntN(10)}
+		tat, now := ms(time.Duration(r.IntN(10_000))*time.Millisecond), at(time.Duration(r.IntN(10_000))*time.Millisecond)
+		s1, d1 := b.Take(tat, now)
+		s2, d2 := b.TakeN(tat, now, 1)
+		if s1 != s2 || d1 != d2 {
+			t.Fatalf("%+v at %v: Take = %d %+v, TakeN(1) = %d %+v", b, now, s1, d1, s2, d2)
+		}
+	}
 }
 
 // TestBucket_DefaultIPRate: 100 at once, then 10 per second sustained.
@@ -113,7 +98,7 @@ func TestBucket_DefaultIPRate(t *testing.T) {
 	if n != 100 {
 		t.Fatalf("a flood at one instant got %d through, want 100", n)
 	}
-	if want := refused(100 * time.Millisecond); d != want {
+	if want := refuse(0, 100*time.Millisecond, 10*time.Second); d != want {
 		t.Errorf("the 101st Take = %+v, want %+v", d, want)
 	}
 	// Then one take every 10ms for 10s: 10 per second get through.
@@ -163,35 +148,24 @@ func TestBucket_TTL(t *testing.T) {
 }
 
 func TestBucket_Validate(t *testing.T) {
-	tests := []struct {
-		name    string
-		b       limits.Bucket
-		wantErr string
-	}{
+	runValidate(t, []validateCase{
 		{"10 per second, burst 100", limits.Bucket{Interval: 100 * time.Millisecond, Burst: 100}, ""},
 		{"1ms, burst 1", limits.Bucket{Interval: time.Millisecond, Burst: 1}, ""},
 		{"one a day", limits.Bucket{Interval: 24 * time.Hour, Burst: 3}, ""},
+		{"the largest burst, the longest fill", limits.Bucket{Interval: limits.MaxFillTime / limits.MaxBurst, Burst: limits.MaxBurst}, ""},
+		{"the longest interval, the longest fill", limits.Bucket{Interval: 24 * time.Hour, Burst: 36500}, ""},
+		{"fill over 100 years", limits.Bucket{Interval: 24 * time.Hour, Burst: 36501}, "burst"},
+		{"the largest burst, 1 a day", limits.Bucket{Interval: 24 * time.Hour, Burst: limits.MaxBurst}, "burst"},
 		{"zero interval", limits.Bucket{Interval: 0, Burst: 1}, "interval"},
 		{"negative interval", limits.Bucket{Interval: -time.Second, Burst: 1}, "interval"},
 		{"sub-millisecond interval", limits.Bucket{Interval: 500 * time.Microsecond, Burst: 1}, "interval"},
 		{"interval not whole ms", limits.Bucket{Interval: 1500 * time.Microsecond, Burst: 1}, "interval"},
+		{"interval over a day", limits.Bucket{Interval: 24*time.Hour + time.Millisecond, Burst: 1}, "interval"},
 		{"zero burst", limits.Bucket{Interval: time.Second, Burst: 0}, "burst"},
 		{"negative burst", limits.Bucket{Interval: time.Second, Burst: -1}, "burst"},
+		{"burst over the maximum", limits.Bucket{Interval: time.Second, Burst: limits.MaxBurst + 1}, "burst"},
 		{"zero bucket", limits.Bucket{}, "interval"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			err := tt.b.Validate()
-			switch {
-			case tt.wantErr == "" && err != nil:
-				t.Errorf("%+v.Validate() = %v, want nil", tt.b, err)
-			case tt.wantErr != "" && err == nil:
-				t.Errorf("%+v.Validate() = nil, want an error about %s", tt.b, tt.wantErr)
-			case err != nil && (!strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "limits: ")):
-				t.Errorf("%+v.Validate() = %q, want a limits: error about %s", tt.b, err, tt.wantErr)
-			}
-		})
-	}
+	})
 }
 
 // TestBucket_ValidBucketsAllowTheFirstTake: whatever Validate accepts lets a
@@ -287,25 +261,45 @@ func TestBucket_NeverMoreThanBurstPlusRate(t *testing.T) {
 	}
 }
 
+// bucket describes b to checkSteps, with a continuous token bucket as its
+// model.
+func bucket(b limits.Bucket) algorithm[int64] {
+	return algorithm[int64]{l: b, limit: b.Burst, unit: b.Interval, model: func(results []result) string {
+		// tokens is the bucket's content times Interval, in ms: full at the
+		// first call, one token more per Interval, never more than Burst.
+		interval := b.Interval.Milliseconds()
+		full := int64(b.Burst) * interval
+		tokens, last := full, int64(0)
+		for i, r := range results {
+			if i > 0 {
+				tokens = min(full, tokens+r.ms-last)
+			}
+			last = r.ms
+			if r.cost < 1 || r.cost > b.Burst {
+				continue
+			}
+			need := int64(r.cost) * interval
+			if want := need <= tokens; r.d.Allowed != want {
+				return fmt.Sprintf("call %d (cost %d at %d): allowed = %v, but the bucket holds %d/%d tokens", i, r.cost, r.ms, r.d.Allowed, tokens, interval)
+			}
+			if r.d.Allowed {
+				tokens -= need
+			} else if want := time.Duration(need-tokens) * time.Millisecond; r.d.Wait != want {
+				return fmt.Sprintf("call %d (cost %d at %d): Wait = %v, but the tokens are back in %v", i, r.cost, r.ms, r.d.Wait, want)
+			}
+		}
+		return ""
+	}}
+}
+
+func TestBucket_Invariants(t *testing.T) {
+	checkRandom(t, 11, 300, func(r *rand.Rand) algorithm[int64] {
+		return bucket(limits.Bucket{Interval: randomUnit(r), Burst: randomLimit(r, limits.MaxBurst)})
+	})
+}
+
 func FuzzBucket(f *testing.F) {
-	f.Add(int64(100), 3, []byte{0, 0, 0, 0, 50, 50, 100, 0, 255})
-	f.Add(int64(1), 1, []byte{1, 1, 0, 2, 0})
-	f.Add(int64(86_400_000), 100, []byte{0, 0, 255, 255, 255})
-	f.Fuzz(func(t *testing.T, intervalMS int64, burst int, gaps []byte) {
-		b := limits.Bucket{Interval: time.Duration(intervalMS) * time.Millisecond, Burst: burst}
-		// Sizes far beyond any config (see TestBucket_ValidBucketsAllowTheFirstTake).
-		if b.Validate() != nil || intervalMS > 1<<31 || burst > 1<<20 || len(gaps) > 300 {
-			t.Skip()
-		}
-		times := make([]time.Duration, len(gaps))
-		var off time.Duration
-		for i, g := range gaps {
-			// Gaps scale with the interval so that refills happen.
-			off += time.Duration(g) * b.Interval / 64
-			times[i] = off.Truncate(time.Millisecond)
-		}
-		if err := checkTakes(b, times); err != "" {
-			t.Fatalf("%+v: %s", b, err)
-		}
+	fuzzAlgorithm(f, func(interval time.Duration, burst int) algorithm[int64] {
+		return bucket(limits.Bucket{Interval: interval, Burst: burst})
 	})
 }

@@ -1,0 +1,388 @@
+package limits_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/limits"
+)
+
+// base is the fixed instant every test counts from (testclock.Epoch, on a
+// whole hour); at and ms are base+d as a time and in Unix milliseconds.
+var (
+	base = testclock.Epoch
+	at   = testclock.At
+	ms   = testclock.Ms
+)
+
+// limiter is the shape every algorithm shares; the assertions below pin it.
+type limiter[S any] interface {
+	Validate() error
+	TakeN(s S, now time.Time, cost int) (S, limits.Decision)
+	TTL(s S, now time.Time) time.Duration
+}
+
+var (
+	_ limiter[int64]               = limits.Bucket{}
+	_ limiter[int64]               = limits.LeakyBucket{}
+	_ limiter[limits.FixedState]   = limits.FixedWindow{}
+	_ limiter[[]int64]             = limits.SlidingLog{}
+	_ limiter[limits.CounterState] = limits.SlidingCounter{}
+)
+
+// allow, refuse and queued build the decisions of step tables, with their
+// fields in Decision's order.
+func allow(remaining int, reset time.Duration) limits.Decision {
+	return limits.Decision{Allowed: true, Remaining: remaining, Reset: reset}
+}
+
+func refuse(remaining int, wait, reset time.Duration) limits.Decision {
+	return limits.Decision{Remaining: remaining, Wait: wait, Reset: reset}
+}
+
+func queued(remaining int, wait, reset time.Duration) limits.Decision {
+	return limits.Decision{Allowed: true, Remaining: remaining, Wait: wait, Reset: reset}
+}
+
+// step is one row of a step table: TakeN(cost) at base+at, expecting want.
+type step struct {
+	name string
+	at   time.Duration
+	cost int
+	want limits.Decision
+}
+
+// runSteps runs a step table against one algorithm from state s and returns
+// the final state. Besides each row's decision it checks that a refused step
+// leaves the state alone and that Reset is the TTL of the new state.
+func runSteps[S any](t *testing.T, l limiter[S], s S, steps []step) S {
+	t.Helper()
+	for _, st := range steps {
+		now := at(st.at)
+		before := clone(s)
+		next, d := l.TakeN(s, now, st.cost)
+		if d != st.want {
+			t.Errorf("%s: TakeN(cost %d) = %+v, want %+v", st.name, st.cost, d, st.want)
+		}
+		if !d.Allowed && !same(next, before) {
+			t.Errorf("%s: a refused TakeN changed the state from %v to %v", st.name, before, next)
+		}
+		if got := l.TTL(next, now); got != d.Reset {
+			t.Errorf("%s: TTL of the new state = %v, but Reset = %v", st.name, got, d.Reset)
+		}
+		if t.Failed() {
+			t.FailNow()
+		}
+		s = next
+	}
+	return s
+}
+
+// same reports whether two states are equal; logs compare by content.
+func same[S any](a, b S) bool {
+	if x, ok := any(a).([]int64); ok {
+		return slices.Equal(x, any(b).([]int64))
+	}
+	return any(a) == any(b)
+}
+
+// clone copies a state, so that a TakeN that modified its argument is caught.
+func clone[S any](s S) S {
+	if x, ok := any(s).([]int64); ok {
+		return any(slices.Clone(x)).(S)
+	}
+	return s
+}
+
+// validateCase is one row of a Validate table; wantErr is a word the error
+// must contain, "" for none.
+type validateCase struct {
+	name    string
+	v       interface{ Validate() error }
+	wantErr string
+}
+
+func runValidate(t *testing.T, tests []validateCase) {
+	t.Helper()
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.v.Validate()
+			switch {
+			case tt.wantErr == "" && err != nil:
+				t.Errorf("%+v.Validate() = %v, want nil", tt.v, err)
+			case tt.wantErr != "" && err == nil:
+				t.Errorf("%+v.Validate() = nil, want an error about %s", tt.v, tt.wantErr)
+			case err != nil && (!strings.Contains(err.Error(), tt.wantErr) || !strings.HasPrefix(err.Error(), "limits: ")):
+				t.Errorf("%+v.Validate() = %q, want a limits: error about %s", tt.v, err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// call is one TakeN of a random or fuzzed sequence.
+type call struct {
+	now  time.Time
+	cost int
+}
+
+// result is a call with its decision.
+type result struct {
+	ms   int64 // now in Unix ms
+	cost int
+	d    limits.Decision
+}
+
+// algorithm describes one configured algorithm to checkSteps.
+type algorithm[S any] struct {
+	l     limiter[S]
+	limit int           // the largest cost (Limit, Burst or Capacity)
+	unit  time.Duration // Window or Interval: the scale of the gaps between calls
+	queue bool          // allowed calls may be told to wait (LeakyBucket)
+	// step, when set, checks one step further; "" is a pass.
+	step func(s S, now time.Time, cost int, next S, d limits.Decision) string
+	// model, when set, checks a whole sequence with time never going back
+	// against an independent model of the algorithm; "" is a pass.
+	model func([]result) string
+}
+
+// checkSteps runs calls from the zero state and checks, at every step:
+//   - TakeN never modifies the state passed in, and a refused step returns it
+//     unchanged (property a); a cost below 1 or above the limit is refused
+//     with Wait 0;
+//   - an allowed step has Wait 0 (except for a queue); Wait, Reset and TTL are
+//     whole milliseconds; Remaining is in [0, limit] and exact: TakeN of
+//     Remaining at the same instant is allowed, of Remaining+1 refused; Reset
+//     is the TTL of the new state;
+//   - a refused step's Wait is exact (property b): retrying the same cost at
+//     now+Wait is allowed, at now+Wait−1ms refused;
+//   - TTL is exact (property e): from now+TTL on, a TakeN on the state gives
+//     the same decision and state as on the zero state, and 1ms before a
+//     non-zero TTL it does not;
+//
+// then a's step check, and a's model when time never went back.
+func checkSteps[S any](a algorithm[S], calls []call) string {
+	var s, zero S
+	results := make([]result, 0, len(calls))
+	monotone := true
+	for i, c := range calls {
+		now := c.now
+		if i > 0 && now.Before(calls[i-1].now) {
+			monotone = false
+		}
+		before := clone(s)
+		next, d := a.l.TakeN(s, now, c.cost)
+		where := fmt.Sprintf("step %d: TakeN(%v, +%v, cost %d) = %v, %+v", i, s, now.Sub(base), c.cost, next, d)
+		valid := c.cost >= 1 && c.cost <= a.limit
+		switch {
+		case !same(s, before):
+			return where + ": modified the state passed in"
+		case !d.Allowed && !same(next, s):
+			return where + ": refused, but the state changed"
+		case !valid && (d.Allowed || d.Wait != 0):
+			return where + ": a cost outside [1, limit] must be refused with no wait"
+		case d.Allowed && !a.queue && d.Wait != 0:
+			return where + ": allowed with a wait"
+		case d.Wait < 0 || d.Wait%time.Millisecond != 0 || d.Reset < 0 || d.Reset%time.Millisecond != 0:
+			return where + ": Wait or Reset negative or not whole milliseconds"
+		case d.Remaining < 0 || d.Remaining > a.limit:
+			return where + ": Remaining outside [0, limit]"
+		case a.l.TTL(next, now) != d.Reset:
+			return where + fmt.Sprintf(": Reset is not the TTL of the new state, %v", a.l.TTL(next, now))
+		}
+		if r := d.Remaining; r >= 1 {
+			if _, d2 := a.l.TakeN(next, now, r); !d2.Allowed {
+				return where + ": TakeN(Remaining) at the same instant is refused"
+			}
+		}
+		if r := d.Remaining; r+1 <= a.limit {
+			if _, d2 := a.l.TakeN(next, now, r+1); d2.Allowed {
+				return where + ": TakeN(Remaining+1) at the same instant is allowed"
+			}
+		}
+		if valid && !d.Allowed {
+			if d.Wait <= 0 {
+				return where + ": refused without a wait"
+			}
+			if _, d2 := a.l.TakeN(s, now.Add(d.Wait), c.cost); !d2.Allowed {
+				return where + ": still refused when the wait is over"
+			}
+			if _, d2 := a.l.TakeN(s, now.Add(d.Wait-time.Millisecond), c.cost); d2.Allowed {
+				return where + ": allowed 1ms before the wait is over"
+			}
+		}
+		ttl := a.l.TTL(next, now)
+		for _, later := range []time.Duration{ttl, 2*ttl + time.Millisecond} {
+			for _, cost := range []int{1, c.cost} {
+				kept, d1 := a.l.TakeN(next, now.Add(later), cost)
+				fresh, d2 := a.l.TakeN(zero, now.Add(later), cost)
+				if d1 != d2 || (cost == 1 || valid) && !same(kept, fresh) {
+					return where + fmt.Sprintf(": TTL %v, but at +%v the state gives %v %+v, the zero state %v %+v", ttl, later, kept, d1, fresh, d2)
+				}
+			}
+		}
+		if ttl > 0 {
+			t := now.Add(ttl - time.Millisecond)
+			kept, d1 := a.l.TakeN(next, t, 1)
+			fresh, d2 := a.l.TakeN(zero, t, 1)
+			if d1 == d2 && same(kept, fresh) {
+				return where + fmt.Sprintf(": TTL %v is not the least: 1ms before, the state acts as the zero state", ttl)
+			}
+		}
+		if a.step != nil {
+			if err := a.step(s, now, c.cost, next, d); err != "" {
+				return where + ": " + err
+			}
+		}
+		results = append(results, result{now.UnixMilli(), c.cost, d})
+		s = next
+	}
+	if monotone && a.model != nil {
+		return a.model(results)
+	}
+	return ""
+}
+
+// randomCalls is a sequence of n calls on the scale of unit: bursts at one
+// instant, small and large gaps, idle periods, sometimes part of a
+// millisecond, and when back is set, steps back in time. Costs are mostly 1,
+// sometimes up to limit, and sometimes outside [1, limit].
+func randomCalls(r *rand.Rand, unit time.Duration, limit, n int, back bool) []call {
+	u := unit.Milliseconds()
+	calls := make([]call, n)
+	off := time.Duration(r.Int64N(10*u)) * time.Millisecond // not always on a window boundary
+	for i := range calls {
+		switch r.IntN(8) {
+		case 0, 1: // same instant
+		case 2:
+			off += time.Duration(r.IntN(10)) * time.Millisecond
+		case 3, 4:
+			off += time.Duration(r.Int64N(u+1)) * time.Millisecond
+		case 5:
+			off += time.Duration(r.Int64N(3*u*int64(min(limit, 50))+1)) * time.Millisecond
+		case 6:
+			off += time.Duration(r.Int64N(u + 1))
+		default:
+			if back {
+				off -= time.Duration(r.Int64N(2*u+1)) * time.Millisecond
+			}
+		}
+		cost := 1
+		switch r.IntN(10) {
+		case 0:
+			cost = 1 + r.IntN(limit)
+		case 1:
+			cost = []int{0, -1, limit + 1}[r.IntN(3)]
+		case 2:
+			cost = max(1, limit-r.IntN(3))
+		}
+		calls[i] = call{base.Add(max(off, -time.Hour)), cost}
+	}
+	return calls
+}
+
+// checkRandom runs checkSteps on random sequences for random configurations
+// from mk (given a random source), half of them with time stepping back.
+func checkRandom[S any](t *testing.T, seed uint64, runs int, mk func(r *rand.Rand) algorithm[S]) {
+	t.Helper()
+	r := rand.New(rand.NewPCG(seed, seed+1))
+	for i := range runs {
+		a := mk(r)
+		for a.l.Validate() != nil { // a long interval with a large burst
+			a = mk(r)
+		}
+		calls := randomCalls(r, a.unit, a.limit, 100+r.IntN(100), i%2 == 1)
+		if err := checkSteps(a, calls); err != "" {
+			t.Fatalf("run %d: %+v: %s", i, a.l, err)
+		}
+	}
+}
+
+// randomUnit is a random window or interval: mostly short, sometimes long.
+func randomUnit(r *rand.Rand) time.Duration {
+	if r.IntN(10) == 0 {
+		return time.Duration(1+r.Int64N(limits.MaxInterval.Milliseconds())) * time.Millisecond
+	}
+	return time.Duration(1+r.IntN(2000)) * time.Millisecond
+}
+
+// randomLimit is a random limit up to top: mostly small, sometimes large.
+func randomLimit(r *rand.Rand, top int) int {
+	if r.IntN(10) == 0 {
+		return 1 + r.IntN(top)
+	}
+	return 1 + r.IntN(min(top, 20))
+}
+
+// fuzzAlgorithm is the fuzz target of one algorithm: mk builds it from a
+// fuzzed duration in ms (Window or Interval) and count (Limit, Burst or
+// Capacity); start places the sequence anywhere from 1970 to 2^51 ms; each
+// pair of bytes of steps is a gap (high bit: back in time) and a cost.
+// Configurations that Validate rejects are skipped.
+func fuzzAlgorithm[S any](f *testing.F, mk func(unit time.Duration, n int) algorithm[S]) {
+	f.Add(int64(1000), 3, uint64(0), []byte{0, 0, 0, 0, 0, 0, 16, 0, 16, 0, 255, 0})
+	f.Add(int64(60_000), 10, uint64(1_767_603_600_123_456), []byte{0, 100, 0, 250, 1, 251, 200, 0, 3, 252, 0, 0})
+	f.Add(int64(1), 1, uint64(7), []byte{0, 0, 1, 0, 0, 253, 128, 0, 0, 0})
+	f.Add(int64(86_400_000), 1000, uint64(1<<51-1), []byte{0, 252, 0, 0, 40, 7, 129, 1, 0, 0})
+	f.Fuzz(func(t *testing.T, unitMS int64, n int, start uint64, steps []byte) {
+		if unitMS < 1 || unitMS > limits.MaxWindow.Milliseconds() || len(steps) > 400 {
+			t.Skip()
+		}
+		a := mk(time.Duration(unitMS)*time.Millisecond, n)
+		if a.l.Validate() != nil {
+			t.Skip()
+		}
+		// The sequence starts between 1970 and 2^51 ms, at any nanosecond.
+		first := int64(start % (1 << 51))
+		subMS := time.Duration(start % uint64(time.Millisecond))
+		calls := make([]call, 0, len(steps)/2)
+		off := first
+		for i := 0; i+1 < len(steps); i += 2 {
+			g, c := steps[i], steps[i+1]
+			if g&0x80 == 0 {
+				off += int64(g) * unitMS / 32 // forward, up to about 4 units
+			} else {
+				off = max(0, off-int64(g&0x7f)*unitMS/64) // back, up to about 2 units
+			}
+			var cost int
+			switch c {
+			case 255:
+				cost = 0
+			case 254:
+				cost = a.limit + 1
+			case 253:
+				cost = -1
+			default:
+				cost = 1 + int(c)*(a.limit-1)/252
+			}
+			calls = append(calls, call{time.UnixMilli(off).Add(subMS), cost})
+		}
+		if err := checkSteps(a, calls); err != "" {
+			t.Fatalf("%+v: %s", a.l, err)
+		}
+	})
+}
+
+// maxInSpan is the most units the results, in time order, admitted within
+// any span of span ms, [t, t+span−1], and where that span starts.
+func maxInSpan(results []result, span int64) (most int, from int64) {
+	n, j := 0, 0 // units admitted in [results[j].ms, results[i].ms]
+	for _, r := range results {
+		if r.d.Allowed {
+			n += r.cost
+		}
+		for ; results[j].ms <= r.ms-span; j++ {
+			if results[j].d.Allowed {
+				n -= results[j].cost
+			}
+		}
+		if n > most {
+			most, from = n, results[j].ms
+		}
+	}
+	return most, from
+}

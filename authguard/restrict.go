@@ -48,6 +48,13 @@ func Restricting(op Op, state any, now time.Time) bool {
 		}
 		b := op.Bucket
 		return tat-now.UnixMilli() > int64(b.Burst-1)*b.Interval.Milliseconds()
+	case *RateOp:
+		if state == nil {
+			return false
+		}
+		// Restricting when even one unit would be refused now.
+		_, _, d := op.Rate.take(state, now, 1)
+		return !d.Allowed
 	}
 	return false
 }

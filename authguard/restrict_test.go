@@ -27,6 +27,10 @@ func TestRestricting(t *testing.T) {
 		return l
 	}
 	day := at(24 * time.Hour)
+	fw := &authguard.RateOp{Key: "k", Action: authguard.RateTake, Cost: 1,
+		Rate: authguard.RateLimit{Algorithm: authguard.FixedWindow, Window: time.Hour, Limit: 3}}
+	lb := &authguard.RateOp{Key: "k", Action: authguard.RateTake, Cost: 1,
+		Rate: authguard.RateLimit{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 3}}
 
 	tests := []struct {
 		name  string
@@ -61,6 +65,14 @@ func TestRestricting(t *testing.T) {
 		{"bucket: less than one token left", bk, ms(24*time.Hour + 901*time.Millisecond), day, true},
 		{"bucket: empty", bk, ms(24*time.Hour + time.Second), day, true},
 		{"bucket: wrong state type", bk, 5, day, false},
+
+		// Rate limits: restricting when one unit would be refused now.
+		{"fixed window: no state", fw, nil, day, false},
+		{"fixed window: 2 of 3 taken", fw, limits.FixedState{Start: ms(24 * time.Hour), Count: 2}, day, false},
+		{"fixed window: full", fw, limits.FixedState{Start: ms(24 * time.Hour), Count: 3}, day, true},
+		{"fixed window: full, but the window is over", fw, limits.FixedState{Start: ms(23 * time.Hour), Count: 3}, day, false},
+		{"leaky bucket: queue full", lb, ms(24*time.Hour + 3*time.Second), day, true},
+		{"leaky bucket: one place left", lb, ms(24*time.Hour + 2*time.Second), day, false},
 
 		{"nil op", nil, backoff.State{Failures: 99}, day, false},
 	}

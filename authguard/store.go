@@ -29,7 +29,8 @@ type Store interface {
 	Close() error
 }
 
-// Op is one atomic operation on one key: a *BackoffOp, *LogOp or *BucketOp.
+// Op is one atomic operation on one key: a *BackoffOp, *LogOp, *BucketOp or
+// *RateOp.
 type Op interface {
 	// StoreKey is the one key the operation reads and writes.
 	StoreKey() string
@@ -51,6 +52,10 @@ type Result struct {
 	// Count is the backoff's failure count, or the number of distinct
 	// members in a log's longest window, after the operation.
 	Count int
+	// Remaining is, for a RateOp, how many units are still available.
+	Remaining int
+	// Reset is, for a RateOp, the time until the key holds nothing.
+	Reset time.Duration
 }
 
 // BackoffAction selects what a BackoffOp does.
@@ -154,9 +159,9 @@ func (*BucketOp) isOp()               {}
 // Apply is the reference semantics of every operation: given the key's state
 // (nil when the key holds nothing) and the store's current time it returns the
 // new state, how long the store must keep it (zero: delete the key now), and
-// the result. States are backoff.State, spraydetect.Log and int64 (a bucket's
-// TAT in Unix ms). Stores that keep state in process call Apply; others must
-// behave exactly as it does.
+// the result. States are backoff.State, spraydetect.Log, int64 (a bucket's
+// TAT in Unix ms) and the states of RateOp's algorithms. Stores that keep
+// state in process call Apply; others must behave exactly as it does.
 func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Result) {
 	switch op := op.(type) {
 	case *BackoffOp:
@@ -208,6 +213,8 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 			l, r = op.Windows.Peek(l, op.Member, now)
 		}
 		return l, op.Windows.TTL(l, now), Result{Charged: r.Added, Over: r.Over, Count: r.Count}
+	case *RateOp:
+		return applyRate(op, state, now)
 	case *BucketOp:
 		tat, _ := state.(int64)
 		tat, d := op.Bucket.Take(tat, now)

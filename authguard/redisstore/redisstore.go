@@ -23,10 +23,16 @@ var (
 	logLua string
 	//go:embed bucket.lua
 	bucketLua string
+	//go:embed rate.lua
+	rateLua string
 
 	backoffScript = redis.NewScript(backoffLua)
 	logScript     = redis.NewScript(logLua)
 	bucketScript  = redis.NewScript(bucketLua)
+	rateScript    = redis.NewScript(rateLua)
+
+	// scripts are all the scripts, for Preload.
+	scripts = []*redis.Script{backoffScript, logScript, bucketScript, rateScript}
 )
 
 // Config configures a Store.
@@ -189,6 +195,12 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 			args = append(args, ms(w.Length), strconv.Itoa(w.Limit))
 		}
 		return call{logScript, op.Key, args}, nil
+	case *authguard.RateOp:
+		r := op.Rate
+		return call{rateScript, op.Key, []any{
+			r.Algorithm.String(), op.Action.String(), ms(r.Window), ms(r.Interval),
+			strconv.Itoa(r.Limit), strconv.Itoa(op.Cost), now, expire,
+		}}, nil
 	case *authguard.BucketOp:
 		return call{bucketScript, op.Key, []any{ms(op.Bucket.Interval), strconv.Itoa(op.Bucket.Burst), now, expire}}, nil
 	}
@@ -200,15 +212,19 @@ func decode(cmd *redis.Cmd) (authguard.Result, error) {
 	if err != nil {
 		return authguard.Result{}, err
 	}
-	if len(v) != 4 {
-		return authguard.Result{}, fmt.Errorf("script returned %d values, want 4", len(v))
+	if len(v) != 4 && len(v) != 6 {
+		return authguard.Result{}, fmt.Errorf("script returned %d values, want 4 or 6", len(v))
 	}
-	return authguard.Result{
+	r := authguard.Result{
 		Charged: v[0] == 1,
 		Wait:    time.Duration(v[1]) * time.Millisecond,
 		Over:    v[2] == 1,
 		Count:   int(v[3]),
-	}, nil
+	}
+	if len(v) == 6 { // rate.lua
+		r.Remaining, r.Reset = int(v[4]), time.Duration(v[5])*time.Millisecond
+	}
+	return r, nil
 }
 
 // Preload loads the scripts on every node, so that the first calls after
@@ -216,7 +232,7 @@ func decode(cmd *redis.Cmd) (authguard.Result, error) {
 // it; the server calls it once at start-up.
 func (s *Store) Preload(ctx context.Context) error {
 	load := func(ctx context.Context, c *redis.Client) error {
-		for _, sc := range []*redis.Script{backoffScript, logScript, bucketScript} {
+		for _, sc := range scripts {
 			if err := sc.Load(ctx, c).Err(); err != nil {
 				return err
 			}
@@ -230,7 +246,7 @@ func (s *Store) Preload(ctx context.Context) error {
 	case *redis.Client:
 		err = load(ctx, c)
 	default:
-		for _, sc := range []*redis.Script{backoffScript, logScript, bucketScript} {
+		for _, sc := range scripts {
 			if err = sc.Load(ctx, s.client).Err(); err != nil {
 				break
 			}

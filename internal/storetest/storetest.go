@@ -29,6 +29,14 @@ var (
 	Seen    = 30 * time.Second
 	Windows = spraydetect.Windows{{Length: 10 * time.Second, Limit: 2}, {Length: time.Minute, Limit: 3}}
 	Bucket  = limits.Bucket{Interval: time.Second, Burst: 2}
+	// Rates has one rate limit per algorithm, on a scale of seconds.
+	Rates = []authguard.RateLimit{
+		{Algorithm: authguard.FixedWindow, Window: 10 * time.Second, Limit: 3},
+		{Algorithm: authguard.SlidingLog, Window: 10 * time.Second, Limit: 3},
+		{Algorithm: authguard.SlidingCounter, Window: 10 * time.Second, Limit: 4},
+		{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 3},
+		{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 3},
+	}
 )
 
 // Run runs the whole suite.
@@ -36,6 +44,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("BackoffSteps", func(t *testing.T) { testBackoffSteps(t, newStore) })
 	t.Run("LogSteps", func(t *testing.T) { testLogSteps(t, newStore) })
 	t.Run("BucketSteps", func(t *testing.T) { testBucketSteps(t, newStore) })
+	t.Run("RateSteps", func(t *testing.T) { testRateSteps(t, newStore) })
 	t.Run("BatchAppliesInOrder", func(t *testing.T) { testBatchOrder(t, newStore) })
 	t.Run("KeysAreIndependent", func(t *testing.T) { testIndependentKeys(t, newStore) })
 	t.Run("ConcurrentChargesCannotOutrunFree", func(t *testing.T) { testConcurrentCharges(t, newStore) })
@@ -172,6 +181,30 @@ func testBucketSteps(t *testing.T, newStore NewStore) {
 	})
 }
 
+func rt(key string, r authguard.RateLimit, a authguard.RateAction, cost int) authguard.Op {
+	return &authguard.RateOp{Key: key, Action: a, Rate: r, Cost: cost}
+}
+
+func testRateSteps(t *testing.T, newStore NewStore) {
+	take, peek := authguard.RateTake, authguard.RatePeek
+	fixed, leaky := Rates[0], Rates[4]
+	const fk, lk = "tg:t:api:rate:fixed", "tg:t:api:rate:leaky"
+	s := time.Second
+	runSteps(t, newStore, []step{
+		// The epoch is a whole multiple of 10s: a fixed window starts at t=0.
+		{"fixed t=0: take 2 of 3", 0, rt(fk, fixed, take, 2), res{Charged: true, Remaining: 1, Reset: 10 * s}},
+		{"fixed t=1: 2 more refused until the next window", s, rt(fk, fixed, take, 2), res{Over: true, Wait: 9 * s, Remaining: 1, Reset: 9 * s}},
+		{"fixed t=1: peek 1 would go ahead, leaving 0", s, rt(fk, fixed, peek, 1), res{Remaining: 0, Reset: 9 * s}},
+		{"fixed t=1: a cost above the limit never goes ahead", s, rt(fk, fixed, take, 4), res{Over: true, Remaining: 1, Reset: 9 * s}},
+		{"fixed t=10: a new window, all 3", 10 * s, rt(fk, fixed, take, 3), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		{"leaky t=0: first goes at once", 0, rt(lk, leaky, take, 1), res{Charged: true, Remaining: 2, Reset: s}},
+		{"leaky t=0: second waits 1s in the queue", 0, rt(lk, leaky, take, 1), res{Charged: true, Wait: s, Remaining: 1, Reset: 2 * s}},
+		{"leaky t=0: third waits 2s", 0, rt(lk, leaky, take, 1), res{Charged: true, Wait: 2 * s, Remaining: 0, Reset: 3 * s}},
+		{"leaky t=0: fourth refused: the queue is full for 1s", 0, rt(lk, leaky, take, 1), res{Over: true, Wait: s, Remaining: 0, Reset: 3 * s}},
+		{"leaky t=1: one left the queue: goes, after the 2 ahead", s, rt(lk, leaky, take, 1), res{Charged: true, Wait: 2 * s, Remaining: 0, Reset: 3 * s}},
+	})
+}
+
 func testBatchOrder(t *testing.T, newStore NewStore) {
 	clock := testclock.New(time.Time{})
 	s := newStore(t, clock)
@@ -277,6 +310,25 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 	attempts := []string{"", "A1", "A2", "A3", "A4"}
 	for i := range ops {
 		key := fmt.Sprint(rng.IntN(3))
+		if rng.IntN(4) == 0 { // a rate limit; each key has one algorithm
+			alg := rng.IntN(len(Rates))
+			r := Rates[alg]
+			cost := 1 + rng.IntN(2)
+			switch rng.IntN(10) {
+			case 0:
+				cost = 0 // never allowed
+			case 1:
+				cost = r.Limit + 1 // never allowed
+			case 2:
+				cost = r.Limit
+			}
+			action := authguard.RateTake
+			if rng.IntN(4) == 0 {
+				action = authguard.RatePeek
+			}
+			ops[i] = rt(fmt.Sprintf("tg:t:api:rate:%d:%s", alg, key), r, action, cost)
+			continue
+		}
 		switch rng.IntN(3) {
 		case 0:
 			op := bo("tg:t:login:acct:"+key, authguard.BackoffAction(1+rng.IntN(7)), fps[rng.IntN(len(fps))]).(*authguard.BackoffOp)

@@ -1,0 +1,170 @@
+package authguard
+
+import (
+	"errors"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/limits"
+)
+
+// Algorithm names one of the rate-limiting algorithms of package limits.
+// On the wire and in configuration they are lower-case words.
+type Algorithm uint8
+
+// The algorithms; see the types of the same names in package limits.
+const (
+	// FixedWindow: at most Limit per Window, windows aligned to the epoch.
+	FixedWindow Algorithm = iota + 1
+	// SlidingLog: exactly at most Limit in any Window; a timestamp per unit.
+	SlidingLog
+	// SlidingCounter: the weighted estimate of two fixed windows; constant memory.
+	SlidingCounter
+	// TokenBucket: a burst of Limit, then one unit every Interval (GCRA).
+	TokenBucket
+	// LeakyBucket: a queue of at most Limit, one unit leaving every Interval;
+	// an admitted call waits for its place in the queue.
+	LeakyBucket
+)
+
+var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket"}
+
+func (a Algorithm) String() string {
+	if int(a) < len(algorithmNames) && a > 0 {
+		return algorithmNames[a]
+	}
+	return "unknown"
+}
+
+// ParseAlgorithm parses an algorithm's name.
+func ParseAlgorithm(s string) (Algorithm, error) {
+	for i, n := range algorithmNames {
+		if n == s && i > 0 {
+			return Algorithm(i), nil
+		}
+	}
+	return 0, errors.New(`authguard: algorithm must be one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket`)
+}
+
+// RateLimit is a rate limit: an algorithm and its parameters.
+type RateLimit struct {
+	Algorithm Algorithm
+	// Window is the window of FixedWindow, SlidingLog and SlidingCounter.
+	Window time.Duration
+	// Interval is the time one unit takes to return to a TokenBucket or to
+	// leave a LeakyBucket.
+	Interval time.Duration
+	// Limit is how many units a window admits, a TokenBucket's burst, or a
+	// LeakyBucket's capacity.
+	Limit int
+}
+
+// Validate reports whether r is usable, with the limits of package limits.
+func (r RateLimit) Validate() error {
+	switch r.Algorithm {
+	case FixedWindow:
+		return r.fixed().Validate()
+	case SlidingLog:
+		return r.log().Validate()
+	case SlidingCounter:
+		return r.counter().Validate()
+	case TokenBucket:
+		return r.bucket().Validate()
+	case LeakyBucket:
+		return r.leaky().Validate()
+	}
+	return errors.New("authguard: unknown rate algorithm")
+}
+
+func (r RateLimit) fixed() limits.FixedWindow {
+	return limits.FixedWindow{Window: r.Window, Limit: r.Limit}
+}
+func (r RateLimit) log() limits.SlidingLog {
+	return limits.SlidingLog{Window: r.Window, Limit: r.Limit}
+}
+func (r RateLimit) counter() limits.SlidingCounter {
+	return limits.SlidingCounter{Window: r.Window, Limit: r.Limit}
+}
+func (r RateLimit) bucket() limits.Bucket { return limits.Bucket{Interval: r.Interval, Burst: r.Limit} }
+func (r RateLimit) leaky() limits.LeakyBucket {
+	return limits.LeakyBucket{Interval: r.Interval, Capacity: r.Limit}
+}
+
+// take runs the algorithm on a key's state: the state after taking cost
+// units (the same state when refused), how long the store keeps it, and the
+// decision. States are limits.FixedState, []int64 (a SlidingLog),
+// limits.CounterState and int64 (a bucket's TAT or drain time).
+func (r RateLimit) take(state any, now time.Time, cost int) (any, time.Duration, limits.Decision) {
+	switch r.Algorithm {
+	case FixedWindow:
+		s, _ := state.(limits.FixedState)
+		s, d := r.fixed().TakeN(s, now, cost)
+		return s, r.fixed().TTL(s, now), d
+	case SlidingLog:
+		s, _ := state.([]int64)
+		s, d := r.log().TakeN(s, now, cost)
+		return s, r.log().TTL(s, now), d
+	case SlidingCounter:
+		s, _ := state.(limits.CounterState)
+		s, d := r.counter().TakeN(s, now, cost)
+		return s, r.counter().TTL(s, now), d
+	case TokenBucket:
+		s, _ := state.(int64)
+		s, d := r.bucket().TakeN(s, now, cost)
+		return s, r.bucket().TTL(s, now), d
+	case LeakyBucket:
+		s, _ := state.(int64)
+		s, d := r.leaky().TakeN(s, now, cost)
+		return s, r.leaky().TTL(s, now), d
+	}
+	return state, 0, limits.Decision{}
+}
+
+// RateAction selects what a RateOp does.
+type RateAction uint8
+
+const (
+	// RateTake takes Cost units when the rate allows it, or refuses.
+	RateTake RateAction = iota + 1
+	// RatePeek reports what RateTake would decide and changes nothing.
+	RatePeek
+)
+
+var rateActionNames = [...]string{"", "take", "peek"}
+
+func (a RateAction) String() string {
+	if int(a) < len(rateActionNames) && a > 0 {
+		return rateActionNames[a]
+	}
+	return "unknown"
+}
+
+// RateOp is one step of a rate limit on one key. Its Result says: Charged
+// when units were taken, Over when the call is (or, for a peek, would be)
+// refused, Wait as limits.Decision.Wait (for a LeakyBucket that admits, the
+// call's place in the queue), Remaining and Reset as in limits.Decision.
+type RateOp struct {
+	Key    string
+	Action RateAction
+	Rate   RateLimit
+	// Cost is how many units the call takes; at least 1 and at most the
+	// rate's Limit, or it is never allowed.
+	Cost int
+}
+
+func (o *RateOp) StoreKey() string { return o.Key }
+func (*RateOp) isOp()              {}
+
+// applyRate is Apply for a RateOp.
+func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result) {
+	next, ttl, d := op.Rate.take(state, now, op.Cost)
+	if op.Action != RateTake {
+		_, ttl, _ = op.Rate.take(state, now, 0) // a cost of 0 is never taken: the state's own TTL
+		next = state
+	}
+	res := Result{Over: !d.Allowed, Wait: d.Wait, Remaining: d.Remaining, Reset: d.Reset}
+	res.Charged = d.Allowed && op.Action == RateTake
+	if op.Action != RateTake {
+		res.Reset = ttl
+	}
+	return next, ttl, res
+}

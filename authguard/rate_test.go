@@ -1,0 +1,81 @@
+package authguard_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/limits"
+)
+
+func TestParseAlgorithm(t *testing.T) {
+	for _, a := range []authguard.Algorithm{authguard.FixedWindow, authguard.SlidingLog, authguard.SlidingCounter, authguard.TokenBucket, authguard.LeakyBucket} {
+		got, err := authguard.ParseAlgorithm(a.String())
+		if err != nil || got != a {
+			t.Errorf("ParseAlgorithm(%q) = %v, %v", a.String(), got, err)
+		}
+	}
+	for _, bad := range []string{"", "unknown", "Fixed_Window", "gcra"} {
+		if _, err := authguard.ParseAlgorithm(bad); err == nil {
+			t.Errorf("ParseAlgorithm(%q) accepted", bad)
+		}
+	}
+	if got := authguard.Algorithm(0).String(); got != "unknown" {
+		t.Errorf("Algorithm(0) = %q", got)
+	}
+	if got := authguard.RateAction(9).String(); got != "unknown" {
+		t.Errorf("RateAction(9) = %q", got)
+	}
+}
+
+func TestRateLimit_Validate(t *testing.T) {
+	tests := []struct {
+		r  authguard.RateLimit
+		ok bool
+	}{
+		{authguard.RateLimit{Algorithm: authguard.FixedWindow, Window: time.Minute, Limit: 10}, true},
+		{authguard.RateLimit{Algorithm: authguard.FixedWindow, Limit: 10}, false}, // no window
+		{authguard.RateLimit{Algorithm: authguard.SlidingLog, Window: time.Minute, Limit: limits.MaxLogLimit}, true},
+		{authguard.RateLimit{Algorithm: authguard.SlidingLog, Window: time.Minute, Limit: limits.MaxLogLimit + 1}, false},
+		{authguard.RateLimit{Algorithm: authguard.SlidingCounter, Window: time.Minute, Limit: 10}, true},
+		{authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 10}, true},
+		{authguard.RateLimit{Algorithm: authguard.TokenBucket, Window: time.Second, Limit: 10}, false}, // no interval
+		{authguard.RateLimit{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 10}, true},
+		{authguard.RateLimit{Algorithm: authguard.LeakyBucket, Interval: time.Second}, false},
+		{authguard.RateLimit{Window: time.Minute, Limit: 10}, false}, // no algorithm
+	}
+	for _, tt := range tests {
+		if err := tt.r.Validate(); (err == nil) != tt.ok {
+			t.Errorf("%+v: Validate() = %v, want ok=%v", tt.r, err, tt.ok)
+		}
+	}
+}
+
+// A peek tells what a take would decide and leaves the state as it was,
+// on every algorithm.
+func TestRateOp_PeekChangesNothing(t *testing.T) {
+	now := testclock.Epoch
+	for _, r := range []authguard.RateLimit{
+		{Algorithm: authguard.FixedWindow, Window: time.Minute, Limit: 3},
+		{Algorithm: authguard.SlidingLog, Window: time.Minute, Limit: 3},
+		{Algorithm: authguard.SlidingCounter, Window: time.Minute, Limit: 3},
+		{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 3},
+		{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 3},
+	} {
+		take := &authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: r, Cost: 2}
+		peek := &authguard.RateOp{Key: "k", Action: authguard.RatePeek, Rate: r, Cost: 2}
+		state, _, first := authguard.Apply(take, nil, now)
+		if !first.Charged || first.Over {
+			t.Fatalf("%v: first take of 2 of 3: %+v", r.Algorithm, first)
+		}
+		after, _, p := authguard.Apply(peek, state, now)
+		_, _, second := authguard.Apply(take, state, now)
+		if p.Charged || p.Over != second.Over || p.Wait != second.Wait || p.Remaining != second.Remaining {
+			t.Errorf("%v: peek %+v, take %+v: the peek must tell the take's decision and charge nothing", r.Algorithm, p, second)
+		}
+		if _, _, again := authguard.Apply(take, after, now); again != second {
+			t.Errorf("%v: after a peek, take %+v; without it %+v", r.Algorithm, again, second)
+		}
+	}
+}

@@ -1,0 +1,169 @@
+-- One step of a rate limit: the Lua twin of package limits' FixedWindow,
+-- SlidingLog, SlidingCounter, Bucket and LeakyBucket (TakeN and TTL) and of
+-- authguard's applyRate. Keep them in step: internal/storetest compares them
+-- on random operation sequences. Every number is an integer of milliseconds
+-- or units below 2^52 (limits' Validate bounds them), so float64 is exact;
+-- a/b is only floored for non-negative a and b.
+--
+-- KEYS[1]  the state, a string: fixed_window "start:count"; sliding_log
+--          "t1,t2,..." oldest first; sliding_counter "start:prev:curr";
+--          token_bucket and leaky_bucket the TAT or drain time
+-- ARGV     algorithm, action ("take" | "peek"), window_ms, interval_ms,
+--          limit, cost, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE)
+-- returns  {charged 0|1, wait_ms, over 0|1, 0, remaining, reset_ms}
+--
+-- A refused take and a peek write nothing.
+if redis.replicate_commands then redis.replicate_commands() end
+local key, alg, action = KEYS[1], ARGV[1], ARGV[2]
+local w, interval = tonumber(ARGV[3]), tonumber(ARGV[4])
+local limit, cost = tonumber(ARGV[5]), tonumber(ARGV[6])
+local now
+if ARGV[7] ~= "" then
+  now = tonumber(ARGV[7])
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local expire = ARGV[8] == "1"
+local raw = redis.call('GET', key)
+
+local function fmt(x) return string.format("%d", x) end
+local function untl(t) if t > now then return t - now end return 0 end
+local function fdiv(a, b) return math.floor(a / b) end
+
+-- Each algorithm: take(c) returns allowed, wait, remaining, reset, the new
+-- state as a string (nil: unchanged), and its TTL; ttl() is the stored
+-- state's TTL.
+local take, ttl
+
+if alg == "fixed_window" then
+  local start, count = 0, 0
+  if raw then
+    local a, b = string.match(raw, "^(%-?%d+):(%d+)$")
+    start, count = tonumber(a), tonumber(b)
+  end
+  ttl = function()
+    if count <= 0 then return 0 end
+    return untl(start + w)
+  end
+  take = function(c)
+    local cs, cc = start, count
+    if now >= start + w then cs, cc = now - now % w, 0 end
+    local finish = cs + w
+    local remaining = math.max(0, limit - cc)
+    if c < 1 or c > limit then return false, 0, remaining, ttl() end
+    if cc + c > limit then return false, finish - now, remaining, ttl() end
+    cc = cc + c
+    return true, 0, limit - cc, finish - now, fmt(cs) .. ":" .. fmt(cc), finish - now
+  end
+
+elseif alg == "sliding_log" then
+  local log = {}
+  if raw then
+    for t in string.gmatch(raw, "[^,]+") do log[#log + 1] = tonumber(t) end
+  end
+  ttl = function()
+    if #log == 0 then return 0 end
+    return untl(log[#log] + w)
+  end
+  take = function(c)
+    local i = 1
+    while i <= #log and log[i] <= now - w do i = i + 1 end
+    local n = #log - i + 1 -- entries in the window: log[i..#log]
+    local remaining = math.max(0, limit - n)
+    if c < 1 or c > limit then return false, 0, remaining, ttl() end
+    local excess = n + c - limit
+    if excess > 0 then
+      return false, log[i + excess - 1] + w - now, remaining, ttl()
+    end
+    local at = now
+    if n > 0 and log[#log] > at then at = log[#log] end
+    local parts = {}
+    for j = i, #log do parts[#parts + 1] = fmt(log[j]) end
+    for _ = 1, c do parts[#parts + 1] = fmt(at) end
+    return true, 0, remaining - c, at + w - now, table.concat(parts, ","), at + w - now
+  end
+
+elseif alg == "sliding_counter" then
+  local start, prev, curr = 0, 0, 0
+  if raw then
+    local a, b, d = string.match(raw, "^(%-?%d+):(%d+):(%d+)$")
+    start, prev, curr = tonumber(a), tonumber(b), tonumber(d)
+  end
+  local function ttlOf(s, p, q)
+    if p <= 0 and q <= 0 then return 0 end
+    return untl(s + 2 * w)
+  end
+  ttl = function() return ttlOf(start, prev, curr) end
+  take = function(c)
+    -- current: roll the windows forward to now
+    local cs, cp, cc = start, prev, curr
+    if now < start + w then
+      -- the state's window is current
+    elseif now < start + 2 * w then
+      cs, cp, cc = start + w, curr, 0
+    else
+      cs, cp, cc = now - now % w, 0, 0
+    end
+    local elapsed = math.max(0, now - cs)
+    local free = limit * w - cp * (w - elapsed) - cc * w
+    local remaining = fdiv(math.max(0, free), w)
+    if c < 1 or c > limit then return false, 0, remaining, ttl() end
+    if free < c * w then
+      -- admitAt: the earliest time the estimate leaves room for c
+      local at
+      local r = limit - cc - c
+      if r >= 0 and cp > 0 then
+        local e = w - fdiv(r * w, cp)
+        if e < w then at = cs + e end
+      end
+      if not at then
+        if cc == 0 then
+          at = cs + w
+        else
+          at = cs + w + math.max(0, w - fdiv((limit - c) * w, cc))
+        end
+      end
+      return false, at - now, remaining, ttl()
+    end
+    cc = cc + c
+    local t = ttlOf(cs, cp, cc)
+    return true, 0, fdiv(free - c * w, w), t, fmt(cs) .. ":" .. fmt(cp) .. ":" .. fmt(cc), t
+  end
+
+elseif alg == "token_bucket" or alg == "leaky_bucket" then
+  local tat = 0
+  if raw then tat = tonumber(raw) end
+  local capacity = limit * interval
+  local function remainingAt(t) return fdiv(math.max(0, capacity - math.max(0, t - now)), interval) end
+  ttl = function() return untl(tat) end
+  take = function(c)
+    if c < 1 or c > limit then return false, 0, remainingAt(tat), untl(tat) end
+    local start = math.max(tat, now)
+    local nxt = start + c * interval
+    local excess = nxt - now - capacity
+    if excess > 0 then return false, excess, remainingAt(tat), untl(tat) end
+    local wait = start - now
+    if alg == "token_bucket" then wait = 0 end -- a token bucket lets the call go ahead now
+    return true, wait, remainingAt(nxt), nxt - now, fmt(nxt), nxt - now
+  end
+
+else
+  return redis.error_reply("rate.lua: unknown algorithm " .. alg)
+end
+
+local allowed, wait, remaining, reset, state, newttl = take(cost)
+local charged, over = 0, 1
+if allowed then over = 0 end
+if action == "take" then
+  if allowed then
+    charged = 1
+    redis.call('SET', key, state)
+    if expire then redis.call('PEXPIRE', key, fmt(newttl)) end
+  end
+elseif action == "peek" then
+  reset = ttl()
+else
+  return redis.error_reply("rate.lua: unknown action " .. action)
+end
+return {charged, wait, over, 0, remaining, reset}

@@ -3,8 +3,12 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
@@ -27,16 +31,22 @@ func BenchmarkRate(b *testing.B) {
 		for _, r := range rateLimits {
 			b.Run(fmt.Sprintf("store=%s/%v", st, r.Algorithm), func(b *testing.B) {
 				var s authguard.Store = memstore.New(memstore.Config{})
-				if st == "redis" {
-					s = benchRedis(b, singleClient(b))
-				}
 				ctx := context.Background()
+				var c *redis.Client
+				if st == "redis" {
+					c = singleClient(b)
+					s = benchRedis(b, c)
+					c.ConfigResetStat(ctx)
+				}
 				b.ReportAllocs()
 				for i := 0; b.Loop(); i++ {
 					op := &authguard.RateOp{Key: fmt.Sprint("tg:t:api:rate:", i%4096), Action: authguard.RateTake, Rate: r, Cost: 1}
 					if _, err := s.Do(ctx, []authguard.Op{op}); err != nil {
 						b.Fatal(err)
 					}
+				}
+				if c != nil { // Redis's own CPU per script call, from INFO commandstats
+					b.ReportMetric(evalshaMicros(b, c), "redis-µs/op")
 				}
 			})
 		}
@@ -67,4 +77,24 @@ func TestMemoryPerRateKey(t *testing.T) {
 			t.Errorf("%v key uses %d bytes", r.Algorithm, n)
 		}
 	}
+}
+
+// evalshaMicros reads usec_per_call of EVALSHA from INFO commandstats.
+func evalshaMicros(b *testing.B, c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
+					n, _ := strconv.ParseFloat(v, 64)
+					return n
+				}
+			}
+		}
+	}
+	b.Fatal("no cmdstat_evalsha in INFO commandstats")
+	return 0
 }

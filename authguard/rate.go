@@ -168,3 +168,12 @@ func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result
 	}
 	return next, ttl, res
 }
+
+// DeleteOp forgets a key, whatever it holds: an administrator's reset of
+// one counter, log or limit. Its Result is zero.
+type DeleteOp struct {
+	Key string
+}
+
+func (o *DeleteOp) StoreKey() string { return o.Key }
+func (*DeleteOp) isOp()              {}

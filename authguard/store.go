@@ -29,8 +29,8 @@ type Store interface {
 	Close() error
 }
 
-// Op is one atomic operation on one key: a *BackoffOp, *LogOp, *BucketOp or
-// *RateOp.
+// Op is one atomic operation on one key: a *BackoffOp, *LogOp, *BucketOp,
+// *RateOp or *DeleteOp.
 type Op interface {
 	// StoreKey is the one key the operation reads and writes.
 	StoreKey() string
@@ -215,6 +215,8 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 		return l, op.Windows.TTL(l, now), Result{Charged: r.Added, Over: r.Over, Count: r.Count}
 	case *RateOp:
 		return applyRate(op, state, now)
+	case *DeleteOp:
+		return nil, 0, Result{}
 	case *BucketOp:
 		tat, _ := state.(int64)
 		tat, d := op.Bucket.Take(tat, now)

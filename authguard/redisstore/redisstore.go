@@ -30,9 +30,10 @@ var (
 	logScript     = redis.NewScript(logLua)
 	bucketScript  = redis.NewScript(bucketLua)
 	rateScript    = redis.NewScript(rateLua)
+	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
 
 	// scripts are all the scripts, for Preload.
-	scripts = []*redis.Script{backoffScript, logScript, bucketScript, rateScript}
+	scripts = []*redis.Script{backoffScript, logScript, bucketScript, rateScript, deleteScript}
 )
 
 // Config configures a Store.
@@ -201,6 +202,8 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 			r.Algorithm.String(), op.Action.String(), ms(r.Window), ms(r.Interval),
 			strconv.Itoa(r.Limit), strconv.Itoa(op.Cost), now, expire,
 		}}, nil
+	case *authguard.DeleteOp:
+		return call{deleteScript, op.Key, nil}, nil
 	case *authguard.BucketOp:
 		return call{bucketScript, op.Key, []any{ms(op.Bucket.Interval), strconv.Itoa(op.Bucket.Burst), now, expire}}, nil
 	}

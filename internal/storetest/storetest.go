@@ -202,6 +202,11 @@ func testRateSteps(t *testing.T, newStore NewStore) {
 		{"leaky t=0: third waits 2s", 0, rt(lk, leaky, take, 1), res{Charged: true, Wait: 2 * s, Remaining: 0, Reset: 3 * s}},
 		{"leaky t=0: fourth refused: the queue is full for 1s", 0, rt(lk, leaky, take, 1), res{Over: true, Wait: s, Remaining: 0, Reset: 3 * s}},
 		{"leaky t=1: one left the queue: goes, after the 2 ahead", s, rt(lk, leaky, take, 1), res{Charged: true, Wait: 2 * s, Remaining: 0, Reset: 3 * s}},
+		{"leaky t=1: delete forgets it", s, &authguard.DeleteOp{Key: lk}, res{}},
+		{"leaky t=1: a fresh queue", s, rt(lk, leaky, take, 1), res{Charged: true, Remaining: 2, Reset: s}},
+		{"fixed t=10: delete forgets the window", 10 * s, &authguard.DeleteOp{Key: fk}, res{}},
+		{"fixed t=10: all 3 again", 10 * s, rt(fk, fixed, take, 3), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		{"t=10: delete of a key that holds nothing is harmless", 10 * s, &authguard.DeleteOp{Key: "tg:t:api:rate:none"}, res{}},
 	})
 }
 
@@ -310,6 +315,11 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 	attempts := []string{"", "A1", "A2", "A3", "A4"}
 	for i := range ops {
 		key := fmt.Sprint(rng.IntN(3))
+		if rng.IntN(40) == 0 { // a reset of any key
+			kinds := []string{"acct", "ipspray", "iprate"}
+			ops[i] = &authguard.DeleteOp{Key: "tg:t:login:" + kinds[rng.IntN(len(kinds))] + ":" + key}
+			continue
+		}
 		if rng.IntN(4) == 0 { // a rate limit; each key has one algorithm
 			alg := rng.IntN(len(Rates))
 			r := Rates[alg]

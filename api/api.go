@@ -42,8 +42,8 @@ type Config struct {
 	// StoreHealth, when set, is asked by /readyz once the store has
 	// answered its ping: an error means the store answers but cannot serve,
 	// and /readyz answers 503. An error wrapping authguard.ErrStoreFull (a
-	// Redis at maxmemory, which still answers PING) is named store_full in
-	// the answer. The default is nil: a store that answers a ping is ready.
+	// Redis at maxmemory, which still answers PING) is answered with the
+	// store-full problem type. The default is nil: a store that answers a ping is ready.
 	StoreHealth func() error
 }
 
@@ -221,11 +221,11 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 			if st := stateOf(r.Context()); st != nil {
 				st.err = err
 			}
-			detail := "the store answers a ping but fails calls"
+			p := newProblem(kindStoreUnavailable, "", "the store answers a ping but fails calls")
 			if errors.Is(err, authguard.ErrStoreFull) {
-				detail = "store_full: the store answers but is out of memory and refuses writes"
+				p = newProblem(kindStoreFull, "", "the store answers but is out of memory and refuses writes")
 			}
-			a.writeError(w, r, newProblem(kindStoreUnavailable, "", detail))
+			a.writeError(w, r, p)
 			return
 		}
 	}

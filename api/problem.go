@@ -34,13 +34,14 @@ var (
 	kindUnsupportedType  = &kind{"unsupported-media-type", "Unsupported media type", http.StatusUnsupportedMediaType}
 	kindInternal         = &kind{"internal", "Internal error", http.StatusInternalServerError}
 	kindStoreUnavailable = &kind{"store-unavailable", "Store unavailable", http.StatusServiceUnavailable}
+	kindStoreFull        = &kind{"store-full", "Store full", http.StatusServiceUnavailable}
 )
 
 // kinds lists every kind, for metrics.
 var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
-	kindUnsupportedType, kindInternal, kindStoreUnavailable,
+	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

@@ -16,7 +16,7 @@ import (
 )
 
 // TestReadyz_StoreFull: a full Redis still answers PING, so /readyz also asks
-// StoreHealth, and names store_full in its 503.
+// StoreHealth, and answers the store-full problem.
 func TestReadyz_StoreFull(t *testing.T) {
 	h := newHarness(t)
 	var health error
@@ -34,13 +34,14 @@ func TestReadyz_StoreFull(t *testing.T) {
 		health     error
 		closed     bool
 		wantStatus int
+		wantType   string // the problem type's slug
 		wantDetail string // a part of the problem's detail
 	}{
-		{"healthy", nil, false, 200, ""},
-		{"full", fmt.Errorf("the store answered full 1s ago: %w", authguard.ErrStoreFull), false, 503, "store_full"},
-		{"failing otherwise", errors.New("the store fails calls"), false, 503, "fails calls"},
-		{"healthy again", nil, false, 200, ""},
-		{"no ping answer comes first", fmt.Errorf("x: %w", authguard.ErrStoreFull), true, 503, "does not answer"},
+		{"healthy", nil, false, 200, "", ""},
+		{"full", fmt.Errorf("the store answered full 1s ago: %w", authguard.ErrStoreFull), false, 503, "store-full", "out of memory"},
+		{"failing otherwise", errors.New("the store fails calls"), false, 503, "store-unavailable", "fails calls"},
+		{"healthy again", nil, false, 200, "", ""},
+		{"no ping answer comes first", fmt.Errorf("x: %w", authguard.ErrStoreFull), true, 503, "store-unavailable", "does not answer"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -59,8 +60,8 @@ func TestReadyz_StoreFull(t *testing.T) {
 				}
 				return
 			}
-			if body["type"] != "https://tollgate.dev/problems/store-unavailable" || !strings.Contains(fmt.Sprint(body["detail"]), tt.wantDetail) {
-				t.Errorf("/readyz body %s, want a store-unavailable problem whose detail says %q", res.body, tt.wantDetail)
+			if body["type"] != "https://tollgate.dev/problems/"+tt.wantType || !strings.Contains(fmt.Sprint(body["detail"]), tt.wantDetail) {
+				t.Errorf("/readyz body %s, want a %s problem whose detail says %q", res.body, tt.wantType, tt.wantDetail)
 			}
 			if strings.Contains(string(res.body), "answered full 1s ago") || strings.Contains(string(res.body), "x:") {
 				t.Errorf("/readyz body %s repeats the error's text", res.body)

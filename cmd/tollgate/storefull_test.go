@@ -23,7 +23,7 @@ import (
 // TestStoreFull_RealRedis: a Redis at maxmemory with the noeviction policy
 // answers PING but OOM to every write. A flood of checks on fresh accounts
 // fills it; then the full-store errors are counted, the log has one line for
-// the episode however much it flaps, and /readyz says store_full. Once Redis
+// the episode however much it flaps, and /readyz answers the store-full problem. Once Redis
 // has room again and has answered for the settling period, one more line
 // ends the episode and /readyz is ready.
 func TestStoreFull_RealRedis(t *testing.T) {
@@ -109,8 +109,8 @@ func TestStoreFull_RealRedis(t *testing.T) {
 	for range 200 {
 		attempt := check()
 		c.post("/v1/report", testkit.With(attempt, "outcome", "success"))
-		if code, body := c.get("/readyz"); code != 503 || !strings.Contains(body, "store_full") {
-			t.Fatalf("/readyz with Redis full = %d %s, want 503 naming store_full", code, body)
+		if code, body := c.get("/readyz"); code != 503 || !strings.Contains(body, "problems/store-full") {
+			t.Fatalf("/readyz with Redis full = %d %s, want the 503 store-full problem", code, body)
 		}
 	}
 	if got := fullErrors(t, c); got == 0 {

@@ -338,7 +338,7 @@ func fuzzAlgorithm[S any](f *testing.F, mk func(unit time.Duration, n int) algor
 		}
 		// The sequence starts between 1970 and 2^51 ms, at any nanosecond.
 		first := int64(start % (1 << 51))
-		subMS := time.Duration(start % uint64(time.Millisecond))
+		frac := time.Duration(start % uint64(time.Millisecond))
 		calls := make([]call, 0, len(steps)/2)
 		off := first
 		for i := 0; i+1 < len(steps); i += 2 {
@@ -359,7 +359,7 @@ func fuzzAlgorithm[S any](f *testing.F, mk func(unit time.Duration, n int) algor
 			default:
 				cost = 1 + int(c)*(a.limit-1)/252
 			}
-			calls = append(calls, call{time.UnixMilli(off).Add(subMS), cost})
+			calls = append(calls, call{time.UnixMilli(off).Add(frac), cost})
 		}
 		if err := checkSteps(a, calls); err != "" {
 			t.Fatalf("%+v: %s", a.l, err)

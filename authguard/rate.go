@@ -90,33 +90,29 @@ func (r RateLimit) leaky() limits.LeakyBucket {
 }
 
 // take runs the algorithm on a key's state: the state after taking cost
-// units (the same state when refused), how long the store keeps it, and the
-// decision. States are limits.FixedState, []int64 (a SlidingLog),
+// units (the same state when refused) and the decision, whose Reset is how
+// long the store keeps that state (package limits guarantees it equals the
+// algorithm's TTL). States are limits.FixedState, []int64 (a SlidingLog),
 // limits.CounterState and int64 (a bucket's TAT or drain time).
-func (r RateLimit) take(state any, now time.Time, cost int) (any, time.Duration, limits.Decision) {
+func (r RateLimit) take(state any, now time.Time, cost int) (any, limits.Decision) {
 	switch r.Algorithm {
 	case FixedWindow:
 		s, _ := state.(limits.FixedState)
-		s, d := r.fixed().TakeN(s, now, cost)
-		return s, r.fixed().TTL(s, now), d
+		return r.fixed().TakeN(s, now, cost)
 	case SlidingLog:
 		s, _ := state.([]int64)
-		s, d := r.log().TakeN(s, now, cost)
-		return s, r.log().TTL(s, now), d
+		return r.log().TakeN(s, now, cost)
 	case SlidingCounter:
 		s, _ := state.(limits.CounterState)
-		s, d := r.counter().TakeN(s, now, cost)
-		return s, r.counter().TTL(s, now), d
+		return r.counter().TakeN(s, now, cost)
 	case TokenBucket:
 		s, _ := state.(int64)
-		s, d := r.bucket().TakeN(s, now, cost)
-		return s, r.bucket().TTL(s, now), d
+		return r.bucket().TakeN(s, now, cost)
 	case LeakyBucket:
 		s, _ := state.(int64)
-		s, d := r.leaky().TakeN(s, now, cost)
-		return s, r.leaky().TTL(s, now), d
+		return r.leaky().TakeN(s, now, cost)
 	}
-	return state, 0, limits.Decision{}
+	return state, limits.Decision{}
 }
 
 // RateAction selects what a RateOp does.
@@ -154,19 +150,20 @@ type RateOp struct {
 func (o *RateOp) StoreKey() string { return o.Key }
 func (*RateOp) isOp()              {}
 
-// applyRate is Apply for a RateOp.
+// applyRate is Apply for a RateOp. A peek keeps the state, and with it the
+// state's own TTL: what a cost of 0, which is never taken, reports as Reset.
 func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result) {
-	next, ttl, d := op.Rate.take(state, now, op.Cost)
+	next, d := op.Rate.take(state, now, op.Cost)
+	ttl := d.Reset
 	if op.Action != RateTake {
-		_, ttl, _ = op.Rate.take(state, now, 0) // a cost of 0 is never taken: the state's own TTL
 		next = state
+		_, kept := op.Rate.take(state, now, 0)
+		ttl = kept.Reset
 	}
-	res := Result{Over: !d.Allowed, Wait: d.Wait, Remaining: d.Remaining, Reset: d.Reset}
-	res.Charged = d.Allowed && op.Action == RateTake
-	if op.Action != RateTake {
-		res.Reset = ttl
+	return next, ttl, Result{
+		Charged: d.Allowed && op.Action == RateTake, Over: !d.Allowed,
+		Wait: d.Wait, Remaining: d.Remaining, Reset: ttl,
 	}
-	return next, ttl, res
 }
 
 // DeleteOp forgets a key, whatever it holds: an administrator's reset of

@@ -53,7 +53,7 @@ func Restricting(op Op, state any, now time.Time) bool {
 			return false
 		}
 		// Restricting when even one unit would be refused now.
-		_, _, d := op.Rate.take(state, now, 1)
+		_, d := op.Rate.take(state, now, 1)
 		return !d.Allowed
 	}
 	return false

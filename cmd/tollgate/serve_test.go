@@ -66,10 +66,7 @@ func (s *slowCall) finish(t *testing.T) string {
 // connections are refused but a request already in flight is answered, and
 // only then does serve return.
 func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Secret = []byte(secret32)
-	cfg.Policy = authguard.DefaultPolicy()
+	cfg := testConfig()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	var logs testkit.SyncBuffer
@@ -139,5 +136,44 @@ func TestServe_WarnsAboutARandomSecret(t *testing.T) {
 	if !strings.Contains(logs.String(), `"level":"WARN","msg":"TOLLGATE_SECRET is not set`) ||
 		!strings.Contains(logs.String(), "will not survive a restart") {
 		t.Errorf("no warning about the random secret:\n%s", logs.String())
+	}
+}
+
+// testConfig is the default configuration on a free loopback port, with a
+// fixed secret and the built-in policy.
+func testConfig() *config.Config {
+	cfg := config.Default()
+	cfg.Listen = "127.0.0.1:0"
+	cfg.Secret = []byte(secret32)
+	cfg.Policy = authguard.DefaultPolicy()
+	return cfg
+}
+
+// startServe runs serve with cfg until the test ends and returns the
+// address it listens on and its log. At cleanup it stops serve, fails the
+// test if serve returned an error, and shows the log if the test failed.
+func startServe(t *testing.T, cfg *config.Config) (string, *testkit.SyncBuffer) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	logs := new(testkit.SyncBuffer)
+	addrs := make(chan net.Addr, 1)
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, logs, func(a net.Addr) { addrs <- a }) }()
+	select {
+	case a := <-addrs:
+		t.Cleanup(func() {
+			cancel()
+			if err := <-done; err != nil {
+				t.Errorf("serve: %v", err)
+			}
+			if t.Failed() {
+				t.Logf("logs:\n%s", logs.String())
+			}
+		})
+		return a.String(), logs
+	case err := <-done:
+		cancel()
+		t.Fatalf("serve: %v\n%s", err, logs.String())
+		return "", nil
 	}
 }

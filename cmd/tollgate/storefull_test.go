@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"net/http"
 	"regexp"
 	"strconv"
@@ -14,7 +13,6 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
@@ -31,33 +29,10 @@ func TestStoreFull_RealRedis(t *testing.T) {
 		t.Skip("runs redis-server")
 	}
 	rd := redistest.Server(t, "--maxmemory-policy", "noeviction")
-	cfg := config.Default()
-	cfg.Listen = "127.0.0.1:0"
-	cfg.Secret = []byte(secret32)
-	cfg.Policy = authguard.DefaultPolicy()
+	cfg := testConfig()
 	// A timeout would start the episode with another kind: give it room.
 	cfg.Redis = &config.RedisConfig{URL: "redis://" + rd.Addr, Timeout: 2 * time.Second}
-	ctx, cancel := context.WithCancel(context.Background())
-	var logs testkit.SyncBuffer
-	addrs := make(chan net.Addr, 1)
-	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &logs, func(a net.Addr) { addrs <- a }) }()
-	t.Cleanup(func() {
-		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("serve: %v", err)
-		}
-		if t.Failed() {
-			t.Logf("logs:\n%s", logs.String())
-		}
-	})
-	var addr string
-	select {
-	case a := <-addrs:
-		addr = a.String()
-	case err := <-done:
-		t.Fatalf("serve: %v", err)
-	}
+	addr, logs := startServe(t, cfg)
 	c := &e2eClient{t: t, base: "http://" + addr, http: &http.Client{Timeout: 10 * time.Second}}
 	if code, body := c.get("/readyz"); code != 200 {
 		t.Fatalf("/readyz before the flood: %d %s", code, body)

@@ -202,21 +202,25 @@ const (
 	roleAllowance
 )
 
-// plan is a batch of operations with the reason and role of each one.
+// plan is a batch of operations with what each one stands for.
 type plan struct {
-	ops     []Op
-	reasons []Reason
-	roles   []role
+	ops  []Op
+	meta []meta // one per op
+}
+
+// meta is the reason an op stands for and how combine reads its result.
+type meta struct {
+	reason Reason
+	role   role
 }
 
 func newPlan() plan {
-	return plan{ops: make([]Op, 0, 8), reasons: make([]Reason, 0, 8), roles: make([]role, 0, 8)}
+	return plan{ops: make([]Op, 0, 8), meta: make([]meta, 0, 8)}
 }
 
 func (p *plan) add(op Op, r Reason, ro role) {
 	p.ops = append(p.ops, op)
-	p.reasons = append(p.reasons, r)
-	p.roles = append(p.roles, ro)
+	p.meta = append(p.meta, meta{r, ro})
 }
 
 // account returns an op on the account's counter, for clients without a
@@ -513,7 +517,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 	exempt := true
 	for _, res := range [][]Result{b.res, b.held} {
 		for i, r := range res {
-			if p.roles[i] == roleAllowance && r.Over {
+			if p.meta[i].role == roleAllowance && r.Over {
 				exempt = false
 			}
 		}
@@ -522,7 +526,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 	var delayed, captcha reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
-			switch p.roles[i] {
+			switch p.meta[i].role {
 			case roleAllowance:
 				continue
 			case roleShared:
@@ -532,10 +536,10 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 			}
 			if r.Wait > 0 {
 				wait = max(wait, r.Wait)
-				delayed.add(p.reasons[i])
+				delayed.add(p.meta[i].reason)
 			}
 			if r.Over && !captchaSolved {
-				captcha.add(p.reasons[i])
+				captcha.add(p.meta[i].reason)
 			}
 		}
 	}

@@ -24,9 +24,16 @@ const (
 	// LeakyBucket: a queue of at most Limit, one unit leaving every Interval;
 	// an admitted call waits for its place in the queue.
 	LeakyBucket
+	// Backoff: a progressive-delay failure counter (package backoff); a
+	// rule algorithm only, not a RateLimit.
+	Backoff
+	// Distinct: a sliding-window log of distinct members, such as the
+	// accounts that failed from one address (package spraydetect); a rule
+	// algorithm only, not a RateLimit.
+	Distinct
 )
 
-var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket"}
+var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket", "backoff", "distinct"}
 
 func (a Algorithm) String() string {
 	if int(a) < len(algorithmNames) && a > 0 {
@@ -42,7 +49,7 @@ func ParseAlgorithm(s string) (Algorithm, error) {
 			return Algorithm(i), nil
 		}
 	}
-	return 0, errors.New(`authguard: algorithm must be one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket`)
+	return 0, errors.New(`algorithm must be one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct`)
 }
 
 // RateLimit is a rate limit: an algorithm and its parameters.

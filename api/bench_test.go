@@ -11,6 +11,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // recorder is a reusable http.ResponseWriter, lighter than
@@ -37,7 +38,7 @@ func (r *recorder) reset() {
 func BenchmarkCheckReport(b *testing.B) {
 	store := memstore.New(memstore.Config{})
 	metrics := api.NewMetrics(nil)
-	eng, err := authguard.New(authguard.Config{Store: store, Secret: testSecret, Observe: metrics.Observe})
+	eng, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Secret: testSecret, Observe: metrics.Observe})
 	if err != nil {
 		b.Fatal(err)
 	}

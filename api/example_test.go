@@ -8,6 +8,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // A request the engine cannot use is answered with an RFC 9457 problem that
@@ -15,7 +16,7 @@ import (
 func ExampleNew() {
 	store := memstore.New(memstore.Config{})
 	metrics := api.NewMetrics(nil)
-	engine, _ := authguard.New(authguard.Config{
+	engine, _ := authguard.New(authguard.Config{Policy: config.DefaultPolicy(),
 		Store:   store,
 		Secret:  []byte("example-secret-of-at-least-32-bytes"),
 		Observe: metrics.Observe,

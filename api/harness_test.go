@@ -22,6 +22,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
@@ -72,7 +73,7 @@ type harnessOption func(*authguard.Config)
 
 func withPolicy(yaml string) harnessOption {
 	return func(c *authguard.Config) {
-		p, err := authguard.LoadPolicy([]byte(yaml))
+		p, err := config.LoadPolicy([]byte(yaml))
 		if err != nil {
 			panic(err)
 		}
@@ -98,7 +99,7 @@ func newHarness(tb testing.TB, opts ...harnessOption) *harness {
 		o(&cfg)
 	}
 	if cfg.Policy == nil {
-		cfg.Policy = authguard.DefaultPolicy()
+		cfg.Policy = config.DefaultPolicy()
 	}
 	h.metrics = api.NewMetrics(cfg.Policy)
 	cfg.Observe = h.metrics.Observe

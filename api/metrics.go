@@ -37,11 +37,8 @@ type Metrics struct {
 
 // NewMetrics returns Metrics registered on a registry of their own, with
 // the Go runtime and process collectors. The policy tells which flows are in
-// shadow mode; nil means DefaultPolicy.
+// shadow mode; nil means none is.
 func NewMetrics(policy *authguard.Policy) *Metrics {
-	if policy == nil {
-		policy = authguard.DefaultPolicy()
-	}
 	callFlow := []string{"call", "flow"}
 	m := &Metrics{
 		reg:    prometheus.NewRegistry(),
@@ -106,7 +103,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
-	for _, name := range policy.FlowNames() {
+	for _, name := range policy.FlowNames() { // a nil Policy has none
 		m.shadow[name] = policy.Flow(name).Mode == authguard.Shadow
 		for _, call := range []string{"check", "report"} {
 			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {

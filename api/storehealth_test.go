@@ -13,6 +13,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // TestReadyz_StoreFull: a full Redis still answers PING, so /readyz also asks
@@ -95,7 +96,7 @@ func TestMetrics_StoreErrorsAndEvictions(t *testing.T) {
 	h.metrics.AddMemoryStore("fallback", memstore.New(memstore.Config{}))
 	ctx := context.Background()
 	charge := func(k string) {
-		mainStore.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffCharge, Policy: authguard.DefaultPolicy().Flow("login").AccountBackoff}})
+		mainStore.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffCharge, Policy: config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff}})
 	}
 	for range 5 { // a counter in backoff: protected
 		charge("victim")

@@ -7,6 +7,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // benchEngine returns an engine on a memory store that already tracks
@@ -14,7 +15,7 @@ import (
 func benchEngine(b *testing.B, tracked int) *authguard.Engine {
 	b.Helper()
 	mem := memstore.New(memstore.Config{MaxEntries: 2*tracked + 100_000})
-	e, err := authguard.New(authguard.Config{Store: mem, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret})
 	if err != nil {
 		b.Fatal(err)
 	}

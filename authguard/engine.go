@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 	"regexp"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -21,7 +23,7 @@ const MinSecretBytes = 32
 
 // Config configures an Engine.
 type Config struct {
-	// Policy is the set of flows. The default is DefaultPolicy().
+	// Policy is the set of flows. It is required.
 	Policy *Policy
 	// Store keeps the state. It is required.
 	Store Store
@@ -102,7 +104,7 @@ func New(cfg Config) (*Engine, error) {
 		return nil, fmt.Errorf("authguard: the secret must be at least %d bytes", MinSecretBytes)
 	}
 	if cfg.Policy == nil {
-		cfg.Policy = DefaultPolicy()
+		return nil, errors.New("authguard: a policy is required")
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
@@ -129,20 +131,23 @@ func New(cfg Config) (*Engine, error) {
 // Policy returns the engine's policy.
 func (e *Engine) Policy() *Policy { return e.policy }
 
-// subjects is a validated request: its flow and the hashes of its subjects.
+// subjects is a validated request: its flow and the hashes of the parts its
+// rules count.
 type subjects struct {
 	prefix  string
 	tenant  string
 	flow    *Flow
-	account string   // hash
-	ip      string   // hash of the IP prefix; empty when allow-listed
-	wide    []string // hashes of the wider IPv6 prefixes, one per flow.Aggregates; nil when they do not apply
-	fp      string   // hash of the password fingerprint, or empty
+	account string     // hash, or empty when the flow counts no account and none was sent
+	ip      string     // hash of the IP prefix; empty when allow-listed or not sent
+	addr    netip.Addr // the address, when ip is set
+	fp      string     // hash of the password fingerprint, or empty
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// subjects validates and hashes the parts every call has. It changes no state.
+// subjects validates and hashes the parts every call has. Account and IP
+// are required when the flow's rules count them, and validated whenever
+// they are sent. It changes no state.
 func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjects, error) {
 	var s subjects
 	if tenant == "" {
@@ -155,28 +160,26 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 	if s.flow = e.policy.Flow(flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
-	acct, err := NormalizeAccount(account)
-	if err != nil {
-		return s, err
+	needs := s.flow.needs
+	if account != "" || needs&(PartAccount|PartDevice) != 0 {
+		acct, err := NormalizeAccount(account)
+		if err != nil {
+			return s, err
+		}
+		s.account = e.hash.subject(tenant, "account", acct)
 	}
-	addr, err := spraydetect.ParseIP(ip)
-	if err != nil {
-		return s, &InputError{Field: "ip", Detail: "must be an IPv4 or IPv6 address, without zone, port or prefix length"}
+	if ip != "" || needs&PartIP != 0 {
+		addr, err := spraydetect.ParseIP(ip)
+		if err != nil {
+			return s, &InputError{Field: "ip", Detail: "must be an IPv4 or IPv6 address, without zone, port or prefix length"}
+		}
+		if !s.flow.AllowList.Contains(addr) {
+			s.addr = addr
+			s.ip = e.hash.subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
+		}
 	}
 	if len(fingerprint) > MaxFingerprintBytes || !utf8.ValidString(fingerprint) {
 		return s, &InputError{Field: "password_fingerprint", Detail: "must be valid UTF-8 of at most 256 bytes"}
-	}
-	s.account = e.hash.subject(tenant, "account", acct)
-	if !s.flow.AllowList.Contains(addr) {
-		s.ip = e.hash.subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
-		for _, a := range s.flow.Aggregates {
-			p, ok := spraydetect.WidePrefix(addr, a.Bits)
-			if !ok {
-				s.wide = nil
-				break
-			}
-			s.wide = append(s.wide, e.hash.subject(tenant, "ip", p.String()))
-		}
 	}
 	if fingerprint != "" {
 		s.fp = e.hash.subject(tenant, "fp", fingerprint)
@@ -184,15 +187,68 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 	return s, nil
 }
 
-func (s *subjects) key(signal, hash string) string {
-	return storeKey(s.prefix, s.tenant, s.flow.Name, signal, hash)
+// hashOf returns the hash of one part of the request, "" when the request
+// does not have it (no fingerprint, an allow-listed address, an IPv4
+// client for a wider IPv6 prefix).
+func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
+	switch part {
+	case PartAccount:
+		return s.account
+	case PartIP:
+		if ipBits == 0 || s.ip == "" {
+			return s.ip
+		}
+		p, ok := spraydetect.WidePrefix(s.addr, ipBits)
+		if !ok {
+			return ""
+		}
+		return e.hash.subject(s.tenant, "ip", p.String())
+	case PartFingerprint:
+		return s.fp
+	case PartTenant:
+		return e.hash.subject(s.tenant, "tenant", "")
+	}
+	return ""
+}
+
+// key returns the store key of a rule for this request, or "" when the
+// request lacks a part of the rule's subject and the rule does not apply.
+// A compound subject hashes its parts' hashes together.
+func (e *Engine) key(s *subjects, r *Rule) string {
+	var hash string
+	var parts []string
+	for _, n := range partNames {
+		if !r.Subject.Has(n.part) {
+			continue
+		}
+		h := e.hashOf(s, n.part, r.Subject.IPBits)
+		if h == "" {
+			return ""
+		}
+		hash = h
+		parts = append(parts, h)
+	}
+	if len(parts) > 1 {
+		hash = e.hash.subject(s.tenant, r.Subject.String(), strings.Join(parts, "."))
+	}
+	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Name, hash)
+}
+
+// member returns what a log rule records for this request: the account or
+// IP a Distinct rule counts, or the attempt for a failure log; "" when the
+// request has none.
+func (e *Engine) member(s *subjects, r *Rule, attempt string) string {
+	if r.Algorithm == Distinct {
+		return e.hashOf(s, r.Of, 0)
+	}
+	return attempt
 }
 
 // role says how combine reads an operation's result.
 type role uint8
 
 const (
-	// roleLimit: a Wait delays, an Over asks for a CAPTCHA.
+	// roleLimit: the rule's own result, read by its Past.
 	roleLimit role = iota
 	// roleShared: the devices' shared counter; its Wait delays only a device
 	// that is not exempt.
@@ -206,90 +262,165 @@ const (
 type plan struct {
 	ops  []Op
 	meta []meta // one per op
+	// allowance is the index of the known device's allowance op, or -1.
+	allowance int
 }
 
-// meta is the reason an op stands for and how combine reads its result.
+// meta is the rule an op stands for and how combine reads its result.
 type meta struct {
-	reason Reason
-	role   role
+	rule uint8 // index in Flow.Rules
+	role role
 }
 
 func newPlan() plan {
-	return plan{ops: make([]Op, 0, 8), meta: make([]meta, 0, 8)}
+	return plan{ops: make([]Op, 0, 8), meta: make([]meta, 0, 8), allowance: -1}
 }
 
-func (p *plan) add(op Op, r Reason, ro role) {
+func (p *plan) add(op Op, rule int, ro role) {
 	p.ops = append(p.ops, op)
-	p.meta = append(p.meta, meta{r, ro})
+	p.meta = append(p.meta, meta{uint8(rule), ro})
 }
 
-// account returns an op on the account's counter, for clients without a
-// valid device token.
-func (e *Engine) account(s *subjects, action BackoffAction, attempt string) *BackoffOp {
-	return &BackoffOp{
-		Key: s.key(signalAccount, s.account), Action: action, Policy: s.flow.AccountBackoff,
-		Fingerprint: s.fp, SeenWindow: s.flow.SamePasswordWindow, Attempt: attempt,
-	}
-}
-
-// devices adds the ops of a known device: its own allowance (a log of its
-// failed attempts within DeviceWindow), its slot among the account's
-// devices, and the counter all devices of the account share.
-func (e *Engine) devices(p *plan, s *subjects, device string, allowance, slot LogAction, member string, shared BackoffAction, attempt string) {
+// devices adds the ops of the device rule (the rule at index i) for a known
+// device: its own allowance (a log of its failed attempts within
+// DeviceWindow), its slot among the account's devices, and the counter all
+// devices of the account share. The allowance's key carries the account's
+// hash and the device's id (a random id tollgate made, not an identifier),
+// so that every device key of an account can be found from the account.
+func (e *Engine) devices(p *plan, s *subjects, i int, device string, allowance, slot LogAction, member string, shared BackoffAction, attempt string) {
 	f := s.flow
+	r := &f.Rules[i]
 	if allowance != 0 {
+		p.allowance = len(p.ops)
 		p.add(&LogOp{
-			Key:    s.key(signalDevice, e.hash.subject(s.tenant, "device", s.account+"."+device)),
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Name+".dev", s.account+"."+device),
 			Action: allowance, Member: member,
-			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.DeviceFree}},
-		}, ReasonDeviceBackoff, roleAllowance)
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
+		}, i, roleAllowance)
 	}
 	if slot != 0 {
 		p.add(&LogOp{
-			Key:    s.key(signalDeviceSlots, s.account),
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Name+".slots", s.account),
 			Action: slot, Member: device,
-			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.DeviceSlots}},
-		}, ReasonDeviceBackoff, roleAllowance)
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
+		}, i, roleAllowance)
 	}
 	p.add(&BackoffOp{
-		Key: s.key(signalDevices, s.account), Action: shared, Policy: f.DeviceBackoff,
+		Key: storeKey(s.prefix, s.tenant, f.Name, r.Name, s.account), Action: shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: attempt,
-	}, ReasonDeviceBackoff, roleShared)
+	}, i, roleShared)
 }
 
-// logs adds the IP and password log operations of a call: spraying from the
-// client's prefix and its wider IPv6 prefixes and spraying of the password
-// (members: the account; action spray), and failures from the prefix
-// (members: the attempt; action fail).
-func (p *plan) logs(s *subjects, spray, fail LogAction, attemptID string, bypass bool) {
-	f := s.flow
-	if s.ip != "" {
-		if f.IPSpray != nil {
-			p.add(&LogOp{Key: s.key(signalIPSpray, s.ip), Action: spray, Member: s.account, Windows: f.IPSpray, Bypass: bypass}, ReasonIPSpray, roleLimit)
-		}
-		for i, w := range s.wide {
-			p.add(&LogOp{Key: s.key(signalIPSpray, w), Action: spray, Member: s.account, Windows: f.Aggregates[i].IPSpray, Bypass: bypass}, ReasonIPSpray, roleLimit)
-		}
-		if f.IPFailures != nil {
-			p.add(&LogOp{Key: s.key(signalIPFailures, s.ip), Action: fail, Member: attemptID, Windows: f.IPFailures, Bypass: bypass}, ReasonIPFailures, roleLimit)
+// backoff adds a step of a Backoff rule on any subject but the device.
+func (e *Engine) backoff(p *plan, s *subjects, i int, action BackoffAction, attempt string) {
+	r := &s.flow.Rules[i]
+	if key := e.key(s, r); key != "" {
+		p.add(&BackoffOp{
+			Key: key, Action: action, Policy: r.Backoff,
+			Fingerprint: s.fp, SeenWindow: s.flow.SamePasswordWindow, Attempt: attempt,
+		}, i, roleLimit)
+	}
+}
+
+// log adds a step of a log rule (Distinct, or a failure log whose members
+// are attempts).
+func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt string, bypass bool) {
+	r := &s.flow.Rules[i]
+	key, member := e.key(s, r), e.member(s, r, attempt)
+	if key != "" && member != "" {
+		p.add(&LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}, i, roleLimit)
+	}
+}
+
+// checkPlan is the batch of a check: every rule that counts the client
+// reserves the attempt (a charge, a log admission) or takes its units.
+func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) plan {
+	p := newPlan()
+	known := device != ""
+	for i := range s.flow.Rules {
+		r := &s.flow.Rules[i]
+		switch {
+		case !r.Clients.counts(known):
+		case i == s.flow.device:
+			e.devices(&p, s, i, device, LogAdmit, LogAdmit, id, BackoffCharge, id)
+		case r.Algorithm == Backoff:
+			e.backoff(&p, s, i, BackoffCharge, id)
+		case r.logRule():
+			e.log(&p, s, i, LogAdmit, id, captchaSolved)
+		default:
+			if key := e.key(s, r); key != "" {
+				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: r.Cost}, i, roleLimit)
+			}
 		}
 	}
-	if s.fp != "" && f.PasswordSpray != nil {
-		p.add(&LogOp{Key: s.key(signalPasswordSpray, s.fp), Action: spray, Member: s.account, Windows: f.PasswordSpray, Bypass: bypass}, ReasonPasswordSpray, roleLimit)
+	return p
+}
+
+// reportPlan is the batch of a report; a is the attempt its token names
+// (zero when tokened is false).
+//
+// A success refunds the attempt's own charges and takes the account off
+// every log rule, whoever the client. A tokened failure confirms the
+// charges; its attempt is already in the failure logs, and its account's
+// time in the Distinct logs moves to now (it failed now), the one thing a
+// report sent twice can touch, and only ever stricter. A failure without a
+// valid attempt token is counted on its own. Rate rules counted the check
+// and are not touched.
+func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attempt, tokened bool) plan {
+	p := newPlan()
+	known := device != ""
+	id := randomID()
+	for i := range s.flow.Rules {
+		r := &s.flow.Rules[i]
+		counts := r.Clients.counts(known)
+		switch {
+		case r.rateRule(), !counts && !(outcome == Success && r.logRule()):
+		case i == s.flow.device:
+			switch {
+			case outcome == Success:
+				allowance := LogPeek
+				if tokened && a.exempt {
+					allowance = LogRemove
+				}
+				e.devices(&p, s, i, device, allowance, LogPeek, a.id, BackoffSucceed, a.id)
+			case tokened:
+				e.devices(&p, s, i, device, LogPeek, LogPeek, id, BackoffConfirm, a.id)
+			default:
+				e.devices(&p, s, i, device, LogAdd, LogAdmit, id, BackoffFail, "")
+			}
+		case r.Algorithm == Backoff:
+			switch {
+			case outcome == Success:
+				e.backoff(&p, s, i, BackoffSucceed, a.id)
+			case tokened:
+				e.backoff(&p, s, i, BackoffConfirm, a.id)
+			default:
+				e.backoff(&p, s, i, BackoffFail, "")
+			}
+		case outcome == Success:
+			e.log(&p, s, i, LogRemove, a.id, false)
+		case r.failureLog() && tokened:
+			e.log(&p, s, i, LogAdmit, a.id, true)
+		case r.failureLog():
+			e.log(&p, s, i, LogAdd, id, false)
+		default: // Distinct
+			e.log(&p, s, i, LogAdd, "", false)
+		}
 	}
+	return p
 }
 
 // Check decides whether an attempt may go ahead. A Proceed charges the
 // attempt as a failure before the caller looks at the credential and carries
 // an attempt token for the report; any other verdict leaves the counters as
-// they were. Only invalid input is an error (an *InputError); a store failure
-// is answered by the flow's fail mode.
+// they were (rules that count checks keep what they took). Only invalid
+// input is an error (an *InputError); a store failure is answered by the
+// flow's fail mode.
 //
-// A client with a valid device token for the account, trusted by this flow,
-// is counted on the device's allowance and the account's shared device
-// counter, and skips every IP and password-spray rule: what others do from
-// its address never slows it. Any other client is counted on the account's
-// counter and by the IP rules.
+// A client with a valid device token for the account, trusted by a flow
+// with a device rule, is counted by the device rule and by rules for all
+// clients only: what others do from its address never slows it. Any other
+// client is counted by the rules for unknown clients.
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
@@ -301,21 +432,11 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	device := e.deviceID(&s, req.DeviceToken)
 	id := randomID()
 
-	p := newPlan()
-	if device != "" {
-		e.devices(&p, &s, device, LogAdmit, LogAdmit, id, BackoffCharge, id)
-	} else {
-		p.add(e.account(&s, BackoffCharge, id), ReasonAccountBackoff, roleLimit)
-		if s.ip != "" && s.flow.IPRate != nil {
-			p.add(&BucketOp{Key: s.key(signalIPRate, s.ip), Bucket: *s.flow.IPRate}, ReasonIPRate, roleLimit)
-		}
-		p.logs(&s, LogAdmit, LogAdmit, id, req.CaptchaSolved)
-	}
-
+	p := e.checkPlan(&s, device, id, req.CaptchaSolved)
 	b := e.do(ctx, s.flow, p.ops)
 	computed := e.combine(s.flow, &p, b, req.CaptchaSolved)
 	if computed.Action != Proceed && b.res != nil {
-		e.refund(ctx, &p, b)
+		e.refund(ctx, s.flow, &p, b)
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -324,7 +445,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	if answer.Action == Proceed {
 		answer.Attempt = e.attempts.sign(s.tenant, s.flow.Name, s.account, attempt{
 			device: device, id: id,
-			exempt: device != "" && b.res != nil && b.res[0].Charged,
+			exempt: p.allowance >= 0 && b.res != nil && b.res[p.allowance].Charged,
 			shadow: computed.Action != Proceed,
 		}, e.now().Add(s.flow.AttemptTTL))
 	}
@@ -338,9 +459,9 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 //
 // A success refunds the attempt's own charge (never failures that other
 // attempts made, so an attacker cannot tell whether the owner logged in),
-// takes the account off the IP and password logs, and returns a device
-// token. A failure confirms the charge, or is counted on its own when the
-// report carries no valid attempt token.
+// takes the account off the log rules, and returns a device token. A
+// failure confirms the charge, or is counted on its own when the report
+// carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
 	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
@@ -363,44 +484,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 
 	var computed Verdict
-	var b batch
-	b.src = SourceNone
+	b := batch{src: SourceNone}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
-		p := newPlan()
-		switch {
-		case req.Outcome == Success:
-			// Refund this attempt's own charges; read the rest.
-			if device != "" {
-				allowance := LogPeek
-				if tokened && a.exempt {
-					allowance = LogRemove
-				}
-				e.devices(&p, &s, device, allowance, LogPeek, a.id, BackoffSucceed, a.id)
-			} else {
-				p.add(e.account(&s, BackoffSucceed, a.id), ReasonAccountBackoff, roleLimit)
-			}
-			p.logs(&s, LogRemove, LogRemove, a.id, false)
-		case tokened:
-			// The check already counted it: settle the charge once. The
-			// attempt is already in the IP failure log; the account's time
-			// in the spray logs moves to now (it failed now), the one thing
-			// a report sent twice can touch, and only ever stricter.
-			if device != "" {
-				e.devices(&p, &s, device, LogPeek, LogPeek, randomID(), BackoffConfirm, a.id)
-			} else {
-				p.add(e.account(&s, BackoffConfirm, a.id), ReasonAccountBackoff, roleLimit)
-				p.logs(&s, LogAdd, LogAdmit, a.id, true)
-			}
-		default:
-			// No valid attempt token: count the failure on its own.
-			id := randomID()
-			if device != "" {
-				e.devices(&p, &s, device, LogAdd, LogAdmit, id, BackoffFail, "")
-			} else {
-				p.add(e.account(&s, BackoffFail, ""), ReasonAccountBackoff, roleLimit)
-				p.logs(&s, LogAdd, LogAdd, id, false)
-			}
-		}
+		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
 		b = e.do(ctx, s.flow, p.ops)
 		computed = e.combine(s.flow, &p, b, false)
 	}
@@ -408,7 +494,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	if req.Outcome == Success {
+	if req.Outcome == Success && s.account != "" {
 		if device == "" {
 			device = randomID()
 		}
@@ -424,9 +510,10 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 // deviceID returns the device id of a valid device token issued for this
 // account of this tenant by a flow of this flow's trust group, or "" for
 // anything else: a token for another account or trust group, a forged or
-// expired one is simply untrusted, not an error.
+// expired one is simply untrusted, not an error. A flow without a device
+// rule trusts no token.
 func (e *Engine) deviceID(s *subjects, token string) string {
-	if token == "" {
+	if token == "" || s.flow.device < 0 || s.account == "" {
 		return ""
 	}
 	var c deviceClaims
@@ -476,9 +563,8 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) batch {
 	return b
 }
 
-// peek reads, without changing anything, the counters and logs that ops
-// touch; nil when the store does not answer. A bucket cannot be read
-// without taking a token and reads as full.
+// peek reads, without changing anything, the counters, logs and rates that
+// ops touch; nil when the store does not answer.
 func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 	reads := make([]Op, 0, len(ops))
 	at := make([]int, 0, len(ops))
@@ -491,6 +577,10 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 		case *LogOp:
 			r := *op
 			r.Action = LogPeek
+			reads, at = append(reads, &r), append(at, i)
+		case *RateOp:
+			r := *op
+			r.Action = RatePeek
 			reads, at = append(reads, &r), append(at, i)
 		}
 	}
@@ -505,8 +595,10 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 	return held
 }
 
-// combine turns results into a verdict: the longest wait wins; else any log
-// over its limit demands a CAPTCHA unless one was solved; else Proceed.
+// combine turns results into a verdict: the longest wait of a delay rule
+// wins; else any captcha rule past its limit demands a CAPTCHA unless one
+// was solved; else Proceed, held for the longest place in a leaky_bucket
+// rule's queue.
 //
 // A known device is exempt from the wait of the account's shared device
 // counter while its own allowance and its slot admit it. When the store was
@@ -522,11 +614,12 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 			}
 		}
 	}
-	var wait time.Duration
-	var delayed, captcha reasonSet
+	var wait, queue time.Duration
+	var delayed, captcha, queued reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
-			switch p.meta[i].role {
+			m := p.meta[i]
+			switch m.role {
 			case roleAllowance:
 				continue
 			case roleShared:
@@ -534,12 +627,19 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 					continue
 				}
 			}
-			if r.Wait > 0 {
+			rule := &f.Rules[m.rule]
+			switch {
+			case rule.Past == PastCaptcha:
+				if r.Over && !captchaSolved {
+					captcha.add(f.reasonOf[m.rule])
+				}
+			case r.Wait <= 0:
+			case rule.Algorithm == LeakyBucket && !r.Over: // admitted: its place in the queue
+				queue = max(queue, r.Wait)
+				queued.add(f.reasonOf[m.rule])
+			default:
 				wait = max(wait, r.Wait)
-				delayed.add(p.meta[i].reason)
-			}
-			if r.Over && !captchaSolved {
-				captcha.add(p.meta[i].reason)
+				delayed.add(f.reasonOf[m.rule])
 			}
 		}
 	}
@@ -550,18 +650,21 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 	}
 	switch {
 	case wait > 0:
-		return Verdict{Action: Delay, Delay: wait, Reasons: delayed.list()}
+		return Verdict{Action: Delay, Delay: wait, Reasons: delayed.list(f)}
 	case captcha != 0:
-		return Verdict{Action: Captcha, Reasons: captcha.list()}
+		return Verdict{Action: Captcha, Reasons: captcha.list(f)}
+	case queue > 0:
+		return Verdict{Delay: queue, Reasons: queued.list(f)}
 	}
 	return Verdict{}
 }
 
 // refund undoes what a check charged when its verdict was not Proceed, so
-// that only a Proceed ever counts. Tokens taken from the IP's request bucket
-// stay taken: the flood guard counts checks, not attempts. It runs on the
-// store that answered the check; a failure here is left to expiry.
-func (e *Engine) refund(ctx context.Context, p *plan, b batch) {
+// that only a Proceed ever counts: backoff charges, log admissions, and the
+// units of rules that count proceeds. Rules that count checks keep what they
+// took (the flood guard counts checks, not attempts). It runs on the store
+// that answered the check; a failure here is left to expiry.
+func (e *Engine) refund(ctx context.Context, f *Flow, p *plan, b batch) {
 	undo := make([]Op, 0, len(p.ops))
 	for i, op := range p.ops {
 		if !b.res[i].Charged {
@@ -576,6 +679,12 @@ func (e *Engine) refund(ctx context.Context, p *plan, b batch) {
 			r := *op
 			r.Action = LogRemove
 			undo = append(undo, &r)
+		case *RateOp:
+			if f.Rules[p.meta[i].rule].Counts == OnProceed {
+				r := *op
+				r.Action = RateRefund
+				undo = append(undo, &r)
+			}
 		}
 	}
 	if len(undo) == 0 {

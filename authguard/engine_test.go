@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
@@ -49,7 +50,7 @@ func newHarness(t testing.TB, policyYAML string) *harness {
 	h := &harness{t: t, clock: testclock.New(time.Time{})}
 	h.mem = memstore.New(memstore.Config{Now: h.clock.Now})
 	h.store = &countingStore{Store: h.mem}
-	p, err := authguard.LoadPolicy([]byte(policyYAML))
+	p, err := config.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,7 +122,7 @@ func TestLogin_ParallelGuessesCannotOutrunBudget(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	free := h.e.Policy().Flow("login").AccountBackoff.Free
+	free := h.e.Policy().Flow("login").Rule("account_backoff").Backoff.Free
 	if got := proceeded.Load(); got != int64(free) {
 		t.Errorf("%d of 1000 concurrent checks proceeded, want exactly the %d free attempts", got, free)
 	}
@@ -638,7 +639,7 @@ func TestLogin_OwnersSuccessDoesNotResetTheAttackersProgress(t *testing.T) {
 // A check refused for one reason must not refresh another signal's window:
 // hammering during a delay does not extend anything.
 func TestSpray_HammeringDuringADelayDoesNotKeepAnAccountInTheWindow(t *testing.T) {
-	h := newHarness(t, "flows:\n  login:\n    ip_spray: [{window: 1h, limit: 2}]\n    account_backoff: {free: 1, base: 2h, max: 2h, forget_after: 3h}\n")
+	h := newHarness(t, "flows:\n  login:\n    rules:\n      - {name: ip_spray, windows: [{window: 1h, limit: 2}]}\n      - {name: account_backoff, free: 1, base: 2h, max: 2h, forget_after: 3h}\n")
 	h.attempt("a", "203.0.113.5", authguard.Failure, "")
 	for m := 1; m <= 58; m++ {
 		h.clock.Advance(time.Minute)

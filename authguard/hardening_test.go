@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
@@ -73,7 +74,7 @@ func TestOTP_FreshLoginsCannotBuyOTPGuesses(t *testing.T) {
 				login := h.attempt("ann@example.com", ip, authguard.Success, "") // knows the password
 				return authguard.CheckRequest{Flow: "otp_verify", Account: "ann@example.com", IP: ip, DeviceToken: login.DeviceToken}
 			})
-			bound := h.e.Policy().Flow("otp_verify").MaxFailuresPerDay()
+			bound, _ := h.e.Policy().Flow("otp_verify").MaxFailuresPerDay()
 			t.Logf("%d OTP guesses in 24h (bound %d)", guesses, bound)
 			if guesses > bound || bound > 100 {
 				t.Errorf("%d OTP guesses in 24h, want at most the flow's bound %d (and that at most 100)", guesses, bound)
@@ -142,16 +143,17 @@ func TestDevice_StolenTokenCannotMultiplyTheBudget(t *testing.T) {
 	thief := h.patient(func(i int) authguard.CheckRequest {
 		return authguard.CheckRequest{Account: "sam@example.com", IP: addr(i), DeviceToken: stolen}
 	})
-	if want := f.DeviceFree + f.DeviceBackoff.MaxFailuresIn(day); thief > want {
+	if want := f.Rule("device_backoff").DeviceFree + f.Rule("device_backoff").Backoff.MaxFailuresIn(day); thief > want {
 		t.Errorf("thief got %d guesses in 24h, want at most device_free + the shared counter's %d", thief, want)
 	}
 	h.clock.Set(h.clock.Now().Add(-day)) // the same day, now the untrusted attacker
 	attacker := h.patient(func(i int) authguard.CheckRequest {
 		return authguard.CheckRequest{Account: "sam@example.com", IP: addr(i)}
 	})
-	t.Logf("thief %d + attacker %d in 24h (bound %d)", thief, attacker, f.MaxFailuresPerDay())
-	if thief+attacker > f.MaxFailuresPerDay() || f.MaxFailuresPerDay() > 100 {
-		t.Errorf("thief %d + attacker %d guesses, want at most %d (at most 100)", thief, attacker, f.MaxFailuresPerDay())
+	bound, _ := f.MaxFailuresPerDay()
+	t.Logf("thief %d + attacker %d in 24h (bound %d)", thief, attacker, bound)
+	if thief+attacker > bound || bound > 100 {
+		t.Errorf("thief %d + attacker %d guesses, want at most %d (at most 100)", thief, attacker, bound)
 	}
 	for i := range 3 {
 		if v := h.check(authguard.CheckRequest{Account: "sam@example.com", IP: "198.51.100.6", DeviceToken: other}); v.Action != authguard.Proceed {
@@ -198,7 +200,7 @@ func TestSpray_6to4AddressesCountAsTheirIPv4(t *testing.T) {
 // Hole 8 and the bound of holes 1 and 6: the built-in flows' figures are
 // the ones default_policy.yaml states, and within NIST's 100.
 func TestPolicy_BuiltInFlowsStayWithinNIST(t *testing.T) {
-	p := authguard.DefaultPolicy()
+	p := config.DefaultPolicy()
 	for _, tt := range []struct {
 		flow                        string
 		account, shared, everything int
@@ -207,13 +209,13 @@ func TestPolicy_BuiltInFlowsStayWithinNIST(t *testing.T) {
 		{"otp_verify", 59, 13, 81},
 	} {
 		f := p.Flow(tt.flow)
-		if got := f.AccountBackoff.MaxFailuresIn(day); got != tt.account {
+		if got := f.Rule("account_backoff").Backoff.MaxFailuresIn(day); got != tt.account {
 			t.Errorf("%s: account counter allows %d a day, the policy comment says %d", tt.flow, got, tt.account)
 		}
-		if got := f.DeviceBackoff.MaxFailuresIn(day); got != tt.shared {
+		if got := f.Rule("device_backoff").Backoff.MaxFailuresIn(day); got != tt.shared {
 			t.Errorf("%s: shared device counter allows %d a day, the policy comment says %d", tt.flow, got, tt.shared)
 		}
-		if got := f.MaxFailuresPerDay(); got != tt.everything || got > 100 {
+		if got, ok := f.MaxFailuresPerDay(); !ok || got != tt.everything || got > 100 {
 			t.Errorf("%s: %d failed checks a day in all, the policy comment says %d (NIST: at most 100)", tt.flow, got, tt.everything)
 		}
 	}
@@ -226,7 +228,7 @@ func TestOTP_PatientGuesserStaysWithin100ADay(t *testing.T) {
 	got := h.patient(func(i int) authguard.CheckRequest {
 		return authguard.CheckRequest{Flow: "otp_verify", Account: "ann", IP: addr(i)}
 	})
-	if want := h.e.Policy().Flow("otp_verify").AccountBackoff.MaxFailuresIn(day); got != want {
+	if want := h.e.Policy().Flow("otp_verify").Rule("account_backoff").Backoff.MaxFailuresIn(day); got != want {
 		t.Errorf("patient OTP guesser: %d guesses in 24h, want the computed %d", got, want)
 	}
 }
@@ -336,8 +338,8 @@ func TestNormalisation_InvisibleSpellingsShareOneBudget(t *testing.T) {
 		}
 	}
 	t.Logf("%d spellings: %d refused, %d guesses went ahead", len(spellings)+1, refused, proceeded)
-	if f := h.e.Policy().Flow("login"); proceeded > f.AccountBackoff.Free {
-		t.Errorf("%d guesses went ahead at once over %d spellings, want at most the one account's %d free", proceeded, len(spellings)+1, f.AccountBackoff.Free)
+	if f := h.e.Policy().Flow("login"); proceeded > f.Rule("account_backoff").Backoff.Free {
+		t.Errorf("%d guesses went ahead at once over %d spellings, want at most the one account's %d free", proceeded, len(spellings)+1, f.Rule("account_backoff").Backoff.Free)
 	}
 }
 
@@ -347,7 +349,7 @@ func TestNormalisation_InvisibleSpellingsShareOneBudget(t *testing.T) {
 func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
-	e, err := authguard.New(authguard.Config{Store: mem, Secret: secret, Now: clock.Now})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

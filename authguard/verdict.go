@@ -28,52 +28,37 @@ func (a Action) String() string {
 	return "unknown"
 }
 
-// Reason is a stable lower-case code saying which signal shaped a verdict, for
-// the caller's logs. Reasons never depend on whether an account exists.
-type Reason uint8
+// Reason is a stable code saying which rule shaped a verdict, for the
+// caller's logs and the metrics: lower-case letters, digits and '_'. The
+// policy defines them (a rule's reason, by default its name); the built-in
+// rules keep the codes below. Reasons never depend on whether an account
+// exists.
+type Reason string
 
-// Reasons, in the order a verdict lists them.
+// The built-in policy's reason codes, and ReasonUnavailable, which no rule
+// may take.
 const (
-	ReasonAccountBackoff Reason = iota // the account's failure counter asks for a delay
-	ReasonDeviceBackoff                // a known device is past its own allowance and its devices' shared counter asks for a delay
-	ReasonIPRate                       // too many checks from the client's IP prefix
-	ReasonIPSpray                      // too many distinct accounts failed from the IP prefix
-	ReasonIPFailures                   // too many failures from the IP prefix
-	ReasonPasswordSpray                // one password tried across too many accounts
-	ReasonUnavailable                  // the store is down and the flow fails closed
-	numReasons
+	ReasonAccountBackoff Reason = "account_backoff" // the account's failure counter asks for a delay
+	ReasonDeviceBackoff  Reason = "device_backoff"  // a known device is past its own allowance and its devices' shared counter asks for a delay
+	ReasonIPRate         Reason = "ip_rate"         // too many checks from the client's IP prefix
+	ReasonIPSpray        Reason = "ip_spray"        // too many distinct accounts failed from the IP prefix
+	ReasonIPFailures     Reason = "ip_failures"     // too many failures from the IP prefix
+	ReasonPasswordSpray  Reason = "password_spray"  // one password tried across too many accounts
+	ReasonUnavailable    Reason = "unavailable"     // the store is down and the flow fails closed
 )
 
-var reasonNames = [...]string{
-	"account_backoff", "device_backoff", "ip_rate", "ip_spray", "ip_failures",
-	"password_spray", "unavailable",
-}
+func (r Reason) String() string { return string(r) }
 
-func (r Reason) String() string {
-	if int(r) < len(reasonNames) {
-		return reasonNames[r]
-	}
-	return "unknown"
-}
+// reasonSet is a set of a flow's reasons, by their index in Flow.reasons; it
+// lists them in that order.
+type reasonSet uint64
 
-// Reasons returns every reason code, in order.
-func Reasons() []Reason {
-	rs := make([]Reason, numReasons)
-	for i := range rs {
-		rs[i] = Reason(i)
-	}
-	return rs
-}
+func (s *reasonSet) add(i uint8) { *s |= 1 << i }
 
-// reasonSet is a set of reasons; it lists them in their fixed order.
-type reasonSet uint16
-
-func (s *reasonSet) add(r Reason) { *s |= 1 << r }
-
-func (s reasonSet) list() []Reason {
+func (s reasonSet) list(f *Flow) []Reason {
 	rs := make([]Reason, 0, 2)
-	for r := Reason(0); r < numReasons; r++ {
-		if s&(1<<r) != 0 {
+	for i, r := range f.reasons {
+		if s&(1<<i) != 0 {
 			rs = append(rs, r)
 		}
 	}
@@ -86,11 +71,13 @@ func (s reasonSet) list() []Reason {
 type Verdict struct {
 	// Action is what to do.
 	Action Action
-	// Delay is how long to wait before the attempt may go ahead; zero unless
-	// Action is Delay.
+	// Delay is how long to wait before the attempt may go ahead: with
+	// Delay, before checking again; with Proceed, the call's place in a
+	// leaky_bucket rule's queue, to hold it that long and then go ahead
+	// without checking again. Zero otherwise.
 	Delay time.Duration
-	// Reasons lists the signals behind the verdict, in a fixed order; empty
-	// for a plain Proceed.
+	// Reasons lists the rules' reasons behind the verdict, in the order of
+	// the flow's rules; empty for a plain Proceed.
 	Reasons []Reason
 	// Attempt is the signed attempt token a Proceed from Check carries; the
 	// caller passes it back with its report.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 func TestVerdict_SameFieldsInTheSameOrder(t *testing.T) {
@@ -42,13 +43,15 @@ func TestVerdict_RetryAfterRoundsUp(t *testing.T) {
 	}
 }
 
-func TestReasons_HaveStableNames(t *testing.T) {
-	var names []string
-	for _, r := range authguard.Reasons() {
-		names = append(names, r.String())
-	}
-	if got, want := fmt.Sprint(names), "[account_backoff device_backoff ip_rate ip_spray ip_failures password_spray unavailable]"; got != want {
-		t.Errorf("reasons %s, want %s", got, want)
+// The built-in rules keep the reason codes callers already log and alert on.
+func TestReasons_BuiltInFlowsKeepTheirCodes(t *testing.T) {
+	for flow, want := range map[string]string{
+		"login":      "[account_backoff device_backoff ip_rate ip_spray ip_failures password_spray unavailable]",
+		"otp_verify": "[account_backoff device_backoff ip_rate ip_spray ip_failures unavailable]",
+	} {
+		if got := fmt.Sprint(config.DefaultPolicy().Flow(flow).Reasons()); got != want {
+			t.Errorf("%s: reasons %s, want %s", flow, got, want)
+		}
 	}
 }
 

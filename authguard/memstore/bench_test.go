@@ -8,11 +8,12 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // loginFlow is the built-in policy's login flow, whose rules the benchmarks
 // and the flood measurement use.
-var loginFlow = authguard.DefaultPolicy().Flow("login")
+var loginFlow = config.DefaultPolicy().Flow("login")
 
 // subject is one made-up subject: its account and IP prefix hashes and the
 // store keys a check on it touches, spelled as the engine spells them
@@ -46,16 +47,16 @@ func newSubject(n uint64) *subject {
 	// fingerprint: the account's counter, the prefix's request bucket and
 	// its two logs (see authguard.Engine.Check).
 	s.check = []authguard.Op{
-		&authguard.BackoffOp{Key: s.acctKey, Action: authguard.BackoffCharge, Policy: f.AccountBackoff, SeenWindow: f.SamePasswordWindow},
-		&authguard.BucketOp{Key: s.rateKey, Bucket: *f.IPRate},
-		&authguard.LogOp{Key: s.sprayKey, Action: authguard.LogAdmit, Member: s.account, Windows: f.IPSpray},
-		&authguard.LogOp{Key: s.failKey, Action: authguard.LogAdmit, Member: s.attemptID, Windows: f.IPFailures},
+		&authguard.BackoffOp{Key: s.acctKey, Action: authguard.BackoffCharge, Policy: f.Rule("account_backoff").Backoff, SeenWindow: f.SamePasswordWindow},
+		&authguard.RateOp{Key: s.rateKey, Action: authguard.RateTake, Rate: f.Rule("ip_rate").Rate, Cost: 1},
+		&authguard.LogOp{Key: s.sprayKey, Action: authguard.LogAdmit, Member: s.account, Windows: f.Rule("ip_spray").Windows},
+		&authguard.LogOp{Key: s.failKey, Action: authguard.LogAdmit, Member: s.attemptID, Windows: f.Rule("ip_failures").Windows},
 	}
 	// And the one a success report sends.
 	s.success = []authguard.Op{
-		&authguard.BackoffOp{Key: s.acctKey, Action: authguard.BackoffSucceed, Policy: f.AccountBackoff, SeenWindow: f.SamePasswordWindow},
-		&authguard.LogOp{Key: s.sprayKey, Action: authguard.LogRemove, Member: s.account, Windows: f.IPSpray},
-		&authguard.LogOp{Key: s.failKey, Action: authguard.LogRemove, Member: s.attemptID, Windows: f.IPFailures},
+		&authguard.BackoffOp{Key: s.acctKey, Action: authguard.BackoffSucceed, Policy: f.Rule("account_backoff").Backoff, SeenWindow: f.SamePasswordWindow},
+		&authguard.LogOp{Key: s.sprayKey, Action: authguard.LogRemove, Member: s.account, Windows: f.Rule("ip_spray").Windows},
+		&authguard.LogOp{Key: s.failKey, Action: authguard.LogRemove, Member: s.attemptID, Windows: f.Rule("ip_failures").Windows},
 	}
 	return s
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // floodSize returns the number of checks TOLLGATE_FLOOD names, and skips
@@ -61,7 +62,7 @@ func (failingStore) Ping(context.Context) error { return nil }
 func (failingStore) Close() error               { return nil }
 
 func measureFlood(t *testing.T, n int, mem *memstore.Store, store, fallback authguard.Store) {
-	e, err := authguard.New(authguard.Config{Store: store, Fallback: fallback, Secret: []byte("flood-measurement-secret-32-bytes!!")})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Fallback: fallback, Secret: []byte("flood-measurement-secret-32-bytes!!")})
 	if err != nil {
 		t.Fatal(err)
 	}

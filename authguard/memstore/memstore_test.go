@@ -130,7 +130,7 @@ func TestMemory_EvictsLeastRecentlyUsed(t *testing.T) {
 // login flow (free 5, then 1s, 2s, 4s, …).
 func backoffCharge(key string) authguard.Op {
 	f := loginFlow
-	return &authguard.BackoffOp{Key: key, Action: authguard.BackoffCharge, Policy: f.AccountBackoff, SeenWindow: f.SamePasswordWindow}
+	return &authguard.BackoffOp{Key: key, Action: authguard.BackoffCharge, Policy: f.Rule("account_backoff").Backoff, SeenWindow: f.SamePasswordWindow}
 }
 
 // TestMemory_FreshSubjectFloodCannotEvictCounterInBackoff: an attacker drives

@@ -56,9 +56,11 @@ func TestFullRedis_CannotResetAVictimInBackoff(t *testing.T) {
 	// them out during the test.
 	h := newOutageHarness(t, `flows:
   login:
-    account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
+    rules:
+      - {name: account_backoff, free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
   otp_verify:
-    account_backoff: {free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
+    rules:
+      - {name: account_backoff, free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
 `, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	c, e, last := h.client, h.e, h.last
 	ctx := context.Background()

@@ -9,6 +9,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // TestMemoryPerSubject measures what one tracked subject costs: Redis's
@@ -17,7 +18,7 @@ import (
 // The bounds are loose; they catch a state that grows without limit.
 func TestMemoryPerSubject(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +49,13 @@ func TestMemoryPerSubject(t *testing.T) {
 		count[signal]++
 		largest[signal] = max(largest[signal], n)
 	}
-	// acct and devs hold up to 8 fingerprints and 8 pending attempts.
-	bounds := map[string]int64{"acct": 768, "dev": 1024, "devslot": 1024, "devs": 768, "iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096}
-	for _, signal := range []string{"acct", "dev", "devslot", "devs", "iprate", "ipspray", "ipfail", "pwspray"} {
-		t.Logf("redis %-8s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
+	// The backoff counters hold up to 8 fingerprints and 8 pending attempts.
+	bounds := map[string]int64{
+		"account_backoff": 768, "device_backoff.dev": 1024, "device_backoff.slots": 1024, "device_backoff": 768,
+		"ip_rate": 128, "ip_spray": 4096, "ip_failures": 4096, "password_spray": 4096,
+	}
+	for _, signal := range []string{"account_backoff", "device_backoff.dev", "device_backoff.slots", "device_backoff", "ip_rate", "ip_spray", "ip_failures", "password_spray"} {
+		t.Logf("redis %-20s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
 		if count[signal] == 0 {
 			t.Errorf("no %s key after the scenario", signal)
 		}
@@ -64,7 +68,7 @@ func TestMemoryPerSubject(t *testing.T) {
 	// few addresses so the IP logs are a small share).
 	const n = 100_000
 	mem := memstore.New(memstore.Config{MaxEntries: 2 * n})
-	me, _ := authguard.New(authguard.Config{Store: mem, Secret: secret})
+	me, _ := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret})
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -81,11 +85,11 @@ func TestMemoryPerSubject(t *testing.T) {
 	runtime.KeepAlive(me)
 }
 
-// TestMemoryPerIPv6Aggregate measures the ipv6_aggregates logs of a /48
+// TestMemoryPerIPv6Aggregate measures the ip_spray_56 and ip_spray_48 logs of a /48
 // sprayed to their caps by a CAPTCHA-solving attacker on fresh /64s.
 func TestMemoryPerIPv6Aggregate(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +99,7 @@ func TestMemoryPerIPv6Aggregate(t *testing.T) {
 		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: ip, CaptchaSolved: true})
 		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
 	}
-	keys, _ := c.Keys(ctx, "*:ipspray:*").Result()
+	keys, _ := c.Keys(ctx, "*:ip_spray_*:*").Result()
 	var sizes []int64
 	for _, k := range keys {
 		n, err := c.MemoryUsage(ctx, k).Result()
@@ -103,7 +107,7 @@ func TestMemoryPerIPv6Aggregate(t *testing.T) {
 			t.Fatal(err)
 		}
 		if card := c.ZCard(ctx, k).Val(); card > 1 {
-			t.Logf("ipspray key with %d members: MEMORY USAGE %d bytes", card, n)
+			t.Logf("%s key with %d members: MEMORY USAGE %d bytes", strings.Split(k, ":")[3], card, n)
 			sizes = append(sizes, n)
 		}
 	}

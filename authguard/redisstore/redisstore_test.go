@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/storetest"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
@@ -204,7 +205,7 @@ func TestEngine_OneRoundTripPerCall(t *testing.T) {
 	if err := s.Preload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e, err := authguard.New(authguard.Config{Store: s, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -404,7 +405,7 @@ func TestExpiry_PTTLMatchesTheState(t *testing.T) {
 
 func TestEngine_StoreHoldsNoRawIdentifier(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -539,7 +540,7 @@ func newOutageHarness(t *testing.T, policyYAML string, serverArgs ...string) *ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := authguard.LoadPolicy([]byte(policyYAML))
+	p, err := config.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

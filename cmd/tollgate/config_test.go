@@ -9,7 +9,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
@@ -31,11 +30,11 @@ func TestValidateConfig(t *testing.T) {
 		wantErr  string
 	}{
 		{"good file", []string{write("good.yaml", "flows:\n  login:\n    mode: shadow\n")}, 0, "ok\n" +
-			"login: at most 90 failed checks per account in any 24h (account counter 62, devices' shared counter 13, 3 devices x 5 of their own)\n" +
-			"otp_verify: at most 81 failed checks per account in any 24h (account counter 59, devices' shared counter 13, 3 devices x 3 of their own)\n", ""},
-		{"a policy above NIST's 100", []string{write("lax.yaml", "flows:\n  login:\n    account_backoff: {max: 10m}\n")}, 0, "ok\n" +
-			"login: at most 185 failed checks per account in any 24h (account counter 157, devices' shared counter 13, 3 devices x 5 of their own); above NIST SP 800-63B's 100\n" +
-			"otp_verify: at most 81 failed checks per account in any 24h (account counter 59, devices' shared counter 13, 3 devices x 3 of their own)\n", ""},
+			"login: at most 90 failed checks per account in any 24h (account_backoff 62; device_backoff 13 shared + 3 devices x 5 of their own)\n" +
+			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n", ""},
+		{"a policy above NIST's 100", []string{write("lax.yaml", "flows:\n  login:\n    rules:\n      - {name: account_backoff, max: 10m}\n")}, 0, "ok\n" +
+			"login: at most 185 failed checks per account in any 24h (account_backoff 157; device_backoff 13 shared + 3 devices x 5 of their own); above NIST SP 800-63B's 100\n" +
+			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n", ""},
 		{"bad file", []string{write("bad.yaml", "flows:\n  login:\n    mode: sometimes\n")}, 1, "", "bad.yaml: policy: line 3"},
 		{"public listen address", []string{write("public.yaml", "listen: 0.0.0.0:8080\n")}, 1, "", "caller authentication"},
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, 1, "", "no such file"},
@@ -101,7 +100,7 @@ func TestExampleConfig(t *testing.T) {
 
 func TestServe_RedisNeedsASecret(t *testing.T) {
 	cfg := config.Default()
-	cfg.Policy = authguard.DefaultPolicy()
+	cfg.Policy = config.DefaultPolicy()
 	cfg.Redis = &config.RedisConfig{URL: "redis://127.0.0.1:1"}
 	err := serve(context.Background(), cfg, io.Discard, nil)
 	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_SECRET") {

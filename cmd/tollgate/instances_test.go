@@ -34,7 +34,8 @@ store:
 flows:
   login:
     fail_mode: closed
-    account_backoff: {free: 5, base: 1h, max: 2h, forget_after: 3h}
+    rules:
+      - {name: account_backoff, free: 5, base: 1h, max: 2h, forget_after: 3h}
 `), 0o600)
 	if err != nil {
 		t.Fatal(err)

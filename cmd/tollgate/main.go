@@ -21,6 +21,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -139,16 +140,29 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 
 // budgetLine says how many failed checks one account can have in a flow in
 // any 24 hours, whatever an attacker does (authguard.Flow.MaxFailuresPerDay),
-// and flags a flow above NIST SP 800-63B's 100.
+// from which backoff rules, and flags a flow above NIST SP 800-63B's 100.
 func budgetLine(f *authguard.Flow) string {
-	account, shared := f.AccountBackoff.MaxFailuresIn(24*time.Hour), f.DeviceBackoff.MaxFailuresIn(24*time.Hour)
-	total := f.MaxFailuresPerDay()
-	at := "at most"
-	if account > backoff.MaxExact || shared > backoff.MaxExact {
-		at = "at least" // beyond backoff.MaxExact the figures are lower bounds
+	total, ok := f.MaxFailuresPerDay()
+	if !ok {
+		return fmt.Sprintf("%s: no bound on failed checks per account: no backoff rule counts the account", f.Name)
 	}
-	line := fmt.Sprintf("%s: %s %d failed checks per account in any 24h (account counter %d, devices' shared counter %d, %d devices x %d of their own)",
-		f.Name, at, total, account, shared, f.DeviceSlots, f.DeviceFree)
+	at := "at most"
+	var parts []string
+	for _, r := range f.Rules {
+		if r.Algorithm != authguard.Backoff || (r.Subject.Parts != authguard.PartAccount && r.Subject.Parts != authguard.PartDevice) {
+			continue
+		}
+		n := r.Backoff.MaxFailuresIn(24 * time.Hour)
+		if n > backoff.MaxExact {
+			at = "at least" // beyond backoff.MaxExact the figures are lower bounds
+		}
+		part := fmt.Sprintf("%s %d", r.Name, n)
+		if r.Subject.Parts == authguard.PartDevice {
+			part = fmt.Sprintf("%s %d shared + %d devices x %d of their own", r.Name, n, r.DeviceSlots, r.DeviceFree)
+		}
+		parts = append(parts, part)
+	}
+	line := fmt.Sprintf("%s: %s %d failed checks per account in any 24h (%s)", f.Name, at, total, strings.Join(parts, "; "))
 	if total > 100 {
 		line += "; above NIST SP 800-63B's 100"
 	}

@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
@@ -125,7 +124,7 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 func TestServe_WarnsAboutARandomSecret(t *testing.T) {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
-	cfg.Policy = authguard.DefaultPolicy()
+	cfg.Policy = config.DefaultPolicy()
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs testkit.SyncBuffer
 	done := make(chan error, 1)
@@ -145,7 +144,7 @@ func testConfig() *config.Config {
 	cfg := config.Default()
 	cfg.Listen = "127.0.0.1:0"
 	cfg.Secret = []byte(secret32)
-	cfg.Policy = authguard.DefaultPolicy()
+	cfg.Policy = config.DefaultPolicy()
 	return cfg
 }
 

@@ -38,7 +38,7 @@ type Config struct {
 	LogLevel slog.Level
 	// Timeouts bound each phase of a connection and the shutdown.
 	Timeouts Timeouts
-	// Policy is the set of flows. The default is authguard.DefaultPolicy().
+	// Policy is the set of flows. The default is DefaultPolicy().
 	Policy *authguard.Policy
 	// Redis, when set, keeps the state in Redis or a Redis Cluster shared by
 	// every instance. The default is nil: the embedded memory store.
@@ -82,8 +82,8 @@ func Default() *Config {
 	}
 }
 
-// fileConfig is the YAML form of Config. flows is authguard's policy format
-// and is left to authguard.LoadPolicy.
+// fileConfig is the YAML form of Config. flows is the policy format of
+// policy.go.
 type fileConfig struct {
 	Listen    *string      `yaml:"listen"`
 	Secret    *string      `yaml:"secret"`
@@ -99,25 +99,25 @@ type fileStore struct {
 }
 
 type fileRedis struct {
-	URL              string             `yaml:"url"`
-	ClusterAddrs     []string           `yaml:"cluster_addrs"`
-	SentinelAddrs    []string           `yaml:"sentinel_addrs"`
-	SentinelMaster   string             `yaml:"sentinel_master"`
-	SentinelPassword string             `yaml:"sentinel_password"`
-	Username         string             `yaml:"username"`
-	Password         string             `yaml:"password"`
-	TLS              bool               `yaml:"tls"`
-	TLSServerName    string             `yaml:"tls_server_name"`
-	PoolSize         int                `yaml:"pool_size"`
-	Timeout          authguard.Duration `yaml:"timeout"`
+	URL              string   `yaml:"url"`
+	ClusterAddrs     []string `yaml:"cluster_addrs"`
+	SentinelAddrs    []string `yaml:"sentinel_addrs"`
+	SentinelMaster   string   `yaml:"sentinel_master"`
+	SentinelPassword string   `yaml:"sentinel_password"`
+	Username         string   `yaml:"username"`
+	Password         string   `yaml:"password"`
+	TLS              bool     `yaml:"tls"`
+	TLSServerName    string   `yaml:"tls_server_name"`
+	PoolSize         int      `yaml:"pool_size"`
+	Timeout          Duration `yaml:"timeout"`
 }
 
 type fileTimeouts struct {
-	ReadHeader *authguard.Duration `yaml:"read_header"`
-	Read       *authguard.Duration `yaml:"read"`
-	Write      *authguard.Duration `yaml:"write"`
-	Idle       *authguard.Duration `yaml:"idle"`
-	Shutdown   *authguard.Duration `yaml:"shutdown"`
+	ReadHeader *Duration `yaml:"read_header"`
+	Read       *Duration `yaml:"read"`
+	Write      *Duration `yaml:"write"`
+	Idle       *Duration `yaml:"idle"`
+	Shutdown   *Duration `yaml:"shutdown"`
 }
 
 // Parse reads a config file's bytes over the defaults. Errors name the
@@ -173,7 +173,7 @@ func Parse(data []byte) (*Config, error) {
 	}
 	for _, t := range []struct {
 		name string
-		in   *authguard.Duration
+		in   *Duration
 		out  *time.Duration
 	}{
 		{"read_header", fc.Timeouts.ReadHeader, &cfg.Timeouts.ReadHeader},
@@ -208,47 +208,12 @@ func Parse(data []byte) (*Config, error) {
 		cfg.KeyPrefix = *fc.KeyPrefix
 	}
 
-	var policyData []byte
-	if top != nil && line("flows") > 0 {
-		var err error
-		if policyData, err = onlyFlows(data, top); err != nil {
-			return nil, err
-		}
-	}
-	p, err := authguard.LoadPolicy(policyData)
+	p, err := policyFromNode(&fc.Flows)
 	if err != nil {
 		return nil, err
 	}
 	cfg.Policy = p
 	return cfg, nil
-}
-
-// onlyFlows returns data with every top-level key but flows blanked out,
-// line for line, so that authguard.LoadPolicy (which knows only flows)
-// reads it strictly and its errors name the lines of the original file.
-func onlyFlows(data []byte, top *yaml.Node) ([]byte, error) {
-	if top.Style&yaml.FlowStyle != 0 {
-		return nil, fmt.Errorf("line %d: write the top level in block style (one key per line), not as {...}", top.Line)
-	}
-	lines := bytes.SplitAfter(data, []byte("\n"))
-	keys := top.Content
-	for i := 0; i+1 < len(keys); i += 2 {
-		if keys[i].Value == "flows" {
-			continue
-		}
-		from, to := keys[i].Line, len(lines)+1 // lines are 1-based; to is exclusive
-		if i+2 < len(keys) {
-			to = keys[i+2].Line
-		}
-		for l := from; l < to && l <= len(lines); l++ {
-			if bytes.HasSuffix(lines[l-1], []byte("\n")) {
-				lines[l-1] = []byte("\n")
-			} else {
-				lines[l-1] = nil
-			}
-		}
-	}
-	return bytes.Join(lines, nil), nil
 }
 
 // ApplyEnv lays the TOLLGATE_* variables over cfg.
@@ -322,11 +287,7 @@ func Load(path string, getenv func(string) string) (*Config, error) {
 			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 	} else {
-		p, err := authguard.LoadPolicy(nil)
-		if err != nil {
-			return nil, err
-		}
-		cfg.Policy = p
+		cfg.Policy = DefaultPolicy()
 	}
 	if err := ApplyEnv(cfg, getenv); err != nil {
 		return nil, err

@@ -21,9 +21,11 @@ timeouts:
   shutdown: 1m
 flows:
   login:
-    account_backoff:
-      free: 3
+    rules:
+      - name: account_backoff
+        free: 3
   signup:
+    template: login
     mode: shadow
 `))
 	if err != nil {
@@ -35,7 +37,7 @@ flows:
 	if got, want := cfg.Timeouts, (Timeouts{ReadHeader: 2 * time.Second, Read: 10 * time.Second, Write: 10 * time.Second, Idle: 120 * time.Second, Shutdown: time.Minute}); got != want {
 		t.Errorf("timeouts = %+v, want %+v", got, want)
 	}
-	if got := cfg.Policy.Flow("login").AccountBackoff.Free; got != 3 {
+	if got := cfg.Policy.Flow("login").Rule("account_backoff").Backoff.Free; got != 3 {
 		t.Errorf("login free = %d, want 3", got)
 	}
 	if f := cfg.Policy.Flow("signup"); f == nil || f.Mode != authguard.Shadow {
@@ -76,7 +78,9 @@ func TestParseConfig_ErrorsNameTheLine(t *testing.T) {
 		{"bad flow duration", "flows:\n  login:\n    attempt_ttl: 5x\n", "line 3"},
 		{"flows before other keys", "flows:\n  login:\n    mode: nope\nlisten: 127.0.0.1:1\n", "line 3"},
 		{"not a mapping", "- a\n- b\n", "line 1"},
-		{"flow style top level", "{listen: '127.0.0.1:1', flows: {login: {mode: shadow}}}", "block style"},
+		{"flow style top level", "{listen: '127.0.0.1:1', flows: {login: {mode: nope}}}", "line 1"},
+		{"bad rule", "flows:\n  login:\n    rules:\n      - name: ip_rate\n        rate: 3/x\n", "line 5"},
+		{"bad rule value", "flows:\n  login:\n    rules:\n      - name: ip_rate\n        limit: 0\n", "line 4: flows.login.rules[ip_rate]"},
 		{"not YAML", "listen: [\n", "line"},
 	}
 	for _, tt := range tests {

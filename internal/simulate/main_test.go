@@ -53,8 +53,8 @@ func TestMain_ExitCodes(t *testing.T) {
 	pass := writeFile(t, "pass.yaml", small)
 	fail := writeFile(t, "fail.yaml", strings.Replace(small, `users.delayed: "== 0"`, `users.delayed: "> 0"`, 1))
 	bad := writeFile(t, "bad.yaml", strings.Replace(small, "rate: 1/m", "rate: 1/x", 1))
-	lax := writeFile(t, "lax.yaml", "flows:\n  login:\n    account_backoff: {free: 1000}\n")
-	badPolicy := writeFile(t, "badpolicy.yaml", "flows:\n  login:\n    account_backoff: {free: -1}\n")
+	lax := writeFile(t, "lax.yaml", "flows:\n  login:\n    rules:\n      - {name: account_backoff, free: 1000}\n")
+	badPolicy := writeFile(t, "badpolicy.yaml", "flows:\n  login:\n    rules:\n      - {name: account_backoff, free: -1}\n")
 	botnet := filepath.Join("..", "..", "scenarios", "brute-force-botnet.yaml")
 	tests := []struct {
 		name       string
@@ -281,7 +281,7 @@ func TestMain_SVG(t *testing.T) {
 // accepted, and the flows change the outcome.
 func TestMain_ConfigIsTheServeConfig(t *testing.T) {
 	cfg := filepath.Join(t.TempDir(), "tollgate.yaml")
-	os.WriteFile(cfg, []byte("listen: 127.0.0.1:9090\nstore:\n  redis:\n    url: redis://127.0.0.1:6379\nflows:\n  login:\n    account_backoff: {max: 15m}\n"), 0o600)
+	os.WriteFile(cfg, []byte("listen: 127.0.0.1:9090\nstore:\n  redis:\n    url: redis://127.0.0.1:6379\nflows:\n  login:\n    rules:\n      - {name: account_backoff, max: 15m}\n"), 0o600)
 	var out, errOut bytes.Buffer
 	code := Main([]string{"-json", "-config", cfg, "../../scenarios/brute-force-botnet.yaml"}, &out, &errOut)
 	if code != 1 || !strings.Contains(out.String(), `"ok":false`) {

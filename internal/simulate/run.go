@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
@@ -199,7 +200,7 @@ type engineAPI interface {
 // the actors' runs too.
 func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engineAPI) (*Result, []*actorRun, error) {
 	if policy == nil {
-		policy = authguard.DefaultPolicy()
+		policy = config.DefaultPolicy()
 	}
 	for i, a := range sc.Actors {
 		for _, f := range []struct {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // run parses and runs a scenario on the built-in policy laid under
@@ -21,7 +22,7 @@ func run(t *testing.T, scenario, policyYAML string) *Result {
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := authguard.LoadPolicy([]byte(policyYAML))
+	policy, err := config.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +124,8 @@ func TestRun_ObeyingADelayPausesTheScript(t *testing.T) {
 	policy := `
 flows:
   login:
-    account_backoff: {free: 1, base: 10s, factor: 1, max: 10s, forget_after: 1h}
+    rules:
+      - {name: account_backoff, free: 1, base: 10s, factor: 1, max: 10s, forget_after: 1h}
 `
 	r := run(t, `
 name: pause
@@ -158,7 +160,8 @@ func TestRun_Captcha(t *testing.T) {
 	policy := `
 flows:
   login:
-    ip_spray: [{window: 1h, limit: 1}]
+    rules:
+      - {name: ip_spray, windows: [{window: 1h, limit: 1}]}
 `
 	scenario := func(solves string) string {
 		return `
@@ -186,7 +189,8 @@ func TestRun_ParallelBurstCannotOutrunBudget(t *testing.T) {
 	const policy = `
 flows:
   login:
-    account_backoff: {free: 3}
+    rules:
+      - {name: account_backoff, free: 3}
 `
 	r := run(t, `
 name: burst
@@ -200,12 +204,12 @@ actors:
     obeys_delay: false
 `, policy)
 	// As many go ahead as there are failure counts with no delay after them.
-	p, err := authguard.LoadPolicy([]byte(policy))
+	p, err := config.LoadPolicy([]byte(policy))
 	if err != nil {
 		t.Fatal(err)
 	}
 	budget := 1
-	for p.Flow("login").AccountBackoff.Delay(budget) == 0 {
+	for p.Flow("login").Rule("account_backoff").Backoff.Delay(budget) == 0 {
 		budget++
 	}
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 20, Proceeded: budget, Delayed: 20 - budget, FirstDelayAt: "0s",
@@ -303,7 +307,7 @@ func execRun(t *testing.T, scenario, policyYAML string, wrap func(engineAPI) eng
 	if err != nil {
 		t.Fatal(err)
 	}
-	policy, err := authguard.LoadPolicy([]byte(policyYAML))
+	policy, err := config.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -451,8 +455,9 @@ actors:
 `, `
 flows:
   login:
-    account_backoff: {free: 2, base: 1h, factor: 1, max: 1h, forget_after: 24h}
-    device_backoff: {free: 1000}
+    rules:
+      - {name: account_backoff, free: 2, base: 1h, factor: 1, max: 1h, forget_after: 24h}
+      - {name: device_backoff, free: 1000}
 `)
 	// 20 guesses on each account: all 20 on the victim go ahead with the
 	// stolen token; 2 on the other account, then an hour's delay.
@@ -480,10 +485,12 @@ actors:
 `, `
 flows:
   login:
-    ip_rate: {rate: 1/h, burst: 5}
+    rules:
+      - {name: ip_rate, rate: 1/h, limit: 5}
   otp_verify:
-    account_backoff: {free: 1, base: 3s, factor: 1, max: 3s}
-    ip_spray: [{window: 1h, limit: 1}]
+    rules:
+      - {name: account_backoff, free: 1, base: 3s, factor: 1, max: 3s}
+      - {name: ip_spray, windows: [{window: 1h, limit: 1}]}
 `)
 	var mints, refused, attempts, retries int
 	minted, token, sent := false, "", ""

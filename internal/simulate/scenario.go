@@ -15,6 +15,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -72,7 +73,7 @@ type Actor struct {
 	IPs IPs
 	// Rate, for a rate actor, is how often it starts a login, across the
 	// whole actor. It is zero for an every actor.
-	Rate authguard.Rate
+	Rate config.Rate
 	// Every, for an every actor, is how often each account logs in. It is
 	// zero for a rate actor.
 	Every time.Duration
@@ -422,7 +423,7 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 			if err != nil {
 				return err
 			}
-			if a.Rate, err = authguard.ParseRate(s); err != nil || a.Rate.Per == 0 {
+			if a.Rate, err = config.ParseRate(s); err != nil || a.Rate.Per == 0 {
 				return errAt(v, p, "invalid rate %q (use N/s, N/m or N/h)", s)
 			}
 			return nil
@@ -833,7 +834,7 @@ func duration(n *yaml.Node, path string) (time.Duration, error) {
 	if err != nil {
 		return 0, err
 	}
-	d, err := authguard.ParseDuration(s)
+	d, err := config.ParseDuration(s)
 	if err != nil {
 		return 0, errAt(n, path, "%v", err)
 	}

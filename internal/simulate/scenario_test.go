@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 const goodScenario = `# every field, once
@@ -69,7 +70,7 @@ func TestParseScenario_Good(t *testing.T) {
 		{"attacker.Flow", a.Flow, "login"},
 		{"attacker.Accounts", strings.Join(a.Accounts.List, "|"), "victim@example.com| Other@Example.com"},
 		{"attacker.IPs.RandomIPv4", a.IPs.RandomIPv4, 50},
-		{"attacker.Rate", a.Rate, authguard.Rate{N: 30, Per: time.Minute}},
+		{"attacker.Rate", a.Rate, config.Rate{N: 30, Per: time.Minute}},
 		{"attacker.Every", a.Every, time.Duration(0)},
 		{"attacker.Burst", a.Burst, 2},
 		{"attacker.Start", a.Start, 10 * time.Minute},

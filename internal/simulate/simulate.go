@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 
-	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
@@ -65,7 +64,7 @@ func Main(args []string, stdout, stderr io.Writer) int {
 		return 2
 	}
 
-	policy := authguard.DefaultPolicy()
+	policy := config.DefaultPolicy()
 	if *configFile != "" {
 		// The same file `tollgate serve -config` reads: its flows are the
 		// policy; the environment is ignored.

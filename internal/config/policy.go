@@ -1,0 +1,547 @@
+package config
+
+import (
+	"bytes"
+	_ "embed"
+	"errors"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// DefaultPolicyYAML is the built-in policy, with a comment on every number
+// saying why it is what it is.
+//
+//go:embed default_policy.yaml
+var DefaultPolicyYAML []byte
+
+// DefaultPolicy returns the built-in policy.
+func DefaultPolicy() *authguard.Policy {
+	p, err := LoadPolicy(nil)
+	if err != nil {
+		panic("config: built-in policy is invalid: " + err.Error())
+	}
+	return p
+}
+
+// LoadPolicy reads a policy file ({flows: ...}) laid over the built-in
+// policy; nil or empty data gives the built-in policy itself. Errors name
+// the line.
+func LoadPolicy(data []byte) (*authguard.Policy, error) {
+	var top struct {
+		Flows yaml.Node `yaml:"flows"`
+	}
+	if len(bytes.TrimSpace(data)) > 0 {
+		dec := yaml.NewDecoder(bytes.NewReader(data))
+		dec.KnownFields(true)
+		if err := dec.Decode(&top); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+	}
+	return policyFromNode(&top.Flows)
+}
+
+// builtins are the built-in flows in their file form, decoded once.
+var builtins = func() map[string]*flowFile {
+	var top struct {
+		Flows yaml.Node `yaml:"flows"`
+	}
+	if err := yaml.Unmarshal(DefaultPolicyYAML, &top); err != nil {
+		panic("config: built-in policy: " + err.Error())
+	}
+	flows, err := overlay(nil, nil, &top.Flows)
+	if err != nil {
+		panic("config: built-in policy: " + err.Error())
+	}
+	return flows
+}()
+
+// policyFromNode lays the flows node of a file over the built-in flows and
+// compiles the result.
+func policyFromNode(n *yaml.Node) (*authguard.Policy, error) {
+	flows, err := overlay(builtins, builtins, n)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	names := make([]string, 0, len(flows))
+	for name := range flows {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	compiled := make([]*authguard.Flow, 0, len(flows))
+	for _, name := range names {
+		ff := flows[name]
+		f, err := ff.compile(name)
+		if err == nil {
+			_, err = authguard.NewPolicy(f) // validates the flow on its own, for the line
+		}
+		if err != nil {
+			var re *authguard.RuleError
+			line := ff.line
+			if errors.As(err, &re) {
+				if l := ff.ruleLine(re.Rule); l > 0 {
+					line = l
+				}
+			} else if l := ff.keyLine(err); l > 0 {
+				line = l
+			}
+			if line > 0 {
+				return nil, fmt.Errorf("policy: line %d: %w", line, err)
+			}
+			return nil, fmt.Errorf("policy: %w", err)
+		}
+		compiled = append(compiled, f)
+	}
+	p, err := authguard.NewPolicy(compiled...)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return p, nil
+}
+
+// flowFile is the YAML form of a flow.
+type flowFile struct {
+	Template           string      `yaml:"template"`
+	Mode               string      `yaml:"mode"`
+	FailMode           string      `yaml:"fail_mode"`
+	FailClosedRetry    Duration    `yaml:"fail_closed_retry"`
+	IPv6Prefix         int         `yaml:"ipv6_prefix"`
+	AllowList          []string    `yaml:"allow_list"`
+	DeviceTrust        string      `yaml:"device_trust"`
+	SamePasswordWindow Duration    `yaml:"same_password_window"`
+	AttemptTTL         Duration    `yaml:"attempt_ttl"`
+	DeviceTokenTTL     Duration    `yaml:"device_token_ttl"`
+	Rules              []yaml.Node `yaml:"rules"`
+
+	rules []ruleFile     // the effective rules
+	line  int            // where the flow was last written, 0 for built-in
+	keys  map[string]int // the line of each key the file wrote
+}
+
+// emptyFlow is a new flow without a template: settings only, no rules.
+func emptyFlow() *flowFile {
+	return &flowFile{
+		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(2 * time.Second), IPv6Prefix: 64,
+		AttemptTTL: Duration(10 * time.Minute), DeviceTokenTTL: Duration(90 * 24 * time.Hour),
+	}
+}
+
+// ruleFile is the YAML form of a rule. Which fields apply depends on the
+// algorithm; authguard.Rule says which.
+type ruleFile struct {
+	Name      string `yaml:"name"`
+	Off       bool   `yaml:"off"`
+	Reason    string `yaml:"reason"`
+	Subject   string `yaml:"subject"`
+	Algorithm string `yaml:"algorithm"`
+	Counts    string `yaml:"counts"`
+	Cost      int    `yaml:"cost"`
+	Past      string `yaml:"past"`
+	Clients   string `yaml:"clients"`
+	// backoff
+	Free        int      `yaml:"free"`
+	Base        Duration `yaml:"base"`
+	Factor      float64  `yaml:"factor"`
+	Max         Duration `yaml:"max"`
+	ForgetAfter Duration `yaml:"forget_after"`
+	DeviceFree  int      `yaml:"device_free"`
+	DeviceSlots int      `yaml:"device_slots"`
+	// distinct, and sliding_log counting failures
+	Of      string       `yaml:"of"`
+	Windows []windowFile `yaml:"windows"`
+	// rate algorithms
+	Window Duration `yaml:"window"`
+	Limit  int      `yaml:"limit"`
+	Rate   Rate     `yaml:"rate"`
+
+	line int
+}
+
+// windowFile is one window of a log: at most Limit members within Window.
+type windowFile struct {
+	Window Duration `yaml:"window"`
+	Limit  int      `yaml:"limit"`
+}
+
+var (
+	flowKeys   = yamlKeys(flowFile{})
+	ruleKeys   = yamlKeys(ruleFile{})
+	windowKeys = yamlKeys(windowFile{})
+)
+
+// overlay lays the flows of n over base (which it does not change) and
+// returns the result; templates are the flows a template may name. Every
+// mapping is checked for unknown keys.
+func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*flowFile, error) {
+	out := map[string]*flowFile{}
+	for name, f := range base {
+		c := *f
+		c.rules = slices.Clone(f.rules)
+		out[name] = &c
+	}
+	if n.Kind == 0 || n.Tag == "!!null" {
+		return out, nil
+	}
+	if n.Kind != yaml.MappingNode {
+		return nil, fmt.Errorf("line %d: flows is a mapping of flow names to flows", n.Line)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		name, body := n.Content[i].Value, n.Content[i+1]
+		if err := checkKeys(body, flowKeys, "flows."+name); err != nil {
+			return nil, err
+		}
+		f, err := startFlow(name, body, out[name], templates)
+		if err != nil {
+			return nil, err
+		}
+		f.Rules = nil
+		if err := body.Decode(f); err != nil {
+			return nil, fmt.Errorf("flows.%s: %w", name, err)
+		}
+		f.line = n.Content[i].Line
+		f.keys = map[string]int{}
+		for j := 0; j+1 < len(body.Content); j += 2 {
+			f.keys[body.Content[j].Value] = body.Content[j].Line
+		}
+		if err := f.mergeRules(name); err != nil {
+			return nil, err
+		}
+		out[name] = f
+	}
+	return out, nil
+}
+
+// startFlow is what a flow in a file is laid over: the template it names,
+// else the flow of the same name, else an empty flow.
+func startFlow(name string, body *yaml.Node, existing *flowFile, templates map[string]*flowFile) (*flowFile, error) {
+	var t struct {
+		Template *string `yaml:"template"`
+	}
+	if err := body.Decode(&t); err != nil {
+		return nil, fmt.Errorf("flows.%s: %w", name, err)
+	}
+	switch {
+	case t.Template == nil && existing != nil:
+		c := *existing
+		c.rules = slices.Clone(existing.rules)
+		return &c, nil
+	case t.Template == nil || *t.Template == "none":
+		return emptyFlow(), nil
+	}
+	b := templates[*t.Template]
+	if b == nil {
+		return nil, fmt.Errorf("line %d: flows.%s: template must be one of %s or none, not %q",
+			body.Line, name, strings.Join(flowNames(templates), ", "), *t.Template)
+	}
+	c := *b
+	c.rules = slices.Clone(b.rules)
+	return &c, nil
+}
+
+func flowNames(flows map[string]*flowFile) []string {
+	names := make([]string, 0, len(flows))
+	for n := range flows {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// mergeRules lays the rules just decoded (f.Rules) over f.rules: by name, a
+// rule changes the fields it gives, off switches it off, a new name is added
+// at the end.
+func (f *flowFile) mergeRules(flow string) error {
+	for _, n := range f.Rules {
+		where := fmt.Sprintf("flows.%s.rules", flow)
+		if err := checkKeys(&n, ruleKeys, where+"[]"); err != nil {
+			return err
+		}
+		var id struct {
+			Name string `yaml:"name"`
+		}
+		if err := n.Decode(&id); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		if id.Name == "" {
+			return fmt.Errorf("line %d: %s: every rule needs a name", n.Line, where)
+		}
+		where += "[" + id.Name + "]"
+		at := slices.IndexFunc(f.rules, func(r ruleFile) bool { return r.Name == id.Name })
+		var r ruleFile
+		if at >= 0 {
+			r = f.rules[at]
+		}
+		if err := n.Decode(&r); err != nil {
+			return fmt.Errorf("%s: %w", where, err)
+		}
+		r.line = n.Line
+		switch {
+		case r.Off && at >= 0:
+			f.rules = slices.Delete(f.rules, at, at+1)
+		case r.Off:
+			return fmt.Errorf("line %d: %s: there is no rule of that name to switch off (the flow has %s)", n.Line, where, f.ruleNames())
+		case at >= 0:
+			f.rules[at] = r
+		default:
+			f.rules = append(f.rules, r)
+		}
+	}
+	f.Rules = nil
+	return nil
+}
+
+func (f *flowFile) ruleNames() string {
+	if len(f.rules) == 0 {
+		return "none"
+	}
+	names := make([]string, len(f.rules))
+	for i, r := range f.rules {
+		names[i] = r.Name
+	}
+	return strings.Join(names, ", ")
+}
+
+// keyLine is the line of the key a flow's error is about: every such error
+// names its key ("flows.login: mode must be ...", "attempt_ttl must be
+// ..."); 0 when the file did not write it.
+func (f *flowFile) keyLine(err error) int {
+	msg := err.Error()
+	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "flows.") {
+		msg = after
+	}
+	for k, line := range f.keys {
+		if strings.HasPrefix(msg, k+" ") || strings.HasPrefix(msg, k+":") {
+			return line
+		}
+	}
+	return 0
+}
+
+func (f *flowFile) ruleLine(name string) int {
+	for _, r := range f.rules {
+		if r.Name == name {
+			return r.line
+		}
+	}
+	return 0
+}
+
+// compile turns the file form into an authguard.Flow; authguard.NewPolicy
+// validates the rest.
+func (f *flowFile) compile(name string) (*authguard.Flow, error) {
+	out := &authguard.Flow{
+		Name:               name,
+		FailClosedRetry:    time.Duration(f.FailClosedRetry),
+		Grouping:           spraydetect.Grouping{IPv6Bits: f.IPv6Prefix},
+		DeviceTrust:        f.DeviceTrust,
+		SamePasswordWindow: time.Duration(f.SamePasswordWindow),
+		AttemptTTL:         time.Duration(f.AttemptTTL),
+		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
+	}
+	where := "flows." + name
+	switch f.Mode {
+	case "enforce":
+		out.Mode = authguard.Enforce
+	case "shadow":
+		out.Mode = authguard.Shadow
+	default:
+		return nil, fmt.Errorf(`%s: mode must be "enforce" or "shadow", not %q`, where, f.Mode)
+	}
+	switch f.FailMode {
+	case "open":
+		out.FailMode = authguard.FailOpen
+	case "closed":
+		out.FailMode = authguard.FailClosed
+	default:
+		return nil, fmt.Errorf(`%s: fail_mode must be "open" or "closed", not %q`, where, f.FailMode)
+	}
+	var err error
+	if out.AllowList, err = spraydetect.ParseAllowList(f.AllowList); err != nil {
+		return nil, fmt.Errorf("%s: allow_list: %w", where, err)
+	}
+	for _, rf := range f.rules {
+		r, err := rf.compile()
+		if err != nil {
+			return nil, &authguard.RuleError{Flow: name, Rule: rf.Name, Err: err}
+		}
+		out.Rules = append(out.Rules, r)
+	}
+	return out, nil
+}
+
+// compile parses the rule's words; authguard validates its numbers.
+func (rf ruleFile) compile() (authguard.Rule, error) {
+	r := authguard.Rule{
+		Name: rf.Name, Reason: authguard.Reason(rf.Reason), Cost: rf.Cost,
+		Backoff: backoff.Policy{
+			Free: rf.Free, Base: time.Duration(rf.Base), Factor: rf.Factor,
+			Max: time.Duration(rf.Max), ForgetAfter: time.Duration(rf.ForgetAfter),
+		},
+		DeviceFree: rf.DeviceFree, DeviceSlots: rf.DeviceSlots,
+	}
+	var err error
+	if r.Subject, err = authguard.ParseSubject(rf.Subject); err != nil {
+		return r, err
+	}
+	if r.Algorithm, err = authguard.ParseAlgorithm(rf.Algorithm); err != nil {
+		return r, err
+	}
+	if rf.Counts != "" {
+		if r.Counts, err = authguard.ParseTrigger(rf.Counts); err != nil {
+			return r, err
+		}
+	}
+	if rf.Past != "" {
+		if r.Past, err = authguard.ParsePast(rf.Past); err != nil {
+			return r, err
+		}
+	}
+	if rf.Clients != "" {
+		if r.Clients, err = authguard.ParseClients(rf.Clients); err != nil {
+			return r, err
+		}
+	}
+	switch rf.Of {
+	case "":
+	case "account":
+		r.Of = authguard.PartAccount
+	case "ip":
+		r.Of = authguard.PartIP
+	default:
+		return r, fmt.Errorf("of must be account or ip, not %q", rf.Of)
+	}
+	for _, w := range rf.Windows {
+		r.Windows = append(r.Windows, spraydetect.Window{Length: time.Duration(w.Window), Limit: w.Limit})
+	}
+	if rf.Window != 0 || rf.Limit != 0 || rf.Rate.Per != 0 {
+		r.Rate = authguard.RateLimit{Window: time.Duration(rf.Window), Limit: rf.Limit}
+		if rf.Rate.Per != 0 {
+			r.Rate.Interval = rf.Rate.Interval()
+		}
+		if rf.Window != 0 && rf.Rate.Per != 0 {
+			return r, errors.New("give window (fixed_window, sliding_log, sliding_counter) or rate (token_bucket, leaky_bucket), not both")
+		}
+		if rf.Rate.Per != 0 && (rf.Rate.Per%time.Duration(rf.Rate.N) != 0 || rf.Rate.Interval()%time.Millisecond != 0) {
+			return r, fmt.Errorf("rate %v is not one unit every whole number of milliseconds; use one that is (such as 20/s, 8/s, 3/m)", rf.Rate)
+		}
+	}
+	return r, nil
+}
+
+// checkKeys reports a key of a mapping node that is not one of valid, with
+// its line and the valid keys. Nested rule windows are checked too.
+func checkKeys(n *yaml.Node, valid []string, where string) error {
+	if n.Kind != yaml.MappingNode {
+		if n.Tag == "!!null" {
+			return nil
+		}
+		return fmt.Errorf("line %d: %s must be a mapping (key: value)", n.Line, where)
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !slices.Contains(valid, k.Value) {
+			return fmt.Errorf("line %d: %s: unknown field %q (valid: %s)", k.Line, where, k.Value, strings.Join(valid, ", "))
+		}
+		if k.Value == "windows" && n.Content[i+1].Kind == yaml.SequenceNode {
+			for _, w := range n.Content[i+1].Content {
+				if err := checkKeys(w, windowKeys, where+".windows[]"); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// yamlKeys lists the yaml tags of a struct's fields.
+func yamlKeys(v any) []string {
+	var keys []string
+	t := reflect.TypeOf(v)
+	for i := range t.NumField() {
+		if tag := t.Field(i).Tag.Get("yaml"); tag != "" && tag != "-" {
+			keys = append(keys, strings.Split(tag, ",")[0])
+		}
+	}
+	return keys
+}
+
+// Duration is a time.Duration in YAML: Go's syntax ("90s", "1h30m") plus a
+// "d" suffix for days ("90d").
+type Duration time.Duration
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseDuration(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// ParseDuration parses Go's duration syntax plus whole days ("7d").
+func ParseDuration(s string) (time.Duration, error) {
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, fmt.Errorf("invalid duration %q", s)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("invalid duration %q (use 500ms, 30s, 15m, 24h or 7d)", s)
+	}
+	return d, nil
+}
+
+// Rate is "N/s", "N/m", "N/h" or "off" in YAML. Per is zero for "off".
+type Rate struct {
+	N   int
+	Per time.Duration
+}
+
+// ParseRate parses "N/s", "N/m", "N/h" (N a positive whole number) or "off".
+func ParseRate(s string) (Rate, error) {
+	if s == "off" {
+		return Rate{}, nil
+	}
+	num, unit, ok := strings.Cut(s, "/")
+	n, err := strconv.Atoi(strings.TrimSpace(num))
+	per, known := map[string]time.Duration{"s": time.Second, "m": time.Minute, "h": time.Hour}[strings.TrimSpace(unit)]
+	if !ok || err != nil || n <= 0 || n > 1_000_000 || !known {
+		return Rate{}, fmt.Errorf(`invalid rate %q (use N/s, N/m or N/h)`, s)
+	}
+	return Rate{N: n, Per: per}, nil
+}
+
+// UnmarshalYAML implements yaml.Unmarshaler.
+func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
+	v, err := ParseRate(n.Value)
+	if err != nil {
+		return fmt.Errorf("line %d: %w", n.Line, err)
+	}
+	*r = v
+	return nil
+}
+
+// Interval is the time between two events at this rate.
+func (r Rate) Interval() time.Duration { return r.Per / time.Duration(r.N) }
+
+func (r Rate) String() string {
+	if r.Per == 0 {
+		return "off"
+	}
+	return fmt.Sprintf("%d/%s", r.N, map[time.Duration]string{time.Second: "s", time.Minute: "m", time.Hour: "h"}[r.Per])
+}

@@ -107,3 +107,36 @@ func TestServe_RedisNeedsASecret(t *testing.T) {
 		t.Errorf("serve on Redis without a secret: %v", err)
 	}
 }
+
+// TestValidateConfig_Print: -print shows every flow's effective policy,
+// the file's changes included, one line per rule in walking order.
+func TestValidateConfig_Print(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "p.yaml")
+	os.WriteFile(path, []byte(`flows:
+  login:
+    rules:
+      - {name: ip_rate, off: true}
+  api:
+    rules:
+      - {name: per_ip, subject: ip, algorithm: leaky_bucket, limit: 10, rate: 5/s, counts: proceed, cost: 2}
+`), 0o600)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"validate-config", "-print", path}, &out, &errOut, testkit.Env()); code != 0 {
+		t.Fatalf("validate-config -print: %d %s", code, errOut.String())
+	}
+	got := strings.Join(strings.Fields(out.String()), " ") // the columns' widths aside
+	for _, want := range []string{
+		"flow api: enforce, fails open, IPv6 per /64, 0 allow-listed ranges, device tokens of \"api\", requires ip ",
+		"api: no bound on failed checks per account",
+		" per_ip ip leaky_bucket proceed delay unknown per_ip queue of 10, 1 leaves per 200ms; a call costs 2 ",
+		" account_backoff account backoff failure delay unknown account_backoff 5 free, then 1s x2 up to 30m; forgets after 24h ",
+		"flow otp_verify: enforce, fails closed (delay 2s)",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Count(got, " ip_rate ip token_bucket ") != 1 { // otp_verify keeps its own
+		t.Errorf("login's ip_rate was switched off yet printed:\n%s", got)
+	}
+}

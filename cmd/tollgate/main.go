@@ -2,7 +2,7 @@
 //
 //	tollgate [serve] [-config FILE]    run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
-//	tollgate validate-config FILE      check a config file without starting
+//	tollgate validate-config [-print] FILE  check a config file without starting
 //	tollgate version                   print the version
 //
 // The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
@@ -23,6 +23,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
+	"text/tabwriter"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -45,7 +46,8 @@ func main() {
 const usage = `usage:
   tollgate [serve] [-config FILE]    run the service (the default)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
-  tollgate validate-config FILE      check a config file without starting
+  tollgate validate-config [-print] FILE
+                                     check a config file without starting
   tollgate version                   print the version
 
 environment:
@@ -115,9 +117,14 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 
 // validateCmd checks a config file as serve would read it, without the
 // environment, and prints "ok" and each flow's worst case, or the error.
+// With -print it also prints every flow's effective policy as a table.
 func validateCmd(args []string, stdout, stderr io.Writer) int {
+	print := len(args) > 0 && args[0] == "-print"
+	if print {
+		args = args[1:]
+	}
 	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprint(stderr, "usage: tollgate validate-config FILE\n")
+		fmt.Fprint(stderr, "usage: tollgate validate-config [-print] FILE\n")
 		return 2
 	}
 	cfg, err := config.Load(args[0], func(string) string { return "" })
@@ -133,9 +140,98 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	fmt.Fprintln(stdout, "ok")
 	for _, name := range cfg.Policy.FlowNames() {
-		fmt.Fprintln(stdout, budgetLine(cfg.Policy.Flow(name)))
+		f := cfg.Policy.Flow(name)
+		if print {
+			fmt.Fprintln(stdout)
+			printFlow(stdout, f)
+		} else {
+			fmt.Fprintln(stdout, budgetLine(f))
+		}
 	}
 	return 0
+}
+
+// printFlow writes a flow's effective policy: its settings, its worst case,
+// and one line per rule, in the order the rules are walked.
+func printFlow(w io.Writer, f *authguard.Flow) {
+	retry := ""
+	if f.FailMode == authguard.FailClosed {
+		retry = fmt.Sprintf(" (delay %s)", dur(f.FailClosedRetry))
+	}
+	grouping := f.Grouping.IPv6Bits
+	if grouping == 0 {
+		grouping = 64
+	}
+	requires := strings.Join(f.Requires(), ", ")
+	if requires == "" {
+		requires = "nothing"
+	}
+	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges, device tokens of %q, requires %s\n",
+		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), f.DeviceTrust, requires)
+	fmt.Fprintf(w, "  %s\n", budgetLine(f))
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "  RULE\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
+	for _, r := range f.Rules {
+		limit := ruleLimit(&r)
+		if r.Cost != 1 {
+			limit += fmt.Sprintf("; a call costs %d", r.Cost)
+		}
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Name, r.Subject, r.Algorithm, r.Counts, r.Past, r.Clients, r.Reason, limit)
+	}
+	if len(f.Rules) == 0 {
+		fmt.Fprintln(tw, "  (no rules: every call proceeds)")
+	}
+	tw.Flush()
+}
+
+// dur writes a duration as a config file would: 90s, 30m, 24h, 7d.
+func dur(d time.Duration) string {
+	if d > 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+// ruleLimit says a rule's parameters in words.
+func ruleLimit(r *authguard.Rule) string {
+	windows := func() string {
+		var ws []string
+		for _, w := range r.Windows {
+			ws = append(ws, fmt.Sprintf("%d per %v", w.Limit, dur(w.Length)))
+		}
+		return strings.Join(ws, ", ")
+	}
+	b := r.Backoff
+	switch r.Algorithm {
+	case authguard.Backoff:
+		s := fmt.Sprintf("%d free, then %v x%g up to %v; forgets after %v", b.Free, dur(b.Base), b.Factor, dur(b.Max), dur(b.ForgetAfter))
+		if r.Subject.Parts == authguard.PartDevice {
+			s = fmt.Sprintf("%d free per device for %d devices per %v; then shared: %s", r.DeviceFree, r.DeviceSlots, dur(authguard.DeviceWindow), s)
+		}
+		return s
+	case authguard.Distinct:
+		of := "accounts"
+		if r.Of == authguard.PartIP {
+			of = "addresses"
+		}
+		return fmt.Sprintf("%s of distinct %s", windows(), of)
+	case authguard.TokenBucket:
+		return fmt.Sprintf("burst %d, then 1 per %v", r.Rate.Limit, dur(r.Rate.Interval))
+	case authguard.LeakyBucket:
+		return fmt.Sprintf("queue of %d, 1 leaves per %v", r.Rate.Limit, dur(r.Rate.Interval))
+	}
+	if r.Counts == authguard.OnFailure { // a failure log
+		return windows() + " failed attempts"
+	}
+	return fmt.Sprintf("%d per %v", r.Rate.Limit, dur(r.Rate.Window))
 }
 
 // budgetLine says how many failed checks one account can have in a flow in

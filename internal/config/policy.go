@@ -52,6 +52,30 @@ func LoadPolicy(data []byte) (*authguard.Policy, error) {
 	return policyFromNode(&top.Flows)
 }
 
+// AddFlows returns base with the flows of a YAML flows mapping added: new
+// flows only, each empty or from a template (a built-in flow's name), in the
+// format of a config file's flows. A name base already has is an error:
+// changing a flow is the config file's job. The simulator reads scenarios'
+// own flows with it.
+func AddFlows(base *authguard.Policy, n *yaml.Node) (*authguard.Policy, error) {
+	for i := 0; n.Kind == yaml.MappingNode && i < len(n.Content); i += 2 {
+		if name := n.Content[i]; base.Flow(name.Value) != nil {
+			return nil, fmt.Errorf("line %d: flows.%s: the policy already has this flow; a scenario adds flows, the -config file changes them", name.Line, name.Value)
+		}
+	}
+	added, err := policyFromFlows(nil, n)
+	if err != nil {
+		return nil, err
+	}
+	var flows []*authguard.Flow
+	for _, p := range []*authguard.Policy{base, added} {
+		for _, name := range p.FlowNames() {
+			flows = append(flows, p.Flow(name))
+		}
+	}
+	return authguard.NewPolicy(flows...)
+}
+
 // builtins are the built-in flows in their file form, decoded once.
 var builtins = func() map[string]*flowFile {
 	var top struct {
@@ -70,7 +94,13 @@ var builtins = func() map[string]*flowFile {
 // policyFromNode lays the flows node of a file over the built-in flows and
 // compiles the result.
 func policyFromNode(n *yaml.Node) (*authguard.Policy, error) {
-	flows, err := overlay(builtins, builtins, n)
+	return policyFromFlows(builtins, n)
+}
+
+// policyFromFlows lays the flows node of a file over base and compiles the
+// result; templates are the built-in flows.
+func policyFromFlows(base map[string]*flowFile, n *yaml.Node) (*authguard.Policy, error) {
+	flows, err := overlay(base, builtins, n)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
 	}
@@ -262,6 +292,7 @@ func flowNames(flows map[string]*flowFile) []string {
 // rule changes the fields it gives, off switches it off, a new name is added
 // at the end.
 func (f *flowFile) mergeRules(flow string) error {
+	seen := map[string]bool{}
 	for _, n := range f.Rules {
 		where := fmt.Sprintf("flows.%s.rules", flow)
 		if err := checkKeys(&n, ruleKeys, where+"[]"); err != nil {
@@ -277,6 +308,10 @@ func (f *flowFile) mergeRules(flow string) error {
 			return fmt.Errorf("line %d: %s: every rule needs a name", n.Line, where)
 		}
 		where += "[" + id.Name + "]"
+		if seen[id.Name] {
+			return fmt.Errorf("line %d: %s: this list already has a rule of that name", n.Line, where)
+		}
+		seen[id.Name] = true
 		at := slices.IndexFunc(f.rules, func(r ruleFile) bool { return r.Name == id.Name })
 		var r ruleFile
 		if at >= 0 {

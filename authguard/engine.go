@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
-	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -213,10 +212,10 @@ func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
 
 // key returns the store key of a rule for this request, or "" when the
 // request lacks a part of the rule's subject and the rule does not apply.
-// A compound subject hashes its parts' hashes together.
+// A compound subject joins its parts' hashes with dots, the account's first,
+// so that every key of an account starts with the account's hash.
 func (e *Engine) key(s *subjects, r *Rule) string {
-	var hash string
-	var parts []string
+	hash := ""
 	for _, n := range partNames {
 		if !r.Subject.Has(n.part) {
 			continue
@@ -225,13 +224,31 @@ func (e *Engine) key(s *subjects, r *Rule) string {
 		if h == "" {
 			return ""
 		}
-		hash = h
-		parts = append(parts, h)
-	}
-	if len(parts) > 1 {
-		hash = e.hash.subject(s.tenant, r.Subject.String(), strings.Join(parts, "."))
+		if hash != "" {
+			hash += "."
+		}
+		hash += h
 	}
 	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Name, hash)
+}
+
+// AccountKeys returns a glob pattern (as Redis's SCAN MATCH and KEYS take
+// it) that matches every store key of one account of a tenant, in every
+// flow: the counters of rules on the account, on a compound subject with
+// the account, and on its devices. An administrator's reset deletes what it
+// matches. The account is normalised as Check normalises it.
+func (e *Engine) AccountKeys(tenant, account string) (string, error) {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if !tenantRE.MatchString(tenant) {
+		return "", &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
+	}
+	acct, err := NormalizeAccount(account)
+	if err != nil {
+		return "", err
+	}
+	return storeKey(e.prefix, tenant, "*", "*", e.hash.subject(tenant, "account", acct)+"*"), nil
 }
 
 // member returns what a log rule records for this request: the account or

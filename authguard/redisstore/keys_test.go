@@ -1,0 +1,75 @@
+package redisstore_test
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
+)
+
+// TestAccountKeys_FindEveryKeyOfAnAccount: after two accounts used every
+// kind of rule — the account's counter, a device's allowance, slot and
+// shared counter, a compound account+ip limit — the engine's AccountKeys
+// pattern matches exactly one account's keys in Redis, and every key that
+// is not an address's or a password's belongs to one of the two accounts.
+// An administrator's reset can therefore find everything to delete.
+func TestAccountKeys_FindEveryKeyOfAnAccount(t *testing.T) {
+	c := singleClient(t)
+	p, err := config.LoadPolicy([]byte(`
+flows:
+  api:
+    rules:
+      - {name: pair, subject: account+ip, algorithm: fixed_window, window: 1h, limit: 5}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Policy: p, Store: newStore(t, c, nil), Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, acct := range []string{"ann@example.com", "bob@example.com"} {
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: "192.0.2.1", PasswordFingerprint: "pw"})
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: "192.0.2.1", Outcome: authguard.Failure, Attempt: v.Attempt, PasswordFingerprint: "pw"})
+		ok, _ := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: "192.0.2.1", Outcome: authguard.Success})
+		v, _ = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: "192.0.2.1", DeviceToken: ok.DeviceToken})
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: "192.0.2.1", Outcome: authguard.Failure, Attempt: v.Attempt, DeviceToken: ok.DeviceToken})
+		e.Check(ctx, authguard.CheckRequest{Flow: "api", Account: acct, IP: "192.0.2.1"})
+	}
+	rule := func(key string) string { return strings.Split(key, ":")[3] }
+	mine := map[string][]string{}
+	for _, acct := range []string{"ann@example.com", "bob@example.com"} {
+		pattern, err := e.AccountKeys("", " "+strings.ToUpper(acct))
+		if err != nil {
+			t.Fatal(err)
+		}
+		keys := c.Keys(ctx, pattern).Val()
+		var rules []string
+		for _, k := range keys {
+			rules = append(rules, rule(k))
+		}
+		slices.Sort(rules)
+		if got, want := strings.Join(rules, " "), "account_backoff device_backoff device_backoff.dev device_backoff.slots pair"; got != want {
+			t.Errorf("%s: the pattern %s matches the keys of %s, want %s", acct, pattern, got, want)
+		}
+		mine[acct] = keys
+	}
+	for _, k := range mine["ann@example.com"] {
+		if slices.Contains(mine["bob@example.com"], k) {
+			t.Errorf("key %s matches both accounts", k)
+		}
+	}
+	for _, k := range c.Keys(ctx, "*").Val() {
+		owned := slices.Contains(mine["ann@example.com"], k) || slices.Contains(mine["bob@example.com"], k)
+		switch r := rule(k); {
+		case owned:
+		case r == "ip_rate" || r == "ip_failures" || r == "ip_spray" || r == "password_spray":
+		default:
+			t.Errorf("key %s (rule %s) belongs to no account's pattern", k, r)
+		}
+	}
+}

@@ -181,6 +181,3 @@ type DeleteOp struct {
 
 func (o *DeleteOp) StoreKey() string { return o.Key }
 func (*DeleteOp) isOp()              {}
-
-// RateRefund is a placeholder until the refund lands.
-const RateRefund = RatePeek + 1

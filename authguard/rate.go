@@ -122,6 +122,30 @@ func (r RateLimit) take(state any, now time.Time, cost int) (any, limits.Decisio
 	return state, limits.Decision{}
 }
 
+// giveBack runs the algorithm's GiveBackN on a key's state: the state after
+// giving back cost units, and the decision, whose Reset is the new state's
+// TTL. States are as for take.
+func (r RateLimit) giveBack(state any, now time.Time, cost int) (any, limits.Decision) {
+	switch r.Algorithm {
+	case FixedWindow:
+		s, _ := state.(limits.FixedState)
+		return r.fixed().GiveBackN(s, now, cost)
+	case SlidingLog:
+		s, _ := state.([]int64)
+		return r.log().GiveBackN(s, now, cost)
+	case SlidingCounter:
+		s, _ := state.(limits.CounterState)
+		return r.counter().GiveBackN(s, now, cost)
+	case TokenBucket:
+		s, _ := state.(int64)
+		return r.bucket().GiveBackN(s, now, cost)
+	case LeakyBucket:
+		s, _ := state.(int64)
+		return r.leaky().GiveBackN(s, now, cost)
+	}
+	return state, limits.Decision{}
+}
+
 // RateAction selects what a RateOp does.
 type RateAction uint8
 
@@ -130,9 +154,16 @@ const (
 	RateTake RateAction = iota + 1
 	// RatePeek reports what RateTake would decide and changes nothing.
 	RatePeek
+	// RateRefund gives back Cost units that an earlier RateTake of the same
+	// Cost on the key took, as if that take had not happened, as far as the
+	// state still holds them (see GiveBackN in package limits: exact at the
+	// instant of the take, an approximation on some algorithms after other
+	// takes); never below an empty state. It never refuses. A Cost that
+	// RateTake never takes (below 1 or above the Limit) gives back nothing.
+	RateRefund
 )
 
-var rateActionNames = [...]string{"", "take", "peek"}
+var rateActionNames = [...]string{"", "take", "peek", "refund"}
 
 func (a RateAction) String() string {
 	if int(a) < len(rateActionNames) && a > 0 {
@@ -144,7 +175,9 @@ func (a RateAction) String() string {
 // RateOp is one step of a rate limit on one key. Its Result says: Charged
 // when units were taken, Over when the call is (or, for a peek, would be)
 // refused, Wait as limits.Decision.Wait (for a LeakyBucket that admits, the
-// call's place in the queue), Remaining and Reset as in limits.Decision.
+// call's place in the queue), Remaining and Reset as in limits.Decision. A
+// refund is never Charged nor Over and has no Wait; its Remaining and Reset
+// are those of the state it leaves.
 type RateOp struct {
 	Key    string
 	Action RateAction
@@ -159,7 +192,12 @@ func (*RateOp) isOp()              {}
 
 // applyRate is Apply for a RateOp. A peek keeps the state, and with it the
 // state's own TTL: what a cost of 0, which is never taken, reports as Reset.
+// A refund keeps the state it leaves for that state's TTL.
 func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result) {
+	if op.Action == RateRefund {
+		next, d := op.Rate.giveBack(state, now, op.Cost)
+		return next, d.Reset, Result{Remaining: d.Remaining, Reset: d.Reset}
+	}
 	next, d := op.Rate.take(state, now, op.Cost)
 	ttl := d.Reset
 	if op.Action != RateTake {

@@ -79,3 +79,73 @@ func TestRateOp_PeekChangesNothing(t *testing.T) {
 		}
 	}
 }
+
+func TestRateAction_String(t *testing.T) {
+	tests := []struct {
+		a    authguard.RateAction
+		want string
+	}{
+		{authguard.RateTake, "take"},
+		{authguard.RatePeek, "peek"},
+		{authguard.RateRefund, "refund"},
+		{authguard.RateAction(0), "unknown"},
+	}
+	for _, tt := range tests {
+		if got := tt.a.String(); got != tt.want {
+			t.Errorf("RateAction(%d).String() = %q, want %q", tt.a, got, tt.want)
+		}
+	}
+}
+
+// A refund gives back what a take took, never refuses, never goes below an
+// empty state, and gives back nothing for a cost no take takes; on every
+// algorithm.
+func TestRateOp_Refund(t *testing.T) {
+	now := testclock.Epoch // on a whole minute
+	tests := []struct {
+		r authguard.RateLimit
+		// The Reset after taking 2 of 3, after giving 1 back, and after
+		// taking all 3 from empty.
+		took2, gave1, took3 time.Duration
+	}{
+		{authguard.RateLimit{Algorithm: authguard.FixedWindow, Window: time.Minute, Limit: 3}, time.Minute, time.Minute, time.Minute},
+		{authguard.RateLimit{Algorithm: authguard.SlidingLog, Window: time.Minute, Limit: 3}, time.Minute, time.Minute, time.Minute},
+		{authguard.RateLimit{Algorithm: authguard.SlidingCounter, Window: time.Minute, Limit: 3}, 2 * time.Minute, 2 * time.Minute, 2 * time.Minute},
+		{authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 3}, 2 * time.Second, time.Second, 3 * time.Second},
+		{authguard.RateLimit{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 3}, 2 * time.Second, time.Second, 3 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.r.Algorithm.String(), func(t *testing.T) {
+			op := func(a authguard.RateAction, cost int) *authguard.RateOp {
+				return &authguard.RateOp{Key: "k", Action: a, Rate: tt.r, Cost: cost}
+			}
+			steps := []struct {
+				name string
+				op   *authguard.RateOp
+				want authguard.Result
+			}{
+				{"take 2 of 3", op(authguard.RateTake, 2), authguard.Result{Charged: true, Remaining: 1, Reset: tt.took2}},
+				{"refund 1", op(authguard.RateRefund, 1), authguard.Result{Remaining: 2, Reset: tt.gave1}},
+				{"refund of a cost above the limit gives back nothing", op(authguard.RateRefund, 4), authguard.Result{Remaining: 2, Reset: tt.gave1}},
+				{"refund of cost 0 gives back nothing", op(authguard.RateRefund, 0), authguard.Result{Remaining: 2, Reset: tt.gave1}},
+				{"refund 2: empty, not below", op(authguard.RateRefund, 2), authguard.Result{Remaining: 3}},
+				{"refund of an empty state", op(authguard.RateRefund, 1), authguard.Result{Remaining: 3}},
+				{"all 3 as if nothing had been taken", op(authguard.RateTake, 3), authguard.Result{Charged: true, Remaining: 0, Reset: tt.took3}},
+			}
+			var state any
+			for _, st := range steps {
+				next, ttl, got := authguard.Apply(st.op, state, now)
+				if got != st.want {
+					t.Fatalf("%s: got %+v, want %+v", st.name, got, st.want)
+				}
+				if ttl != got.Reset {
+					t.Errorf("%s: kept for %v, but Reset = %v", st.name, ttl, got.Reset)
+				}
+				state = next
+				if ttl <= 0 {
+					state = nil // as a store drops it
+				}
+			}
+		})
+	}
+}

@@ -48,6 +48,22 @@ func (b Bucket) TakeN(tat int64, now time.Time, cost int) (int64, Decision) {
 	return tat, d
 }
 
+// GiveBackN puts back cost tokens that an earlier TakeN of the same cost
+// took: the TAT moves cost×Interval earlier, and when that is at or before
+// now the bucket is full, the zero state. A cost below 1 or above Burst,
+// which TakeN never takes, gives back nothing: the state is returned
+// unchanged.
+//
+// GiveBackN never refuses: the Decision is Allowed with a Wait of 0, and its
+// Remaining and Reset are those of the returned state at now, as TakeN
+// defines them. With nothing taken since the take, the bucket holds what it
+// would have held had the take not happened: the tokens, up to Burst. After
+// later takes it can hold more: the tokens the bucket would have lost by
+// being full in between are not lost, at most cost of them.
+func (b Bucket) GiveBackN(tat int64, now time.Time, cost int) (int64, Decision) {
+	return giveBack(tat, now.UnixMilli(), b.Interval.Milliseconds(), b.Burst, cost)
+}
+
 // TTL is how long the state matters after now: once the TAT has passed the
 // bucket is full again and the state can be dropped.
 func (b Bucket) TTL(tat int64, now time.Time) time.Duration {
@@ -58,16 +74,31 @@ func (b Bucket) TTL(tat int64, now time.Time) time.Duration {
 // interval ms each, which drains at tat. An allowed call's Wait is its place
 // in the queue; Bucket's is always 0.
 func gcra(tat, now, interval int64, size, cost int) (int64, Decision) {
-	capacity := int64(size) * interval
-	// remaining is how many whole slots are free when the queue drains at t.
-	remaining := func(t int64) int { return int(max(0, capacity-max(0, t-now)) / interval) }
+	remaining := func(t int64) int { return freeSlots(t, now, interval, size) }
 	if cost < 1 || cost > size {
 		return tat, Decision{Remaining: remaining(tat), Reset: until(tat, now)}
 	}
 	start := max(tat, now)
 	next := start + int64(cost)*interval
-	if excess := next - now - capacity; excess > 0 {
+	if excess := next - now - int64(size)*interval; excess > 0 {
 		return tat, Decision{Remaining: remaining(tat), Wait: millis(excess), Reset: until(tat, now)}
 	}
 	return next, Decision{Allowed: true, Remaining: remaining(next), Wait: millis(start - now), Reset: millis(next - now)}
+}
+
+// giveBack is the give-back Bucket and LeakyBucket share: the queue drains
+// cost slots earlier, and is empty (0) once that is at or before now.
+func giveBack(tat, now, interval int64, size, cost int) (int64, Decision) {
+	if cost >= 1 && cost <= size {
+		if tat -= int64(cost) * interval; tat <= now {
+			tat = 0
+		}
+	}
+	return tat, Decision{Allowed: true, Remaining: freeSlots(tat, now, interval, size), Reset: until(tat, now)}
+}
+
+// freeSlots is how many whole slots of a queue of size slots of interval ms
+// each are free at now when it drains at t.
+func freeSlots(t, now, interval int64, size int) int {
+	return int(max(0, int64(size)*interval-max(0, t-now)) / interval)
 }

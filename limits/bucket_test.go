@@ -262,7 +262,7 @@ func TestBucket_NeverMoreThanBurstPlusRate(t *testing.T) {
 }
 
 // bucket describes b to checkSteps, with a continuous token bucket as its
-// model.
+// model: a give-back puts its tokens back, up to Burst.
 func bucket(b limits.Bucket) algorithm[int64] {
 	return algorithm[int64]{l: b, limit: b.Burst, unit: b.Interval, model: func(results []result) string {
 		// tokens is the bucket's content times Interval, in ms: full at the
@@ -279,6 +279,13 @@ func bucket(b limits.Bucket) algorithm[int64] {
 				continue
 			}
 			need := int64(r.cost) * interval
+			if r.give {
+				tokens = min(full, tokens+need)
+				if want := int(tokens / interval); r.d.Remaining != want {
+					return fmt.Sprintf("call %d (give back %d at %d): Remaining = %d, but the bucket holds %d/%d tokens", i, r.cost, r.ms, r.d.Remaining, tokens, interval)
+				}
+				continue
+			}
 			if want := need <= tokens; r.d.Allowed != want {
 				return fmt.Sprintf("call %d (cost %d at %d): allowed = %v, but the bucket holds %d/%d tokens", i, r.cost, r.ms, r.d.Allowed, tokens, interval)
 			}
@@ -300,6 +307,30 @@ func TestBucket_Invariants(t *testing.T) {
 
 func FuzzBucket(f *testing.F) {
 	fuzzAlgorithm(f, func(interval time.Duration, burst int) algorithm[int64] {
+		return bucket(limits.Bucket{Interval: interval, Burst: burst})
+	})
+}
+
+func TestBucket_GiveBackSteps(t *testing.T) {
+	b := limits.Bucket{Interval: 100 * time.Millisecond, Burst: 3}
+	const I = 100 * time.Millisecond
+	tat := runMixed(t, b, 0, []mixedStep{
+		{"t=+0s: take 2", 0, take(2), allow(1, 2*I)},
+		{"t=+0s: give them back: full, the zero state", 0, give(2), allow(3, 0)},
+		{"t=+0s: take 3", 0, take(3), allow(0, 3*I)},
+		// TAT +300ms → +200ms: 1.5 tokens at +50ms.
+		{"t=+50ms: give back 1", 50 * time.Millisecond, give(1), allow(1, 150*time.Millisecond)},
+		{"t=+50ms: a cost above the burst gives back nothing", 50 * time.Millisecond, give(4), allow(1, 150*time.Millisecond)},
+		{"t=+150ms: give back 2: full, not more", 150 * time.Millisecond, give(2), allow(3, 0)},
+		{"t=+150ms: the whole burst", 150 * time.Millisecond, take(3), allow(0, 3*I)},
+	})
+	if want := ms(450 * time.Millisecond); tat != want {
+		t.Errorf("TAT = %+dms, want +450ms", tat-ms(0))
+	}
+}
+
+func FuzzBucket_GiveBackN(f *testing.F) {
+	fuzzGiveBack(f, func(interval time.Duration, burst int) algorithm[int64] {
 		return bucket(limits.Bucket{Interval: interval, Burst: burst})
 	})
 }

@@ -8,7 +8,8 @@ import (
 // Decision is the outcome of one step of any algorithm in this package: the
 // verdict, and what a client may be told about it (the figures of the
 // RateLimit and Retry-After headers). Every duration is a whole number of
-// milliseconds.
+// milliseconds. GiveBackN, which never refuses, returns Allowed with a Wait
+// of 0, and Remaining and Reset as defined here.
 type Decision struct {
 	// Allowed is true when the call was admitted: its cost is charged to the
 	// returned state. A refused call returns the state it was given.

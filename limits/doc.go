@@ -11,6 +11,14 @@
 // stays in force as it was then: a clock stepping back never frees what was
 // counted.
 //
+// GiveBackN gives back units an earlier TakeN took (a call that was counted
+// but did not go ahead), as far as the state still holds them, never below
+// the zero state; it never refuses. At the instant of the take, with nothing
+// taken since, every algorithm returns a state that acts at now and after
+// exactly as the one before the take. Later, each algorithm's doc says where
+// it is only an approximation. Either way it undoes the count, not what the
+// count caused: a call refused meanwhile stays refused.
+//
 // # Choosing an algorithm
 //
 // Bucket (a token bucket) is for request rates that may come in bursts: Burst

@@ -130,3 +130,24 @@ func ExampleSlidingCounter_TakeN() {
 	// +1m30s cost 4: allowed=true remaining=0 wait=0s
 	// {Start:60000 Prev:10 Curr:5}
 }
+
+func ExampleFixedWindow_GiveBackN() {
+	// 3 codes per hour; a call counted at check time that did not go ahead
+	// gives its unit back.
+	f := limits.FixedWindow{Window: time.Hour, Limit: 3}
+	now := time.Date(2026, 1, 5, 9, 40, 0, 0, time.UTC)
+	var s limits.FixedState
+	var d limits.Decision
+	for range 3 {
+		s, d = f.TakeN(s, now, 1)
+	}
+	fmt.Printf("taken: remaining=%d\n", d.Remaining)
+	s, d = f.GiveBackN(s, now, 1)
+	fmt.Printf("given back: remaining=%d reset=%v\n", d.Remaining, d.Reset)
+	_, d = f.TakeN(s, now, 1)
+	fmt.Printf("taken again: allowed=%v\n", d.Allowed)
+	// Output:
+	// taken: remaining=0
+	// given back: remaining=1 reset=20m0s
+	// taken again: allowed=true
+}

@@ -62,6 +62,31 @@ func (f FixedWindow) TakeN(s FixedState, now time.Time, cost int) (FixedState, D
 	return cur, Decision{Allowed: true, Remaining: f.Limit - cur.Count, Reset: millis(end - ms)}
 }
 
+// GiveBackN gives back cost units that an earlier TakeN of the same cost
+// took, as far as the state still counts them. While the state's window is
+// current at now (as TakeN judges it, so also for a clock that stepped back)
+// its count falls by cost, never below zero; a window left with nothing
+// counted is the zero state. Once the window is over its units have left
+// with it, and the state is returned unchanged. A cost below 1 or above
+// Limit, which TakeN never takes, gives back nothing.
+//
+// GiveBackN never refuses: the Decision is Allowed with a Wait of 0, and its
+// Remaining and Reset are those of the returned state at now, as TakeN
+// defines them. Counts carry no times, so a give-back in the take's window
+// leaves the state exactly as if the take had not happened.
+func (f FixedWindow) GiveBackN(s FixedState, now time.Time, cost int) (FixedState, Decision) {
+	ms, w := now.UnixMilli(), f.Window.Milliseconds()
+	if ms >= s.Start+w { // the window is over: its units left with it
+		return s, Decision{Allowed: true, Remaining: f.Limit, Reset: f.TTL(s, now)}
+	}
+	if cost >= 1 && cost <= f.Limit {
+		if s.Count = max(0, s.Count-cost); s.Count == 0 {
+			s = FixedState{}
+		}
+	}
+	return s, Decision{Allowed: true, Remaining: max(0, f.Limit-s.Count), Reset: f.TTL(s, now)}
+}
+
 // TTL is how long the state matters after now: until its window ends.
 func (f FixedWindow) TTL(s FixedState, now time.Time) time.Duration {
 	if s.Count <= 0 {

@@ -110,7 +110,7 @@ func TestFixedWindow_Validate(t *testing.T) {
 }
 
 // fixedWindow describes f to checkSteps, with a count per aligned window as
-// its model.
+// its model: a give-back comes off the count of its own window.
 func fixedWindow(f limits.FixedWindow) algorithm[limits.FixedState] {
 	return algorithm[limits.FixedState]{l: f, limit: f.Limit, unit: f.Window, model: func(results []result) string {
 		w := f.Window.Milliseconds()
@@ -118,6 +118,13 @@ func fixedWindow(f limits.FixedWindow) algorithm[limits.FixedState] {
 		for i, r := range results {
 			start := r.ms / w * w
 			if r.cost < 1 || r.cost > f.Limit {
+				continue
+			}
+			if r.give {
+				counts[start] = max(0, counts[start]-r.cost)
+				if want := f.Limit - counts[start]; r.d.Remaining != want {
+					return fmt.Sprintf("call %d (give back %d at %d): Remaining = %d with %d counted in the window", i, r.cost, r.ms, r.d.Remaining, counts[start])
+				}
 				continue
 			}
 			if want := counts[start]+r.cost <= f.Limit; r.d.Allowed != want {
@@ -141,6 +148,33 @@ func TestFixedWindow_Invariants(t *testing.T) {
 
 func FuzzFixedWindow(f *testing.F) {
 	fuzzAlgorithm(f, func(window time.Duration, limit int) algorithm[limits.FixedState] {
+		return fixedWindow(limits.FixedWindow{Window: window, Limit: limit})
+	})
+}
+
+func TestFixedWindow_GiveBackSteps(t *testing.T) {
+	f := limits.FixedWindow{Window: time.Minute, Limit: 3}
+	s := runMixed(t, f, limits.FixedState{}, []mixedStep{
+		{"t=+0s: take 2", 0, take(2), allow(1, time.Minute)},
+		{"t=+10s: take 1 fills the window", 10 * time.Second, take(1), allow(0, 50*time.Second)},
+		{"t=+20s: give back 2: 1 counted", 20 * time.Second, give(2), allow(2, 40*time.Second)},
+		{"t=+20s: so 2 fit again", 20 * time.Second, take(2), allow(0, 40*time.Second)},
+		{"t=+30s: a cost above the limit gives back nothing", 30 * time.Second, give(4), allow(0, 30*time.Second)},
+		{"t=+30s: cost 0 gives back nothing", 30 * time.Second, give(0), allow(0, 30*time.Second)},
+		{"t=+30s: give back 3: the zero state", 30 * time.Second, give(3), allow(3, 0)},
+		{"t=+30s: never below it", 30 * time.Second, give(1), allow(3, 0)},
+		{"t=+40s: take 3", 40 * time.Second, take(3), allow(0, 20*time.Second)},
+		{"t=+60s: the window is over: its units left with it", time.Minute, give(3), allow(3, 0)},
+		{"t=+60s: the new window was not touched", time.Minute, take(3), allow(0, time.Minute)},
+		{"t=+59s: the clock stepped back: still the window of +60s", 59 * time.Second, give(1), allow(1, 61*time.Second)},
+	})
+	if want := (limits.FixedState{Start: ms(time.Minute), Count: 2}); s != want {
+		t.Errorf("state = %+v, want %+v", s, want)
+	}
+}
+
+func FuzzFixedWindow_GiveBackN(f *testing.F) {
+	fuzzGiveBack(f, func(window time.Duration, limit int) algorithm[limits.FixedState] {
 		return fixedWindow(limits.FixedWindow{Window: window, Limit: limit})
 	})
 }

@@ -51,6 +51,23 @@ func (l LeakyBucket) TakeN(drain int64, now time.Time, cost int) (int64, Decisio
 	return gcra(drain, now.UnixMilli(), l.Interval.Milliseconds(), l.Capacity, cost)
 }
 
+// GiveBackN takes cost units that an earlier TakeN of the same cost queued
+// back out of the queue: the drain time moves cost×Interval earlier, and when
+// that is at or before now the queue is empty, the zero state. A cost below
+// 1 or above Capacity, which TakeN never takes, gives back nothing: the
+// state is returned unchanged.
+//
+// GiveBackN never refuses: the Decision is Allowed with a Wait of 0, and its
+// Remaining and Reset are those of the returned state at now, as TakeN
+// defines them. With nothing queued since the take it is as if the take had
+// not happened. Otherwise it is an approximation: the places freed are at
+// the end of the queue, while the calls queued after the take keep the
+// turns they were told, so the next call admitted may be told the turn of
+// one of them, and two calls go ahead within one Interval.
+func (l LeakyBucket) GiveBackN(drain int64, now time.Time, cost int) (int64, Decision) {
+	return giveBack(drain, now.UnixMilli(), l.Interval.Milliseconds(), l.Capacity, cost)
+}
+
 // TTL is how long the state matters after now: once the queue has drained
 // the state can be dropped.
 func (l LeakyBucket) TTL(drain int64, now time.Time) time.Duration {

@@ -67,8 +67,9 @@ func TestLeakyBucket_Validate(t *testing.T) {
 }
 
 // leakyBucket describes l to checkSteps, with a queue of units as its model:
-// a unit is in the queue until its turn has passed, and a call is admitted
-// when the units in the queue, plus its cost, number at most Capacity.
+// a unit is in the queue until its turn has passed, a call is admitted
+// when the units in the queue, plus its cost, number at most Capacity, and a
+// give-back takes units off the end of the queue.
 func leakyBucket(l limits.LeakyBucket) algorithm[int64] {
 	interval := l.Interval.Milliseconds()
 	return algorithm[int64]{l: l, limit: l.Capacity, unit: l.Interval, queue: true,
@@ -100,6 +101,22 @@ func leakyBucket(l limits.LeakyBucket) algorithm[int64] {
 					n += left(c)
 				}
 				if r.cost < 1 || r.cost > l.Capacity {
+					continue
+				}
+				if r.give {
+					// Units left in the queue are at its end, contiguous.
+					for k := r.cost; k > 0 && len(q) > 0; {
+						last := &q[len(q)-1]
+						off := min(k, left(*last))
+						last.cost -= off
+						k -= off
+						if left(*last) == 0 {
+							q = q[:len(q)-1]
+						}
+					}
+					if want := l.Capacity - max(0, n-r.cost); r.d.Remaining != want {
+						return fmt.Sprintf("call %d (give back %d at %d): Remaining = %d with %d units queued", i, r.cost, r.ms, r.d.Remaining, n)
+					}
 					continue
 				}
 				if want := n+r.cost <= l.Capacity; r.d.Allowed != want {
@@ -144,6 +161,44 @@ func TestLeakyBucket_Invariants(t *testing.T) {
 
 func FuzzLeakyBucket(f *testing.F) {
 	fuzzAlgorithm(f, func(interval time.Duration, capacity int) algorithm[int64] {
+		return leakyBucket(limits.LeakyBucket{Interval: interval, Capacity: capacity})
+	})
+}
+
+func TestLeakyBucket_GiveBackSteps(t *testing.T) {
+	l := limits.LeakyBucket{Interval: 100 * time.Millisecond, Capacity: 3}
+	const I = 100 * time.Millisecond
+	drain := runMixed(t, l, 0, []mixedStep{
+		{"t=+0s: take 1, goes at once", 0, take(1), queued(2, 0, I)},
+		{"t=+0s: take 1, waits one interval", 0, take(1), queued(1, I, 2*I)},
+		{"t=+0s: give it back: it leaves the queue", 0, give(1), allow(2, I)},
+		{"t=+0s: the next call takes its turn", 0, take(1), queued(1, I, 2*I)},
+		{"t=+50ms: give back 1: drains at +100ms", 50 * time.Millisecond, give(1), allow(2, 50*time.Millisecond)},
+		{"t=+50ms: a cost above the capacity gives back nothing", 50 * time.Millisecond, give(4), allow(2, 50*time.Millisecond)},
+		{"t=+50ms: give back 1: empty, never below", 50 * time.Millisecond, give(1), allow(3, 0)},
+		{"t=+50ms: an empty queue: goes at once", 50 * time.Millisecond, take(2), queued(1, 0, 2*I)},
+	})
+	if want := ms(250 * time.Millisecond); drain != want {
+		t.Errorf("drains at %+dms, want +250ms", drain-ms(0))
+	}
+}
+
+// TestLeakyBucket_GiveBackOfAnEarlierCallIsApproximate pins the approximation
+// documented on GiveBackN: giving back a call that others queued behind
+// frees the place at the end of the queue, and the next call is told the
+// turn of one already queued.
+func TestLeakyBucket_GiveBackOfAnEarlierCallIsApproximate(t *testing.T) {
+	l := limits.LeakyBucket{Interval: time.Second, Capacity: 3}
+	runMixed(t, l, 0, []mixedStep{
+		{"t=+0s: A goes at once", 0, take(1), queued(2, 0, time.Second)},
+		{"t=+0s: B goes at +1s", 0, take(1), queued(1, time.Second, 2*time.Second)},
+		{"t=+0s: A did not go ahead: give it back", 0, give(1), allow(2, time.Second)},
+		{"t=+0s: C is told +1s too", 0, take(1), queued(1, time.Second, 2*time.Second)},
+	})
+}
+
+func FuzzLeakyBucket_GiveBackN(f *testing.F) {
+	fuzzGiveBack(f, func(interval time.Duration, capacity int) algorithm[int64] {
 		return leakyBucket(limits.LeakyBucket{Interval: interval, Capacity: capacity})
 	})
 }

@@ -65,13 +65,9 @@ func (c SlidingCounter) Validate() error {
 // earlier than Start (a clock that stepped back: elapsed counts as 0) or the
 // Window has changed since, so neither frees what was counted.
 func (c SlidingCounter) TakeN(s CounterState, now time.Time, cost int) (CounterState, Decision) {
-	ms, w, limit := now.UnixMilli(), c.Window.Milliseconds(), int64(c.Limit)
+	ms, w := now.UnixMilli(), c.Window.Milliseconds()
 	cur := c.current(s, ms)
-	prev, curr := int64(cur.Prev), int64(cur.Curr)
-	elapsed := max(0, ms-cur.Start)
-	// free is limit×window less the estimate×window: what may still be
-	// taken, times window.
-	free := limit*w - prev*(w-elapsed) - curr*w
+	free := c.free(cur, ms)
 	if cost < 1 || cost > c.Limit {
 		return s, Decision{Remaining: int(max(0, free) / w), Reset: c.TTL(s, now)}
 	}
@@ -81,6 +77,48 @@ func (c SlidingCounter) TakeN(s CounterState, now time.Time, cost int) (CounterS
 	}
 	cur.Curr += cost
 	return cur, Decision{Allowed: true, Remaining: int((free - k*w) / w), Reset: c.TTL(cur, now)}
+}
+
+// GiveBackN gives back cost units that an earlier TakeN of the same cost
+// took, as far as the state still counts them: it rolls the state forward
+// to now as TakeN does, takes cost off the current window's count and
+// whatever is left of cost off the previous window's, neither below zero;
+// a state left with nothing counted is the zero state. A cost below 1 or
+// above Limit, which TakeN never takes, gives back nothing: the state is
+// returned unchanged.
+//
+// GiveBackN never refuses: the Decision is Allowed with a Wait of 0, and its
+// Remaining and Reset are those of the returned state at now, as TakeN
+// defines them. In the take's window, or in the next when nothing was taken
+// there since (the take's units are then the previous window's), the state
+// is as if the take had not happened. Otherwise it is an approximation that
+// gives back more than the take still weighed: after a rollover the units
+// come off the current window's count, where they weigh in full, though the
+// take's were counted in the previous window, where they weigh less as the
+// window slides; and once the take's window has left the sliding window they
+// come off other takes' counts.
+func (c SlidingCounter) GiveBackN(s CounterState, now time.Time, cost int) (CounterState, Decision) {
+	ms := now.UnixMilli()
+	next := s
+	if cost >= 1 && cost <= c.Limit {
+		next = c.current(s, ms)
+		fromCurr := min(cost, next.Curr)
+		next.Curr -= fromCurr
+		next.Prev = max(0, next.Prev-(cost-fromCurr))
+		if next.Prev == 0 && next.Curr == 0 {
+			next = CounterState{}
+		}
+	}
+	free := c.free(c.current(next, ms), ms)
+	return next, Decision{Allowed: true, Remaining: int(max(0, free) / c.Window.Milliseconds()), Reset: c.TTL(next, now)}
+}
+
+// free is limit×window less the estimate×window on cur, the state as it
+// stands at ms: what may still be taken, times window.
+func (c SlidingCounter) free(cur CounterState, ms int64) int64 {
+	w, limit := c.Window.Milliseconds(), int64(c.Limit)
+	elapsed := max(0, ms-cur.Start)
+	return limit*w - int64(cur.Prev)*(w-elapsed) - int64(cur.Curr)*w
 }
 
 // current is s as it stands at ms: rolled over once when ms is in the window
@@ -119,10 +157,16 @@ func (c SlidingCounter) admitAt(cur CounterState, cost int64) int64 {
 }
 
 // TTL is how long the state matters after now: until the current window's
-// units have left the sliding window, a Window after that window ends.
+// units have left the sliding window, a Window after that window ends; or,
+// when the current window counts nothing (as GiveBackN may leave it), until
+// the previous window's units have, when the current window ends.
 func (c SlidingCounter) TTL(s CounterState, now time.Time) time.Duration {
-	if s.Prev <= 0 && s.Curr <= 0 {
-		return 0
+	w := c.Window.Milliseconds()
+	switch {
+	case s.Curr > 0:
+		return until(s.Start+2*w, now.UnixMilli())
+	case s.Prev > 0:
+		return until(s.Start+w, now.UnixMilli())
 	}
-	return until(s.Start+2*c.Window.Milliseconds(), now.UnixMilli())
+	return 0
 }

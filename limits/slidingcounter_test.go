@@ -140,7 +140,8 @@ func TestSlidingCounter_TTL(t *testing.T) {
 	}{
 		{"zero state", limits.CounterState{}, 0, 0},
 		{"current window counted", limits.CounterState{Start: ms(0), Curr: 1}, 20 * time.Second, 100 * time.Second},
-		{"previous window counted", limits.CounterState{Start: ms(0), Prev: 1}, 20 * time.Second, 100 * time.Second},
+		{"previous window counted, current not: until the current window ends", limits.CounterState{Start: ms(0), Prev: 1}, 20 * time.Second, 40 * time.Second},
+		{"previous window counted, current window over", limits.CounterState{Start: ms(0), Prev: 1}, time.Minute, 0},
 		{"nothing counted", limits.CounterState{Start: ms(0)}, 20 * time.Second, 0},
 		{"both windows over", limits.CounterState{Start: ms(0), Prev: 3, Curr: 4}, 2 * time.Minute, 0},
 	}
@@ -167,8 +168,9 @@ func TestSlidingCounter_Validate(t *testing.T) {
 // slidingCounter describes c to checkSteps. Each refused call's Wait is
 // checked against a brute-force scan, millisecond by millisecond, when the
 // window is short enough (property d). The model counts the units admitted in
-// each aligned window and computes the estimate in exact fractions; and no
-// span of one Window ever holds more than 2×Limit−1.
+// each aligned window, less those given back (off the current window first,
+// then the previous), and computes the estimate in exact fractions; and,
+// without give-backs, no span of one Window ever holds more than 2×Limit−1.
 func slidingCounter(c limits.SlidingCounter) algorithm[limits.CounterState] {
 	w := c.Window.Milliseconds()
 	return algorithm[limits.CounterState]{l: c, limit: c.Limit, unit: c.Window,
@@ -196,6 +198,23 @@ func slidingCounter(c limits.SlidingCounter) algorithm[limits.CounterState] {
 				if r.cost < 1 || r.cost > c.Limit {
 					continue
 				}
+				if r.give {
+					fromCurr := min(int64(r.cost), counts[start])
+					counts[start] -= fromCurr
+					counts[start-w] = max(0, counts[start-w]-(int64(r.cost)-fromCurr))
+					// Remaining: the largest k with prev×(w−elapsed)/w + curr + k ≤ limit.
+					est := big.NewRat(counts[start-w]*(w-(r.ms-start)), w)
+					est.Add(est, big.NewRat(counts[start], 1))
+					free := new(big.Rat).Sub(big.NewRat(int64(c.Limit), 1), est)
+					want := int64(0)
+					if free.Sign() > 0 {
+						want = new(big.Int).Quo(free.Num(), free.Denom()).Int64()
+					}
+					if int64(r.d.Remaining) != want {
+						return fmt.Sprintf("call %d (give back %d at %d): Remaining = %d, but the estimate is %v", i, r.cost, r.ms, r.d.Remaining, est.FloatString(4))
+					}
+					continue
+				}
 				// prev×(w−elapsed)/w + curr + cost ≤ limit
 				est := big.NewRat(counts[start-w]*(w-(r.ms-start)), w)
 				est.Add(est, big.NewRat(counts[start]+int64(r.cost), 1))
@@ -205,6 +224,9 @@ func slidingCounter(c limits.SlidingCounter) algorithm[limits.CounterState] {
 				if r.d.Allowed {
 					counts[start] += int64(r.cost)
 				}
+			}
+			if gaveBack(results) {
+				return ""
 			}
 			if most, from := maxInSpan(results, w); most > 2*c.Limit-1 {
 				return fmt.Sprintf("%d units within the window from %d, over 2×%d−1", most, from, c.Limit)
@@ -230,6 +252,33 @@ func TestSlidingCounter_WaitMatchesBruteForce(t *testing.T) {
 
 func FuzzSlidingCounter(f *testing.F) {
 	fuzzAlgorithm(f, func(window time.Duration, limit int) algorithm[limits.CounterState] {
+		return slidingCounter(limits.SlidingCounter{Window: window, Limit: limit})
+	})
+}
+
+func TestSlidingCounter_GiveBackSteps(t *testing.T) {
+	// As in TestSlidingCounter_Steps: windows of 60s from +0s, limit 10.
+	c := limits.SlidingCounter{Window: time.Minute, Limit: 10}
+	s := runMixed(t, c, limits.CounterState{}, []mixedStep{
+		{"t=+0s: take 4", 0, take(4), allow(6, 2*time.Minute)},
+		{"t=+30s: take 3", 30 * time.Second, take(3), allow(3, 90*time.Second)},
+		{"t=+30s: give them back", 30 * time.Second, give(3), allow(6, 90*time.Second)},
+		// Rolled over: prev 4, curr 0; 1 comes off prev: 3×50/60 = 2.5, so
+		// 7 remain; the state holds nothing once its window is over, at +120s.
+		{"t=+70s: the next window: off the previous count", 70 * time.Second, give(1), allow(7, 50*time.Second)},
+		{"t=+70s: take 2", 70 * time.Second, take(2), allow(5, 110*time.Second)},
+		{"t=+70s: a cost above the limit gives back nothing", 70 * time.Second, give(11), allow(5, 110*time.Second)},
+		// curr 2 → 0, then prev 3 → 1: 1×50/60, so 9 remain.
+		{"t=+70s: give back 4: the current count first, then the previous", 70 * time.Second, give(4), allow(9, 50*time.Second)},
+		{"t=+70s: give back 10: the zero state, never below", 70 * time.Second, give(10), allow(10, 0)},
+	})
+	if want := (limits.CounterState{}); s != want {
+		t.Errorf("state = %+v, want %+v", s, want)
+	}
+}
+
+func FuzzSlidingCounter_GiveBackN(f *testing.F) {
+	fuzzGiveBack(f, func(window time.Duration, limit int) algorithm[limits.CounterState] {
 		return slidingCounter(limits.SlidingCounter{Window: window, Limit: limit})
 	})
 }

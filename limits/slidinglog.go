@@ -1,6 +1,9 @@
 package limits
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // SlidingLog is an exact sliding window: it keeps one timestamp per admitted
 // unit and admits cost units at now while the units admitted within
@@ -42,12 +45,7 @@ func (l SlidingLog) Validate() error {
 // keep the log in order, so such a clock never frees what was counted.
 func (l SlidingLog) TakeN(log []int64, now time.Time, cost int) ([]int64, Decision) {
 	ms, w := now.UnixMilli(), l.Window.Milliseconds()
-	// The log is in order: the entries in the window are a suffix.
-	i := 0
-	for i < len(log) && log[i] <= ms-w {
-		i++
-	}
-	in := log[i:]
+	in := l.within(log, now)
 	remaining := max(0, l.Limit-len(in))
 	if cost < 1 || cost > l.Limit {
 		return log, Decision{Remaining: remaining, Reset: l.TTL(log, now)}
@@ -66,6 +64,44 @@ func (l SlidingLog) TakeN(log []int64, now time.Time, cost int) ([]int64, Decisi
 		next = append(next, at)
 	}
 	return next, Decision{Allowed: true, Remaining: remaining - cost, Reset: millis(at + w - ms)}
+}
+
+// GiveBackN gives back cost units that an earlier TakeN of the same cost
+// took, as far as the log still holds them: it returns a new log without the
+// entries that have left the window and without the cost newest of those
+// within it (all of them when there are fewer); the log passed in is never
+// modified, and an empty log is nil. A cost below 1 or above Limit, which
+// TakeN never takes, gives back nothing: the log is returned unchanged.
+//
+// GiveBackN never refuses: the Decision is Allowed with a Wait of 0, and its
+// Remaining and Reset are those of the returned log at now, as TakeN defines
+// them. With nothing taken since the take, the entries removed are the
+// take's own, and the log is as if the take had not happened (less the
+// entries that had left the window, which TakeN drops too). After later
+// takes it is an approximation: their newer entries go instead of the
+// take's, so the units kept leave the window sooner than theirs would have;
+// and once the take's entries have left the window, other takes' go.
+func (l SlidingLog) GiveBackN(log []int64, now time.Time, cost int) ([]int64, Decision) {
+	in := l.within(log, now)
+	if cost < 1 || cost > l.Limit {
+		return log, Decision{Allowed: true, Remaining: max(0, l.Limit-len(in)), Reset: l.TTL(log, now)}
+	}
+	var next []int64
+	if keep := len(in) - min(cost, len(in)); keep > 0 {
+		next = slices.Clone(in[:keep])
+	}
+	return next, Decision{Allowed: true, Remaining: max(0, l.Limit-len(next)), Reset: l.TTL(next, now)}
+}
+
+// within is the suffix of log within the window at now: the log is in
+// order, and an entry at t has left the window from t+Window on.
+func (l SlidingLog) within(log []int64, now time.Time) []int64 {
+	ms, w := now.UnixMilli(), l.Window.Milliseconds()
+	i := 0
+	for i < len(log) && log[i] <= ms-w {
+		i++
+	}
+	return log[i:]
 }
 
 // TTL is how long the log matters after now: until its newest entry has left

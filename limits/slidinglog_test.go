@@ -90,8 +90,9 @@ func TestSlidingLog_Validate(t *testing.T) {
 
 // slidingLog describes l to checkSteps, with the admitted units as its
 // model: a call is admitted when those within (now−Window, now], plus its
-// cost, number at most Limit; and no span of one Window ever holds more than
-// Limit (property c).
+// cost, number at most Limit, and a give-back removes the newest of those;
+// and, without give-backs, no span of one Window ever holds more than Limit
+// (property c).
 func slidingLog(l limits.SlidingLog) algorithm[[]int64] {
 	w := l.Window.Milliseconds()
 	return algorithm[[]int64]{l: l, limit: l.Limit, unit: l.Window,
@@ -116,6 +117,14 @@ func slidingLog(l limits.SlidingLog) algorithm[[]int64] {
 				if r.cost < 1 || r.cost > l.Limit {
 					continue
 				}
+				if r.give {
+					// The units in the window are the newest.
+					units = units[:len(units)-min(r.cost, len(in))]
+					if want := l.Limit - (len(in) - min(r.cost, len(in))); r.d.Remaining != want {
+						return fmt.Sprintf("call %d (give back %d at %d): Remaining = %d with %d units in the window", i, r.cost, r.ms, r.d.Remaining, len(in))
+					}
+					continue
+				}
 				if want := len(in)+r.cost <= l.Limit; r.d.Allowed != want {
 					return fmt.Sprintf("call %d (cost %d at %d): allowed = %v with %d units in the window", i, r.cost, r.ms, r.d.Allowed, len(in))
 				}
@@ -128,6 +137,9 @@ func slidingLog(l limits.SlidingLog) algorithm[[]int64] {
 				for range r.cost {
 					units = append(units, r.ms)
 				}
+			}
+			if gaveBack(results) {
+				return ""
 			}
 			if most, from := maxInSpan(results, w); most > l.Limit {
 				return fmt.Sprintf("%d units within the window from %d, over the limit %d", most, from, l.Limit)
@@ -157,7 +169,7 @@ func TestSlidingLog_NeverMoreThanLimitInAnyWindow(t *testing.T) {
 			cost := 1 + r.IntN(l.Limit)
 			var d limits.Decision
 			log, d = l.TakeN(log, at(off), cost)
-			results = append(results, result{ms(off), cost, d})
+			results = append(results, result{ms: ms(off), cost: cost, d: d})
 		}
 		if most, from := maxInSpan(results, l.Window.Milliseconds()); most > l.Limit {
 			t.Fatalf("run %d: %+v: %d units within the window from %+dms", i, l, most, from-ms(0))
@@ -167,6 +179,46 @@ func TestSlidingLog_NeverMoreThanLimitInAnyWindow(t *testing.T) {
 
 func FuzzSlidingLog(f *testing.F) {
 	fuzzAlgorithm(f, func(window time.Duration, limit int) algorithm[[]int64] {
+		return slidingLog(limits.SlidingLog{Window: window, Limit: limit})
+	})
+}
+
+func TestSlidingLog_GiveBackSteps(t *testing.T) {
+	l := limits.SlidingLog{Window: time.Minute, Limit: 3}
+	log := runMixed(t, l, nil, []mixedStep{
+		{"t=+0s: take 1", 0, take(1), allow(2, time.Minute)},
+		{"t=+10s: take 2 fills the window", 10 * time.Second, take(2), allow(0, time.Minute)},
+		{"t=+10s: give them back: the entry of +0s is left", 10 * time.Second, give(2), allow(2, 50*time.Second)},
+		{"t=+20s: take 1", 20 * time.Second, take(1), allow(1, time.Minute)},
+		{"t=+30s: give back 1: the newest entry goes", 30 * time.Second, give(1), allow(2, 30*time.Second)},
+		{"t=+30s: a cost above the limit gives back nothing", 30 * time.Second, give(4), allow(2, 30*time.Second)},
+		{"t=+30s: take 2", 30 * time.Second, take(2), allow(0, time.Minute)},
+		{"t=+65s: the entry of +0s has left; one of +30s goes", 65 * time.Second, give(1), allow(2, 25*time.Second)},
+		{"t=+65s: give back 3: only 1 is left to go", 65 * time.Second, give(3), allow(3, 0)},
+		{"t=+65s: take 3", 65 * time.Second, take(3), allow(0, time.Minute)},
+	})
+	if want := []int64{ms(65 * time.Second), ms(65 * time.Second), ms(65 * time.Second)}; !slices.Equal(log, want) {
+		t.Errorf("log = %v, want %v", log, want)
+	}
+}
+
+// TestSlidingLog_GiveBackDoesNotModifyItsArgument: like TakeN, GiveBackN
+// returns a new log.
+func TestSlidingLog_GiveBackDoesNotModifyItsArgument(t *testing.T) {
+	l := limits.SlidingLog{Window: time.Minute, Limit: 5}
+	log := []int64{ms(0), ms(time.Second), ms(2 * time.Second)}
+	a, _ := l.GiveBackN(log, at(3*time.Second), 1)
+	b, _ := l.TakeN(a, at(3*time.Second), 1)
+	if want := []int64{ms(0), ms(time.Second), ms(2 * time.Second)}; !slices.Equal(log, want) {
+		t.Errorf("log = %v, want %v", log, want)
+	}
+	if want := []int64{ms(0), ms(time.Second), ms(3 * time.Second)}; !slices.Equal(b, want) {
+		t.Errorf("after a give-back and a take: %v, want %v", b, want)
+	}
+}
+
+func FuzzSlidingLog_GiveBackN(f *testing.F) {
+	fuzzGiveBack(f, func(window time.Duration, limit int) algorithm[[]int64] {
 		return slidingLog(limits.SlidingLog{Window: window, Limit: limit})
 	})
 }

@@ -1,6 +1,6 @@
 -- One step of a rate limit: the Lua twin of package limits' FixedWindow,
--- SlidingLog, SlidingCounter, Bucket and LeakyBucket (TakeN and TTL) and of
--- authguard's applyRate. Keep them in step: internal/storetest compares them
+-- SlidingLog, SlidingCounter, Bucket and LeakyBucket (TakeN, GiveBackN and
+-- TTL) and of authguard's applyRate. Keep them in step: internal/storetest compares them
 -- on random operation sequences. Every number is an integer of milliseconds
 -- or units below 2^52 (limits' Validate bounds them), so float64 is exact;
 -- a/b is only floored for non-negative a and b.
@@ -8,11 +8,13 @@
 -- KEYS[1]  the state, a string: fixed_window "start:count"; sliding_log
 --          "t1,t2,..." oldest first; sliding_counter "start:prev:curr";
 --          token_bucket and leaky_bucket the TAT or drain time
--- ARGV     algorithm, action ("take" | "peek"), window_ms, interval_ms,
---          limit, cost, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE)
+-- ARGV     algorithm, action ("take" | "peek" | "refund"), window_ms,
+--          interval_ms, limit, cost, now_ms ("" = Redis TIME), expire ("1" =
+--          set PEXPIRE)
 -- returns  {charged 0|1, wait_ms, over 0|1, 0, remaining, reset_ms}
 --
--- A refused take and a peek write nothing.
+-- A refused take, a peek and a refund that gives back nothing write nothing;
+-- a refund that leaves nothing deletes the key.
 if redis.replicate_commands then redis.replicate_commands() end
 local key, alg, action = KEYS[1], ARGV[1], ARGV[2]
 local w, interval = tonumber(ARGV[3]), tonumber(ARGV[4])
@@ -32,9 +34,11 @@ local function untl(t) if t > now then return t - now end return 0 end
 local function fdiv(a, b) return math.floor(a / b) end
 
 -- Each algorithm: take(c) returns allowed, wait, remaining, reset, the new
--- state as a string (nil: unchanged), and its TTL; ttl() is the stored
--- state's TTL.
-local take, ttl
+-- state as a string (nil: unchanged), and its TTL; giveback(c) returns
+-- remaining, the new state's TTL (0: it holds nothing) and the new state as a
+-- string (nil: unchanged); ttl() is the stored state's TTL. A cost outside
+-- [1, limit] is never taken, so nothing of it is given back.
+local take, giveback, ttl
 
 if alg == "fixed_window" then
   local start, count = 0, 0
@@ -56,6 +60,14 @@ if alg == "fixed_window" then
     cc = cc + c
     return true, 0, limit - cc, finish - now, fmt(cs) .. ":" .. fmt(cc), finish - now
   end
+  giveback = function(c)
+    -- once the state's window is over its units left with it
+    if now >= start + w then return limit, ttl(), nil end
+    if c < 1 or c > limit then return math.max(0, limit - count), ttl(), nil end
+    local cc = math.max(0, count - c)
+    if cc == 0 then return limit, 0, "" end
+    return math.max(0, limit - cc), untl(start + w), fmt(start) .. ":" .. fmt(cc)
+  end
 
 elseif alg == "sliding_log" then
   local log = {}
@@ -66,9 +78,14 @@ elseif alg == "sliding_log" then
     if #log == 0 then return 0 end
     return untl(log[#log] + w)
   end
-  take = function(c)
+  -- first is the index of the first entry within the window
+  local function first()
     local i = 1
     while i <= #log and log[i] <= now - w do i = i + 1 end
+    return i
+  end
+  take = function(c)
+    local i = first()
     local n = #log - i + 1 -- entries in the window: log[i..#log]
     local remaining = math.max(0, limit - n)
     if c < 1 or c > limit then return false, 0, remaining, ttl() end
@@ -83,6 +100,17 @@ elseif alg == "sliding_log" then
     for _ = 1, c do parts[#parts + 1] = fmt(at) end
     return true, 0, remaining - c, at + w - now, table.concat(parts, ","), at + w - now
   end
+  giveback = function(c)
+    local i = first()
+    local n = #log - i + 1
+    if c < 1 or c > limit then return math.max(0, limit - n), ttl(), nil end
+    -- the c newest entries in the window go, and those that left it
+    local keep = n - math.min(c, n)
+    if keep == 0 then return limit, 0, "" end
+    local parts = {}
+    for j = i, i + keep - 1 do parts[#parts + 1] = fmt(log[j]) end
+    return math.max(0, limit - keep), untl(log[i + keep - 1] + w), table.concat(parts, ",")
+  end
 
 elseif alg == "sliding_counter" then
   local start, prev, curr = 0, 0, 0
@@ -91,22 +119,25 @@ elseif alg == "sliding_counter" then
     start, prev, curr = tonumber(a), tonumber(b), tonumber(d)
   end
   local function ttlOf(s, p, q)
-    if p <= 0 and q <= 0 then return 0 end
-    return untl(s + 2 * w)
+    if q > 0 then return untl(s + 2 * w) end
+    if p > 0 then return untl(s + w) end
+    return 0
   end
   ttl = function() return ttlOf(start, prev, curr) end
-  take = function(c)
-    -- current: roll the windows forward to now
-    local cs, cp, cc = start, prev, curr
-    if now < start + w then
-      -- the state's window is current
-    elseif now < start + 2 * w then
-      cs, cp, cc = start + w, curr, 0
-    else
-      cs, cp, cc = now - now % w, 0, 0
-    end
+  -- current: the windows rolled forward to now
+  local function current()
+    if now < start + w then return start, prev, curr end -- the state's window is current
+    if now < start + 2 * w then return start + w, curr, 0 end
+    return now - now % w, 0, 0
+  end
+  -- free: limit×w less the estimate×w on a rolled state
+  local function freeOf(cs, cp, cc)
     local elapsed = math.max(0, now - cs)
-    local free = limit * w - cp * (w - elapsed) - cc * w
+    return limit * w - cp * (w - elapsed) - cc * w
+  end
+  take = function(c)
+    local cs, cp, cc = current()
+    local free = freeOf(cs, cp, cc)
     local remaining = fdiv(math.max(0, free), w)
     if c < 1 or c > limit then return false, 0, remaining, ttl() end
     if free < c * w then
@@ -130,6 +161,16 @@ elseif alg == "sliding_counter" then
     local t = ttlOf(cs, cp, cc)
     return true, 0, fdiv(free - c * w, w), t, fmt(cs) .. ":" .. fmt(cp) .. ":" .. fmt(cc), t
   end
+  giveback = function(c)
+    local cs, cp, cc = current()
+    if c < 1 or c > limit then return fdiv(math.max(0, freeOf(cs, cp, cc)), w), ttl(), nil end
+    -- off the current window's count first, then the previous window's
+    local fromCurr = math.min(c, cc)
+    cc = cc - fromCurr
+    cp = math.max(0, cp - (c - fromCurr))
+    if cp == 0 and cc == 0 then return limit, 0, "" end
+    return fdiv(math.max(0, freeOf(cs, cp, cc)), w), ttlOf(cs, cp, cc), fmt(cs) .. ":" .. fmt(cp) .. ":" .. fmt(cc)
+  end
 
 elseif alg == "token_bucket" or alg == "leaky_bucket" then
   local tat = 0
@@ -147,9 +188,29 @@ elseif alg == "token_bucket" or alg == "leaky_bucket" then
     if alg == "token_bucket" then wait = 0 end -- a token bucket lets the call go ahead now
     return true, wait, remainingAt(nxt), nxt - now, fmt(nxt), nxt - now
   end
+  giveback = function(c)
+    if c < 1 or c > limit then return remainingAt(tat), untl(tat), nil end
+    -- the queue drains c slots earlier; at or before now it is empty
+    local t = tat - c * interval
+    if t <= now then return remainingAt(0), 0, "" end
+    return remainingAt(t), t - now, fmt(t)
+  end
 
 else
   return redis.error_reply("rate.lua: unknown algorithm " .. alg)
+end
+
+if action == "refund" then
+  local remaining, newttl, state = giveback(cost)
+  if state then
+    if newttl > 0 then
+      redis.call('SET', key, state)
+      if expire then redis.call('PEXPIRE', key, fmt(newttl)) end
+    else
+      redis.call('DEL', key)
+    end
+  end
+  return {0, 0, 0, 0, remaining, newttl}
 end
 
 local allowed, wait, remaining, reset, state, newttl = take(cost)

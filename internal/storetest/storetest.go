@@ -45,6 +45,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("LogSteps", func(t *testing.T) { testLogSteps(t, newStore) })
 	t.Run("BucketSteps", func(t *testing.T) { testBucketSteps(t, newStore) })
 	t.Run("RateSteps", func(t *testing.T) { testRateSteps(t, newStore) })
+	t.Run("RateRefundSteps", func(t *testing.T) { testRateRefundSteps(t, newStore) })
 	t.Run("BatchAppliesInOrder", func(t *testing.T) { testBatchOrder(t, newStore) })
 	t.Run("KeysAreIndependent", func(t *testing.T) { testIndependentKeys(t, newStore) })
 	t.Run("ConcurrentChargesCannotOutrunFree", func(t *testing.T) { testConcurrentCharges(t, newStore) })
@@ -210,6 +211,59 @@ func testRateSteps(t *testing.T, newStore NewStore) {
 	})
 }
 
+func testRateRefundSteps(t *testing.T, newStore NewStore) {
+	take, refund := authguard.RateTake, authguard.RateRefund
+	fixed, log, counter, token, leaky := Rates[0], Rates[1], Rates[2], Rates[3], Rates[4]
+	const fk, sk, ck, tk, lk = "tg:t:api:refund:fixed", "tg:t:api:refund:log", "tg:t:api:refund:counter", "tg:t:api:refund:token", "tg:t:api:refund:leaky"
+	s, ms := time.Second, time.Millisecond
+	runSteps(t, newStore, []step{
+		// Fixed windows of 10s from t=0, limit 3.
+		{"fixed t=0: take 2", 0, rt(fk, fixed, take, 2), res{Charged: true, Remaining: 1, Reset: 10 * s}},
+		{"fixed t=1: refund 1", s, rt(fk, fixed, refund, 1), res{Remaining: 2, Reset: 9 * s}},
+		{"fixed t=1: a refund above the limit gives back nothing", s, rt(fk, fixed, refund, 4), res{Remaining: 2, Reset: 9 * s}},
+		{"fixed t=2: take 2 fills the window", 2 * s, rt(fk, fixed, take, 2), res{Charged: true, Remaining: 0, Reset: 8 * s}},
+		{"fixed t=2: refund 3: empty, not below", 2 * s, rt(fk, fixed, refund, 3), res{Remaining: 3}},
+		{"fixed t=2: refund of an empty key", 2 * s, rt(fk, fixed, refund, 1), res{Remaining: 3}},
+		{"fixed t=9: take 3", 9 * s, rt(fk, fixed, take, 3), res{Charged: true, Remaining: 0, Reset: s}},
+		{"fixed t=10: the window is over: nothing to give back", 10 * s, rt(fk, fixed, refund, 3), res{Remaining: 3}},
+		{"fixed t=10: a fresh window", 10 * s, rt(fk, fixed, take, 3), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		// A log of the last 10s, limit 3.
+		{"log t=0: take 1", 0, rt(sk, log, take, 1), res{Charged: true, Remaining: 2, Reset: 10 * s}},
+		{"log t=2: take 2", 2 * s, rt(sk, log, take, 2), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		{"log t=2: refund 2: the entry of t=0 is left", 2 * s, rt(sk, log, refund, 2), res{Remaining: 2, Reset: 8 * s}},
+		{"log t=4: take 1", 4 * s, rt(sk, log, take, 1), res{Charged: true, Remaining: 1, Reset: 10 * s}},
+		{"log t=5: refund 1: the newest entry goes", 5 * s, rt(sk, log, refund, 1), res{Remaining: 2, Reset: 5 * s}},
+		{"log t=5: take 2", 5 * s, rt(sk, log, take, 2), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		{"log t=11: t=0 has left; one entry of t=5 goes", 11 * s, rt(sk, log, refund, 1), res{Remaining: 2, Reset: 4 * s}},
+		{"log t=11: refund 2: only 1 is left to go", 11 * s, rt(sk, log, refund, 2), res{Remaining: 3}},
+		{"log t=11: all 3", 11 * s, rt(sk, log, take, 3), res{Charged: true, Remaining: 0, Reset: 10 * s}},
+		// Windows of 10s, limit 4: prev×(10−elapsed)/10 + curr + cost ≤ 4.
+		{"counter t=0: take 3", 0, rt(ck, counter, take, 3), res{Charged: true, Remaining: 1, Reset: 20 * s}},
+		{"counter t=5: take 1", 5 * s, rt(ck, counter, take, 1), res{Charged: true, Remaining: 0, Reset: 15 * s}},
+		{"counter t=5: refund 1", 5 * s, rt(ck, counter, refund, 1), res{Remaining: 1, Reset: 15 * s}},
+		// Rolled over: prev 3 → 2; 2×8/10 = 1.6, so 2 remain; held until
+		// the window of t=0 has left, at t=20.
+		{"counter t=12: refund 1 comes off the previous window", 12 * s, rt(ck, counter, refund, 1), res{Remaining: 2, Reset: 8 * s}},
+		{"counter t=12: take 1", 12 * s, rt(ck, counter, take, 1), res{Charged: true, Remaining: 1, Reset: 18 * s}},
+		// curr 1 → 0, prev 2 → 1: 1×8/10 = 0.8, so 3 remain.
+		{"counter t=12: refund 2: the current window first", 12 * s, rt(ck, counter, refund, 2), res{Remaining: 3, Reset: 8 * s}},
+		{"counter t=15: refund 4: empty, not below", 15 * s, rt(ck, counter, refund, 4), res{Remaining: 4}},
+		// A token bucket of 3, one token a second.
+		{"token t=0: take 3", 0, rt(tk, token, take, 3), res{Charged: true, Remaining: 0, Reset: 3 * s}},
+		{"token t=0.5: refund 1: 1.5 tokens", 500 * ms, rt(tk, token, refund, 1), res{Remaining: 1, Reset: 1500 * ms}},
+		{"token t=0.5: take 1", 500 * ms, rt(tk, token, take, 1), res{Charged: true, Remaining: 0, Reset: 2500 * ms}},
+		{"token t=2: refund 2: full, not more", 2 * s, rt(tk, token, refund, 2), res{Remaining: 3}},
+		{"token t=2: the whole burst", 2 * s, rt(tk, token, take, 3), res{Charged: true, Remaining: 0, Reset: 3 * s}},
+		// A queue of 3, one unit leaving a second.
+		{"leaky t=0: take 1 goes at once", 0, rt(lk, leaky, take, 1), res{Charged: true, Remaining: 2, Reset: s}},
+		{"leaky t=0: take 2 waits 1s", 0, rt(lk, leaky, take, 2), res{Charged: true, Wait: s, Remaining: 0, Reset: 3 * s}},
+		{"leaky t=0: refund 2: they leave the queue", 0, rt(lk, leaky, refund, 2), res{Remaining: 2, Reset: s}},
+		{"leaky t=0.5: take 1 waits 0.5s", 500 * ms, rt(lk, leaky, take, 1), res{Charged: true, Wait: 500 * ms, Remaining: 1, Reset: 1500 * ms}},
+		{"leaky t=0.5: refund 3: empty, not below", 500 * ms, rt(lk, leaky, refund, 3), res{Remaining: 3}},
+		{"leaky t=0.5: a refund above the limit gives back nothing", 500 * ms, rt(lk, leaky, refund, 4), res{Remaining: 3}},
+	})
+}
+
 func testBatchOrder(t *testing.T, newStore NewStore) {
 	clock := testclock.New(time.Time{})
 	s := newStore(t, clock)
@@ -333,8 +387,11 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 				cost = r.Limit
 			}
 			action := authguard.RateTake
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				action = authguard.RatePeek
+			case 1:
+				action = authguard.RateRefund
 			}
 			ops[i] = rt(fmt.Sprintf("tg:t:api:rate:%d:%s", alg, key), r, action, cost)
 			continue

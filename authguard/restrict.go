@@ -41,13 +41,6 @@ func Restricting(op Op, state any, now time.Time) bool {
 			return false
 		}
 		return logFull(op.Windows, l, now.UnixMilli())
-	case *BucketOp:
-		tat, ok := state.(int64)
-		if !ok {
-			return false
-		}
-		b := op.Bucket
-		return tat-now.UnixMilli() > int64(b.Burst-1)*b.Interval.Milliseconds()
 	case *RateOp:
 		if state == nil {
 			return false

@@ -18,7 +18,8 @@ func TestRestricting(t *testing.T) {
 	bo := &authguard.BackoffOp{Key: "k", Action: authguard.BackoffCharge, Policy: pol, SeenWindow: time.Hour}
 	wins := spraydetect.Windows{{Length: time.Hour, Limit: 3}, {Length: 24 * time.Hour, Limit: 5}}
 	lo := &authguard.LogOp{Key: "k", Action: authguard.LogAdmit, Member: "m", Windows: wins}
-	bk := &authguard.BucketOp{Key: "k", Bucket: limits.Bucket{Interval: 100 * time.Millisecond, Burst: 10}}
+	bk := &authguard.RateOp{Key: "k", Action: authguard.RateTake, Cost: 1,
+		Rate: authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: 100 * time.Millisecond, Limit: 10}}
 	log := func(ago ...time.Duration) spraydetect.Log { // members m0, m1, … recorded ago before t=+24h
 		var l spraydetect.Log
 		for i, d := range ago {
@@ -92,7 +93,7 @@ func TestRestricting(t *testing.T) {
 func TestRestricting_AgreesWithApply(t *testing.T) {
 	pol := backoff.Policy{Free: 3, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}
 	wins := spraydetect.Windows{{Length: 10 * time.Second, Limit: 2}, {Length: time.Minute, Limit: 4}}
-	bucket := limits.Bucket{Interval: time.Second, Burst: 3}
+	bucket := authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 3}
 	clock := testclock.New(time.Time{})
 
 	charge := &authguard.BackoffOp{Key: "a", Action: authguard.BackoffCharge, Policy: pol}
@@ -145,7 +146,7 @@ func TestRestricting_AgreesWithApply(t *testing.T) {
 	}
 
 	var tat any
-	op := &authguard.BucketOp{Key: "b", Bucket: bucket}
+	op := &authguard.RateOp{Key: "b", Action: authguard.RateTake, Rate: bucket, Cost: 1}
 	refused := 0
 	for i := range 8 {
 		restricting := authguard.Restricting(op, tat, clock.Now())

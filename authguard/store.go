@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
-	"github.com/tollgate-auth/tollgate/limits"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -29,8 +28,8 @@ type Store interface {
 	Close() error
 }
 
-// Op is one atomic operation on one key: a *BackoffOp, *LogOp, *BucketOp,
-// *RateOp or *DeleteOp.
+// Op is one atomic operation on one key: a *BackoffOp, *LogOp, *RateOp or
+// *DeleteOp.
 type Op interface {
 	// StoreKey is the one key the operation reads and writes.
 	StoreKey() string
@@ -143,18 +142,10 @@ type LogOp struct {
 	Bypass bool
 }
 
-// BucketOp takes one token from a token bucket.
-type BucketOp struct {
-	Key    string
-	Bucket limits.Bucket
-}
-
 func (o *BackoffOp) StoreKey() string { return o.Key }
 func (o *LogOp) StoreKey() string     { return o.Key }
-func (o *BucketOp) StoreKey() string  { return o.Key }
 func (*BackoffOp) isOp()              {}
 func (*LogOp) isOp()                  {}
-func (*BucketOp) isOp()               {}
 
 // Apply is the reference semantics of every operation: given the key's state
 // (nil when the key holds nothing) and the store's current time it returns the
@@ -217,10 +208,6 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 		return applyRate(op, state, now)
 	case *DeleteOp:
 		return nil, 0, Result{}
-	case *BucketOp:
-		tat, _ := state.(int64)
-		tat, d := op.Bucket.Take(tat, now)
-		return tat, op.Bucket.TTL(tat, now), Result{Charged: d.Allowed, Wait: d.Wait}
 	}
 	return state, 0, Result{}
 }

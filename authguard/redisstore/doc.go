@@ -1,8 +1,8 @@
 // Package redisstore is the authguard.Store on Redis, Redis Sentinel or Redis
 // Cluster, for when many tollgate instances must share one truth.
 //
-// Every operation is one embedded Lua script (backoff.lua, log.lua,
-// bucket.lua) on one key, run with EVALSHA; the whole batch of a call goes out
+// Every operation is one embedded Lua script (backoff.lua, log.lua, rate.lua,
+// and a one-line DEL) on one key, run with EVALSHA; the whole batch of a call goes out
 // as one pipeline, so a call costs one network round trip. On a Cluster
 // go-redis splits the pipeline per node and runs the parts in parallel; since
 // no script touches two keys there is never a CROSSSLOT error. When Redis has

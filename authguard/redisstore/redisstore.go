@@ -21,19 +21,16 @@ var (
 	backoffLua string
 	//go:embed log.lua
 	logLua string
-	//go:embed bucket.lua
-	bucketLua string
 	//go:embed rate.lua
 	rateLua string
 
 	backoffScript = redis.NewScript(backoffLua)
 	logScript     = redis.NewScript(logLua)
-	bucketScript  = redis.NewScript(bucketLua)
 	rateScript    = redis.NewScript(rateLua)
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
 
 	// scripts are all the scripts, for Preload.
-	scripts = []*redis.Script{backoffScript, logScript, bucketScript, rateScript, deleteScript}
+	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript}
 )
 
 // Config configures a Store.
@@ -204,8 +201,6 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 		}}, nil
 	case *authguard.DeleteOp:
 		return call{deleteScript, op.Key, nil}, nil
-	case *authguard.BucketOp:
-		return call{bucketScript, op.Key, []any{ms(op.Bucket.Interval), strconv.Itoa(op.Bucket.Burst), now, expire}}, nil
 	}
 	return call{}, fmt.Errorf("unknown operation %T", op)
 }

@@ -381,12 +381,12 @@ func TestExpiry_PTTLMatchesTheState(t *testing.T) {
 	ops := []authguard.Op{
 		charge("tg:t:login:acct:e"),
 		&authguard.LogOp{Key: "tg:t:login:ipspray:e", Action: authguard.LogAdmit, Member: "m", Windows: storetest.Windows},
-		&authguard.BucketOp{Key: "tg:t:login:iprate:e", Bucket: storetest.Bucket},
+		&authguard.RateOp{Key: "tg:t:login:iprate:e", Action: authguard.RateTake, Rate: storetest.Rates[3], Cost: 1},
 	}
 	if _, err := s.Do(ctx, ops); err != nil {
 		t.Fatal(err)
 	}
-	want := []time.Duration{storetest.Backoff.ForgetAfter, storetest.Windows.Longest(), storetest.Bucket.Interval}
+	want := []time.Duration{storetest.Backoff.ForgetAfter, storetest.Windows.Longest(), storetest.Rates[3].Interval}
 	for i, op := range ops {
 		got, err := c.PTTL(ctx, op.StoreKey()).Result()
 		if err != nil {

@@ -15,7 +15,6 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
-	"github.com/tollgate-auth/tollgate/limits"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -28,7 +27,6 @@ var (
 	Backoff = backoff.Policy{Free: 2, Base: time.Second, Factor: 2, Max: 8 * time.Second, ForgetAfter: time.Minute}
 	Seen    = 30 * time.Second
 	Windows = spraydetect.Windows{{Length: 10 * time.Second, Limit: 2}, {Length: time.Minute, Limit: 3}}
-	Bucket  = limits.Bucket{Interval: time.Second, Burst: 2}
 	// Rates has one rate limit per algorithm, on a scale of seconds.
 	Rates = []authguard.RateLimit{
 		{Algorithm: authguard.FixedWindow, Window: 10 * time.Second, Limit: 3},
@@ -43,7 +41,6 @@ var (
 func Run(t *testing.T, newStore NewStore) {
 	t.Run("BackoffSteps", func(t *testing.T) { testBackoffSteps(t, newStore) })
 	t.Run("LogSteps", func(t *testing.T) { testLogSteps(t, newStore) })
-	t.Run("BucketSteps", func(t *testing.T) { testBucketSteps(t, newStore) })
 	t.Run("RateSteps", func(t *testing.T) { testRateSteps(t, newStore) })
 	t.Run("RateRefundSteps", func(t *testing.T) { testRateRefundSteps(t, newStore) })
 	t.Run("BatchAppliesInOrder", func(t *testing.T) { testBatchOrder(t, newStore) })
@@ -85,8 +82,6 @@ func bo(key string, a authguard.BackoffAction, fp string) authguard.Op {
 func lg(key string, a authguard.LogAction, member string, bypass bool) authguard.Op {
 	return &authguard.LogOp{Key: key, Action: a, Member: member, Windows: Windows, Bypass: bypass}
 }
-
-func bk(key string) authguard.Op { return &authguard.BucketOp{Key: key, Bucket: Bucket} }
 
 type res = authguard.Result
 
@@ -163,22 +158,6 @@ func testLogSteps(t *testing.T, newStore NewStore) {
 		{"t=30: add f drops the oldest (cap is 4)", 30 * s, lg(k, add, "f", false), res{Charged: true, Over: true, Count: 4}},
 		{"t=200: everything expired", 200 * s, lg(k, peek, "z", false), res{}},
 		{"t=200: remove of a missing member is harmless", 200 * s, lg(k, remove, "z", false), res{}},
-	})
-}
-
-func testBucketSteps(t *testing.T, newStore NewStore) {
-	const k = "tg:t:login:iprate:k"
-	ms := time.Millisecond
-	runSteps(t, newStore, []step{
-		{"t=0: 1 of burst 2", 0, bk(k), res{Charged: true}},
-		{"t=0: 2 of burst 2", 0, bk(k), res{Charged: true}},
-		{"t=0: empty, wait 1s", 0, bk(k), res{Wait: time.Second}},
-		{"t=+400ms: wait 600ms", 400 * ms, bk(k), res{Wait: 600 * ms}},
-		{"t=+1s: one token back", time.Second, bk(k), res{Charged: true}},
-		{"t=+1s: empty again", time.Second, bk(k), res{Wait: time.Second}},
-		{"t=+1h: full, not more than burst", time.Hour, bk(k), res{Charged: true}},
-		{"t=+1h: second", time.Hour, bk(k), res{Charged: true}},
-		{"t=+1h: third refused", time.Hour, bk(k), res{Wait: time.Second}},
 	})
 }
 
@@ -404,7 +383,7 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 		case 1:
 			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(4)), members[rng.IntN(len(members))], rng.IntN(4) == 0)
 		default:
-			ops[i] = bk("tg:t:login:iprate:" + key)
+			ops[i] = rt("tg:t:login:iprate:"+key, Rates[3], authguard.RateTake, 1)
 		}
 	}
 	return ops

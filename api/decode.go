@@ -32,9 +32,10 @@ type checkBody struct {
 }
 
 // checkFields are checkBody's keys, in wire order, with the required ones
-// marked.
+// marked. Account and ip are required by the flows whose rules count them,
+// which the engine checks.
 var checkFields = fields{
-	{"flow", "a string", true}, {"account", "a string", true}, {"ip", "a string", true},
+	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"device_token", "a string", false}, {"captcha_solved", "a boolean", false},
 	{"password_fingerprint", "a string", false},
 }
@@ -62,7 +63,7 @@ type reportBody struct {
 }
 
 var reportFields = fields{
-	{"flow", "a string", true}, {"account", "a string", true}, {"ip", "a string", true},
+	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"outcome", "a string", true}, {"attempt", "a string", false},
 	{"device_token", "a string", false}, {"password_fingerprint", "a string", false},
 }

@@ -85,6 +85,9 @@ func toProblem(err error) *problemError {
 	}
 	var ie *authguard.InputError
 	if errors.As(err, &ie) {
+		if ie.Missing {
+			return newProblem(kindMissingField, ie.Field, ie.Detail)
+		}
 		return newProblem(kindInvalidField, ie.Field, ie.Detail)
 	}
 	var mbe *http.MaxBytesError

@@ -160,14 +160,20 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
 	needs := s.flow.needs
-	if account != "" || needs&(PartAccount|PartDevice) != 0 {
+	if account == "" && needs&(PartAccount|PartDevice) != 0 {
+		return s, &InputError{Field: "account", Detail: "is required by this flow's rules", Missing: true}
+	}
+	if ip == "" && needs&PartIP != 0 {
+		return s, &InputError{Field: "ip", Detail: "is required by this flow's rules", Missing: true}
+	}
+	if account != "" {
 		acct, err := NormalizeAccount(account)
 		if err != nil {
 			return s, err
 		}
 		s.account = e.hash.subject(tenant, "account", acct)
 	}
-	if ip != "" || needs&PartIP != 0 {
+	if ip != "" {
 		addr, err := spraydetect.ParseIP(ip)
 		if err != nil {
 			return s, &InputError{Field: "ip", Detail: "must be an IPv4 or IPv6 address, without zone, port or prefix length"}

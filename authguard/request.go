@@ -93,6 +93,9 @@ type InputError struct {
 	// Detail is a sentence for the caller's developer. It never repeats the
 	// field's value.
 	Detail string
+	// Missing is true when the field is absent (or empty) and the flow's
+	// rules need it.
+	Missing bool
 }
 
 func (e *InputError) Error() string {

@@ -9,18 +9,6 @@ import (
 	"sync"
 )
 
-// Signal names, as they appear in store keys.
-const (
-	signalAccount       = "acct"    // account backoff counter
-	signalDevice        = "dev"     // a known device's own allowance (a log of its failed attempts)
-	signalDeviceSlots   = "devslot" // the devices of an account that get an allowance
-	signalDevices       = "devs"    // the counter all known devices of an account share
-	signalIPRate        = "iprate"  // token bucket per IP prefix
-	signalIPSpray       = "ipspray"
-	signalIPFailures    = "ipfail"
-	signalPasswordSpray = "pwspray"
-)
-
 // hashBytes is how much of an HMAC-SHA-256 a subject hash keeps: 128 bits,
 // far beyond any collision an attacker could aim at without the key.
 const hashBytes = 16

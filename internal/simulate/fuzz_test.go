@@ -15,7 +15,7 @@ func FuzzParseScenario(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	for _, s := range []string{goodScenario, base, small, pair, abilities, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
+	for _, s := range []string{goodScenario, base, small, pair, abilities, withFlows, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
 		"name: x\nduration: 1h\nactors:\n  - &a {name: a}\n  - *a\n", "expect: {a.b: c}\n",
 		"name: x\nduration: 1h\nstore: {max_entries: 1}\nactors:\n  - {name: a, accounts: {fresh: true}, ips: {fresh_ipv6_in: \"::/0\"}, rate: 1/s, device_token_from: a}\n",
 		"name: x\nduration: 1h\nactors:\n  - {name: a, accounts: [a@b], ips: [\"2002:c000:204::1\"], every: 1h, mints_device_token_in: login, device_token: false}\n"} {

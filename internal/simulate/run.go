@@ -152,9 +152,9 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 	return best
 }
 
-// Run replays sc on a fresh engine with policy (nil: the built-in policy)
-// and a memory store (of sc.Store.MaxEntries keys), both on a virtual
-// clock, and evaluates the expectations. The same scenario and policy
+// Run replays sc on a fresh engine with policy (nil: the built-in policy),
+// plus the scenario's own flows, and a memory store (of sc.Store.MaxEntries
+// keys), both on a virtual clock, and evaluates the expectations. The same scenario and policy
 // always give the same counters, except where a burst runs checks
 // concurrently and their order decides.
 //
@@ -164,7 +164,10 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // of its outcome with the check's attempt token. On captcha an actor that
 // solves CAPTCHAs checks again at once with CaptchaSolved; on delay an actor
 // that obeys waits Retry-After seconds and repeats the attempt; otherwise it
-// gives up on the login.
+// gives up on the login. A proceed that comes with a delay (a leaky_bucket
+// rule's place in its queue) is held: an actor that obeys delays waits that
+// long (to the millisecond) and then reports, without checking again; one
+// that does not reports at once.
 //
 // The device token an attempt's check and report carry is: for an actor
 // with DeviceToken, the one its last success on the account returned; for
@@ -176,13 +179,14 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // A rate actor is one attacker script: it starts Burst logins every
 // Burst/Rate, taking accounts in order and addresses round-robin, cycling
 // through both (or taking a fresh one of each, for fresh accounts and
-// addresses). When it obeys a delay the whole script pauses until the
-// delay is over, repeats the delayed attempts, and goes on Burst/Rate later.
+// addresses). When it obeys a delay, or holds a proceed, the whole script
+// pauses until the longest is over, repeats the delayed attempts and lets
+// the held ones go ahead, and goes on Burst/Rate later.
 //
 // An every actor is a group of independent users: account i (of n) logs in
 // from address i mod len(IPs) (or a fresh address each time), Burst times at
 // once, at Start + i×Every/n and then every Every; each login waits out its
-// own delays.
+// own delays and holds.
 //
 // Nothing an actor does happens at or after its Stop.
 func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
@@ -201,6 +205,13 @@ type engineAPI interface {
 func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engineAPI) (*Result, []*actorRun, error) {
 	if policy == nil {
 		policy = config.DefaultPolicy()
+	}
+	if sc.flows != nil {
+		p, err := addFlows(policy, sc.flows)
+		if err != nil {
+			return nil, nil, sc.wrap(err)
+		}
+		policy = p
 	}
 	for i, a := range sc.Actors {
 		for _, f := range []struct {
@@ -501,8 +512,8 @@ func permute(x uint64, w uint, key uint64) uint64 {
 	return x
 }
 
-// settle schedules, for each login of an every actor that obeys a delay,
-// its retry.
+// settle schedules, for each login of an every actor that obeys a delay or
+// holds a proceed, its retry or its going ahead.
 func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Duration) {
 	for i, w := range waits {
 		if w > 0 && at+w < ar.Stop {
@@ -520,6 +531,13 @@ type login struct {
 	steps       []step
 	pos         int  // the step to do next
 	proceeded   bool // whether a check of it proceeded; guarded by actorRun.mu
+	held        *held
+}
+
+// held is a step whose check proceeded with a delay, held until it may go
+// ahead: what its report needs.
+type held struct {
+	attempt, device string
 }
 
 // step is one attempt of a login.
@@ -579,11 +597,20 @@ func (ar *actorRun) runBatch(batch []*login, at time.Duration) []time.Duration {
 }
 
 // advance runs the login's attempts until it is over, or until a delay the
-// actor obeys, whose length it returns.
+// actor obeys or a proceed it holds, whose length it returns. A held step
+// goes ahead (reports) when advance is called again.
 func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 	ctx := context.Background()
 	for l.pos < len(l.steps) {
 		st := l.steps[l.pos]
+		if h := l.held; h != nil {
+			l.held = nil
+			if err := ar.report(ctx, l, st, h.attempt, h.device, at); err != nil {
+				return 0, err
+			}
+			l.pos++
+			continue
+		}
 		solved := false
 		for {
 			device, err := ar.deviceFor(ctx, l)
@@ -599,18 +626,12 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			}
 			ar.record(l, v.Action, at)
 			if v.Action == authguard.Proceed {
-				r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
-					Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
-					Attempt: v.Attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint,
-				})
-				if err != nil {
-					return 0, fmt.Errorf("actor %s: report: %w", ar.Name, err)
+				if v.Delay > 0 && ar.ObeysDelay {
+					l.held = &held{attempt: v.Attempt, device: device}
+					return v.Delay, nil
 				}
-				if st.outcome == authguard.Failure {
-					ar.recordFailure(at)
-				}
-				if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
-					ar.setDevice(l.account, r.DeviceToken)
+				if err := ar.report(ctx, l, st, v.Attempt, device, at); err != nil {
+					return 0, err
 				}
 				break
 			}
@@ -627,6 +648,25 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 		l.pos++
 	}
 	return 0, nil
+}
+
+// report reports the outcome of step st of l, whose check proceeded with
+// attempt and device.
+func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, device string, at time.Duration) error {
+	r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
+		Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
+		Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint,
+	})
+	if err != nil {
+		return fmt.Errorf("actor %s: report: %w", ar.Name, err)
+	}
+	if st.outcome == authguard.Failure {
+		ar.recordFailure(at)
+	}
+	if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
+		ar.setDevice(l.account, r.DeviceToken)
+	}
+	return nil
 }
 
 // deviceFor returns the device token the next check of l carries.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -154,6 +155,115 @@ actors:
 `, policy)
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 60, Proceeded: 6, Delayed: 54, FirstDelayAt: "1s",
 		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 6, FailuresMax24h: 6})
+}
+
+// leakyFlow is a flow whose one rule queues calls per address: 3 at most,
+// one going ahead every second.
+const leakyFlow = `
+flows:
+  api:
+    rules:
+      - {name: ip_queue, subject: ip, algorithm: leaky_bucket, limit: 3, rate: 1/s}
+`
+
+// A proceed with a delay (a leaky_bucket's place in its queue) is held: an
+// actor that obeys delays waits that long and then reports, without
+// checking again; one that does not reports at once.
+func TestRun_HeldProceedGoesAheadWithoutCheckingAgain(t *testing.T) {
+	scenario := func(obeys string) string {
+		return `
+name: held
+duration: 1m
+actors:
+  - name: users
+    flow: api
+    accounts: [u@example.com]
+    ips: [192.0.2.1]
+    every: 1h
+    burst: 3
+    obeys_delay: ` + obeys + "\n"
+	}
+	tests := []struct {
+		obeys     string
+		reportsAt []time.Duration // when the failures were reported
+	}{
+		{"true", []time.Duration{0, time.Second, 2 * time.Second}},
+		{"false", []time.Duration{0, 0, 0}},
+	}
+	for _, tt := range tests {
+		t.Run("obeys_delay="+tt.obeys, func(t *testing.T) {
+			rec := &recorder{}
+			r, _ := execRun(t, scenario(tt.obeys), leakyFlow, func(e engineAPI) engineAPI {
+				rec.engineAPI = e
+				return rec
+			})
+			checkCounters(t, r.Actors[0], ActorResult{Name: "users", Attempts: 3, Proceeded: 3, AccountsChecked: 1,
+				AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 3, FailuresMax24h: 3})
+
+			// Three checks, queued 0s, 1s and 2s back, and one report of
+			// each, with its attempt token.
+			var delays []time.Duration
+			attempts := map[string]bool{}
+			reports := 0
+			for _, c := range rec.calls {
+				switch {
+				case c.check != nil:
+					delays = append(delays, c.answer.Delay)
+					attempts[c.answer.Attempt] = true
+				case !attempts[c.report.Attempt]:
+					t.Errorf("a report with an attempt token no check returned")
+				default:
+					delete(attempts, c.report.Attempt)
+					reports++
+				}
+			}
+			slices.Sort(delays)
+			if want := []time.Duration{0, time.Second, 2 * time.Second}; !slices.Equal(delays, want) {
+				t.Errorf("checks answered delays %v, want %v", delays, want)
+			}
+			if reports != 3 {
+				t.Errorf("%d reports, want 3", reports)
+			}
+
+			var got []time.Duration
+			for i, p := range r.series[0] {
+				for range int(p.failures) - failuresBefore(r.series[0], i) {
+					got = append(got, p.at)
+				}
+			}
+			if !slices.Equal(got, tt.reportsAt) {
+				t.Errorf("failures reported at %v, want %v", got, tt.reportsAt)
+			}
+		})
+	}
+}
+
+// failuresBefore is the failures count of the point before pts[i].
+func failuresBefore(pts []point, i int) int {
+	if i == 0 {
+		return 0
+	}
+	return int(pts[i-1].failures)
+}
+
+// A rate actor that holds a proceed pauses as a whole, as for a delay: a
+// script that waits for its answer.
+func TestRun_HoldingAProceedPausesTheScript(t *testing.T) {
+	r := run(t, `
+name: paced
+duration: 10s
+actors:
+  - name: a
+    flow: api
+    accounts: [u@example.com]
+    ips: [192.0.2.1]
+    rate: 2/s
+`, leakyFlow)
+	// Checks at 0s, 0.5s (held 0.5s), 1.5s (held 0.5s), ... 9.5s: one
+	// goes ahead a second, as the queue lets it; none is refused. The
+	// last, held until 10s, never goes ahead.
+	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 11, Proceeded: 11, AccountsChecked: 1,
+		AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 11, FailuresMax24h: 10})
 }
 
 func TestRun_Captcha(t *testing.T) {

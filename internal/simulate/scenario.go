@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -51,7 +52,8 @@ type Scenario struct {
 	// Expect are the expectations, in file order.
 	Expect []Expectation
 
-	file string // as given to ParseScenario, for errors
+	file  string     // as given to ParseScenario, for errors
+	flows *yaml.Node // the flows mapping, added to the run's policy; nil for none
 }
 
 // StoreOptions configure the memory store of a run.
@@ -95,7 +97,10 @@ type Actor struct {
 	// each attempt.
 	Password string
 	// ObeysDelay makes the actor wait out a delay and retry; otherwise it
-	// gives up on that login. The default is true.
+	// gives up on that login. It also makes the actor hold a proceed that
+	// comes with a delay (a leaky_bucket rule's place in its queue) that
+	// long and then go ahead without checking again; otherwise it goes
+	// ahead at once. The default is true.
 	ObeysDelay bool
 	// SolvesCaptcha makes the actor solve a CAPTCHA and check again at once;
 	// otherwise it gives up on that login. The default is true.
@@ -163,6 +168,10 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	duration: 24h                                     # required, up to 31d
 //	seed: 1                                           # optional, default 1
 //	store: {max_entries: 10000}                       # optional, default 1000000
+//	flows:                                            # optional: flows to add
+//	  api:
+//	    rules:
+//	      - {name: ip_requests, subject: ip, algorithm: sliding_log, window: 1m, limit: 100}
 //	actors:
 //	  - name: attacker                 # letters, digits, '_' and '-'
 //	    flow: login                    # default login
@@ -184,6 +193,15 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
 //	expect:
 //	  attacker.proceeded: "<= 100"
+//
+// flows adds flows to the policy the run uses (the built-in policy, or the
+// one Run is given), in exactly the format of a config file's flows
+// (internal/config/default_policy.yaml documents it): each a new flow,
+// empty or from a template. A flow the policy already has is an error,
+// here for the built-in flows and in Run for the others: changing a flow
+// is the config file's job. Actors name the flows with flow. A flow whose
+// rules count no account does not need one; the actors send theirs all the
+// same.
 //
 // store.max_entries (1 to 10,000,000) caps the keys of the engine's memory
 // store, which evicts the least recently used beyond it, so that a flood
@@ -321,6 +339,18 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 			}
 			return err
 		},
+		"flows": func(v *yaml.Node, p string) error {
+			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
+				return errAt(v, p, "want a mapping of flow names to flows, as in a config file")
+			}
+			// Checked against the built-in policy now, for the line; Run
+			// adds them to the policy it is given.
+			if _, err := addFlows(config.DefaultPolicy(), v); err != nil {
+				return err
+			}
+			sc.flows = v
+			return nil
+		},
 		"actors": func(v *yaml.Node, p string) error {
 			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
 				return errAt(v, p, "want a list of at least one actor")
@@ -380,6 +410,36 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 	}
 	return nil
 }
+
+// addFlows returns base with the flows of n, a scenario's flows mapping,
+// added; its errors name a line of the scenario, as the others do:
+// "line 12: flows.api.rules[ip_rate]: ...".
+func addFlows(base *authguard.Policy, n *yaml.Node) (*authguard.Policy, error) {
+	p, err := config.AddFlows(base, n)
+	if err == nil {
+		return p, nil
+	}
+	msg := strings.TrimPrefix(err.Error(), "policy: ")
+	msg = yamlTypeRE.ReplaceAllString(msg, "")
+	if m := lineRE.FindStringSubmatchIndex(msg); m != nil {
+		line, _ := strconv.Atoi(msg[m[2]:m[3]])
+		return nil, &nodeError{Line: line, Msg: msg[:m[0]] + msg[m[1]:]}
+	}
+	line := n.Line
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; strings.HasPrefix(msg, "flows."+k+":") || strings.HasPrefix(msg, "flows."+k+".") {
+			line = n.Content[i].Line
+		}
+	}
+	return nil, &nodeError{Line: max(line, 1), Msg: msg}
+}
+
+var (
+	// lineRE finds the line a policy error names.
+	lineRE = regexp.MustCompile(`line ([0-9]+): `)
+	// yamlTypeRE is the head of a YAML type error, whose line follows.
+	yamlTypeRE = regexp.MustCompile(`yaml: unmarshal errors:\s*`)
+)
 
 // actor returns the actor named name, or nil.
 func (sc *Scenario) actor(name string) *Actor {

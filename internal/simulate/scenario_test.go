@@ -141,6 +141,28 @@ actors:
     device_token: true
 `
 
+// withFlows adds a flow of its own, which counts no account, and names it.
+const withFlows = `name: test
+duration: 1m
+flows:
+  api:
+    rules:
+      - name: ip_requests
+        subject: ip
+        algorithm: token_bucket
+        limit: 5
+        rate: 1/s
+actors:
+  - name: client
+    flow: api
+    accounts: [client@example.com]
+    ips: [192.0.2.1]
+    rate: 10/s
+    obeys_delay: false
+expect:
+  client.proceeded: "<= 100"
+`
+
 // abilities uses every field added for the device token and flood attacks.
 const abilities = `name: abilities
 duration: 48h
@@ -336,6 +358,22 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"mints_device_token_in and device_token_from", strings.Replace(pair, "device_token_from: owner", "mints_device_token_in: login\n    device_token_from: owner", 1),
 			"line 9: actors[0].device_token_from: set only one of device_token: true, device_token_from and mints_device_token_in (mints_device_token_in is set)"},
 
+		// flows
+		{"flows scalar", strings.Replace(base, "duration: 1h", "duration: 1h\nflows: api", 1), "line 3: flows: want a mapping of flow names to flows, as in a config file"},
+		{"flows empty", strings.Replace(base, "duration: 1h", "duration: 1h\nflows: {}", 1), "line 3: flows: want a mapping of flow names to flows"},
+		{"flows changes login", strings.Replace(withFlows, "  api:", "  login:", 1), "line 4: flows.login: the policy already has this flow; a scenario adds flows, the -config file changes them"},
+		{"flows twice", strings.Replace(withFlows, "duration: 1m", "duration: 1m\nflows: {other: {}}", 1), "line 4: flows: set twice (first on line 3)"},
+		{"flow not a mapping", strings.Replace(withFlows, "  api:\n    rules:", "  api: 5\n  other:\n    rules:", 1), "line 4: flows.api must be a mapping"},
+		{"flow unknown key", strings.Replace(withFlows, "    rules:", "    rulez: []\n    rules:", 1), `line 5: flows.api: unknown field "rulez"`},
+		{"flow bad template", strings.Replace(withFlows, "    rules:", "    template: signup\n    rules:", 1), `line 5: flows.api: template must be one of login, otp_verify or none, not "signup"`},
+		{"flow bad name", strings.Replace(withFlows, "  api:", "  API:", 1), "line 4: flows.API: a flow name is 1 to 32 lower-case letters"},
+		{"rule without a name", strings.Replace(withFlows, "name: ip_requests", "reason: ip_requests", 1), "line 6: flows.api.rules: every rule needs a name"},
+		{"rule bad algorithm", strings.Replace(withFlows, "algorithm: token_bucket", "algorithm: fast", 1), "line 6: flows.api.rules[ip_requests]: algorithm must be one of"},
+		{"rule bad duration", strings.Replace(withFlows, "rate: 1/s", "window: 1 minute", 1), `line 10: flows.api.rules[ip_requests]: invalid duration "1 minute"`},
+		{"rule text limit", strings.Replace(withFlows, "limit: 5", "limit: many", 1), "line 9: flows.api.rules[ip_requests]: cannot unmarshal !!str `many` into int"},
+		{"rule zero limit", strings.Replace(withFlows, "limit: 5", "limit: 0", 1), "line 6: flows.api.rules[ip_requests]: token_bucket takes limit and rate"},
+		{"flows anchors", strings.Replace(withFlows, "  api:", "  api: &api", 1), "line 4: anchors and aliases are not supported"},
+
 		// expectations
 		{"expect max over a window", strings.Replace(base, "attacker.proceeded:", "attacker.proceeded_max_1h:", 1), `line 9: expect.attacker.proceeded_max_1h: unknown field "proceeded_max_1h"`},
 	}
@@ -353,8 +391,54 @@ func TestParseScenario_Errors(t *testing.T) {
 }
 
 func TestParseScenario_BaseIsValid(t *testing.T) {
-	if _, err := ParseScenario("s.yaml", []byte(base)); err != nil {
+	for name, s := range map[string]string{"base": base, "withFlows": withFlows} {
+		if _, err := ParseScenario("s.yaml", []byte(s)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+}
+
+// A scenario's flows are added to the policy Run is given, built-in or
+// not; actors name them with flow. One that policy already has is an error
+// at the scenario's line.
+func TestRun_ScenarioFlowsAddToThePolicy(t *testing.T) {
+	sc, err := ParseScenario("s.yaml", []byte(withFlows))
+	if err != nil {
 		t.Fatal(err)
+	}
+	// Built-in: 5 at once, then one a second; nothing counts the account.
+	r, err := Run(sc, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Actors[0].Proceeded, 5+59; got != want {
+		t.Errorf("built-in policy: proceeded = %d, want %d", got, want)
+	}
+
+	// A -config policy with a flow of its own: both are there.
+	configured, err := config.LoadPolicy([]byte("flows:\n  signup: {template: login}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	two := strings.Replace(withFlows, "expect:", "  - name: user\n    flow: signup\n    accounts: [u@example.com]\n    ips: [192.0.2.2]\n    every: 1m\nexpect:", 1)
+	if sc, err = ParseScenario("s.yaml", []byte(two)); err != nil {
+		t.Fatal(err)
+	}
+	if r, err = Run(sc, configured); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := r.Actors[1].Proceeded, 1; got != want {
+		t.Errorf("-config policy: user.proceeded = %d, want %d", got, want)
+	}
+
+	// A -config policy that has the flow already.
+	clash, err := config.LoadPolicy([]byte("flows:\n  api: {template: login}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = Run(sc, clash)
+	if want := "s.yaml: line 4: flows.api: the policy already has this flow"; err == nil || !strings.HasPrefix(err.Error(), want) {
+		t.Errorf("Run error = %v, want one starting %q", err, want)
 	}
 }
 

@@ -1,12 +1,15 @@
 package config
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -187,6 +190,30 @@ func FuzzLoadPolicy(f *testing.F) {
 			}
 			if n, ok := fl.MaxFailuresPerDay(); ok && n < 1 {
 				t.Fatalf("flow %s: worst case %d", name, n)
+			}
+		}
+		// Every flow of a valid policy answers calls: no panic, and a
+		// proceed carries an attempt token that its report accepts.
+		clock := testclock.New(time.Time{})
+		e, err := authguard.New(authguard.Config{Policy: p, Store: memstore.New(memstore.Config{Now: clock.Now}), Secret: []byte("fuzz-secret-fuzz-secret-fuzz-secret!"), Now: clock.Now})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx := context.Background()
+		for _, name := range p.FlowNames() {
+			for i := range 4 {
+				req := authguard.CheckRequest{Flow: name, Account: "ann", IP: "2001:db8::1", PasswordFingerprint: "pw", CaptchaSolved: i == 3}
+				v, err := e.Check(ctx, req)
+				if err != nil {
+					t.Fatalf("flow %s: check: %v", name, err)
+				}
+				if v.Action == authguard.Proceed && v.Attempt == "" {
+					t.Fatalf("flow %s: a proceed without an attempt token", name)
+				}
+				if _, err := e.Report(ctx, authguard.ReportRequest{Flow: name, Account: "ann", IP: "2001:db8::1", Outcome: authguard.Outcome(1 + i%2), Attempt: v.Attempt}); err != nil {
+					t.Fatalf("flow %s: report: %v", name, err)
+				}
+				clock.Advance(time.Second)
 			}
 		}
 	})

@@ -70,7 +70,15 @@ const (
 	Shadow
 )
 
-func (m Mode) String() string { return [...]string{"enforce", "shadow"}[m] }
+var modeNames = [...]string{"enforce", "shadow"}
+
+func (m Mode) String() string { return modeNames[m] }
+
+// ParseMode parses "enforce" or "shadow".
+func ParseMode(s string) (Mode, error) {
+	i, err := parseEnum(append([]string{""}, modeNames[:]...), s, "mode")
+	return Mode(max(0, i-1)), err
+}
 
 // FailMode says what a flow answers when the store fails.
 type FailMode uint8
@@ -82,7 +90,15 @@ const (
 	FailClosed
 )
 
-func (m FailMode) String() string { return [...]string{"open", "closed"}[m] }
+var failModeNames = [...]string{"open", "closed"}
+
+func (m FailMode) String() string { return failModeNames[m] }
+
+// ParseFailMode parses "open" or "closed".
+func ParseFailMode(s string) (FailMode, error) {
+	i, err := parseEnum(append([]string{""}, failModeNames[:]...), s, "fail_mode")
+	return FailMode(max(0, i-1)), err
+}
 
 // Flow is the policy of one flow: its settings and its rules.
 type Flow struct {

@@ -185,20 +185,8 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	tw.Flush()
 }
 
-// dur writes a duration as a config file would: 90s, 30m, 24h, 7d.
-func dur(d time.Duration) string {
-	if d > 24*time.Hour && d%(24*time.Hour) == 0 {
-		return fmt.Sprintf("%dd", d/(24*time.Hour))
-	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
+// dur writes a duration as a config file would.
+func dur(d time.Duration) string { return config.FormatDuration(d) }
 
 // ruleLimit says a rule's parameters in words.
 func ruleLimit(r *authguard.Rule) string {

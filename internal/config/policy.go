@@ -385,23 +385,13 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
 	}
 	where := "flows." + name
-	switch f.Mode {
-	case "enforce":
-		out.Mode = authguard.Enforce
-	case "shadow":
-		out.Mode = authguard.Shadow
-	default:
-		return nil, fmt.Errorf(`%s: mode must be "enforce" or "shadow", not %q`, where, f.Mode)
-	}
-	switch f.FailMode {
-	case "open":
-		out.FailMode = authguard.FailOpen
-	case "closed":
-		out.FailMode = authguard.FailClosed
-	default:
-		return nil, fmt.Errorf(`%s: fail_mode must be "open" or "closed", not %q`, where, f.FailMode)
-	}
 	var err error
+	if out.Mode, err = authguard.ParseMode(f.Mode); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
+	if out.FailMode, err = authguard.ParseFailMode(f.FailMode); err != nil {
+		return nil, fmt.Errorf("%s: %w", where, err)
+	}
 	if out.AllowList, err = spraydetect.ParseAllowList(f.AllowList); err != nil {
 		return nil, fmt.Errorf("%s: allow_list: %w", where, err)
 	}
@@ -569,6 +559,22 @@ func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	}
 	*r = v
 	return nil
+}
+
+// FormatDuration writes d as a config file would: "90s", "1h30m", "24h",
+// whole days past one as "7d"; ParseDuration reads it back.
+func FormatDuration(d time.Duration) string {
+	if d > 24*time.Hour && d%(24*time.Hour) == 0 {
+		return fmt.Sprintf("%dd", d/(24*time.Hour))
+	}
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // Interval is the time between two events at this rate.

@@ -98,7 +98,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"bad duration", "flows:\n  login:\n    rules:\n      - name: account_backoff\n        max: 30 minutes\n", []string{"line 5"}},
 		{"bad rate", "flows:\n  login:\n    rules:\n      - {name: ip_rate, rate: 10/x}\n", []string{"line 4", "N/s"}},
 		{"rate not whole ms", "flows:\n  login:\n    rules:\n      - {name: ip_rate, rate: 3/s}\n", []string{"line 4", "whole number of milliseconds"}},
-		{"bad mode", "flows:\n  login:\n    mode: loud\n", []string{"line 3", `"enforce" or "shadow"`}},
+		{"bad mode", "flows:\n  login:\n    mode: loud\n", []string{"line 3", "mode must be one of enforce, shadow"}},
 		{"forget shorter than max", "flows:\n  login:\n    rules:\n      - {name: account_backoff, forget_after: 1m}\n", []string{"line 4", "forget_after"}},
 		{"bad flow name", "flows:\n  Log-In:\n    mode: enforce\n", []string{"flow name"}},
 		{"limit zero", "flows:\n  login:\n    rules:\n      - {name: ip_spray, windows: [{window: 1h, limit: 0}]}\n", []string{"line 4", "ip_spray"}},

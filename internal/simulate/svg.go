@@ -7,6 +7,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // palette is the Okabe–Ito palette, which stays apart for colour-blind
@@ -154,12 +156,5 @@ func shortDuration(d time.Duration) string {
 	if d == 0 {
 		return "0"
 	}
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
+	return config.FormatDuration(d)
 }

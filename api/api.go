@@ -57,6 +57,7 @@ type API struct {
 	ready   time.Duration
 	health  func() error
 	mux     *chi.Mux
+	shed    shedLog
 }
 
 // New returns the API, ready to serve.

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"runtime/debug"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-chi/chi/v5"
@@ -97,6 +98,8 @@ var opsRoutes = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": t
 func (a *API) logRequest(r *http.Request, st *requestState, route string, status int, elapsed time.Duration) {
 	level := slog.LevelInfo
 	switch {
+	case st.problem == kindOverloaded:
+		level = slog.LevelDebug // one line a second says it instead (noteShed)
 	case status >= 500:
 		level = slog.LevelError
 	case opsRoutes[route] && status < 400:
@@ -169,3 +172,22 @@ func (a *API) recoverer(next http.Handler) http.Handler {
 }
 
 func typeName(v any) string { return fmt.Sprintf("%T", v) }
+
+// shedLog counts calls shed as overloaded between two log lines.
+type shedLog struct {
+	last  atomic.Int64 // when the last line was written, Unix ns
+	count atomic.Int64 // calls shed since
+}
+
+// noteShed counts a shed call and writes at most one warning a second while
+// calls are shed, instead of an error line per call: a flood must not also
+// flood the log.
+func (a *API) noteShed(r *http.Request) {
+	a.shed.count.Add(1)
+	now, last := time.Now().UnixNano(), a.shed.last.Load()
+	if now-last < int64(time.Second) || !a.shed.last.CompareAndSwap(last, now) {
+		return
+	}
+	a.log.LogAttrs(r.Context(), slog.LevelWarn, "shedding calls: more in flight than the store's connections carry",
+		slog.Int64("shed", a.shed.count.Swap(0)))
+}

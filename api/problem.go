@@ -35,13 +35,14 @@ var (
 	kindInternal         = &kind{"internal", "Internal error", http.StatusInternalServerError}
 	kindStoreUnavailable = &kind{"store-unavailable", "Store unavailable", http.StatusServiceUnavailable}
 	kindStoreFull        = &kind{"store-full", "Store full", http.StatusServiceUnavailable}
+	kindOverloaded       = &kind{"overloaded", "Overloaded", http.StatusServiceUnavailable}
 )
 
 // kinds lists every kind, for metrics.
 var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
-	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull,
+	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }
@@ -90,6 +91,9 @@ func toProblem(err error) *problemError {
 		}
 		return newProblem(kindInvalidField, ie.Field, ie.Detail)
 	}
+	if errors.Is(err, authguard.ErrOverloaded) {
+		return newProblem(kindOverloaded, "", "tollgate has more calls in flight than its store connections carry; retry after Retry-After")
+	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
 		return newProblem(kindBodyTooLarge, "", "the body must be at most "+strconv.FormatInt(mbe.Limit, 10)+" bytes")
@@ -127,6 +131,10 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	h := w.Header()
 	h.Set("Content-Type", "application/problem+json")
 	h.Set("Content-Length", strconv.Itoa(len(body)+1))
+	if pe.kind == kindOverloaded {
+		h.Set("Retry-After", "1") // shedding lasts as long as the flood; a second is the shortest the header says
+		a.noteShed(r)
+	}
 	w.WriteHeader(pe.kind.status)
 	_, _ = w.Write(append(body, '\n'))
 }

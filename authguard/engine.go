@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/netip"
 	"regexp"
+	"sync/atomic"
 	"time"
 	"unicode/utf8"
 
@@ -43,7 +44,26 @@ type Config struct {
 	// Observe, when set, is called once per Check and Report with what was
 	// decided, for metrics and logs. It must not block. The default is nil.
 	Observe func(Event)
+	// MaxInFlight, when above zero, is how many Check and Report calls may
+	// run at once; more wait for one to finish, at most QueueWait, and are
+	// then shed with ErrOverloaded before doing any work. Set it to what the
+	// store's connections carry (the Redis pool size): a process flooded
+	// beyond that then sheds the excess instead of starving its own store
+	// calls of CPU until they miss their deadline, which would look like a
+	// store outage and answer from the fail mode. The default is 0: no bound.
+	MaxInFlight int
+	// QueueWait is how long a call waits to be admitted. The default is
+	// 50ms.
+	QueueWait time.Duration
 }
+
+// ErrOverloaded is returned by Check and Report when the engine sheds a call
+// because MaxInFlight calls are already running and none finished within
+// QueueWait (nothing was counted), or when an admitted call's store deadline
+// passed while other calls were queueing: the process, not the store, was
+// too slow, so no fail mode answers (the store may have counted the call).
+// The caller should answer 503 and retry.
+var ErrOverloaded = errors.New("authguard: overloaded: too many calls in flight")
 
 // Source says where the state behind a verdict came from.
 type Source uint8
@@ -92,6 +112,10 @@ type Engine struct {
 	attempts *attemptSigner
 	tokens   *signer
 	observe  func(Event)
+	slots    chan struct{} // one token per call running; nil for no bound
+	wait     time.Duration
+	waiting  atomic.Int64 // calls waiting to be admitted
+	shedAt   atomic.Int64 // when a call was last shed, in Unix ns
 }
 
 // New returns an Engine.
@@ -114,7 +138,16 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.KeyPrefix == "" {
 		cfg.KeyPrefix = "tg"
 	}
+	if cfg.QueueWait <= 0 {
+		cfg.QueueWait = 50 * time.Millisecond
+	}
+	var slots chan struct{}
+	if cfg.MaxInFlight > 0 {
+		slots = make(chan struct{}, cfg.MaxInFlight)
+	}
 	return &Engine{
+		slots:    slots,
+		wait:     cfg.QueueWait,
 		policy:   cfg.Policy,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,
@@ -125,6 +158,46 @@ func New(cfg Config) (*Engine, error) {
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
 	}, nil
+}
+
+// admit waits for a slot to run a call, for at most the queue wait; release
+// gives it back. Waiting goroutines are parked, so a flood does not compete
+// for the CPU that admitted calls need.
+func (e *Engine) admit(ctx context.Context) error {
+	if e.slots == nil {
+		return nil
+	}
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	default:
+	}
+	e.waiting.Add(1)
+	defer e.waiting.Add(-1)
+	t := time.NewTimer(e.wait)
+	defer t.Stop()
+	select {
+	case e.slots <- struct{}{}:
+		return nil
+	case <-t.C:
+	case <-ctx.Done(): // the caller gave up waiting
+	}
+	e.shedAt.Store(time.Now().UnixNano())
+	return ErrOverloaded
+}
+
+// overloaded reports whether this process is shedding or queueing calls:
+// some call waits to be admitted now, or one was shed within the last
+// second. A store deadline missed then is the process's own doing (its
+// calls wait for the CPU), not the store's.
+func (e *Engine) overloaded() bool {
+	return e.slots != nil && (e.waiting.Load() > 0 || time.Now().UnixNano()-e.shedAt.Load() < int64(time.Second))
+}
+
+func (e *Engine) release() {
+	if e.slots != nil {
+		<-e.slots
+	}
 }
 
 // Policy returns the engine's policy.
@@ -436,15 +509,20 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 // Check decides whether an attempt may go ahead. A Proceed charges the
 // attempt as a failure before the caller looks at the credential and carries
 // an attempt token for the report; any other verdict leaves the counters as
-// they were (rules that count checks keep what they took). Only invalid
-// input is an error (an *InputError); a store failure is answered by the
-// flow's fail mode.
+// they were (rules that count checks keep what they took). Invalid input is
+// an error (an *InputError), and so is a call shed because MaxInFlight calls
+// are running (ErrOverloaded: nothing was counted); a store failure is
+// answered by the flow's fail mode.
 //
 // A client with a valid device token for the account, trusted by a flow
 // with a device rule, is counted by the device rule and by rules for all
 // clients only: what others do from its address never slows it. Any other
 // client is counted by the rules for unknown clients.
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
+	if err := e.admit(ctx); err != nil {
+		return Verdict{}, err
+	}
+	defer e.release()
 	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
@@ -457,6 +535,9 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 
 	p := e.checkPlan(&s, device, id, req.CaptchaSolved)
 	b := e.do(ctx, s.flow, p.ops)
+	if errors.Is(b.err, ErrOverloaded) {
+		return Verdict{}, b.err
+	}
 	computed := e.combine(s.flow, &p, b, req.CaptchaSolved)
 	if computed.Action != Proceed && b.res != nil {
 		e.refund(ctx, s.flow, &p, b)
@@ -486,6 +567,10 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // failure confirms the charge, or is counted on its own when the report
 // carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
+	if err := e.admit(ctx); err != nil {
+		return Verdict{}, err
+	}
+	defer e.release()
 	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
@@ -511,6 +596,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
 		b = e.do(ctx, s.flow, p.ops)
+		if errors.Is(b.err, ErrOverloaded) {
+			return Verdict{}, b.err
+		}
 		computed = e.combine(s.flow, &p, b, false)
 	}
 	answer := computed
@@ -574,6 +662,10 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) batch {
 	if b.err == nil {
 		b.res, b.src = res, SourceStore
 		return b
+	}
+	if StoreErrorKind(b.err) == "timeout" && e.overloaded() {
+		b.err = fmt.Errorf("%w: the store's deadline passed while calls were queueing: %w", ErrOverloaded, b.err)
+		return b // no fail mode: the store is not at fault
 	}
 	if errors.Is(b.err, ErrStoreFull) {
 		b.held = e.peek(ctx, ops)

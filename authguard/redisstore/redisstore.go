@@ -5,6 +5,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"runtime"
 	"strconv"
 	"sync"
 	"time"
@@ -309,3 +310,16 @@ func (b *breaker) record(ok bool) {
 
 // Open reports whether the breaker is failing batches at once.
 func (s *Store) Open() bool { return !s.breaker.allow() }
+
+// PoolSize is the client's connection pool size per node (go-redis fills in
+// its default of 10 per CPU): how many batches can be in flight at once
+// without waiting for a connection, the engine's authguard.Config.MaxInFlight.
+func (s *Store) PoolSize() int {
+	switch c := s.client.(type) {
+	case *redis.Client:
+		return c.Options().PoolSize
+	case *redis.ClusterClient:
+		return c.Options().PoolSize
+	}
+	return 10 * runtime.GOMAXPROCS(0)
+}

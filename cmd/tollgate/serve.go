@@ -61,13 +61,22 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	}
 	metrics.AddMemoryStore("fallback", fallback)
 	watch := &storeWatch{log: log}
+	// On Redis, at most as many calls run as the pool has connections per
+	// node, and a call waits for one as long as a store call may take; the
+	// memory store has no deadline to miss.
+	maxInFlight, queueWait := 0, time.Duration(0)
+	if rs, ok := store.(*redisstore.Store); ok {
+		maxInFlight, queueWait = rs.PoolSize(), cfg.Redis.Timeout
+	}
 	engine, err := authguard.New(authguard.Config{
-		Policy:    cfg.Policy,
-		Store:     store,
-		Fallback:  fallback,
-		Secret:    secret,
-		KeyPrefix: cfg.KeyPrefix,
-		Observe:   func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
+		Policy:      cfg.Policy,
+		Store:       store,
+		Fallback:    fallback,
+		Secret:      secret,
+		KeyPrefix:   cfg.KeyPrefix,
+		MaxInFlight: maxInFlight,
+		QueueWait:   queueWait,
+		Observe:     func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
 	})
 	if err != nil {
 		return err

@@ -1,0 +1,118 @@
+package redisstore_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+)
+
+// flood sends n checks at once, each on a fresh account and address, through
+// an engine (admitting maxInFlight calls at once; 0 for no bound) on a real
+// Redis reached by a pool of 2 connections, and says how the checks were
+// answered.
+type floodResult struct {
+	proceeded, fallback, shed, other int
+	charged                          int // account counters Redis holds afterwards
+}
+
+func flood(t *testing.T, n, maxInFlight int) floodResult {
+	t.Helper()
+	in := redistest.Server(t)
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, PoolSize: 2, PoolTimeout: 50 * time.Millisecond,
+		ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true, MaxRetries: -1})
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 50 * time.Millisecond, BreakAfter: 1 << 30})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	if err := s.Preload(context.Background()); err != nil { // as serve does at start-up
+		t.Fatal(err)
+	}
+	var fallback atomic.Int64
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		MaxInFlight: maxInFlight,
+		Observe: func(ev authguard.Event) {
+			if ev.Source == authguard.SourceFallback {
+				if fallback.Add(1) <= 3 {
+					t.Logf("answered from the fallback after %v: %v", ev.StoreDuration, ev.StoreErr)
+				}
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r floodResult
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			v, err := e.Check(context.Background(), authguard.CheckRequest{
+				Flow: "login", Account: fmt.Sprintf("user%d@example.com", i), IP: fmt.Sprintf("10.%d.%d.%d", i>>16&255, i>>8&255, i&255),
+			})
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case errors.Is(err, authguard.ErrOverloaded):
+				r.shed++
+			case err == nil && v.Action == authguard.Proceed:
+				r.proceeded++
+			default:
+				r.other++
+			}
+		})
+	}
+	close(start)
+	wg.Wait()
+	r.fallback = int(fallback.Load())
+	r.charged = len(c.Keys(context.Background(), "*:account_backoff:*").Val())
+	return r
+}
+
+// Attack (or a busy Monday): a flood of checks beyond what this instance's
+// Redis connections carry. Without a bound on calls in flight they queue for
+// a connection, and for the CPU, inside their deadline, miss it, and a
+// fail-open flow answers them from the local fallback store, never writing
+// them to Redis. With the bound, the excess is shed before it does any work
+// (503 overloaded, nothing counted), no check is answered from the fallback
+// while Redis is healthy, and every check that proceeded is charged in
+// Redis.
+func TestSaturation_AFloodIsShedNotAnsweredFromTheFallback(t *testing.T) {
+	const n = 6000
+	r := flood(t, n, 2) // the pool's 2 connections
+	t.Logf("bounded: %+v", r)
+	if r.fallback != 0 {
+		t.Errorf("%d checks answered from the fallback while Redis was healthy", r.fallback)
+	}
+	if r.proceeded+r.shed != n || r.other != 0 {
+		t.Errorf("proceeded %d + shed %d of %d, %d otherwise", r.proceeded, r.shed, n, r.other)
+	}
+	if r.charged < r.proceeded {
+		t.Errorf("Redis holds %d charged accounts, want every one of the %d that proceeded", r.charged, r.proceeded)
+	}
+	if r.proceeded == 0 {
+		t.Error("nothing proceeded: the bound shed everything")
+	}
+
+	// The same flood with the bound lifted: the failure this guards against.
+	u := flood(t, n, 0)
+	t.Logf("unbounded: %+v", u)
+	if u.fallback == 0 {
+		t.Errorf("unbounded: no check answered from the fallback; the flood no longer shows what the bound prevents")
+	}
+}

@@ -90,3 +90,34 @@ func names(format string, n int) []string {
 	}
 	return out
 }
+
+// BenchmarkCheck is one check: over 4,096 rotating accounts and addresses
+// (most proceed and are refunded by nobody: the cost of the first check of
+// an attempt), and on one hot account that is already in backoff (every
+// check is refused: the attack path, which refunds what it charged).
+func BenchmarkCheck(b *testing.B) {
+	ctx := context.Background()
+	b.Run("subjects=random", func(b *testing.B) {
+		e := benchEngine(b, 1)
+		accounts, ips := names("user%d@example.com", 4096), names("203.0.%d.%d", 4096)
+		b.ReportAllocs()
+		for i := 0; b.Loop(); i++ {
+			if _, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: accounts[i%4096], IP: ips[i%4096]}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("subjects=hot", func(b *testing.B) {
+		e := benchEngine(b, 1)
+		for range 10 {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.1", Outcome: authguard.Failure})
+		}
+		b.ReportAllocs()
+		for b.Loop() {
+			v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.1"})
+			if err != nil || v.Action == authguard.Proceed {
+				b.Fatalf("%v %v: want a refusal", v.Action, err)
+			}
+		}
+	})
+}

@@ -17,28 +17,40 @@ const hashBytes = 16
 var hashLen = base64.RawURLEncoding.EncodedLen(hashBytes)
 
 // macPool computes HMAC-SHA-256 under one key with pooled hashers (an HMAC
-// costs several allocations to set up).
+// costs several allocations to set up) and pooled input buffers.
 type macPool struct {
 	sync.Pool
 }
 
+// pooledMAC is an HMAC and the buffer its input and output go through, so
+// that a sum allocates nothing.
+type pooledMAC struct {
+	mac hash.Hash
+	buf []byte
+}
+
 func newMacPool(key []byte) *macPool {
 	p := &macPool{}
-	p.New = func() any { return hmac.New(sha256.New, key) }
+	p.New = func() any { return &pooledMAC{mac: hmac.New(sha256.New, key), buf: make([]byte, 0, 256)} }
 	return p
 }
 
 // sum returns HMAC(first ‖ 0 ‖ parts[0] ‖ 0 ‖ parts[1] ‖ …).
 func (p *macPool) sum(first []byte, parts ...string) [sha256.Size]byte {
-	m := p.Get().(hash.Hash)
-	m.Reset()
-	m.Write(first)
+	m := p.Get().(*pooledMAC)
+	b := append(m.buf[:0], first...)
 	for _, part := range parts {
-		m.Write([]byte{0})
-		m.Write([]byte(part))
+		b = append(b, 0)
+		b = append(b, part...)
 	}
+	m.mac.Reset()
+	m.mac.Write(b)
+	b = m.mac.Sum(b[:0])
 	var out [sha256.Size]byte
-	m.Sum(out[:0])
+	copy(out[:], b)
+	if cap(b) <= 4096 { // keep the buffer unless an odd input grew it large
+		m.buf = b
+	}
 	p.Put(m)
 	return out
 }
@@ -55,7 +67,8 @@ func newHasher(key []byte) *hasher { return &hasher{mac: newMacPool(key)} }
 // tenant. The encoded result has a fixed length whatever the input.
 func (h *hasher) subject(tenant, kind, value string) string {
 	sum := h.mac.sum([]byte(tenant), kind, value)
-	return base64.RawURLEncoding.EncodeToString(sum[:hashBytes])
+	var b [24]byte // hashLen (22) fits: one allocation, the string
+	return string(base64.RawURLEncoding.AppendEncode(b[:0], sum[:hashBytes]))
 }
 
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is

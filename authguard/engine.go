@@ -308,7 +308,7 @@ func (e *Engine) key(s *subjects, r *Rule) string {
 		}
 		hash += h
 	}
-	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Name, hash)
+	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Key, hash)
 }
 
 // AccountKeys returns a glob pattern (as Redis's SCAN MATCH and KEYS take
@@ -389,20 +389,20 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, allowance, 
 	if allowance != 0 {
 		p.allowance = len(p.ops)
 		p.add(&LogOp{
-			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Name+".dev", s.account+"."+device),
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
 			Action: allowance, Member: member,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
 		}, i, roleAllowance)
 	}
 	if slot != 0 {
 		p.add(&LogOp{
-			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Name+".slots", s.account),
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
 			Action: slot, Member: device,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
 		}, i, roleAllowance)
 	}
 	p.add(&BackoffOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, r.Name, s.account), Action: shared, Policy: r.Backoff,
+		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: attempt,
 	}, i, roleShared)
 }

@@ -230,7 +230,7 @@ func (f *Flow) compile() error {
 		grouping = 64
 	}
 	f.reasons, f.reasonOf, f.device, f.needs = nil, nil, -1, 0
-	seen := map[string]bool{}
+	seen, keys := map[string]bool{}, map[string]bool{}
 	for i := range f.Rules {
 		r := &f.Rules[i]
 		if err := r.validate(grouping); err != nil {
@@ -240,6 +240,10 @@ func (f *Flow) compile() error {
 			return &RuleError{Flow: f.Name, Rule: r.Name, Err: errors.New("two rules have this name")}
 		}
 		seen[r.Name] = true
+		if keys[r.Key] {
+			return &RuleError{Flow: f.Name, Rule: r.Name, Err: fmt.Errorf("another rule already stores under key %q", r.Key)}
+		}
+		keys[r.Key] = true
 		if r.Subject.Parts == PartDevice {
 			if f.device >= 0 {
 				return &RuleError{Flow: f.Name, Rule: r.Name, Err: errors.New("a flow has at most one rule on the device subject")}

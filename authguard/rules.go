@@ -17,9 +17,14 @@ import (
 // it. Check and Report build their one batch of store operations by walking
 // the flow's rules in order.
 type Rule struct {
-	// Name identifies the rule within its flow and names its store keys:
-	// lower-case letters, digits and '_'.
+	// Name identifies the rule within its flow: lower-case letters, digits
+	// and '_'.
 	Name string
+	// Key names the rule's store keys, in the same alphabet; the default is
+	// Name. A short one saves memory per subject on Redis (the built-in
+	// rules use the short keys they always had: acct, dev, iprate, ...).
+	// Changing it forgets the rule's state.
+	Key string
 	// Reason is the code the verdict lists, and the metrics count, when the
 	// rule shapes a verdict. The default is Name. Several rules may share
 	// one (say, spraying counted at three IPv6 prefix lengths).
@@ -252,6 +257,12 @@ func (r *Rule) validate(grouping int) error {
 	}
 	if r.Reason == "" {
 		r.Reason = Reason(r.Name)
+	}
+	if r.Key == "" {
+		r.Key = r.Name
+	}
+	if !nameRE.MatchString(r.Key) {
+		return errors.New("key is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
 	if !nameRE.MatchString(string(r.Reason)) || r.Reason == ReasonUnavailable {
 		return fmt.Errorf(`reason is 1 to 32 lower-case letters, digits and '_', starting with a letter, and not %q`, ReasonUnavailable)

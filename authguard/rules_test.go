@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -224,4 +225,25 @@ func FuzzParseSubject(f *testing.F) {
 			t.Fatalf("%q parsed to %+v, printed %q, parsed again to %+v, %v", s, sub, sub.String(), again, err)
 		}
 	})
+}
+
+// A rule's key names its store keys; the default is its name, and two rules
+// of a flow cannot share one.
+func TestRules_KeyNamesTheStoreKeys(t *testing.T) {
+	h := newHarness(t, `
+flows:
+  api:
+    rules:
+      - {name: per_ip, key: pi, subject: ip, algorithm: fixed_window, window: 1m, limit: 1}
+      - {name: per_account, subject: account, algorithm: fixed_window, window: 1m, limit: 1}
+`)
+	h.check(authguard.CheckRequest{Flow: "api", Account: "ann", IP: "192.0.2.1"})
+	var got []string
+	for _, k := range h.mem.Keys() {
+		got = append(got, strings.Split(k, ":")[3])
+	}
+	slices.Sort(got)
+	if strings.Join(got, " ") != "per_account pi" {
+		t.Errorf("store keys by rule: %v, want per_account and pi", got)
+	}
 }

@@ -53,7 +53,7 @@ flows:
 			rules = append(rules, rule(k))
 		}
 		slices.Sort(rules)
-		if got, want := strings.Join(rules, " "), "account_backoff device_backoff device_backoff.dev device_backoff.slots pair"; got != want {
+		if got, want := strings.Join(rules, " "), "acct dev dev.dev dev.slots pair"; got != want {
 			t.Errorf("%s: the pattern %s matches the keys of %s, want %s", acct, pattern, got, want)
 		}
 		mine[acct] = keys
@@ -67,7 +67,7 @@ flows:
 		owned := slices.Contains(mine["ann@example.com"], k) || slices.Contains(mine["bob@example.com"], k)
 		switch r := rule(k); {
 		case owned:
-		case r == "ip_rate" || r == "ip_failures" || r == "ip_spray" || r == "password_spray":
+		case r == "iprate" || r == "ipfail" || r == "ipspray" || r == "pwspray":
 		default:
 			t.Errorf("key %s (rule %s) belongs to no account's pattern", k, r)
 		}

@@ -51,10 +51,10 @@ func TestMemoryPerSubject(t *testing.T) {
 	}
 	// The backoff counters hold up to 8 fingerprints and 8 pending attempts.
 	bounds := map[string]int64{
-		"account_backoff": 768, "device_backoff.dev": 1024, "device_backoff.slots": 1024, "device_backoff": 768,
-		"ip_rate": 128, "ip_spray": 4096, "ip_failures": 4096, "password_spray": 4096,
+		"acct": 768, "dev.dev": 1024, "dev.slots": 1024, "dev": 768,
+		"iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096,
 	}
-	for _, signal := range []string{"account_backoff", "device_backoff.dev", "device_backoff.slots", "device_backoff", "ip_rate", "ip_spray", "ip_failures", "password_spray"} {
+	for _, signal := range []string{"acct", "dev.dev", "dev.slots", "dev", "iprate", "ipspray", "ipfail", "pwspray"} {
 		t.Logf("redis %-20s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
 		if count[signal] == 0 {
 			t.Errorf("no %s key after the scenario", signal)
@@ -85,7 +85,8 @@ func TestMemoryPerSubject(t *testing.T) {
 	runtime.KeepAlive(me)
 }
 
-// TestMemoryPerIPv6Aggregate measures the ip_spray_56 and ip_spray_48 logs of a /48
+// TestMemoryPerIPv6Aggregate measures the ip_spray_56 and ip_spray_48 logs (keys
+// ipspray56, ipspray48) of a /48
 // sprayed to their caps by a CAPTCHA-solving attacker on fresh /64s.
 func TestMemoryPerIPv6Aggregate(t *testing.T) {
 	c := singleClient(t)
@@ -99,7 +100,7 @@ func TestMemoryPerIPv6Aggregate(t *testing.T) {
 		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: ip, CaptchaSolved: true})
 		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
 	}
-	keys, _ := c.Keys(ctx, "*:ip_spray_*:*").Result()
+	keys, _ := c.Keys(ctx, "*:ipspray[0-9]*:*").Result()
 	var sizes []int64
 	for _, k := range keys {
 		n, err := c.MemoryUsage(ctx, k).Result()

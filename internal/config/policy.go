@@ -171,6 +171,7 @@ func emptyFlow() *flowFile {
 // algorithm; authguard.Rule says which.
 type ruleFile struct {
 	Name      string `yaml:"name"`
+	Key       string `yaml:"key"`
 	Off       bool   `yaml:"off"`
 	Reason    string `yaml:"reason"`
 	Subject   string `yaml:"subject"`
@@ -408,7 +409,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 // compile parses the rule's words; authguard validates its numbers.
 func (rf ruleFile) compile() (authguard.Rule, error) {
 	r := authguard.Rule{
-		Name: rf.Name, Reason: authguard.Reason(rf.Reason), Cost: rf.Cost,
+		Name: rf.Name, Key: rf.Key, Reason: authguard.Reason(rf.Reason), Cost: rf.Cost,
 		Backoff: backoff.Policy{
 			Free: rf.Free, Base: time.Duration(rf.Base), Factor: rf.Factor,
 			Max: time.Duration(rf.Max), ForgetAfter: time.Duration(rf.ForgetAfter),

@@ -121,6 +121,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"switching off nothing", "flows:\n  api:\n    rules:\n      - {name: ip_rate, off: true}\n", []string{"line 4", "no rule of that name"}},
 		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_verify or none"}},
 		{"wider prefix not wider", "flows:\n  api:\n    ipv6_prefix: 48\n    rules:\n      - {name: r, subject: ip/56, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", "shorter than the flow's ipv6_prefix"}},
+		{"two rules share a key", "flows:\n  api:\n    rules:\n      - {name: a, key: k, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n      - {name: b, key: k, subject: account, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", `already stores under key "k"`}},
 		{"two rules of one name", "flows:\n  api:\n    rules:\n" + strings.Repeat("      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n", 2), []string{"line 5", "already has a rule of that name"}},
 		{"a flow with too many rules", "flows:\n  api:\n    rules:\n" + manyRules(33), []string{"at most 32 rules"}},
 	} {

@@ -4,6 +4,8 @@
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
 //	tollgate validate-config [-print] FILE  check a config file without starting
 //	tollgate version                   print the version
+//	tollgate bench [flags] URL [URL...]  load running services over HTTP
+//	tollgate bench-ceiling [-listen ADDR]  the Go ceiling server for bench
 //
 // The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
 // variable) laid over built-in defaults, and TOLLGATE_LISTEN,
@@ -49,6 +51,12 @@ const usage = `usage:
   tollgate validate-config [-print] FILE
                                      check a config file without starting
   tollgate version                   print the version
+  tollgate bench [flags] URL [URL...]
+                                     drive running services over HTTP: req/s,
+                                     latency, CPU per request (bench -h)
+  tollgate bench-ceiling [-listen ADDR]
+                                     a bare Go JSON-over-HTTP server, the
+                                     ceiling to compare with
 
 environment:
   TOLLGATE_CONFIG     config file, when -config is not given
@@ -72,6 +80,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return simulate.Main(args, stdout, stderr)
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
+	case "bench":
+		return benchCmd(ctx, args, stdout, stderr)
+	case "bench-ceiling":
+		return ceilingCmd(ctx, args, stdout, stderr)
 	case "version":
 		fmt.Fprintf(stdout, "tollgate %s (%s)\n", versionString(), runtime.Version())
 		return 0

@@ -163,7 +163,7 @@ func New(cfg Config) (*Engine, error) {
 // admit waits for a slot to run a call, for at most the queue wait; release
 // gives it back. Waiting goroutines are parked, so a flood does not compete
 // for the CPU that admitted calls need.
-func (e *Engine) admit(ctx context.Context) error {
+func (e *Engine) admit() error {
 	if e.slots == nil {
 		return nil
 	}
@@ -180,7 +180,6 @@ func (e *Engine) admit(ctx context.Context) error {
 	case e.slots <- struct{}{}:
 		return nil
 	case <-t.C:
-	case <-ctx.Done(): // the caller gave up waiting
 	}
 	e.shedAt.Store(time.Now().UnixNano())
 	return ErrOverloaded
@@ -519,7 +518,7 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 // clients only: what others do from its address never slows it. Any other
 // client is counted by the rules for unknown clients.
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
-	if err := e.admit(ctx); err != nil {
+	if err := e.admit(); err != nil {
 		return Verdict{}, err
 	}
 	defer e.release()
@@ -567,7 +566,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // failure confirms the charge, or is counted on its own when the report
 // carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
-	if err := e.admit(ctx); err != nil {
+	if err := e.admit(); err != nil {
 		return Verdict{}, err
 	}
 	defer e.release()
@@ -652,7 +651,13 @@ type batch struct {
 // the store fails. When the store is full (it answers but refuses writes),
 // it also reads the state the plan touches, so that nobody the store holds
 // back goes free because it cannot record more.
+//
+// The store call does not inherit ctx's cancellation: a caller that hangs
+// up must neither leave a batch half applied nor count as a store failure
+// (enough of those would open a circuit breaker and turn every instance to
+// its fail mode). The store's own timeout bounds the call.
 func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) batch {
+	ctx = context.WithoutCancel(ctx)
 	start := e.now()
 	res, err := e.store.Do(ctx, ops)
 	b := batch{took: e.now().Sub(start), err: err, src: SourceNone}
@@ -809,5 +814,5 @@ func (e *Engine) refund(ctx context.Context, f *Flow, p *plan, b batch) {
 	if b.src == SourceFallback {
 		st = e.fallback
 	}
-	_, _ = st.Do(ctx, undo)
+	_, _ = st.Do(context.WithoutCancel(ctx), undo)
 }

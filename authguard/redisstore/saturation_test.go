@@ -80,7 +80,7 @@ func flood(t *testing.T, n, maxInFlight int) floodResult {
 	close(start)
 	wg.Wait()
 	r.fallback = int(fallback.Load())
-	r.charged = len(c.Keys(context.Background(), "*:account_backoff:*").Val())
+	r.charged = len(c.Keys(context.Background(), "*:acct:*").Val())
 	return r
 }
 
@@ -114,5 +114,42 @@ func TestSaturation_AFloodIsShedNotAnsweredFromTheFallback(t *testing.T) {
 	t.Logf("unbounded: %+v", u)
 	if u.fallback == 0 {
 		t.Errorf("unbounded: no check answered from the fallback; the flood no longer shows what the bound prevents")
+	}
+}
+
+// Attack: send checks and hang up at once, again and again, to make the
+// store calls fail (cancelled with the request) until the circuit breaker
+// opens and every instance answers from its local fallback store: a
+// fail-open mode bought for the price of a few disconnects. A store call
+// does not inherit the caller's cancellation, so the breaker only ever
+// counts the store's own failures.
+func TestBreaker_ClientsHangingUpCannotOpenIt(t *testing.T) {
+	c := singleClient(t)
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second, BreakAfter: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var last authguard.Event
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Observe: func(ev authguard.Event) { last = ev },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 20 {
+		e.Check(gone, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("hangup", i), IP: fmt.Sprintf("198.51.100.%d", i)})
+	}
+	if s.Open() {
+		t.Fatal("20 checks whose callers hung up opened the breaker")
+	}
+	v, err := e.Check(context.Background(), authguard.CheckRequest{Flow: "login", Account: "owner@example.com", IP: "192.0.2.2"})
+	if err != nil || v.Action != authguard.Proceed || last.Source != authguard.SourceStore {
+		t.Errorf("the next check: %v %v from %v (%v), want proceed from Redis", v.Action, err, last.Source, last.StoreErr)
+	}
+	if n := len(c.Keys(context.Background(), "*:acct:*").Val()); n != 21 {
+		t.Errorf("Redis counts %d accounts, want the 20 hung-up checks and the owner's: a call once started completes", n)
 	}
 }

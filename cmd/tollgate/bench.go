@@ -218,6 +218,7 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	rep := &benchReport{
 		Load: cfg.Load.String(), Subjects: cfg.Subjects.String(), Concurrency: cfg.Concurrency,
 		Duration: cfg.Duration.String(), Rounds: cfg.Rounds, URLs: cfg.URLs, PIDs: cfg.PIDs,
+		Runs: []benchRun{}, Summary: []benchSummary{},
 	}
 	if !cfg.JSON {
 		writeBenchHeader(stdout, cfg)
@@ -241,7 +242,7 @@ runs:
 			}
 		}
 	}
-	rep.Summary = summarize(cfg, rep.Runs)
+	rep.Summary = append(rep.Summary, summarize(cfg, rep.Runs)...)
 	if cfg.JSON {
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")

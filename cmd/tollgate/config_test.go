@@ -128,15 +128,15 @@ func TestValidateConfig_Print(t *testing.T) {
 	for _, want := range []string{
 		"flow api: enforce, fails open, IPv6 per /64, 0 allow-listed ranges, device tokens of \"api\", requires ip ",
 		"api: no bound on failed checks per account",
-		" per_ip ip leaky_bucket proceed delay unknown per_ip queue of 10, 1 leaves per 200ms; a call costs 2 ",
-		" account_backoff account backoff failure delay unknown account_backoff 5 free, then 1s x2 up to 30m; forgets after 24h ",
+		" per_ip per_ip ip leaky_bucket proceed delay unknown per_ip queue of 10, 1 leaves per 200ms; a call costs 2 ",
+		" account_backoff acct account backoff failure delay unknown account_backoff 5 free, then 1s x2 up to 30m; forgets after 24h ",
 		"flow otp_verify: enforce, fails closed (delay 2s)",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
-	if strings.Count(got, " ip_rate ip token_bucket ") != 1 { // otp_verify keeps its own
+	if strings.Count(got, " ip_rate iprate ip token_bucket ") != 1 { // otp_verify keeps its own
 		t.Errorf("login's ip_rate was switched off yet printed:\n%s", got)
 	}
 }

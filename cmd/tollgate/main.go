@@ -182,14 +182,14 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), f.DeviceTrust, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "  RULE\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
+	fmt.Fprintln(tw, "  RULE\tKEY\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
 	for _, r := range f.Rules {
 		limit := ruleLimit(&r)
 		if r.Cost != 1 {
 			limit += fmt.Sprintf("; a call costs %d", r.Cost)
 		}
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
-			r.Name, r.Subject, r.Algorithm, r.Counts, r.Past, r.Clients, r.Reason, limit)
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
+			r.Name, r.Key, r.Subject, r.Algorithm, r.Counts, r.Past, r.Clients, r.Reason, limit)
 	}
 	if len(f.Rules) == 0 {
 		fmt.Fprintln(tw, "  (no rules: every call proceeds)")

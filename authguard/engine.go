@@ -533,13 +533,14 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	id := randomID()
 
 	p := e.checkPlan(&s, device, id, req.CaptchaSolved)
-	b := e.do(ctx, s.flow, p.ops)
+	gates, undo := p.gates(s.flow)
+	b := e.do(ctx, s.flow, p.ops, &reservation{gates, undo, req.CaptchaSolved})
 	if errors.Is(b.err, ErrOverloaded) {
 		return Verdict{}, b.err
 	}
 	computed := e.combine(s.flow, &p, b, req.CaptchaSolved)
-	if computed.Action != Proceed && b.res != nil {
-		e.refund(ctx, s.flow, &p, b)
+	if computed.Action != Proceed && b.res != nil && !b.undone {
+		e.refund(ctx, s.flow, &p, b) // only where the store's own answer proceeded (it was full: b.held)
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -594,7 +595,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	b := batch{src: SourceNone}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
-		b = e.do(ctx, s.flow, p.ops)
+		b = e.do(ctx, s.flow, p.ops, nil)
 		if errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
 		}
@@ -645,6 +646,26 @@ type batch struct {
 	src  Source
 	err  error
 	took time.Duration
+	// undone is true when the store that answered already undid the
+	// batch's reservations because the check would not proceed.
+	undone bool
+}
+
+// reservation is what a check's batch needs to undo itself in the store:
+// each op's gate and undo, and whether a CAPTCHA was solved.
+type reservation struct {
+	gates  []Gate
+	undo   []Op
+	solved bool
+}
+
+// run applies ops on st: through Reserve for a check (r not nil), else Do.
+func (r *reservation) run(ctx context.Context, st Store, ops []Op) ([]Result, bool, error) {
+	if r == nil {
+		res, err := st.Do(ctx, ops)
+		return res, false, err
+	}
+	return Reserve(ctx, st, ops, r.gates, r.undo, r.solved)
 }
 
 // do runs a batch on the store, or on the fallback for a fail-open flow when
@@ -656,11 +677,11 @@ type batch struct {
 // up must neither leave a batch half applied nor count as a store failure
 // (enough of those would open a circuit breaker and turn every instance to
 // its fail mode). The store's own timeout bounds the call.
-func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) batch {
+func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batch {
 	ctx = context.WithoutCancel(ctx)
 	start := e.now()
-	res, err := e.store.Do(ctx, ops)
-	b := batch{took: e.now().Sub(start), err: err, src: SourceNone}
+	res, undone, err := r.run(ctx, e.store, ops)
+	b := batch{took: e.now().Sub(start), err: err, src: SourceNone, undone: undone}
 	if err == nil && len(res) != len(ops) {
 		b.err = fmt.Errorf("authguard: store returned %d results for %d operations", len(res), len(ops))
 	}
@@ -676,8 +697,8 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op) batch {
 		b.held = e.peek(ctx, ops)
 	}
 	if f.FailMode == FailOpen && e.fallback != nil {
-		if res, ferr := e.fallback.Do(ctx, ops); ferr == nil && len(res) == len(ops) {
-			b.res, b.src = res, SourceFallback
+		if res, undone, ferr := r.run(ctx, e.fallback, ops); ferr == nil && len(res) == len(ops) {
+			b.res, b.src, b.undone = res, SourceFallback, undone
 		}
 	}
 	return b

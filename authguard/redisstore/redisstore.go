@@ -29,9 +29,16 @@ var (
 	logScript     = redis.NewScript(logLua)
 	rateScript    = redis.NewScript(rateLua)
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
+	//go:embed check.lua
+	checkLua string
+	// checkScript runs a whole check batch on one node: the three op
+	// scripts as functions of their own, then check.lua's dispatch and gates.
+	checkScript = redis.NewScript("local function op_b(KEYS, ARGV)\n" + backoffLua + "\nend\n" +
+		"local function op_l(KEYS, ARGV)\n" + logLua + "\nend\n" +
+		"local function op_r(KEYS, ARGV)\n" + rateLua + "\nend\n" + checkLua)
 
 	// scripts are all the scripts, for Preload.
-	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript}
+	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript}
 )
 
 // Config configures a Store.
@@ -211,6 +218,10 @@ func decode(cmd *redis.Cmd) (authguard.Result, error) {
 	if err != nil {
 		return authguard.Result{}, err
 	}
+	return decodeValues(v)
+}
+
+func decodeValues(v []int64) (authguard.Result, error) {
 	if len(v) != 4 && len(v) != 6 {
 		return authguard.Result{}, fmt.Errorf("script returned %d values, want 4 or 6", len(v))
 	}
@@ -322,4 +333,101 @@ func (s *Store) PoolSize() int {
 		return c.Options().PoolSize
 	}
 	return 10 * runtime.GOMAXPROCS(0)
+}
+
+// pipelined hides a Store's DoCheck, for authguard.Reserve's two-step path.
+type pipelined struct{ authguard.Store }
+
+// gateLetters are the gates as check.lua reads them.
+var gateLetters = map[authguard.Gate]string{
+	authguard.GateNone: "0", authguard.GateDelay: "d", authguard.GateQueue: "q",
+	authguard.GateCaptcha: "c", authguard.GateAllowance: "a", authguard.GateShared: "s",
+}
+
+// scriptKinds name the op scripts as check.lua calls them.
+var scriptKinds = map[*redis.Script]string{backoffScript: "b", logScript: "l", rateScript: "r"}
+
+// DoCheck implements authguard.Reserver. On one node (a single server, or
+// Sentinel's master) the whole batch and its undo run in one script: one
+// round trip whatever the verdict, and nobody sees a reservation that is
+// about to be undone. On a Cluster, where a check's keys live on different
+// nodes, it is authguard.Reserve's pipeline and, for a refused check, a
+// second one.
+func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, undo []authguard.Op, solved bool) ([]authguard.Result, bool, error) {
+	if _, single := s.client.(*redis.Client); !single {
+		return authguard.Reserve(ctx, pipelined{s}, ops, gates, undo, solved)
+	}
+	if !s.breaker.allow() {
+		return nil, false, fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, ErrCircuitOpen)
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	res, undone, err := s.doCheck(ctx, ops, gates, undo, solved)
+	s.breaker.record(err == nil)
+	if err != nil {
+		return nil, false, fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
+	}
+	return res, undone, nil
+}
+
+func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, undo []authguard.Op, solved bool) ([]authguard.Result, bool, error) {
+	now, expire := "", "1"
+	if s.now != nil {
+		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
+	}
+	keys := make([]string, len(ops))
+	args := make([]any, 0, 1+len(ops)*24)
+	args = append(args, flag(solved))
+	for i, op := range ops {
+		c, err := encode(op, now, expire)
+		kind := scriptKinds[c.script]
+		if err != nil || kind == "" || i >= len(gates) || i >= len(undo) {
+			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
+		}
+		keys[i] = c.key
+		args = append(args, kind, gateLetters[gates[i]], len(c.args))
+		args = append(args, c.args...)
+		if undo[i] == nil {
+			args = append(args, "", 0)
+			continue
+		}
+		u, err := encode(undo[i], now, expire)
+		if err != nil || u.key != c.key || scriptKinds[u.script] == "" {
+			return nil, false, fmt.Errorf("op %d: its undo must be an op on the same key", i)
+		}
+		args = append(args, scriptKinds[u.script], len(u.args))
+		args = append(args, u.args...)
+	}
+	cmd := checkScript.EvalSha(ctx, s.client, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = checkScript.Eval(ctx, s.client, keys, args...)
+	}
+	out, err := cmd.Slice()
+	if redis.HasErrorPrefix(err, "OOM") {
+		return nil, false, fmt.Errorf("check batch: %w: %w", authguard.ErrStoreFull, err)
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("check batch: %w", err)
+	}
+	if len(out) != len(ops)+1 {
+		return nil, false, fmt.Errorf("check batch returned %d values for %d operations", len(out), len(ops))
+	}
+	res := make([]authguard.Result, len(ops))
+	for i := range ops {
+		vs, ok := out[i].([]any)
+		if !ok {
+			return nil, false, fmt.Errorf("check batch: op %d returned %T", i, out[i])
+		}
+		ints := make([]int64, len(vs))
+		for j, v := range vs {
+			if ints[j], ok = v.(int64); !ok {
+				return nil, false, fmt.Errorf("check batch: op %d value %d is %T", i, j, v)
+			}
+		}
+		if res[i], err = decodeValues(ints); err != nil {
+			return nil, false, fmt.Errorf("check batch: op %d: %w", i, err)
+		}
+	}
+	undone, _ := out[len(ops)].(int64)
+	return res, undone == 1, nil
 }

@@ -1,0 +1,127 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+)
+
+// TestEngine_RedisAnswersAsTheMemoryStore runs the same random calls —
+// checks with and without device tokens and solved CAPTCHAs, failure and
+// success reports with and without attempt tokens, on the built-in login
+// and on a flow of rate rules that count proceeds — through one engine on
+// the memory store and one on Redis (one node: a check is one script that
+// undoes itself; a Cluster: pipelines), on one virtual clock, and requires
+// the same verdict from both every time.
+func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
+	for _, kind := range []string{"single", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			var c redis.UniversalClient
+			if kind == "single" {
+				c = singleClient(t)
+			} else {
+				c = clusterClient(t)
+			}
+			p, err := config.LoadPolicy([]byte(`
+flows:
+  api:
+    rules:
+      - {name: quota, subject: account, algorithm: fixed_window, window: 1m, limit: 3, counts: proceed, past: captcha}
+      - {name: shaped, subject: ip, algorithm: leaky_bucket, limit: 3, rate: 2/s, counts: proceed}
+      - {name: per_pair, subject: account+ip, algorithm: sliding_log, window: 30s, limit: 2, counts: proceed}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := testclock.New(time.Time{})
+			rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			engines := make([]*authguard.Engine, 2)
+			for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
+				if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			ctx := context.Background()
+			var accounts []string
+			for i := range 15 {
+				accounts = append(accounts, fmt.Sprint("user", i))
+			}
+			ips := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}
+			devices := [2]map[string]string{{}, {}} // per engine: account -> its device token
+			rng := rand.New(rand.NewPCG(7, 9))
+			actions := map[authguard.Action]int{}
+			for step := range 600 {
+				clock.Advance(time.Duration(rng.IntN(20)) * time.Second)
+				flow := []string{"login", "login", "api"}[rng.IntN(3)]
+				acct, ip := accounts[rng.IntN(len(accounts))], ips[rng.IntN(len(ips))]
+				useDevice, solved := rng.IntN(3) == 0, rng.IntN(4) == 0
+				outcome := []authguard.Outcome{authguard.Failure, authguard.Failure, authguard.Success}[rng.IntN(3)]
+				report, tokenless := rng.IntN(2) == 0, rng.IntN(5) == 0
+				var got [2]string
+				for i, e := range engines {
+					device := ""
+					if useDevice {
+						device = devices[i][acct]
+					}
+					v, err := e.Check(ctx, authguard.CheckRequest{Flow: flow, Account: acct, IP: ip, DeviceToken: device, CaptchaSolved: solved})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] = fmt.Sprint(v.Action, v.Delay, v.Reasons)
+					if i == 0 {
+						actions[v.Action]++
+					}
+					if report && v.Action == authguard.Proceed {
+						attempt := v.Attempt
+						if tokenless {
+							attempt = ""
+						}
+						r, err := e.Report(ctx, authguard.ReportRequest{Flow: flow, Account: acct, IP: ip, Outcome: outcome, Attempt: attempt, DeviceToken: device})
+						if err != nil {
+							t.Fatal(err)
+						}
+						got[i] += fmt.Sprint(" / ", r.Action, r.Delay, r.Reasons)
+						if r.DeviceToken != "" && flow == "login" {
+							devices[i][acct] = r.DeviceToken
+						}
+					}
+				}
+				if got[0] != got[1] {
+					t.Fatalf("step %d (%s %s from %s, device %v, solved %v): memory %q, Redis %q", step, flow, acct, ip, useDevice, solved, got[0], got[1])
+				}
+			}
+			t.Logf("checks answered: %v", actions)
+			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
+				if actions[a] < 20 {
+					t.Errorf("only %d checks answered %v: the sequence must exercise every verdict", actions[a], a)
+				}
+			}
+			if !slices.Equal(devicesKeys(devices[0]), devicesKeys(devices[1])) {
+				t.Errorf("device tokens issued to %v on memory, %v on Redis", devicesKeys(devices[0]), devicesKeys(devices[1]))
+			}
+		})
+	}
+}
+
+func devicesKeys(m map[string]string) []string {
+	var ks []string
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	return ks
+}

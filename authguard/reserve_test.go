@@ -1,0 +1,74 @@
+package authguard
+
+import (
+	"context"
+	"math/rand/v2"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+type nopStore struct{}
+
+func (nopStore) Do(context.Context, []Op) ([]Result, error) { return nil, nil }
+func (nopStore) Ping(context.Context) error                 { return nil }
+func (nopStore) Close() error                               { return nil }
+
+// TestGates_AgreeWithCombine: for plans with every kind of rule, known and
+// unknown clients, and random results, Blocked says "do not proceed"
+// exactly when combine's verdict is not Proceed. A store that undoes a
+// check's reservations by the gates therefore undoes exactly what the
+// engine's refund would.
+func TestGates_AgreeWithCombine(t *testing.T) {
+	bo := backoff.Policy{Free: 2, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}
+	wins := spraydetect.Windows{{Length: time.Hour, Limit: 3}}
+	f := &Flow{
+		Name: "mixed", FailClosedRetry: time.Second, AttemptTTL: time.Minute, DeviceTokenTTL: time.Hour,
+		Rules: []Rule{
+			{Name: "acct", Subject: Subject{Parts: PartAccount}, Algorithm: Backoff, Backoff: bo},
+			{Name: "dev", Subject: Subject{Parts: PartDevice}, Algorithm: Backoff, Backoff: bo, DeviceFree: 2, DeviceSlots: 2},
+			{Name: "spray", Subject: Subject{Parts: PartIP}, Algorithm: Distinct, Of: PartAccount, Windows: wins, Clients: AllClients},
+			{Name: "fails", Subject: Subject{Parts: PartIP}, Algorithm: SlidingLog, Counts: OnFailure, Windows: wins},
+			{Name: "queue", Subject: Subject{Parts: PartIP}, Algorithm: LeakyBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}, Counts: OnProceed, Clients: AllClients},
+			{Name: "flood", Subject: Subject{Parts: PartIP}, Algorithm: TokenBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}},
+			{Name: "quota", Subject: Subject{Parts: PartAccount}, Algorithm: FixedWindow, Rate: RateLimit{Window: time.Hour, Limit: 3}, Past: PastCaptcha, Counts: OnProceed, Clients: AllClients},
+		},
+	}
+	p, err := NewPolicy(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := New(Config{Policy: p, Store: nopStore{}, Secret: make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := e.subjects("", "mixed", "ann", "192.0.2.1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for _, device := range []string{"", randomID()} {
+		for _, solved := range []bool{false, true} {
+			plan := e.checkPlan(&s, device, randomID(), solved)
+			gates, undo := plan.gates(f)
+			if len(gates) != len(plan.ops) || len(undo) != len(plan.ops) {
+				t.Fatalf("%d gates, %d undos for %d ops", len(gates), len(undo), len(plan.ops))
+			}
+			for range 5000 {
+				res := make([]Result, len(plan.ops))
+				for i := range res {
+					res[i] = Result{Charged: rng.IntN(2) == 0, Over: rng.IntN(4) == 0}
+					if rng.IntN(3) == 0 {
+						res[i].Wait = time.Duration(1+rng.IntN(3)) * time.Second
+					}
+				}
+				v := e.combine(f, &plan, batch{res: res}, solved)
+				if blocked := Blocked(gates, res, solved); blocked != (v.Action != Proceed) {
+					t.Fatalf("device %v, solved %v, results %+v: Blocked %v, verdict %v %v", device != "", solved, res, blocked, v.Action, v.Reasons)
+				}
+			}
+		}
+	}
+}

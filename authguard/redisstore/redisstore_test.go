@@ -179,6 +179,7 @@ type pipelineCounter struct {
 }
 
 func (p *pipelineCounter) DialHook(next redis.DialHook) redis.DialHook { return next }
+
 // pipelineCounter counts the round trips that carry tollgate's scripts;
 // a new connection's set-up (HELLO, CLIENT SETINFO) is not one.
 func (p *pipelineCounter) ProcessHook(next redis.ProcessHook) redis.ProcessHook {

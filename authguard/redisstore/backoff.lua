@@ -3,9 +3,10 @@
 -- authguard.Apply. Keep the two in step: internal/storetest compares them on
 -- random operation sequences.
 --
--- KEYS[1]  the counter: a hash {n = failures, l = last ms, p = previous last ms,
---          s = "fingerprint:ms,..." oldest first, a = "attempt,..." pending
---          attempts, oldest first}
+-- KEYS[1]  the counter: a string "n|l|p|s|a": failures, last ms, previous last
+--          ms, "fingerprint:ms,..." oldest first, "attempt,..." pending
+--          attempts, oldest first (a string costs less memory than a hash of
+--          the same five fields, and one SET ... PX writes it with its expiry)
 -- ARGV     action, free, base_ms, factor, max_ms, forget_ms, fingerprint,
 --          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE),
 --          attempt (the attempt id, or "")
@@ -33,17 +34,20 @@ if action == "clear" then
 end
 
 local n, last, prev, seen, pending = 0, 0, 0, {}, {}
-local h = redis.call('HMGET', key, 'n', 'l', 'p', 's', 'a')
-if h[1] then
-  n, last, prev = tonumber(h[1]), tonumber(h[2]), tonumber(h[3])
+local raw = redis.pcall('GET', key)
+if type(raw) == "table" and raw.err then
+  -- A counter written before the string format, as a hash {n, l, p, s, a}:
+  -- read it; the SET below replaces it. (Only during an upgrade.)
+  local h = redis.call('HMGET', key, 'n', 'l', 'p', 's', 'a')
+  raw = string.format("%s|%s|%s|%s|%s", h[1] or "0", h[2] or "0", h[3] or "0", h[4] or "", h[5] or "")
 end
-if h[4] then
-  for f, at in string.gmatch(h[4], "([^,:]+):(%d+)") do
+if raw then
+  local sn, sl, sp, ss, sa = string.match(raw, "^(%d+)|(%d+)|(%d+)|([^|]*)|([^|]*)$")
+  n, last, prev = tonumber(sn), tonumber(sl), tonumber(sp)
+  for f, at in string.gmatch(ss, "([^,:]+):(%d+)") do
     seen[#seen + 1] = {f, tonumber(at)}
   end
-end
-if h[5] then
-  for a in string.gmatch(h[5], "[^,]+") do pending[#pending + 1] = a end
+  for a in string.gmatch(sa, "[^,]+") do pending[#pending + 1] = a end
 end
 
 -- Current: forget after the quiet period; drop fingerprints older than window.
@@ -162,8 +166,11 @@ if ttl <= 0 then
 else
   local parts = {}
   for i, s in ipairs(seen) do parts[i] = s[1] .. ":" .. string.format("%d", s[2]) end
-  redis.call('HSET', key, 'n', string.format("%d", n), 'l', string.format("%d", last),
-    'p', string.format("%d", prev), 's', table.concat(parts, ","), 'a', table.concat(pending, ","))
-  if expire then redis.call('PEXPIRE', key, string.format("%d", ttl)) end
+  local v = string.format("%d|%d|%d|", n, last, prev) .. table.concat(parts, ",") .. "|" .. table.concat(pending, ",")
+  if expire then
+    redis.call('SET', key, v, 'PX', string.format("%d", ttl))
+  else
+    redis.call('SET', key, v)
+  end
 end
 return {charged, w, 0, n}

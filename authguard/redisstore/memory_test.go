@@ -6,6 +6,7 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
@@ -119,5 +120,29 @@ func TestMemoryPerIPv6Aggregate(t *testing.T) {
 		if n > 32<<10 {
 			t.Errorf("an aggregate key uses %d bytes, bound 32 KiB", n)
 		}
+	}
+}
+
+// A counter written by the hash format of earlier versions is read, not
+// refused, and rewritten as a string: a rolling upgrade keeps every account's
+// failures.
+func TestBackoff_ReadsTheHashFormatOfEarlierVersions(t *testing.T) {
+	c := singleClient(t)
+	ctx := context.Background()
+	s := newStore(t, c, nil)
+	k := "tg:default:login:acct:upgraded"
+	now := time.Now().UnixMilli()
+	c.HSet(ctx, k, "n", 7, "l", now, "p", now-1000, "s", "", "a", "")
+	c.PExpire(ctx, k, time.Hour)
+	res, err := s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffPeek, Policy: config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff}})
+	if err != nil || res[0].Count != 7 || res[0].Wait == 0 {
+		t.Fatalf("peek of an old hash counter: %+v, %v; want its 7 failures and a wait", res, err)
+	}
+	res, err = s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffFail, Policy: config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff}})
+	if err != nil || res[0].Count != 8 {
+		t.Fatalf("a failure on an old hash counter: %+v, %v; want 8", res, err)
+	}
+	if typ := c.Type(ctx, k).Val(); typ != "string" {
+		t.Errorf("the counter is a %s after a write, want a string", typ)
 	}
 }

@@ -112,7 +112,7 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	res, err := s.do(ctx, ops)
 	s.breaker.record(err == nil)
 	if err != nil {
-		return nil, fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
+		return nil, unavailable(err)
 	}
 	return res, nil
 }
@@ -365,7 +365,7 @@ func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	res, undone, err := s.doCheck(ctx, ops, gates, undo, solved)
 	s.breaker.record(err == nil)
 	if err != nil {
-		return nil, false, fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
+		return nil, false, unavailable(err)
 	}
 	return res, undone, nil
 }
@@ -430,4 +430,15 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	}
 	undone, _ := out[len(ops)].(int64)
 	return res, undone == 1, nil
+}
+
+// unavailable wraps a failed call's error as authguard.ErrStoreUnavailable.
+// Waiting too long for one of the pool's connections is a timeout, as a
+// deadline is: time this process spent queueing, which the engine answers
+// as overload while it is queueing calls, not by the fail mode.
+func unavailable(err error) error {
+	if errors.Is(err, redis.ErrPoolTimeout) {
+		return fmt.Errorf("redisstore: %w: %w: %w", authguard.ErrStoreUnavailable, context.DeadlineExceeded, err)
+	}
+	return fmt.Errorf("redisstore: %w: %w", authguard.ErrStoreUnavailable, err)
 }

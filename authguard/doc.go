@@ -28,6 +28,9 @@
 // to Store.Do at once, so a networked store answers in one round trip and a
 // Redis Cluster needs no multi-key atomicity. Apply is the reference
 // semantics of every operation; internal/storetest holds each Store to it.
+// A check goes through Reserve, which also undoes the check's reservations
+// when it does not proceed; a Store that is a Reserver (Redis on one node)
+// does both in one step.
 // When the store fails, a flow's fail mode decides: open answers from a local
 // fallback store, closed answers Delay with reason "unavailable".
 //

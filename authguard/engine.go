@@ -533,14 +533,14 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	id := randomID()
 
 	p := e.checkPlan(&s, device, id, req.CaptchaSolved)
-	gates, undo := p.gates(s.flow)
-	b := e.do(ctx, s.flow, p.ops, &reservation{gates, undo, req.CaptchaSolved})
+	gates := p.gates(s.flow)
+	b := e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
 	if errors.Is(b.err, ErrOverloaded) {
 		return Verdict{}, b.err
 	}
 	computed := e.combine(s.flow, &p, b, req.CaptchaSolved)
 	if computed.Action != Proceed && b.res != nil && !b.undone {
-		e.refund(ctx, s.flow, &p, b) // only where the store's own answer proceeded (it was full: b.held)
+		e.refund(ctx, &p, gates, b)
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -652,10 +652,9 @@ type batch struct {
 }
 
 // reservation is what a check's batch needs to undo itself in the store:
-// each op's gate and undo, and whether a CAPTCHA was solved.
+// each op's gate, and whether a CAPTCHA was solved.
 type reservation struct {
 	gates  []Gate
-	undo   []Op
 	solved bool
 }
 
@@ -665,7 +664,7 @@ func (r *reservation) run(ctx context.Context, st Store, ops []Op) ([]Result, bo
 		res, err := st.Do(ctx, ops)
 		return res, false, err
 	}
-	return Reserve(ctx, st, ops, r.gates, r.undo, r.solved)
+	return Reserve(ctx, st, ops, r.gates, r.solved)
 }
 
 // do runs a batch on the store, or on the fallback for a fail-open flow when
@@ -800,40 +799,18 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 	return Verdict{}
 }
 
-// refund undoes what a check charged when its verdict was not Proceed, so
-// that only a Proceed ever counts: backoff charges, log admissions, and the
-// units of rules that count proceeds. Rules that count checks keep what they
-// took (the flood guard counts checks, not attempts). It runs on the store
-// that answered the check; a failure here is left to expiry.
-func (e *Engine) refund(ctx context.Context, f *Flow, p *plan, b batch) {
-	undo := make([]Op, 0, len(p.ops))
-	for i, op := range p.ops {
-		if !b.res[i].Charged {
-			continue
-		}
-		switch op := op.(type) {
-		case *BackoffOp:
-			r := *op
-			r.Action = BackoffRefund
-			undo = append(undo, &r)
-		case *LogOp:
-			r := *op
-			r.Action = LogRemove
-			undo = append(undo, &r)
-		case *RateOp:
-			if f.Rules[p.meta[i].rule].Counts == OnProceed {
-				r := *op
-				r.Action = RateRefund
-				undo = append(undo, &r)
-			}
-		}
-	}
-	if len(undo) == 0 {
+// refund undoes what a check reserved when its verdict was not Proceed
+// though the store that answered let it through (only when a full store's
+// held state refused it): the gates' undos of the charged ops. It runs on
+// the store that answered the check; a failure here is left to expiry.
+func (e *Engine) refund(ctx context.Context, p *plan, gates []Gate, b batch) {
+	back := undos(p.ops, gates, b.res)
+	if len(back) == 0 {
 		return
 	}
 	st := e.store
 	if b.src == SourceFallback {
 		st = e.fallback
 	}
-	_, _ = st.Do(context.WithoutCancel(ctx), undo)
+	_, _ = st.Do(context.WithoutCancel(ctx), back)
 }

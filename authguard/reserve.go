@@ -2,29 +2,35 @@ package authguard
 
 import "context"
 
-// Gate says how one operation's result bears on whether a check proceeds:
-// what combine reads it as. A store that runs a check in one step uses the
-// gates to decide, as combine would, whether to undo the check's
-// reservations at once.
-type Gate uint8
+// Block says how one operation's result bears on whether a check proceeds:
+// what combine reads it as.
+type Block uint8
 
 const (
-	// GateNone: the result never blocks.
-	GateNone Gate = iota
-	// GateDelay blocks when the result has a Wait.
-	GateDelay
-	// GateQueue blocks when the result has a Wait and is Over: a leaky
+	// BlockNone: the result never blocks.
+	BlockNone Block = iota
+	// BlockDelay blocks when the result has a Wait.
+	BlockDelay
+	// BlockQueue blocks when the result has a Wait and is Over: a leaky
 	// bucket, whose admitted calls carry their place in the queue as Wait.
-	GateQueue
-	// GateCaptcha blocks when the result is Over and no CAPTCHA was solved.
-	GateCaptcha
-	// GateAllowance never blocks on its own; Over makes the device not
-	// exempt from GateShared.
-	GateAllowance
-	// GateShared blocks when the result has a Wait, unless every
-	// GateAllowance result of the batch is within its limit.
-	GateShared
+	BlockQueue
+	// BlockCaptcha blocks when the result is Over and no CAPTCHA was solved.
+	BlockCaptcha
+	// BlockAllowance never blocks on its own; Over makes the device not
+	// exempt from BlockShared.
+	BlockAllowance
+	// BlockShared blocks when the result has a Wait, unless every
+	// BlockAllowance result of the batch is within its limit.
+	BlockShared
 )
+
+// Gate is what a check's operation stands for when the check is decided: how
+// its result blocks the check, and whether a blocked check undoes what the
+// operation reserved (Undo of the operation, when its result is Charged).
+type Gate struct {
+	Block Block
+	Undo  bool
+}
 
 // Reserver is a Store that can run a check's batch and, in the same atomic
 // step, undo its reservations when the check would not proceed: one round
@@ -32,9 +38,31 @@ const (
 // is about to be undone. Its semantics are those of Reserve.
 type Reserver interface {
 	// DoCheck applies ops; when Blocked(gates, results, captchaSolved), it
-	// then applies undo[i] for every op i whose result is Charged and whose
-	// undo is not nil. It returns the results of ops and whether it undid.
-	DoCheck(ctx context.Context, ops []Op, gates []Gate, undo []Op, captchaSolved bool) ([]Result, bool, error)
+	// then applies Undo(ops[i]) for every op i whose gate says Undo and
+	// whose result is Charged. It returns the results of ops and whether it
+	// undid.
+	DoCheck(ctx context.Context, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error)
+}
+
+// Undo returns the operation that undoes what op reserved: a backoff
+// charge's refund, a log admission's removal, a rate take's give-back; nil
+// for any other operation.
+func Undo(op Op) Op {
+	switch op := op.(type) {
+	case *BackoffOp:
+		r := *op
+		r.Action = BackoffRefund
+		return &r
+	case *LogOp:
+		r := *op
+		r.Action = LogRemove
+		return &r
+	case *RateOp:
+		r := *op
+		r.Action = RateRefund
+		return &r
+	}
+	return nil
 }
 
 // Blocked reports whether results, read through their gates, keep a check
@@ -43,83 +71,77 @@ type Reserver interface {
 func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 	exempt := true
 	for i, g := range gates {
-		if g == GateAllowance && res[i].Over {
+		if g.Block == BlockAllowance && res[i].Over {
 			exempt = false
 		}
 	}
 	for i, g := range gates {
 		r := res[i]
 		switch {
-		case g == GateDelay && r.Wait > 0,
-			g == GateQueue && r.Wait > 0 && r.Over,
-			g == GateCaptcha && r.Over && !captchaSolved,
-			g == GateShared && r.Wait > 0 && !exempt:
+		case g.Block == BlockDelay && r.Wait > 0,
+			g.Block == BlockQueue && r.Wait > 0 && r.Over,
+			g.Block == BlockCaptcha && r.Over && !captchaSolved,
+			g.Block == BlockShared && r.Wait > 0 && !exempt:
 			return true
 		}
 	}
 	return false
 }
 
+// undos returns Undo of every op whose gate says Undo and whose result is
+// Charged.
+func undos(ops []Op, gates []Gate, res []Result) []Op {
+	var back []Op
+	for i, g := range gates {
+		if g.Undo && res[i].Charged {
+			if u := Undo(ops[i]); u != nil {
+				back = append(back, u)
+			}
+		}
+	}
+	return back
+}
+
 // Reserve is the reference semantics of Reserver.DoCheck, for any Store:
 // Do(ops), then, when Blocked, Do of the undos of the charged ops. On a
 // store that is not a Reserver that is two round trips.
-func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, undo []Op, captchaSolved bool) ([]Result, bool, error) {
+func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error) {
 	if r, ok := st.(Reserver); ok {
-		return r.DoCheck(ctx, ops, gates, undo, captchaSolved)
+		return r.DoCheck(ctx, ops, gates, captchaSolved)
 	}
 	res, err := st.Do(ctx, ops)
 	if err != nil || len(res) != len(ops) || !Blocked(gates, res, captchaSolved) {
 		return res, false, err
 	}
-	var back []Op
-	for i, u := range undo {
-		if u != nil && res[i].Charged {
-			back = append(back, u)
-		}
-	}
-	if len(back) > 0 {
+	if back := undos(ops, gates, res); len(back) > 0 {
 		_, _ = st.Do(ctx, back) // a failure here is left to expiry
 	}
 	return res, true, nil
 }
 
-// gates returns, for each op of the plan, its gate and the op that undoes
-// its reservation (nil for none): backoff charges are refunded, log
-// admissions removed, and the units of rules that count proceeds given
-// back; rules that count checks keep theirs.
-func (p *plan) gates(f *Flow) ([]Gate, []Op) {
-	gates, undo := make([]Gate, len(p.ops)), make([]Op, len(p.ops))
+// gates returns each op's gate: backoff charges are refunded, log admissions
+// removed, and the units of rules that count proceeds given back; rules that
+// count checks keep theirs.
+func (p *plan) gates(f *Flow) []Gate {
+	gates := make([]Gate, len(p.ops))
 	for i, op := range p.ops {
 		m := p.meta[i]
 		rule := &f.Rules[m.rule]
+		g := &gates[i]
 		switch {
 		case m.role == roleAllowance:
-			gates[i] = GateAllowance
+			g.Block = BlockAllowance
 		case m.role == roleShared:
-			gates[i] = GateShared
+			g.Block = BlockShared
 		case rule.Past == PastCaptcha:
-			gates[i] = GateCaptcha
+			g.Block = BlockCaptcha
 		case rule.Algorithm == LeakyBucket:
-			gates[i] = GateQueue
+			g.Block = BlockQueue
 		default:
-			gates[i] = GateDelay
+			g.Block = BlockDelay
 		}
-		switch op := op.(type) {
-		case *BackoffOp:
-			r := *op
-			r.Action = BackoffRefund
-			undo[i] = &r
-		case *LogOp:
-			r := *op
-			r.Action = LogRemove
-			undo[i] = &r
-		case *RateOp:
-			if rule.Counts == OnProceed {
-				r := *op
-				r.Action = RateRefund
-				undo[i] = &r
-			}
-		}
+		_, isRate := op.(*RateOp)
+		g.Undo = !isRate || rule.Counts == OnProceed
 	}
-	return gates, undo
+	return gates
 }

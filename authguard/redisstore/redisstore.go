@@ -338,10 +338,10 @@ func (s *Store) PoolSize() int {
 // pipelined hides a Store's DoCheck, for authguard.Reserve's two-step path.
 type pipelined struct{ authguard.Store }
 
-// gateLetters are the gates as check.lua reads them.
-var gateLetters = map[authguard.Gate]string{
-	authguard.GateNone: "0", authguard.GateDelay: "d", authguard.GateQueue: "q",
-	authguard.GateCaptcha: "c", authguard.GateAllowance: "a", authguard.GateShared: "s",
+// blockLetters are the gates' blocks as check.lua reads them.
+var blockLetters = map[authguard.Block]string{
+	authguard.BlockNone: "0", authguard.BlockDelay: "d", authguard.BlockQueue: "q",
+	authguard.BlockCaptcha: "c", authguard.BlockAllowance: "a", authguard.BlockShared: "s",
 }
 
 // scriptKinds name the op scripts as check.lua calls them.
@@ -353,16 +353,16 @@ var scriptKinds = map[*redis.Script]string{backoffScript: "b", logScript: "l", r
 // about to be undone. On a Cluster, where a check's keys live on different
 // nodes, it is authguard.Reserve's pipeline and, for a refused check, a
 // second one.
-func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, undo []authguard.Op, solved bool) ([]authguard.Result, bool, error) {
+func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
 	if _, single := s.client.(*redis.Client); !single {
-		return authguard.Reserve(ctx, pipelined{s}, ops, gates, undo, solved)
+		return authguard.Reserve(ctx, pipelined{s}, ops, gates, solved)
 	}
 	if !s.breaker.allow() {
 		return nil, false, fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, ErrCircuitOpen)
 	}
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
-	res, undone, err := s.doCheck(ctx, ops, gates, undo, solved)
+	res, undone, err := s.doCheck(ctx, ops, gates, solved)
 	s.breaker.record(err == nil)
 	if err != nil {
 		return nil, false, unavailable(err)
@@ -370,7 +370,7 @@ func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	return res, undone, nil
 }
 
-func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, undo []authguard.Op, solved bool) ([]authguard.Result, bool, error) {
+func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
 	now, expire := "", "1"
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
@@ -381,19 +381,20 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	for i, op := range ops {
 		c, err := encode(op, now, expire)
 		kind := scriptKinds[c.script]
-		if err != nil || kind == "" || i >= len(gates) || i >= len(undo) {
+		if err != nil || kind == "" || i >= len(gates) {
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
 		keys[i] = c.key
-		args = append(args, kind, gateLetters[gates[i]], len(c.args))
+		args = append(args, kind, blockLetters[gates[i].Block], len(c.args))
 		args = append(args, c.args...)
-		if undo[i] == nil {
+		undo := authguard.Undo(op)
+		if !gates[i].Undo || undo == nil {
 			args = append(args, "", 0)
 			continue
 		}
-		u, err := encode(undo[i], now, expire)
-		if err != nil || u.key != c.key || scriptKinds[u.script] == "" {
-			return nil, false, fmt.Errorf("op %d: its undo must be an op on the same key", i)
+		u, err := encode(undo, now, expire)
+		if err != nil {
+			return nil, false, fmt.Errorf("op %d: %w", i, err)
 		}
 		args = append(args, scriptKinds[u.script], len(u.args))
 		args = append(args, u.args...)

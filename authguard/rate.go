@@ -35,21 +35,12 @@ const (
 
 var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket", "backoff", "distinct"}
 
-func (a Algorithm) String() string {
-	if int(a) < len(algorithmNames) && a > 0 {
-		return algorithmNames[a]
-	}
-	return "unknown"
-}
+func (a Algorithm) String() string { return enumName(algorithmNames[:], int(a)) }
 
 // ParseAlgorithm parses an algorithm's name.
 func ParseAlgorithm(s string) (Algorithm, error) {
-	for i, n := range algorithmNames {
-		if n == s && i > 0 {
-			return Algorithm(i), nil
-		}
-	}
-	return 0, errors.New(`algorithm must be one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct`)
+	i, err := parseEnum(algorithmNames[:], s, "algorithm")
+	return Algorithm(i), err
 }
 
 // RateLimit is a rate limit: an algorithm and its parameters.
@@ -165,12 +156,7 @@ const (
 
 var rateActionNames = [...]string{"", "take", "peek", "refund"}
 
-func (a RateAction) String() string {
-	if int(a) < len(rateActionNames) && a > 0 {
-		return rateActionNames[a]
-	}
-	return "unknown"
-}
+func (a RateAction) String() string { return enumName(rateActionNames[:], int(a)) }
 
 // RateOp is one step of a rate limit on one key. Its Result says: Charged
 // when units were taken, Over when the call is (or, for a peek, would be)

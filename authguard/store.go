@@ -86,12 +86,7 @@ const (
 
 var backoffActionNames = [...]string{"", "charge", "refund", "confirm", "fail", "clear", "succeed", "peek"}
 
-func (a BackoffAction) String() string {
-	if int(a) < len(backoffActionNames) && a > 0 {
-		return backoffActionNames[a]
-	}
-	return "unknown"
-}
+func (a BackoffAction) String() string { return enumName(backoffActionNames[:], int(a)) }
 
 // BackoffOp is one step of a progressive-delay counter.
 type BackoffOp struct {
@@ -125,12 +120,7 @@ const (
 
 var logActionNames = [...]string{"", "admit", "add", "remove", "peek"}
 
-func (a LogAction) String() string {
-	if int(a) < len(logActionNames) && a > 0 {
-		return logActionNames[a]
-	}
-	return "unknown"
-}
+func (a LogAction) String() string { return enumName(logActionNames[:], int(a)) }
 
 // LogOp is one step of a sliding-window log of distinct members.
 type LogOp struct {

@@ -41,6 +41,15 @@ type Reserver interface {
 	// then applies Undo(ops[i]) for every op i whose gate says Undo and
 	// whose result is Charged. It returns the results of ops and whether it
 	// undid.
+	//
+	// It may apply ops in order and, once a BlockDelay, BlockQueue or
+	// BlockCaptcha result has blocked the check, apply each later op whose
+	// gate says Undo as its peek instead: its reservation would be undone
+	// anyway, and a peek gives the same Wait and Over with Charged false and
+	// nothing written. (Reserve's results differ from such a store's only in
+	// Charged and Count of those ops, which a refused check does not read,
+	// and in a log or counter at its cap, where a reservation and its undo
+	// push out the oldest entry and a peek does not.)
 	DoCheck(ctx context.Context, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error)
 }
 

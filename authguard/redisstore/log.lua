@@ -5,6 +5,12 @@
 -- ARGV     action, member, bypass ("1"), now_ms ("" = Redis TIME),
 --          expire ("1" = set PEXPIRE), then window_ms, limit pairs
 -- returns  {added 0|1, 0, over 0|1, count}
+--
+-- Few Redis calls, because each costs about as much as the Lua around it:
+-- the trim leaves only the longest window's entries, so its count is the
+-- set's size, and only shorter windows need a ZCOUNT. A log only grows by
+-- an entry at now, so a write sets the expiry to the longest window, and a
+-- removal leaves an expiry that is still long enough.
 if redis.replicate_commands then redis.replicate_commands() end
 local key, action, member, bypass = KEYS[1], ARGV[1], ARGV[2], ARGV[3] == "1"
 local now
@@ -28,13 +34,16 @@ local function ms(x) return string.format("%d", x) end
 
 -- Current: drop entries at or before the longest window's start.
 redis.call('ZREMRANGEBYSCORE', key, '-inf', ms(now - longest))
+local card = redis.call('ZCARD', key)
+local cur = false
+if card > 0 then cur = redis.call('ZSCORE', key, member) end
 
 -- over: would recording member now push a window past its limit?
 local function over()
-  local cur = redis.call('ZSCORE', key, member)
   for _, w in ipairs(windows) do
     local cutoff = now - w[1]
-    local c = redis.call('ZCOUNT', key, '(' .. ms(cutoff), '+inf')
+    local c = card
+    if w[1] < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. ms(cutoff), '+inf') end
     if cur and tonumber(cur) > cutoff then c = c - 1 end
     if c + 1 > w[2] then return true end
   end
@@ -44,16 +53,23 @@ end
 local added, isover = 0, false
 if action == "admit" or action == "add" then
   isover = over()
-  local exists = redis.call('ZSCORE', key, member)
   -- admit leaves an existing member as it is; add refreshes it
-  if (action == "add" or not isover or bypass) and not (action == "admit" and exists) then
-    if not exists then added = 1 end
+  if (action == "add" or not isover or bypass) and not (action == "admit" and cur) then
     redis.call('ZADD', key, ms(now), member)
-    local card = redis.call('ZCARD', key)
-    if card > cap then redis.call('ZREMRANGEBYRANK', key, 0, card - cap - 1) end
+    if not cur then
+      added, card = 1, card + 1
+      if card > cap then
+        redis.call('ZREMRANGEBYRANK', key, 0, card - cap - 1)
+        card = cap
+      end
+    end
+    if expire then redis.call('PEXPIRE', key, ms(longest)) end
   end
 elseif action == "remove" then
-  redis.call('ZREM', key, member)
+  if cur then
+    redis.call('ZREM', key, member)
+    card, cur = card - 1, false
+  end
   isover = over()
 elseif action == "peek" then
   isover = over()
@@ -61,16 +77,6 @@ else
   return redis.error_reply("log.lua: unknown action " .. action)
 end
 
-local count = redis.call('ZCARD', key)
-if count > 0 then
-  local newest = redis.call('ZRANGE', key, -1, -1, 'WITHSCORES')
-  local ttl = tonumber(newest[2]) + longest - now
-  if ttl <= 0 then
-    redis.call('DEL', key)
-  elseif expire then
-    redis.call('PEXPIRE', key, ms(ttl))
-  end
-end
 local o = 0
 if isover then o = 1 end
-return {added, 0, o, count}
+return {added, 0, o, card}

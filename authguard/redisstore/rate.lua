@@ -200,12 +200,20 @@ else
   return redis.error_reply("rate.lua: unknown algorithm " .. alg)
 end
 
+-- set writes the state with its expiry in one command.
+local function set(state, ms)
+  if expire then
+    redis.call('SET', key, state, 'PX', fmt(ms))
+  else
+    redis.call('SET', key, state)
+  end
+end
+
 if action == "refund" then
   local remaining, newttl, state = giveback(cost)
   if state then
     if newttl > 0 then
-      redis.call('SET', key, state)
-      if expire then redis.call('PEXPIRE', key, fmt(newttl)) end
+      set(state, newttl)
     else
       redis.call('DEL', key)
     end
@@ -219,8 +227,7 @@ if allowed then over = 0 end
 if action == "take" then
   if allowed then
     charged = 1
-    redis.call('SET', key, state)
-    if expire then redis.call('PEXPIRE', key, fmt(newttl)) end
+    set(state, newttl)
   end
 elseif action == "peek" then
   reset = ttl()

@@ -347,10 +347,26 @@ var blockLetters = map[authguard.Block]string{
 // scriptKinds name the op scripts as check.lua calls them.
 var scriptKinds = map[*redis.Script]string{backoffScript: "b", logScript: "l", rateScript: "r"}
 
+// undoAction is the action argument of an undo op: check.lua runs the op's
+// own arguments with it.
+func undoAction(op authguard.Op) string {
+	switch op := op.(type) {
+	case *authguard.BackoffOp:
+		return op.Action.String()
+	case *authguard.LogOp:
+		return op.Action.String()
+	case *authguard.RateOp:
+		return op.Action.String()
+	}
+	return ""
+}
+
 // DoCheck implements authguard.Reserver. On one node (a single server, or
 // Sentinel's master) the whole batch and its undo run in one script: one
 // round trip whatever the verdict, and nobody sees a reservation that is
-// about to be undone. On a Cluster, where a check's keys live on different
+// about to be undone. Once a delay, queue or CAPTCHA gate has decided the
+// check, the script peeks instead of reserving, so refused checks write only
+// what counts every check (check.lua). On a Cluster, where a check's keys live on different
 // nodes, it is authguard.Reserve's pipeline and, for a refused check, a
 // second one.
 func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
@@ -385,19 +401,12 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
 		keys[i] = c.key
-		args = append(args, kind, blockLetters[gates[i].Block], len(c.args))
+		undo := ""
+		if gates[i].Undo {
+			undo = undoAction(authguard.Undo(op))
+		}
+		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
 		args = append(args, c.args...)
-		undo := authguard.Undo(op)
-		if !gates[i].Undo || undo == nil {
-			args = append(args, "", 0)
-			continue
-		}
-		u, err := encode(undo, now, expire)
-		if err != nil {
-			return nil, false, fmt.Errorf("op %d: %w", i, err)
-		}
-		args = append(args, scriptKinds[u.script], len(u.args))
-		args = append(args, u.args...)
 	}
 	cmd := checkScript.EvalSha(ctx, s.client, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -589,4 +590,60 @@ func newOutageHarness(t *testing.T, policyYAML string, serverArgs ...string) *ou
 		return v
 	}
 	return h
+}
+
+// TestHotAccount_RefusedChecksWriteNothingButTheirRate: an attacker who
+// hammers an account in backoff from fresh addresses and passwords gets
+// delay answers, and those checks write nothing to the per-IP and
+// per-password logs, not even a reservation undone in the same script (they
+// run as peeks once the account's delay has decided them): the only write is
+// ip_rate's, which counts every check. Redis counts the commands its scripts
+// call in INFO commandstats.
+func TestHotAccount_RefusedChecksWriteNothingButTheirRate(t *testing.T) {
+	c := singleClient(t)
+	s := newStore(t, c, nil)
+	ctx := context.Background()
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 5 {
+		if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.ConfigResetStat(ctx).Err(); err != nil {
+		t.Fatal(err)
+	}
+	const checks = 20
+	for i := range checks {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com",
+			IP: fmt.Sprintf("198.51.100.%d", i+1), PasswordFingerprint: fmt.Sprint("guess", i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action != authguard.Delay {
+			t.Fatalf("check %d: %v, want delay", i, v.Action)
+		}
+	}
+	info, err := c.Info(ctx, "commandstats").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	for _, line := range strings.Split(info, "\n") {
+		name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
+		if ok {
+			n, _ := strconv.Atoi(rest[:strings.IndexByte(rest, ',')])
+			calls[name] = n
+		}
+	}
+	for _, write := range []string{"zadd", "zrem", "zremrangebyrank", "del", "pexpire"} {
+		if calls[write] != 0 {
+			t.Errorf("%d %s calls for %d refused checks, want none", calls[write], write, checks)
+		}
+	}
+	if calls["set"] != checks {
+		t.Errorf("%d set calls, want %d: one ip_rate take per check", calls["set"], checks)
+	}
 }

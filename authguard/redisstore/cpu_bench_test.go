@@ -1,0 +1,89 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
+)
+
+// BenchmarkRedisCPU measures Redis's own CPU per call (redis-µs/op, from
+// INFO commandstats) of a whole login check, next to the reference issue 9
+// sets it against: one token-bucket take, one EVALSHA. Run it in one
+// process so the ratio compares like with like on a noisy machine:
+//
+//	go test -run '^$' -bench BenchmarkRedisCPU -count 6 ./authguard/redisstore/
+func BenchmarkRedisCPU(b *testing.B) {
+	ctx := context.Background()
+	b.Run("token_bucket", func(b *testing.B) {
+		c := singleClient(b)
+		s := benchRedis(b, c)
+		c.ConfigResetStat(ctx)
+		rate := authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: 50 * time.Millisecond, Limit: 200}
+		for i := 0; b.Loop(); i++ {
+			op := &authguard.RateOp{Key: fmt.Sprint("tg:t:login:iprate:", i%4096), Action: authguard.RateTake, Rate: rate, Cost: 1}
+			if _, err := s.Do(ctx, []authguard.Op{op}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(evalshaMicros(b, c), "redis-µs/op")
+	})
+	checks := []struct {
+		name string
+		req  func(i int) authguard.CheckRequest
+	}{
+		// Every check proceeds: fresh accounts from many IPv4 addresses.
+		{"check/ipv4", func(i int) authguard.CheckRequest {
+			return authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("user", i%65536, "@example.com"),
+				IP: fmt.Sprintf("203.0.%d.%d", i/250%256, i%250), PasswordFingerprint: fmt.Sprint("fp", i%997)}
+		}},
+		// The same from IPv6, where the /56 and /48 spray rules count too:
+		// each check from another /48.
+		{"check/ipv6", func(i int) authguard.CheckRequest {
+			return authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("user", i%65536, "@example.com"),
+				IP: fmt.Sprintf("2001:db8:%x:%x00::1", i%4096, i/4096%256), PasswordFingerprint: fmt.Sprint("fp", i%997)}
+		}},
+		// One account in backoff: every check is refused and undone.
+		{"check/hot", func(i int) authguard.CheckRequest {
+			return authguard.CheckRequest{Flow: "login", Account: "victim@example.com",
+				IP: fmt.Sprintf("198.51.%d.%d", i/250%256, i%250), PasswordFingerprint: fmt.Sprint("fp", i%997)}
+		}},
+	}
+	for _, ck := range checks {
+		b.Run(ck.name, func(b *testing.B) {
+			c := singleClient(b)
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: benchRedis(b, c), Secret: secret})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ck.name == "check/hot" {
+				for i := range 8 {
+					req := ck.req(i)
+					v, err := e.Check(ctx, req)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: req.Account, IP: req.IP, Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			c.ConfigResetStat(ctx)
+			proceeded := 0
+			for i := 0; b.Loop(); i++ {
+				v, err := e.Check(ctx, ck.req(i))
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v.Action == authguard.Proceed {
+					proceeded++
+				}
+			}
+			b.ReportMetric(evalshaMicros(b, c), "redis-µs/op")
+			b.ReportMetric(float64(proceeded)/float64(b.N), "proceeded/op")
+		})
+	}
+}

@@ -3,7 +3,10 @@
 #   1. builds bin/tollgate;
 #   2. starts `tollgate serve` (memory store, or Redis when REDIS_URL is set)
 #      and `tollgate bench-ceiling`, each on a free loopback port;
-#   3. runs `tollgate bench` against both, in interleaved rounds, measuring
+#   3. with REDIS_URL set and envoy's ratelimit on the PATH (as `ratelimit`:
+#      go build -o ratelimit ./src/service_cmd in envoyproxy/ratelimit),
+#      starts it too, on the same Redis, with a limit on descriptor "ip";
+#   4. runs `tollgate bench` against them, in interleaved rounds, measuring
 #      each server's CPU per request (and Redis's with REDIS_URL).
 # Arguments go to tollgate bench before the defaults' URLs, so they override
 # the defaults: scripts/bench-http.sh -duration 5s -load cycle
@@ -62,7 +65,29 @@ wait_listening "$tg_port" "$serve_pid" || { cat "$dir/serve.log" >&2; exit 1; }
 wait_listening "$ceiling_port" "$ceiling_pid" || { cat "$dir/ceiling.log" >&2; exit 1; }
 
 echo "tollgate serve: pid $serve_pid, $store, log level ${TOLLGATE_LOG_LEVEL:-info}; bench-ceiling: pid $ceiling_pid"
+targets=(-pid "$serve_pid" -pid "$ceiling_pid" "${redis_args[@]}" "http://127.0.0.1:$tg_port" "http://127.0.0.1:$ceiling_port")
+
+if [ -n "${REDIS_URL:-}" ] && command -v ratelimit >/dev/null; then
+  mkdir -p "$dir/rt/ratelimit/config"
+  cat >"$dir/rt/ratelimit/config/bench.yaml" <<'YAML'
+domain: tollgate_bench
+descriptors:
+  - key: ip
+    rate_limit: {unit: second, requests_per_unit: 20}
+YAML
+  envoy_port=$(free_port)
+  redis_hostport=$(python3 -c 'import sys, urllib.parse as u; p = u.urlparse(sys.argv[1]); print(f"{p.hostname}:{p.port or 6379}")' "$REDIS_URL")
+  env USE_STATSD=false REDIS_SOCKET_TYPE=tcp REDIS_URL="$redis_hostport" LOG_LEVEL=warn \
+    HOST=127.0.0.1 PORT="$envoy_port" GRPC_HOST=127.0.0.1 GRPC_PORT="$(free_port)" \
+    DEBUG_HOST=127.0.0.1 DEBUG_PORT="$(free_port)" RUNTIME_ROOT="$dir/rt" \
+    RUNTIME_SUBDIRECTORY=ratelimit RUNTIME_WATCH_ROOT=false ratelimit >"$dir/envoy.log" 2>&1 &
+  envoy_pid=$!
+  pids+=("$envoy_pid")
+  wait_listening "$envoy_port" "$envoy_pid" || { cat "$dir/envoy.log" >&2; exit 1; }
+  echo "envoy ratelimit: pid $envoy_pid, on the same Redis"
+  targets=(-pid "$serve_pid" -pid "$ceiling_pid" -pid "$envoy_pid" "${redis_args[@]}"
+    "http://127.0.0.1:$tg_port" "http://127.0.0.1:$ceiling_port" "envoy+http://127.0.0.1:$envoy_port")
+fi
+
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $(go version)"
-bin/tollgate bench -rounds 3 -duration 10s -load check -subjects random "$@" \
-  -pid "$serve_pid" -pid "$ceiling_pid" "${redis_args[@]}" \
-  "http://127.0.0.1:$tg_port" "http://127.0.0.1:$ceiling_port"
+bin/tollgate bench -rounds 3 -duration 10s -load check -subjects random "$@" "${targets[@]}"

@@ -42,13 +42,20 @@ round (round 1: URL 1, URL 2, ...; round 2: ...), so that a noisy machine
 disturbs them alike. Prints a table per run, then each figure's median over
 the rounds and each URL's median req/s as a ratio of the first URL's.
 
+A URL written envoy+http://HOST:PORT is envoyproxy/ratelimit's HTTP port, a
+reference: each request is POST /json with one descriptor, the request's
+address, in domain "tollgate_bench" (its config needs a limit on key "ip"
+there); -load cycle sends it checks only.
+
 flags:
-  -load check|cycle     check: POST /v1/check {"flow":"login","account","ip"};
+  -load check|cycle     check: POST /v1/check {"flow":"login","account","ip",
+                        "password_fingerprint"};
                         cycle: a login: a check, then, when it proceeds, a
                         report of a failure (a success 1 time in 10) with the
                         attempt token; a cycle counts as one request
                         (default check)
-  -subjects random|hot  random: a new account and IPv4 address for every check;
+  -subjects random|hot  random: a new account, IPv4 address and password for
+                        every check;
                         hot: one account and one address for all, the attack
                         path (default random)
   -c N                  concurrent workers, 1 to 4096 (default 50)
@@ -115,10 +122,11 @@ func (s *benchSubjects) Set(v string) error {
 	return nil
 }
 
-// The hot subject: one account attacked from one address.
+// The hot subject: one account attacked from one address with one password.
 const (
-	hotAccount = "hot@bench.example"
-	hotIP      = "198.51.100.7"
+	hotAccount  = "hot@bench.example"
+	hotIP       = "198.51.100.7"
+	hotPassword = "0123456789abcdef0123456789abcdef"
 )
 
 // pidList is the repeatable -pid flag.
@@ -138,6 +146,7 @@ func (p *pidList) Set(s string) error {
 // benchConfig is what a bench was asked to do.
 type benchConfig struct {
 	URLs        []string // the services' base URLs, without a trailing slash
+	Envoy       []bool   // whether each URL is envoy's ratelimit, not tollgate
 	Load        benchLoad
 	Subjects    benchSubjects
 	Concurrency int
@@ -180,11 +189,13 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 		return nil, fmt.Errorf("%d -pid for %d URLs: give one per URL, 0 to skip one", len(pids), fs.NArg())
 	}
 	for _, raw := range fs.Args() {
-		u, err := url.Parse(raw)
+		base, envoy := strings.CutPrefix(raw, "envoy+")
+		u, err := url.Parse(base)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
-			return nil, fmt.Errorf("%q is not an http:// or https:// base URL", raw)
+			return nil, fmt.Errorf("%q is not an http://, https:// or envoy+http:// base URL", raw)
 		}
-		cfg.URLs = append(cfg.URLs, strings.TrimRight(raw, "/"))
+		cfg.URLs = append(cfg.URLs, strings.TrimRight(base, "/"))
+		cfg.Envoy = append(cfg.Envoy, envoy)
 	}
 	cfg.PIDs = make([]int, len(cfg.URLs))
 	copy(cfg.PIDs, pids)
@@ -376,7 +387,11 @@ func (b *bencher) probe(ctx context.Context) error {
 	for i, u := range b.cfg.URLs {
 		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 		w.newSubject()
-		_, _, err := w.post(cctx, u+"/v1/check", w.checkBody())
+		check, body := u+"/v1/check", w.checkBody()
+		if b.cfg.Envoy[i] {
+			check, body = u+"/json", w.envoyBody()
+		}
+		_, _, err := w.post(cctx, check, body)
 		cancel()
 		if err != nil {
 			return err
@@ -434,7 +449,7 @@ func (b *bencher) run(ctx context.Context, round, i int) (benchRun, error) {
 	var wg sync.WaitGroup
 	for range b.cfg.Concurrency {
 		w := newBenchWorker(b, b.cfg.Subjects)
-		wg.Go(func() { w.loop(rctx, base, st) })
+		wg.Go(func() { w.loop(rctx, base, b.cfg.Envoy[i], st) })
 	}
 	<-rctx.Done()
 	elapsed := time.Since(start)
@@ -605,19 +620,25 @@ type benchWorker struct {
 	subjects benchSubjects
 	account  string
 	ip       string
+	password string
 	buf      bytes.Buffer
 }
 
 func newBenchWorker(b *bencher, subjects benchSubjects) *benchWorker {
-	return &benchWorker{b: b, subjects: subjects, account: hotAccount, ip: hotIP}
+	return &benchWorker{b: b, subjects: subjects, account: hotAccount, ip: hotIP, password: hotPassword}
 }
 
-// loop sends requests to base until ctx is done.
-func (w *benchWorker) loop(ctx context.Context, base string, st *runStats) {
+// loop sends requests to base until ctx is done: to tollgate, or to envoy's
+// ratelimit.
+func (w *benchWorker) loop(ctx context.Context, base string, envoy bool, st *runStats) {
 	check, report := base+"/v1/check", base+"/v1/report"
+	request := w.request
+	if envoy {
+		check, request = base+"/json", w.envoyRequest
+	}
 	for ctx.Err() == nil {
 		start := time.Now()
-		err := w.request(ctx, check, report, st)
+		err := request(ctx, check, report, st)
 		switch {
 		case err == nil:
 			st.requests.Add(1)
@@ -663,7 +684,19 @@ func (w *benchWorker) request(ctx context.Context, check, report string, st *run
 	return nil
 }
 
-// newSubject picks the account and address of the next request.
+// envoyRequest sends one check to envoy's ratelimit: one descriptor, the
+// address. An OK answers 200 and OVER_LIMIT 429; both are answers.
+func (w *benchWorker) envoyRequest(ctx context.Context, check, _ string, st *runStats) error {
+	w.newSubject()
+	status, _, err := w.post(ctx, check, w.envoyBody())
+	if err != nil {
+		return err
+	}
+	st.answered(status)
+	return nil
+}
+
+// newSubject picks the account, address and password of the next request.
 func (w *benchWorker) newSubject() {
 	if w.subjects == subjectsHot {
 		return
@@ -671,6 +704,15 @@ func (w *benchWorker) newSubject() {
 	w.account = fmt.Sprintf("u%016x@bench.example", rand.Uint64())
 	ip := rand.Uint32()
 	w.ip = fmt.Sprintf("%d.%d.%d.%d", byte(ip>>24), byte(ip>>16), byte(ip>>8), byte(ip))
+	w.password = fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
+}
+
+// envoyBody is a ratelimit request with one descriptor, the address.
+func (w *benchWorker) envoyBody() []byte {
+	b := make([]byte, 0, 96)
+	b = append(b, `{"domain":"tollgate_bench","descriptors":[{"entries":[{"key":"ip","value":"`...)
+	b = append(b, w.ip...)
+	return append(b, `"}]}]}`...)
 }
 
 // checkBody is a fresh body for each request: the transport may still read
@@ -681,6 +723,8 @@ func (w *benchWorker) checkBody() []byte {
 	b = append(b, w.account...)
 	b = append(b, `","ip":"`...)
 	b = append(b, w.ip...)
+	b = append(b, `","password_fingerprint":"`...)
+	b = append(b, w.password...)
 	return append(b, `"}`...)
 }
 
@@ -691,6 +735,8 @@ func (w *benchWorker) reportBody(outcome, attempt string) []byte {
 	b = append(b, w.account...)
 	b = append(b, `","ip":"`...)
 	b = append(b, w.ip...)
+	b = append(b, `","password_fingerprint":"`...)
+	b = append(b, w.password...)
 	b = append(b, `","outcome":"`...)
 	b = append(b, outcome...)
 	b = append(b, `","attempt":`...)

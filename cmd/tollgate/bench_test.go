@@ -239,6 +239,61 @@ func TestBench_Subjects(t *testing.T) {
 	})
 }
 
+// TestBench_EnvoyReference drives a fake of envoy's ratelimit HTTP API
+// next to a fake tollgate in one bench: envoy gets POST /json with the
+// request's address as its one descriptor, tollgate its checks, each with
+// a password fingerprint.
+func TestBench_EnvoyReference(t *testing.T) {
+	var calls, bad, over atomic.Int64
+	envoy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			Domain      string
+			Descriptors []struct{ Entries []struct{ Key, Value string } }
+		}
+		err := json.NewDecoder(r.Body).Decode(&req)
+		if err != nil || r.URL.Path != "/json" || req.Domain != "tollgate_bench" || len(req.Descriptors) != 1 ||
+			len(req.Descriptors[0].Entries) != 1 || req.Descriptors[0].Entries[0].Key != "ip" ||
+			net.ParseIP(req.Descriptors[0].Entries[0].Value) == nil {
+			bad.Add(1)
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
+		}
+		if calls.Add(1)%2 == 0 {
+			over.Add(1)
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprint(w, `{"overallCode":"OVER_LIMIT"}`)
+			return
+		}
+		fmt.Fprint(w, `{"overallCode":"OK"}`)
+	}))
+	defer envoy.Close()
+	var fingerprints atomic.Int64
+	tollgate := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			PasswordFingerprint string `json:"password_fingerprint"`
+		}
+		if json.NewDecoder(r.Body).Decode(&body) == nil && len(body.PasswordFingerprint) == 32 {
+			fingerprints.Add(1)
+		}
+		fmt.Fprint(w, `{"action":"proceed"}`)
+	}))
+	defer tollgate.Close()
+
+	rep := benchJSON(t, append(short, tollgate.URL, "envoy+"+envoy.URL)...)
+	envoy.Close()
+	tollgate.Close()
+	if len(rep.Runs) != 2 || rep.Runs[1].URL != envoy.URL {
+		t.Fatalf("runs %+v; want tollgate's, then envoy's at %s", rep.Runs, envoy.URL)
+	}
+	e := rep.Runs[1]
+	if bad.Load() != 0 || e.Requests == 0 || e.Statuses["200"] == 0 || e.Statuses["429"] == 0 || e.Statuses["429"] > over.Load() {
+		t.Errorf("envoy: %d bad requests, run %+v, %d answered over limit", bad.Load(), e, over.Load())
+	}
+	if tg := rep.Runs[0]; tg.Requests == 0 || fingerprints.Load() < tg.Requests {
+		t.Errorf("tollgate: %d checks, %d with a password fingerprint", tg.Requests, fingerprints.Load())
+	}
+}
+
 // TestBench_ServerAndRedisCPU measures this process (which serves the
 // URL) and a real Redis.
 func TestBench_ServerAndRedisCPU(t *testing.T) {

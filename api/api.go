@@ -106,6 +106,7 @@ func (a *API) routes() *chi.Mux {
 
 	r.Post("/v1/check", a.check)
 	r.Post("/v1/report", a.report)
+	r.Post("/v1/otp/send", a.send)
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{
@@ -161,6 +162,25 @@ func (a *API) report(w http.ResponseWriter, r *http.Request) {
 	if err != nil {
 		a.engineError(w, r, "report", err)
 		return
+	}
+	a.writeVerdict(w, r, req.Flow, v)
+}
+
+// send serves POST /v1/otp/send.
+func (a *API) send(w http.ResponseWriter, r *http.Request) {
+	var body sendBody
+	if err := decode(w, r, sendFields, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	req := body.request()
+	v, err := a.engine.Send(r.Context(), req)
+	if err != nil {
+		a.engineError(w, r, "send", err)
+		return
+	}
+	if req.Flow == "" {
+		req.Flow = authguard.DefaultSendFlow
 	}
 	a.writeVerdict(w, r, req.Flow, v)
 }

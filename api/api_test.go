@@ -209,6 +209,47 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestOTPSend_WalkThrough is README's walk-through: a code, a resend too
+// soon, a resend 30 seconds later, a premium-rate number; every answer is
+// the uniform verdict the spec describes, and the sends are counted by
+// channel, country and action.
+func TestOTPSend_WalkThrough(t *testing.T) {
+	h := newHarness(t)
+	send := map[string]any{"destination": "+44 7400 123456", "channel": "sms", "ip": "203.0.113.7"}
+	post := func(body map[string]any) verdict {
+		t.Helper()
+		res := h.post(t, "/v1/otp/send", body)
+		if res.status != 200 {
+			t.Fatalf("send %v = %d %s", body, res.status, res.body)
+		}
+		return res.verdict(t)
+	}
+	if v := post(send); v.Action != "proceed" || v.Attempt != "" {
+		t.Fatalf("first code: %+v", v)
+	}
+	if v := post(send); v.Action != "delay" || v.RetryAfter != 30 || v.Reasons[0] != "destination_backoff" {
+		t.Fatalf("resend at once: %+v, want a 30 s delay by destination_backoff", v)
+	}
+	if v := post(testkit.With(send, "destination", "+44 909 8790000", "channel", "voice")); v.Action != "deny" || v.Reasons[0] != "number_type" {
+		t.Fatalf("premium-rate number: %+v, want deny number_type", v)
+	}
+	if v := post(testkit.With(send, "destination", "Alice@Example.COM", "channel", "email")); v.Action != "proceed" {
+		t.Fatalf("e-mail: %+v", v)
+	}
+	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
+	for _, want := range []string{
+		`tollgate_otp_sends_total{action="proceed",channel="sms",country="GB",flow="otp_send"} 1`,
+		`tollgate_otp_sends_total{action="delay",channel="sms",country="GB",flow="otp_send"} 1`,
+		`tollgate_otp_sends_total{action="deny",channel="voice",country="GB",flow="otp_send"} 1`,
+		`tollgate_otp_sends_total{action="proceed",channel="email",country="none",flow="otp_send"} 1`,
+		`tollgate_verdicts_total{action="deny",call="send",flow="otp_send"} 1`,
+	} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+}
+
 // TestLogs_NeverCarryIdentifiers: one JSON line per request with the
 // request id, route, status, flow, action, reasons and latency, and no
 // account, IP, token or fingerprint anywhere.

@@ -15,6 +15,7 @@ func TestBadInput(t *testing.T) {
 	const (
 		check  = "/v1/check"
 		report = "/v1/report"
+		send   = "/v1/otp/send"
 		ctJSON = "application/json"
 	)
 	long := func(n int) string { return strings.Repeat("x", n) }
@@ -75,6 +76,19 @@ func TestBadInput(t *testing.T) {
 		{name: "PUT on a POST route", method: http.MethodPut, path: report, wantStatus: 405, wantType: "method-not-allowed"},
 		{name: "POST on a GET route", method: http.MethodPost, path: "/healthz", wantStatus: 405, wantType: "method-not-allowed"},
 		{name: "unknown route", method: http.MethodGet, path: "/v1/nope", contentType: "-", wantStatus: 404, wantType: "not-found"},
+		{name: "send: number that does not parse", path: send, body: `{"destination":"+44 7400","channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "send: number without its country code", path: send, body: `{"destination":"07400 123456","channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "send: e-mail on sms", path: send, body: `{"destination":"a@example.com","channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "send: number on email", path: send, body: `{"destination":"+447400123456","channel":"email","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "send: e-mail with two @", path: send, body: `{"destination":"a@b@example.com","channel":"email","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "send: over-long e-mail", path: send, body: `{"destination":"` + long(250) + `@example.com","channel":"email","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "reject"},
+		{name: "send: unknown channel", path: send, body: `{"destination":"+447400123456","channel":"pigeon","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "channel", spec: "reject"},
+		{name: "send: missing channel", path: send, body: `{"destination":"+447400123456","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "missing-field", wantField: "channel", spec: "reject"},
+		{name: "send: missing destination", path: send, body: `{"channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "missing-field", wantField: "destination", spec: "reject"},
+		{name: "send: missing ip, which otp_send's rules count", path: send, body: `{"destination":"+447400123456","channel":"sms"}`, wantStatus: 400, wantType: "missing-field", wantField: "ip", spec: "accept"},
+		{name: "send: on a login flow", path: send, body: `{"flow":"login","destination":"+447400123456","channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
+		{name: "check on a send flow", body: `{"flow":"otp_send","account":"a","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
+		{name: "send: unknown key", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","code":"123456"}`, wantStatus: 400, wantType: "unknown-field", wantField: "code", spec: "reject"},
 		{name: "trailing slash", path: "/v1/check/", body: `{"flow":"login","account":"a","ip":"192.0.2.1"}`, wantStatus: 404, wantType: "not-found"},
 	}
 	h := newHarness(t)

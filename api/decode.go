@@ -84,6 +84,36 @@ func (b *reportBody) request() (authguard.ReportRequest, error) {
 	}, nil
 }
 
+// sendBody is the wire form of POST /v1/otp/send.
+type sendBody struct {
+	Flow          string `json:"flow"`
+	Destination   string `json:"destination"`
+	Channel       string `json:"channel"`
+	IP            string `json:"ip"`
+	Account       string `json:"account"`
+	CaptchaSolved bool   `json:"captcha_solved"`
+}
+
+// sendFields are sendBody's keys. Flow defaults to "otp_send"; destination
+// and channel are required, which the engine checks (so that a missing one
+// and an empty one get the same answer); ip is required by the flows whose
+// rules count it.
+var sendFields = fields{
+	{"flow", "a string", false}, {"destination", "a string", false}, {"channel", "a string", false},
+	{"ip", "a string", false}, {"account", "a string", false}, {"captcha_solved", "a boolean", false},
+}
+
+func (b *sendBody) request() authguard.SendRequest {
+	return authguard.SendRequest{
+		Flow:          b.Flow,
+		Destination:   b.Destination,
+		Channel:       b.Channel,
+		IP:            b.IP,
+		Account:       b.Account,
+		CaptchaSolved: b.CaptchaSolved,
+	}
+}
+
 // field is one key of a request object: its name, the JSON type it takes
 // and whether it is required.
 type field struct {

@@ -32,6 +32,7 @@ type Metrics struct {
 	engErr    *prometheus.CounterVec
 	problems  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
+	sends     *prometheus.CounterVec
 	evictions *evictions
 }
 
@@ -45,7 +46,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		shadow: map[string]bool{},
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_verdicts_total",
-			Help: "Verdicts answered, by call (check, report), flow and action.",
+			Help: "Verdicts answered, by call (check, report, send), flow and action.",
 		}, []string{"call", "flow", "action"}),
 		reasons: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_verdict_reasons_total",
@@ -86,6 +87,11 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Help:    "Time to answer an HTTP request, by method, route pattern and status code.",
 			Buckets: []float64{.0001, .00025, .0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5},
 		}, []string{"method", "route", "code"}),
+		sends: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_otp_sends_total",
+			Help: "One-time-code send requests answered, by flow, channel, country (a phone destination's region such as GB; " +
+				"none for e-mail) and action: proceed counts codes that may go out.",
+		}, []string{"flow", "channel", "country", "action"}),
 		evictions: &evictions{desc: prometheus.NewDesc(
 			"tollgate_store_evictions_total",
 			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
@@ -99,14 +105,19 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
-		m.engErr, m.problems, m.latency, m.evictions,
+		m.engErr, m.problems, m.latency, m.sends, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
 	for _, name := range policy.FlowNames() { // a nil Policy has none
-		m.shadow[name] = policy.Flow(name).Mode == authguard.Shadow
-		for _, call := range []string{"check", "report"} {
-			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
+		f := policy.Flow(name)
+		m.shadow[name] = f.Mode == authguard.Shadow
+		calls, actions := []string{"check", "report"}, []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha}
+		if f.Kind == authguard.Sends {
+			calls, actions = []string{"send"}, append(actions, authguard.Deny)
+		}
+		for _, call := range calls {
+			for _, a := range actions {
 				m.verdicts.WithLabelValues(call, name, a.String())
 			}
 			for _, kind := range authguard.StoreErrorKinds() {
@@ -116,7 +127,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			m.closed.WithLabelValues(call, name)
 		}
 	}
-	for _, call := range []string{"check", "report"} {
+	for _, call := range []string{"check", "report", "send"} {
 		m.engErr.WithLabelValues(call)
 	}
 	for _, k := range kinds {
@@ -178,6 +189,13 @@ func (m *Metrics) Observe(ev authguard.Event) {
 	m.verdicts.WithLabelValues(ev.Call, ev.Flow, action).Inc()
 	for _, r := range ev.Answer.Reasons {
 		m.reasons.WithLabelValues(ev.Call, ev.Flow, action, r.String()).Inc()
+	}
+	if ev.Call == "send" {
+		country := ev.Region
+		if country == "" {
+			country = "none"
+		}
+		m.sends.WithLabelValues(ev.Flow, ev.Channel.String(), country, action).Inc()
 	}
 	if m.shadow[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()

@@ -83,8 +83,13 @@ func (s Source) String() string { return [...]string{"store", "fallback", "none"
 
 // Event describes one decided call. It holds no identifier.
 type Event struct {
-	// Call is "check" or "report".
+	// Call is "check", "report" or "send".
 	Call string
+	// Channel is a send's channel; zero for a check or report.
+	Channel Channel
+	// Region is a send's phone destination's region ("GB"), the only part
+	// of a destination an Event carries; empty otherwise.
+	Region string
 	// Flow is the flow's name.
 	Flow string
 	// Answer is the verdict returned to the caller.
@@ -212,6 +217,9 @@ type subjects struct {
 	ip      string     // hash of the IP prefix; empty when allow-listed or not sent
 	addr    netip.Addr // the address, when ip is set
 	fp      string     // hash of the password fingerprint, or empty
+	// A send's destination, its prefix and its country (empty for e-mail),
+	// hashed; empty for a check or report.
+	dest, destPrefix, country string
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -219,7 +227,7 @@ var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // subjects validates and hashes the parts every call has. Account and IP
 // are required when the flow's rules count them, and validated whenever
 // they are sent. It changes no state.
-func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjects, error) {
+func (e *Engine) subjects(kind Kind, tenant, flow, account, ip, fingerprint string) (subjects, error) {
 	var s subjects
 	if tenant == "" {
 		tenant = DefaultTenant
@@ -231,8 +239,14 @@ func (e *Engine) subjects(tenant, flow, account, ip, fingerprint string) (subjec
 	if s.flow = e.policy.Flow(flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
+	if s.flow.Kind != kind {
+		if kind == Sends {
+			return s, &InputError{Field: "flow", Detail: "is not a send flow (kind: send): it answers /v1/check and /v1/report"}
+		}
+		return s, &InputError{Field: "flow", Detail: "is a send flow (kind: send): it answers /v1/otp/send only"}
+	}
 	needs := s.flow.needs
-	if account == "" && needs&(PartAccount|PartDevice) != 0 {
+	if account == "" && needs&(PartAccount|PartDevice) != 0 && s.flow.Kind != Sends { // a send's account is optional
 		return s, &InputError{Field: "account", Detail: "is required by this flow's rules", Missing: true}
 	}
 	if ip == "" && needs&PartIP != 0 {
@@ -284,6 +298,12 @@ func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
 		return s.fp
 	case PartTenant:
 		return e.hash.subject(s.tenant, "tenant", "")
+	case PartDestination:
+		return s.dest
+	case PartDestPrefix:
+		return s.destPrefix
+	case PartCountry:
+		return s.country
 	}
 	return ""
 }
@@ -522,7 +542,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		return Verdict{}, err
 	}
 	defer e.release()
-	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
+	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -557,6 +577,72 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	return answer, nil
 }
 
+// Send decides whether a one-time code may be sent now, to a destination
+// by a channel. A Proceed counts the send against every rule of the flow;
+// any other verdict leaves the counters as they were (rules that count
+// requests keep what they took). A phone number of a type or country the
+// flow refuses is answered Deny before any rule counts it. Invalid input is
+// an error (an *InputError: a number that does not parse, a destination of
+// the wrong kind for the channel); a store failure is answered by the
+// flow's fail mode. The verdict never depends on whether the destination
+// belongs to an account.
+func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
+	if err := e.admit(); err != nil {
+		return Verdict{}, err
+	}
+	defer e.release()
+	flow := req.Flow
+	if flow == "" {
+		flow = DefaultSendFlow
+	}
+	s, err := e.subjects(Sends, req.Tenant, flow, req.Account, req.IP, "")
+	if err != nil {
+		return Verdict{}, err
+	}
+	if req.Channel == "" {
+		return Verdict{}, &InputError{Field: "channel", Detail: "is required", Missing: true}
+	}
+	ch, err := ParseChannel(req.Channel)
+	if err != nil {
+		return Verdict{}, err
+	}
+	if req.Destination == "" {
+		return Verdict{}, &InputError{Field: "destination", Detail: "is required", Missing: true}
+	}
+	d, err := ParseDestination(ch, req.Destination, s.flow.Send.PrefixDigits)
+	if err != nil {
+		return Verdict{}, err
+	}
+	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
+	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
+	if d.Region != "" {
+		s.country = e.hash.subject(s.tenant, "country", d.Region)
+	}
+
+	computed, b := Verdict{}, batch{src: SourceNone}
+	if reason := s.flow.Send.refuses(&d); reason != "" {
+		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
+	} else {
+		p := e.checkPlan(&s, "", "", req.CaptchaSolved)
+		gates := p.gates(s.flow)
+		b = e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
+		if errors.Is(b.err, ErrOverloaded) {
+			return Verdict{}, b.err
+		}
+		computed = e.combine(s.flow, &p, b, req.CaptchaSolved)
+		if computed.Action != Proceed && b.res != nil && !b.undone {
+			e.refund(ctx, &p, gates, b)
+		}
+	}
+	answer := computed
+	if s.flow.Mode == Shadow {
+		answer = Verdict{}
+	}
+	e.observe(Event{Call: "send", Flow: s.flow.Name, Channel: ch, Region: d.Region, Answer: answer, Computed: computed,
+		Source: b.src, StoreErr: b.err, StoreDuration: b.took})
+	return answer, nil
+}
+
 // Report settles an attempt and returns the verdict for the next attempt of
 // the same account from the same client. Each attempt settles once: a
 // report sent again finds nothing left to settle and changes nothing.
@@ -571,7 +657,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		return Verdict{}, err
 	}
 	defer e.release()
-	s, err := e.subjects(req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
+	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -735,10 +821,10 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 	return held
 }
 
-// combine turns results into a verdict: the longest wait of a delay rule
-// wins; else any captcha rule past its limit demands a CAPTCHA unless one
-// was solved; else Proceed, held for the longest place in a leaky_bucket
-// rule's queue.
+// combine turns results into a verdict: any deny rule past its limit
+// denies; else the longest wait of a delay rule wins; else any captcha rule
+// past its limit demands a CAPTCHA unless one was solved; else Proceed, held
+// for the longest place in a leaky_bucket rule's queue.
 //
 // A known device is exempt from the wait of the account's shared device
 // counter while its own allowance and its slot admit it. When the store was
@@ -755,7 +841,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		}
 	}
 	var wait, queue time.Duration
-	var delayed, captcha, queued reasonSet
+	var delayed, captcha, queued, denied reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
 			m := p.meta[i]
@@ -769,6 +855,10 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 			}
 			rule := &f.Rules[m.rule]
 			switch {
+			case rule.Past == PastDeny:
+				if r.Over {
+					denied.add(f.reasonOf[m.rule])
+				}
 			case rule.Past == PastCaptcha:
 				if r.Over && !captchaSolved {
 					captcha.add(f.reasonOf[m.rule])
@@ -789,6 +879,8 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		return Verdict{Action: Delay, Delay: f.FailClosedRetry, Reasons: []Reason{ReasonUnavailable}}
 	}
 	switch {
+	case denied != 0:
+		return Verdict{Action: Deny, Reasons: denied.list(f)}
 	case wait > 0:
 		return Verdict{Action: Delay, Delay: wait, Reasons: delayed.list(f)}
 	case captcha != 0:

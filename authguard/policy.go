@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"regexp"
+	"slices"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/spraydetect"
@@ -100,9 +103,51 @@ func ParseFailMode(s string) (FailMode, error) {
 	return FailMode(max(0, i-1)), err
 }
 
+// Kind says which calls a flow answers.
+type Kind uint8
+
+const (
+	// Attempts: Check before a credential is checked, Report after it.
+	Attempts Kind = iota
+	// Sends: Send before a one-time code is sent.
+	Sends
+)
+
+var kindNames = [...]string{"attempts", "send"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// ParseKind parses "attempts" or "send".
+func ParseKind(s string) (Kind, error) {
+	i, err := parseEnum(append([]string{""}, kindNames[:]...), s, "kind")
+	return Kind(max(0, i-1)), err
+}
+
+// SendPolicy is what a send flow refuses before any rule counts: numbers
+// of some types, and countries. Such a send is answered Deny with reason
+// number_type or country, and counts nowhere.
+type SendPolicy struct {
+	// DenyTypes are the phone number types never sent to. The built-in
+	// otp_send denies premium_rate, shared_cost and unknown.
+	DenyTypes []NumberType
+	// AllowCountries, when not empty, are the only countries sent to, and
+	// DenyCountries those never sent to: a region ("GB") or a calling code
+	// ("+44", every region that shares it). E-mail has no country and is
+	// never refused by them.
+	AllowCountries, DenyCountries []string
+	// PrefixDigits is how many trailing digits a phone number's
+	// destination_prefix leaves out: 3 (the default) makes blocks of 1,000
+	// numbers.
+	PrefixDigits int
+}
+
 // Flow is the policy of one flow: its settings and its rules.
 type Flow struct {
-	Name            string
+	Name string
+	// Kind is Attempts (check and report) or Sends.
+	Kind Kind
+	// Send is a send flow's refusals by number type and country.
+	Send            SendPolicy
 	Mode            Mode
 	FailMode        FailMode
 	FailClosedRetry time.Duration
@@ -143,16 +188,24 @@ func (f *Flow) Rule(name string) *Rule {
 }
 
 // Reasons lists the reason codes the flow's verdicts can carry, in the
-// order a verdict lists them, ReasonUnavailable last.
+// order a verdict lists them, ReasonUnavailable last (after a send flow's
+// ReasonNumberType and ReasonCountry).
 func (f *Flow) Reasons() []Reason {
-	return append(append([]Reason(nil), f.reasons...), ReasonUnavailable)
+	rs := append([]Reason(nil), f.reasons...)
+	if f.Kind == Sends {
+		rs = append(rs, ReasonNumberType, ReasonCountry)
+	}
+	return append(rs, ReasonUnavailable)
 }
 
 // Requires lists the request fields the flow's rules count: "account"
 // and "ip", or fewer. A call without one of them is invalid input.
 func (f *Flow) Requires() []string {
 	var req []string
-	if f.needs&(PartAccount|PartDevice) != 0 {
+	if f.Kind == Sends {
+		req = append(req, "destination", "channel")
+	}
+	if f.needs&(PartAccount|PartDevice) != 0 && f.Kind != Sends { // a send's account is optional
 		req = append(req, "account")
 	}
 	if f.needs&PartIP != 0 {
@@ -222,6 +275,9 @@ func (f *Flow) compile() error {
 			return fmt.Errorf("%s must be between %v and %v, not %v", d.name, d.lo, d.hi, d.v)
 		}
 	}
+	if err := f.compileSend(); err != nil {
+		return err
+	}
 	if len(f.Rules) > MaxRules {
 		return fmt.Errorf("a flow has at most %d rules, not %d", MaxRules, len(f.Rules))
 	}
@@ -233,7 +289,7 @@ func (f *Flow) compile() error {
 	seen, keys := map[string]bool{}, map[string]bool{}
 	for i := range f.Rules {
 		r := &f.Rules[i]
-		if err := r.validate(grouping); err != nil {
+		if err := r.validate(grouping, f.Kind == Sends); err != nil {
 			return &RuleError{Flow: f.Name, Rule: ruleLabel(r, i), Err: err}
 		}
 		if seen[r.Name] {
@@ -264,6 +320,62 @@ func (f *Flow) compile() error {
 		f.reasonOf = append(f.reasonOf, uint8(at))
 	}
 	return nil
+}
+
+var (
+	regionRE      = regexp.MustCompile(`^([A-Z]{2}|001)$`)
+	callingCodeRE = regexp.MustCompile(`^\+[1-9][0-9]{0,2}$`)
+)
+
+// compileSend validates a send flow's SendPolicy and fills in its default;
+// other flows must not have one.
+func (f *Flow) compileSend() error {
+	sp := &f.Send
+	if f.Kind != Sends {
+		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 {
+			return errors.New("deny_number_types, allow_countries, deny_countries and destination_prefix_digits are for send flows (kind: send)")
+		}
+		return nil
+	}
+	if sp.PrefixDigits == 0 {
+		sp.PrefixDigits = 3
+	}
+	if sp.PrefixDigits < 1 || sp.PrefixDigits > 6 {
+		return fmt.Errorf("destination_prefix_digits must be between 1 and 6, not %d", sp.PrefixDigits)
+	}
+	for _, t := range sp.DenyTypes {
+		if t.String() == "unknown" && t != NumberUnknown {
+			return fmt.Errorf("deny_number_types: %d is not a number type", t)
+		}
+	}
+	for _, list := range []struct {
+		name string
+		v    []string
+	}{{"allow_countries", sp.AllowCountries}, {"deny_countries", sp.DenyCountries}} {
+		for _, c := range list.v {
+			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
+				return fmt.Errorf(`%s: %q is neither a region (two capital letters, such as "GB", or "001") nor a calling code (such as "+44")`, list.name, c)
+			}
+		}
+	}
+	return nil
+}
+
+// refuses returns the reason a send flow refuses d before any rule counts
+// it ("" when it does not): its number type, or its country.
+func (sp *SendPolicy) refuses(d *Destination) Reason {
+	if !d.Channel.Phone() {
+		return ""
+	}
+	if slices.Contains(sp.DenyTypes, d.Type) {
+		return ReasonNumberType
+	}
+	code := "+" + strconv.Itoa(d.CallingCode)
+	in := func(list []string) bool { return slices.Contains(list, d.Region) || slices.Contains(list, code) }
+	if in(sp.DenyCountries) || (len(sp.AllowCountries) > 0 && !in(sp.AllowCountries)) {
+		return ReasonCountry
+	}
+	return ""
 }
 
 func ruleLabel(r *Rule, i int) string {

@@ -42,6 +42,31 @@ type ReportRequest struct {
 	PasswordFingerprint string
 }
 
+// SendRequest asks whether a one-time code may be sent now. A Proceed
+// counts the send against every rule of the flow.
+type SendRequest struct {
+	// Tenant selects the key space; empty means DefaultTenant.
+	Tenant string
+	// Flow names a send flow (kind: send); empty means "otp_send".
+	Flow string
+	// Destination is the phone number (international format, "+44 …") or
+	// e-mail address the code would go to. It is normalised and hashed;
+	// tollgate never stores or logs it.
+	Destination string
+	// Channel is how: "sms", "voice", "whatsapp" or "email".
+	Channel string
+	// IP is the end user's address as the caller saw it.
+	IP string
+	// Account is the account the code is for, when the caller knows one.
+	Account string
+	// CaptchaSolved says the end user just solved a CAPTCHA the caller
+	// verified.
+	CaptchaSolved bool
+}
+
+// DefaultSendFlow is the flow of a SendRequest that names none.
+const DefaultSendFlow = "otp_send"
+
 // Outcome is how a credential check ended.
 type Outcome uint8
 

@@ -22,6 +22,8 @@ const (
 	// BlockShared blocks when the result has a Wait, unless every
 	// BlockAllowance result of the batch is within its limit.
 	BlockShared
+	// BlockDeny blocks when the result is Over, CAPTCHA or not.
+	BlockDeny
 )
 
 // Gate is what a check's operation stands for when the check is decided: how
@@ -42,8 +44,8 @@ type Reserver interface {
 	// whose result is Charged. It returns the results of ops and whether it
 	// undid.
 	//
-	// It may apply ops in order and, once a BlockDelay, BlockQueue or
-	// BlockCaptcha result has blocked the check, apply each later op whose
+	// It may apply ops in order and, once a BlockDelay, BlockQueue,
+	// BlockCaptcha or BlockDeny result has blocked the check, apply each later op whose
 	// gate says Undo as its peek instead: its reservation would be undone
 	// anyway, and a peek gives the same Wait and Over with Charged false and
 	// nothing written. (Reserve's results differ from such a store's only in
@@ -90,7 +92,8 @@ func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 		case g.Block == BlockDelay && r.Wait > 0,
 			g.Block == BlockQueue && r.Wait > 0 && r.Over,
 			g.Block == BlockCaptcha && r.Over && !captchaSolved,
-			g.Block == BlockShared && r.Wait > 0 && !exempt:
+			g.Block == BlockShared && r.Wait > 0 && !exempt,
+			g.Block == BlockDeny && r.Over:
 			return true
 		}
 	}
@@ -144,6 +147,8 @@ func (p *plan) gates(f *Flow) []Gate {
 			g.Block = BlockShared
 		case rule.Past == PastCaptcha:
 			g.Block = BlockCaptcha
+		case rule.Past == PastDeny:
+			g.Block = BlockDeny
 		case rule.Algorithm == LeakyBucket:
 			g.Block = BlockQueue
 		default:

@@ -44,7 +44,7 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, err := e.subjects("", "mixed", "ann", "192.0.2.1", "")
+	s, err := e.subjects(Attempts, "", "mixed", "ann", "192.0.2.1", "")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -91,8 +91,8 @@ const (
 	PastDelay Past = iota + 1
 	// PastCaptcha: solve a CAPTCHA; a solved one lets the call through.
 	PastCaptcha
-	// PastDeny: do not go ahead at all. It is for send flows (one-time
-	// code sends), which do not exist yet; no flow accepts it today.
+	// PastDeny: do not go ahead at all, CAPTCHA or not. Only send flows
+	// (one-time-code sends) take it.
 	PastDeny
 )
 
@@ -172,15 +172,27 @@ const (
 	PartFingerprint
 	// PartTenant: the tenant, the same key for every call of the flow.
 	PartTenant
+	// PartDestination: a send's destination, normalised (E.164, or the
+	// e-mail address).
+	PartDestination
+	// PartDestPrefix: the block of numbers a phone destination belongs to
+	// (its E.164 without the flow's prefix digits), or an e-mail's domain.
+	PartDestPrefix
+	// PartCountry: a phone destination's region ("GB"); e-mail has none.
+	PartCountry
 )
+
+// sendParts are the parts only a send has.
+const sendParts = PartDestination | PartDestPrefix | PartCountry
 
 var partNames = []struct {
 	part SubjectPart
 	name string
-}{{PartAccount, "account"}, {PartDevice, "device"}, {PartIP, "ip"}, {PartFingerprint, "password_fingerprint"}, {PartTenant, "tenant"}}
+}{{PartAccount, "account"}, {PartDevice, "device"}, {PartIP, "ip"}, {PartFingerprint, "password_fingerprint"}, {PartTenant, "tenant"},
+	{PartDestination, "destination"}, {PartDestPrefix, "destination_prefix"}, {PartCountry, "country"}}
 
-// Subject says which key a rule counts: one part, or a compound of account,
-// ip and password_fingerprint ("account+ip").
+// Subject says which key a rule counts: one part, or a compound of parts
+// other than device and tenant ("account+ip").
 type Subject struct {
 	Parts SubjectPart
 	// IPBits, with PartIP, is a wider IPv6 prefix length to count instead
@@ -192,10 +204,11 @@ type Subject struct {
 var ipBitsRE = regexp.MustCompile(`^ip/([0-9]{1,3})$`)
 
 // ParseSubject parses a subject: "account", "device", "ip", "ip/N",
-// "password_fingerprint", "tenant", or parts joined by "+".
+// "password_fingerprint", "tenant", "destination", "destination_prefix",
+// "country", or parts other than device and tenant joined by "+".
 func ParseSubject(s string) (Subject, error) {
 	var sub Subject
-	const valid = `subject must be account, device, ip, ip/N (a wider IPv6 prefix), password_fingerprint, tenant, or account, ip and password_fingerprint joined by "+" (account+ip)`
+	const valid = `subject must be account, device, ip, ip/N (a wider IPv6 prefix), password_fingerprint, tenant, destination, destination_prefix, country, or parts other than device and tenant joined by "+" (account+ip)`
 	if s == "" || len(s) > 64 {
 		return sub, errors.New(valid)
 	}
@@ -250,8 +263,8 @@ var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 const MaxRules = 32
 
 // validate checks the rule on its own and fills in its defaults; grouping
-// is the flow's IPv6 grouping.
-func (r *Rule) validate(grouping int) error {
+// is the flow's IPv6 grouping, send whether the flow is a send flow.
+func (r *Rule) validate(grouping int, send bool) error {
 	if !nameRE.MatchString(r.Name) {
 		return errors.New("a rule name is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
@@ -286,14 +299,14 @@ func (r *Rule) validate(grouping int) error {
 	if device && r.Clients != KnownClients {
 		return errors.New("the device subject counts known devices only: clients must be known")
 	}
-	if r.Past == PastDeny {
-		return errors.New("past: deny is for one-time-code send flows, which do not exist yet; use delay or captcha")
+	if err := r.validateKind(send); err != nil {
+		return err
 	}
 	switch r.Algorithm {
 	case Backoff:
-		return r.validateBackoff(device)
+		return r.validateBackoff(device, send)
 	case Distinct:
-		return r.validateDistinct()
+		return r.validateDistinct(send)
 	case SlidingLog, FixedWindow, SlidingCounter, TokenBucket, LeakyBucket:
 		if device {
 			return fmt.Errorf("%s cannot count the device subject; only backoff does", r.Algorithm)
@@ -306,15 +319,39 @@ func (r *Rule) validate(grouping int) error {
 	return errors.New("algorithm is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct")
 }
 
-func (r *Rule) validateBackoff(device bool) error {
+// validateKind checks what a rule of a send flow, or of a check-and-report
+// flow, may count. A send has no report: its rules count what it sends, and
+// only they may deny. A check has no destination.
+func (r *Rule) validateKind(send bool) error {
+	switch {
+	case !send && r.Past == PastDeny:
+		return errors.New("past: deny is for send flows (kind: send); use delay or captcha")
+	case !send && (r.Subject.Parts|r.Of)&sendParts != 0:
+		return errors.New("destination, destination_prefix and country are what a send has: only send flows (kind: send) count them")
+	case send && (r.Subject.Parts|r.Of)&(PartDevice|PartFingerprint) != 0:
+		return errors.New("a send has no device or password fingerprint to count")
+	case send && r.Counts == OnFailure:
+		return errors.New("a send has no report, so nothing fails: counts must be proceed (sends) or check (requests)")
+	case send && r.Past == PastDeny && r.Algorithm == Backoff:
+		return errors.New("backoff answers delay: past must be delay")
+	}
+	return nil
+}
+
+func (r *Rule) validateBackoff(device, send bool) error {
 	if r.Counts == 0 {
 		r.Counts = OnFailure
+		if send {
+			r.Counts = OnProceed
+		}
 	}
 	if r.Past == 0 {
 		r.Past = PastDelay
 	}
 	switch {
-	case r.Counts != OnFailure:
+	case send && r.Counts != OnProceed:
+		return errors.New("in a send flow backoff counts sends: counts must be proceed")
+	case !send && r.Counts != OnFailure:
 		return errors.New("backoff counts failures: counts must be failure")
 	case r.Past != PastDelay:
 		return errors.New("backoff answers delay past its free attempts: past must be delay")
@@ -339,19 +376,25 @@ func (r *Rule) validateBackoff(device bool) error {
 	return nil
 }
 
-// validateLog checks what Distinct rules and failure logs share.
-func (r *Rule) validateLog(what string) error {
+// validateLog checks what Distinct rules and failure logs share; send says
+// the rule is in a send flow, where a log counts sends.
+func (r *Rule) validateLog(what string, send bool) error {
 	if r.Counts == 0 {
 		r.Counts = OnFailure
+		if send {
+			r.Counts = OnProceed
+		}
 	}
 	if r.Past == 0 {
 		r.Past = PastCaptcha
 	}
 	switch {
-	case r.Counts != OnFailure:
+	case send && r.Counts != OnProceed:
+		return fmt.Errorf("in a send flow %s counts sends: counts must be proceed", what)
+	case !send && r.Counts != OnFailure:
 		return fmt.Errorf("%s counts failures: counts must be failure", what)
-	case r.Past != PastCaptcha:
-		return fmt.Errorf("%s answers captcha past its limit: past must be captcha (for a delay, count checks or proceeds with a rate algorithm)", what)
+	case r.Past != PastCaptcha && !(send && r.Past == PastDeny):
+		return fmt.Errorf("%s answers captcha past its limit (or deny, in a send flow): past must be captcha (for a delay, count checks or proceeds with a rate algorithm)", what)
 	case r.Cost != 1:
 		return fmt.Errorf("%s counts one member per attempt: cost must be 1", what)
 	case r.Rate != RateLimit{}:
@@ -364,21 +407,21 @@ func (r *Rule) validateLog(what string) error {
 	return r.Windows.Validate()
 }
 
-func (r *Rule) validateDistinct() error {
-	if r.Of != PartAccount && r.Of != PartIP {
-		return errors.New("distinct needs of: account or ip (what it counts distinct values of)")
+func (r *Rule) validateDistinct(send bool) error {
+	if r.Of != PartAccount && r.Of != PartIP && r.Of != PartDestination {
+		return errors.New("distinct needs of: account, ip or destination (what it counts distinct values of)")
 	}
 	if r.Subject.Has(r.Of) {
 		return fmt.Errorf("distinct counts distinct %s per subject; the subject %s already has one", partName(r.Of), r.Subject)
 	}
-	return r.validateLog("distinct")
+	return r.validateLog("distinct", send)
 }
 
 func (r *Rule) validateFailureLog() error {
 	if r.Of != 0 {
 		return errors.New("of applies to distinct only")
 	}
-	return r.validateLog("a sliding_log that counts failures")
+	return r.validateLog("a sliding_log that counts failures", false)
 }
 
 func (r *Rule) validateRate() error {

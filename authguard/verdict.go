@@ -8,18 +8,22 @@ import (
 // Action is what the caller must do with an attempt.
 type Action uint8
 
-// The three actions. On the wire they are "proceed", "delay" and "captcha".
+// The actions. On the wire they are "proceed", "delay", "captcha" and
+// "deny".
 const (
-	// Proceed: check the credential now.
+	// Proceed: check the credential (or send the code) now.
 	Proceed Action = iota
 	// Delay: do not check it before the verdict's Delay has passed; answer
 	// the end user with 429 and Retry-After.
 	Delay
 	// Captcha: ask for a CAPTCHA, then check again with CaptchaSolved.
 	Captcha
+	// Deny: do not send the code at all. Only send flows answer it; the
+	// end user should see the same message as for a code sent.
+	Deny
 )
 
-var actionNames = [...]string{"proceed", "delay", "captcha"}
+var actionNames = [...]string{"proceed", "delay", "captcha", "deny"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -45,6 +49,8 @@ const (
 	ReasonIPFailures     Reason = "ip_failures"     // too many failures from the IP prefix
 	ReasonPasswordSpray  Reason = "password_spray"  // one password tried across too many accounts
 	ReasonUnavailable    Reason = "unavailable"     // the store is down and the flow fails closed
+	ReasonNumberType     Reason = "number_type"     // a send flow never sends to this type of number (premium rate, ...)
+	ReasonCountry        Reason = "country"         // a send flow never sends to this country
 )
 
 func (r Reason) String() string { return string(r) }

@@ -5,13 +5,13 @@
 -- of authguard.Reserve, with two savings:
 --
 --   * Redis TIME is read once for the whole batch, not once per op;
---   * once a delay, queue or CAPTCHA gate has blocked the check, a later op
+--   * once a delay, queue, CAPTCHA or deny gate has blocked the check, a later op
 --     that would be undone runs as its peek: the same wait and over, no
 --     write and nothing to undo. An attacker's refused checks cost reads.
 --
 -- KEYS     one per op
 -- ARGV     solved ("1" or "0"), then for each op: kind (b, l, r), gate (0, d,
---          q, c, a, s: authguard.Gate), undo (the op's action that undoes
+--          q, c, a, s, x: authguard.Gate), undo (the op's action that undoes
 --          it, "" for none), n, its script's n arguments
 -- returns  one result per op, as its script returns it, then undone 0|1
 local run = {b = op_b, l = op_l, r = op_r}
@@ -42,7 +42,7 @@ for i = 1, #KEYS do
   if type(r) ~= "table" or r.err then return r end
   ops[i] = {gate = gate, kind = kind, undo = undo, args = args, res = r}
   if (gate == "d" and r[2] > 0) or (gate == "q" and r[2] > 0 and r[3] == 1) or
-     (gate == "c" and r[3] == 1 and not solved) then
+     (gate == "c" and r[3] == 1 and not solved) or (gate == "x" and r[3] == 1) then
     blocked = true
   end
 end

@@ -178,8 +178,12 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	if requires == "" {
 		requires = "nothing"
 	}
-	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges, device tokens of %q, requires %s\n",
-		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), f.DeviceTrust, requires)
+	devices := fmt.Sprintf(", device tokens of %q", f.DeviceTrust)
+	if f.Kind == authguard.Sends {
+		devices = ", kind send"
+	}
+	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges%s, requires %s\n",
+		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RULE\tKEY\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
@@ -219,8 +223,11 @@ func ruleLimit(r *authguard.Rule) string {
 		return s
 	case authguard.Distinct:
 		of := "accounts"
-		if r.Of == authguard.PartIP {
+		switch r.Of {
+		case authguard.PartIP:
 			of = "addresses"
+		case authguard.PartDestination:
+			of = "destinations"
 		}
 		return fmt.Sprintf("%s of distinct %s", windows(), of)
 	case authguard.TokenBucket:
@@ -238,6 +245,26 @@ func ruleLimit(r *authguard.Rule) string {
 // any 24 hours, whatever an attacker does (authguard.Flow.MaxFailuresPerDay),
 // from which backoff rules, and flags a flow above NIST SP 800-63B's 100.
 func budgetLine(f *authguard.Flow) string {
+	if f.Kind == authguard.Sends {
+		sp := f.Send
+		var types []string
+		for _, t := range sp.DenyTypes {
+			types = append(types, t.String())
+		}
+		countries := "every country"
+		switch {
+		case len(sp.AllowCountries) > 0:
+			countries = "only " + strings.Join(sp.AllowCountries, ", ")
+		case len(sp.DenyCountries) > 0:
+			countries = "every country but " + strings.Join(sp.DenyCountries, ", ")
+		}
+		deny := "no number type"
+		if len(types) > 0 {
+			deny = strings.Join(types, ", ")
+		}
+		return fmt.Sprintf("%s: sends one-time codes to %s; denies %s numbers; destination prefixes leave out %d digits",
+			f.Name, countries, deny, sp.PrefixDigits)
+	}
 	total, ok := f.MaxFailuresPerDay()
 	if !ok {
 		return fmt.Sprintf("%s: no bound on failed checks per account: no backoff rule counts the account", f.Name)

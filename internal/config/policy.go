@@ -142,17 +142,23 @@ func policyFromFlows(base map[string]*flowFile, n *yaml.Node) (*authguard.Policy
 
 // flowFile is the YAML form of a flow.
 type flowFile struct {
-	Template           string      `yaml:"template"`
-	Mode               string      `yaml:"mode"`
-	FailMode           string      `yaml:"fail_mode"`
-	FailClosedRetry    Duration    `yaml:"fail_closed_retry"`
-	IPv6Prefix         int         `yaml:"ipv6_prefix"`
-	AllowList          []string    `yaml:"allow_list"`
-	DeviceTrust        string      `yaml:"device_trust"`
-	SamePasswordWindow Duration    `yaml:"same_password_window"`
-	AttemptTTL         Duration    `yaml:"attempt_ttl"`
-	DeviceTokenTTL     Duration    `yaml:"device_token_ttl"`
-	Rules              []yaml.Node `yaml:"rules"`
+	Template           string   `yaml:"template"`
+	Kind               string   `yaml:"kind"`
+	Mode               string   `yaml:"mode"`
+	FailMode           string   `yaml:"fail_mode"`
+	FailClosedRetry    Duration `yaml:"fail_closed_retry"`
+	IPv6Prefix         int      `yaml:"ipv6_prefix"`
+	AllowList          []string `yaml:"allow_list"`
+	DeviceTrust        string   `yaml:"device_trust"`
+	SamePasswordWindow Duration `yaml:"same_password_window"`
+	AttemptTTL         Duration `yaml:"attempt_ttl"`
+	DeviceTokenTTL     Duration `yaml:"device_token_ttl"`
+	// send flows
+	DenyNumberTypes         []string    `yaml:"deny_number_types"`
+	AllowCountries          []string    `yaml:"allow_countries"`
+	DenyCountries           []string    `yaml:"deny_countries"`
+	DestinationPrefixDigits int         `yaml:"destination_prefix_digits"`
+	Rules                   []yaml.Node `yaml:"rules"`
 
 	rules []ruleFile     // the effective rules
 	line  int            // where the flow was last written, 0 for built-in
@@ -396,6 +402,21 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	if out.AllowList, err = spraydetect.ParseAllowList(f.AllowList); err != nil {
 		return nil, fmt.Errorf("%s: allow_list: %w", where, err)
 	}
+	if f.Kind != "" {
+		if out.Kind, err = authguard.ParseKind(f.Kind); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
+		}
+	}
+	out.Send = authguard.SendPolicy{
+		AllowCountries: f.AllowCountries, DenyCountries: f.DenyCountries, PrefixDigits: f.DestinationPrefixDigits,
+	}
+	for _, t := range f.DenyNumberTypes {
+		nt, err := authguard.ParseNumberType(t)
+		if err != nil {
+			return nil, fmt.Errorf("%s: deny_number_types: %w", where, err)
+		}
+		out.Send.DenyTypes = append(out.Send.DenyTypes, nt)
+	}
 	for _, rf := range f.rules {
 		r, err := rf.compile()
 		if err != nil {
@@ -444,8 +465,10 @@ func (rf ruleFile) compile() (authguard.Rule, error) {
 		r.Of = authguard.PartAccount
 	case "ip":
 		r.Of = authguard.PartIP
+	case "destination":
+		r.Of = authguard.PartDestination
 	default:
-		return r, fmt.Errorf("of must be account or ip, not %q", rf.Of)
+		return r, fmt.Errorf("of must be account, ip or destination, not %q", rf.Of)
 	}
 	for _, w := range rf.Windows {
 		r.Windows = append(r.Windows, spraydetect.Window{Length: time.Duration(w.Window), Limit: w.Limit})

@@ -92,7 +92,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		name, yaml string
 		want       []string
 	}{
-		{"unknown flow key", "flows:\n  login:\n    acount_backoff: {}\n", []string{"line 3", "valid: template, mode"}},
+		{"unknown flow key", "flows:\n  login:\n    acount_backoff: {}\n", []string{"line 3", "valid: template, kind, mode"}},
 		{"unknown rule key", "flows:\n  login:\n    rules:\n      - {name: ip_rate, burst: 5}\n", []string{"line 4", `unknown field "burst"`, "limit"}},
 		{"unknown window key", "flows:\n  login:\n    rules:\n      - {name: ip_spray, windows: [{window: 1h, max: 3}]}\n", []string{"line 4", `"max"`, "valid: window, limit"}},
 		{"bad duration", "flows:\n  login:\n    rules:\n      - name: account_backoff\n        max: 30 minutes\n", []string{"line 5"}},
@@ -111,7 +111,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"windows for a fixed window", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: fixed_window, windows: [{window: 1m, limit: 5}]}\n", []string{"line 4", "not windows"}},
 		{"cost above limit", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5, cost: 6}\n", []string{"line 4", "cost must be between 1 and limit"}},
 		{"deny outside send flows", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5, past: deny}\n", []string{"line 4", "send flows"}},
-		{"distinct without of", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: distinct, windows: [{window: 1h, limit: 5}]}\n", []string{"line 4", "of: account or ip"}},
+		{"distinct without of", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: distinct, windows: [{window: 1h, limit: 5}]}\n", []string{"line 4", "of: account, ip or destination"}},
 		{"distinct delaying", "flows:\n  api:\n    rules:\n      - {name: r, subject: ip, algorithm: distinct, of: account, past: delay, windows: [{window: 1h, limit: 5}]}\n", []string{"line 4", "past must be captcha"}},
 		{"backoff on checks", "flows:\n  api:\n    rules:\n      - {name: r, subject: account, algorithm: backoff, counts: check, free: 1, base: 1s, factor: 2, max: 1m, forget_after: 1h}\n", []string{"line 4", "counts must be failure"}},
 		{"reason taken", "flows:\n  api:\n    rules:\n      - {name: r, reason: unavailable, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 4", "reason"}},
@@ -119,7 +119,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"two device rules", "flows:\n  login:\n    rules:\n      - {name: d2, subject: device, algorithm: backoff, device_free: 1, device_slots: 1, free: 1, base: 1s, factor: 2, max: 1m, forget_after: 1h}\n", []string{"line 4", "at most one rule on the device subject"}},
 		{"rule without a name", "flows:\n  login:\n    rules:\n      - {subject: ip}\n", []string{"line 4", "needs a name"}},
 		{"switching off nothing", "flows:\n  api:\n    rules:\n      - {name: ip_rate, off: true}\n", []string{"line 4", "no rule of that name"}},
-		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_verify or none"}},
+		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_send, otp_verify or none"}},
 		{"wider prefix not wider", "flows:\n  api:\n    ipv6_prefix: 48\n    rules:\n      - {name: r, subject: ip/56, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", "shorter than the flow's ipv6_prefix"}},
 		{"two rules share a key", "flows:\n  api:\n    rules:\n      - {name: a, key: k, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n      - {name: b, key: k, subject: account, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", `already stores under key "k"`}},
 		{"two rules of one name", "flows:\n  api:\n    rules:\n" + strings.Repeat("      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n", 2), []string{"line 5", "already has a rule of that name"}},
@@ -153,7 +153,7 @@ func TestAddFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.FlowNames(), ","); got != "api,login,otp_verify" {
+	if got := strings.Join(p.FlowNames(), ","); got != "api,login,otp_send,otp_verify" {
 		t.Errorf("flows %s", got)
 	}
 	if err := yaml.Unmarshal([]byte("login:\n  mode: shadow\n"), &n); err != nil {
@@ -202,6 +202,15 @@ func FuzzLoadPolicy(f *testing.F) {
 		}
 		ctx := context.Background()
 		for _, name := range p.FlowNames() {
+			if p.Flow(name).Kind == authguard.Sends {
+				for i, dest := range []string{"+44 7400 123456", "ann@example.com"} {
+					ch := []string{"sms", "email"}[i]
+					if _, err := e.Send(ctx, authguard.SendRequest{Flow: name, Destination: dest, Channel: ch, Account: "ann", IP: "2001:db8::1"}); err != nil {
+						t.Fatalf("flow %s: send: %v", name, err)
+					}
+				}
+				continue
+			}
 			for i := range 4 {
 				req := authguard.CheckRequest{Flow: name, Account: "ann", IP: "2001:db8::1", PasswordFingerprint: "pw", CaptchaSolved: i == 3}
 				v, err := e.Check(ctx, req)

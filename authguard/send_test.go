@@ -1,0 +1,303 @@
+package authguard_test
+
+// One-time-code sends (POST /v1/otp/send) on the built-in otp_send flow.
+// Each test is named after the attack that would break its promise.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/nyaruka/phonenumbers"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// send asks for one send; invalid input fails the test.
+func (h *harness) send(req authguard.SendRequest) authguard.Verdict {
+	h.t.Helper()
+	v, err := h.e.Send(context.Background(), req)
+	if err != nil {
+		h.t.Fatalf("send %+v: %v", req, err)
+	}
+	return v
+}
+
+// exampleNumber is libphonenumber's example number of a type in a region
+// (or, for "", the first region that has one), in E.164.
+func exampleNumber(t *testing.T, region string, typ phonenumbers.PhoneNumberType) string {
+	t.Helper()
+	regions := []string{region}
+	if region == "" {
+		regions = slices.Sorted(maps.Keys(phonenumbers.GetSupportedRegions()))
+	}
+	for _, r := range regions {
+		if n := phonenumbers.GetExampleNumberForType(r, typ); n != nil {
+			return phonenumbers.Format(n, phonenumbers.E164)
+		}
+	}
+	t.Fatalf("no example %v number for %q", typ, region)
+	return ""
+}
+
+// victim is a UK mobile number.
+const victim = "+44 7400 123456"
+
+// insistent asks for codes for 24 hours from next(i), waiting out every
+// delay and solving every CAPTCHA, and returns how many were sent.
+func (h *harness) insistent(next func(i int) authguard.SendRequest) int {
+	h.t.Helper()
+	start, sent := h.clock.Now(), 0
+	for i := 0; h.clock.Now().Sub(start) < day; i++ {
+		req := next(i)
+		v := h.send(req)
+		if v.Action == authguard.Captcha {
+			req.CaptchaSolved = true
+			v = h.send(req)
+		}
+		switch v.Action {
+		case authguard.Proceed:
+			sent++
+			h.clock.Advance(time.Second)
+		case authguard.Delay:
+			h.clock.Advance(v.Delay)
+		default:
+			h.t.Fatalf("send %d: %v %v", i, v.Action, v.Reasons)
+		}
+		if i > 100_000 {
+			h.t.Fatal("runaway loop")
+		}
+	}
+	return sent
+}
+
+// TestSend_OTPBombingFromAThousandAddressesSendsTenADay: an attacker who
+// asks for codes to one victim's phone from 1,000 addresses (and two
+// channels), waiting out every delay and solving every CAPTCHA, gets 10
+// codes sent in 24 hours, whoever asks from wherever.
+func TestSend_OTPBombingFromAThousandAddressesSendsTenADay(t *testing.T) {
+	h := newHarness(t, "")
+	sent := h.insistent(func(i int) authguard.SendRequest {
+		ch := "sms"
+		if i%2 == 1 {
+			ch = "voice"
+		}
+		return authguard.SendRequest{Destination: victim, Channel: ch, IP: addr(i % 1000)}
+	})
+	if sent != 10 {
+		t.Errorf("%d codes sent to one phone in 24 hours, want 10 (destination_daily)", sent)
+	}
+}
+
+// TestSend_OTPBombingSpellingsShareOneCounter: the same number spelled with
+// spaces, dashes, dots and parentheses is one destination, so spelling it
+// differently buys nothing.
+func TestSend_OTPBombingSpellingsShareOneCounter(t *testing.T) {
+	h := newHarness(t, "")
+	spellings := []string{"+447400123456", "+44 7400 123456", "+44-7400-123-456", "+44 (7400) 123.456", "+44 7400123456"}
+	if v := h.send(authguard.SendRequest{Destination: spellings[0], Channel: "sms", IP: addr(1)}); v.Action != authguard.Proceed {
+		t.Fatalf("first code: %v %v", v.Action, v.Reasons)
+	}
+	for _, s := range spellings[1:] {
+		v := h.send(authguard.SendRequest{Destination: s, Channel: "sms", IP: addr(2)})
+		if v.Action != authguard.Delay || v.Reasons[0] != "destination_backoff" {
+			t.Errorf("%q right after %q: %v %v, want a delay by destination_backoff", s, spellings[0], v.Action, v.Reasons)
+		}
+	}
+}
+
+// TestSend_ResendAfter30sGoesOut: a user who does not get the first code and
+// asks again 30 seconds later gets the second at once; asking again at once
+// waits out the rest of the 30 seconds, and nothing is counted for it.
+func TestSend_ResendAfter30sGoesOut(t *testing.T) {
+	h := newHarness(t, "")
+	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(7)}
+	if v := h.send(req); v.Action != authguard.Proceed {
+		t.Fatalf("first code: %v %v", v.Action, v.Reasons)
+	}
+	h.clock.Advance(10 * time.Second)
+	v := h.send(req)
+	if v.Action != authguard.Delay || v.Delay != 20*time.Second {
+		t.Fatalf("resend after 10s: %v %v, want a delay of 20s", v.Action, v.Delay)
+	}
+	h.clock.Advance(20 * time.Second)
+	if v := h.send(req); v.Action != authguard.Proceed {
+		t.Fatalf("resend after 30s: %v %v %v, want proceed", v.Action, v.Delay, v.Reasons)
+	}
+	h.clock.Advance(30 * time.Second)
+	if v := h.send(req); v.Action != authguard.Delay || v.Delay != 30*time.Second {
+		t.Fatalf("third code 30s after the second: %v %v, want a delay of 30s more (1 minute after the second)", v.Action, v.Delay)
+	}
+}
+
+// TestSend_PumpingPremiumRateNumbersSendsNothing: premium-rate and
+// shared-cost numbers, where pumped messages earn money, are denied before
+// any rule counts them, CAPTCHA or not, and the denial writes nothing.
+func TestSend_PumpingPremiumRateNumbersSendsNothing(t *testing.T) {
+	h := newHarness(t, "")
+	for _, typ := range []phonenumbers.PhoneNumberType{phonenumbers.PREMIUM_RATE, phonenumbers.SHARED_COST} {
+		number := exampleNumber(t, "", typ)
+		for i := range 50 {
+			ops := h.store.ops.Load()
+			v := h.send(authguard.SendRequest{Destination: number, Channel: "voice", IP: addr(i), CaptchaSolved: i%2 == 0})
+			if v.Action != authguard.Deny || len(v.Reasons) != 1 || v.Reasons[0] != authguard.ReasonNumberType {
+				t.Fatalf("type %v, send %d: %v %v, want deny number_type", typ, i, v.Action, v.Reasons)
+			}
+			if n := h.store.ops.Load() - ops; n != 0 {
+				t.Fatalf("a denied send ran %d store operations", n)
+			}
+		}
+	}
+}
+
+// TestSend_PumpingSequentialNumbersOfOneBlockStops: a botnet (a fresh
+// address for every request) that does not solve CAPTCHAs walks through
+// 1,000 sequential mobile numbers of one block: prefix_destinations sends
+// 5 in the first hour and 15 in 24 hours, then asks every request for a
+// CAPTCHA.
+func TestSend_PumpingSequentialNumbersOfOneBlockStops(t *testing.T) {
+	h := newHarness(t, "")
+	rng := rand.New(rand.NewPCG(3, 4))
+	sent, firstHour := 0, 0
+	start := h.clock.Now()
+	for i := range 1000 {
+		h.clock.Advance(86 * time.Second) // 1,000 requests over 24 hours
+		v := h.send(authguard.SendRequest{Destination: fmt.Sprintf("+44 7400 123%03d", i), Channel: "sms", IP: addr(rng.IntN(60000))})
+		switch v.Action {
+		case authguard.Proceed:
+			sent++
+			if h.clock.Now().Sub(start) <= time.Hour {
+				firstHour++
+			}
+		case authguard.Captcha:
+			if v.Reasons[0] != "prefix_destinations" {
+				t.Fatalf("request %d: captcha for %v", i, v.Reasons)
+			}
+		default:
+			t.Fatalf("request %d: %v %v", i, v.Action, v.Reasons)
+		}
+	}
+	if sent != 15 || firstHour != 5 {
+		t.Errorf("%d codes sent in 24 hours, %d in the first hour; want 15 and 5", sent, firstHour)
+	}
+}
+
+// TestSend_RealUsersOfOtherBlocksAreNotSlowedByPumping: while one block is
+// pumped, a real user whose number is in another block gets a code at once.
+func TestSend_RealUsersOfOtherBlocksAreNotSlowedByPumping(t *testing.T) {
+	h := newHarness(t, "")
+	for i := range 200 {
+		h.send(authguard.SendRequest{Destination: fmt.Sprintf("+44 7400 123%03d", i), Channel: "sms", IP: addr(i)})
+	}
+	v := h.send(authguard.SendRequest{Destination: "+44 7400 987654", Channel: "sms", IP: addr(300)})
+	if v.Action != authguard.Proceed {
+		t.Errorf("a user of another block: %v %v, want proceed", v.Action, v.Reasons)
+	}
+}
+
+// TestSend_NATOfficeOfThreeHundredIsNeverSlowed: 300 people behind one
+// address each ask for a code during one 8-hour working day (one every 96
+// seconds), and one in ten asks again a minute later because the first did
+// not arrive: nobody waits or sees a CAPTCHA.
+func TestSend_NATOfficeOfThreeHundredIsNeverSlowed(t *testing.T) {
+	h := newHarness(t, "")
+	const office = "198.51.100.20"
+	sent := 0
+	for i := range 300 {
+		number := fmt.Sprintf("+44 7400 %06d", i*1000+i%1000)
+		for try := range 1 + btoi(i%10 == 0) {
+			if try > 0 {
+				h.clock.Advance(time.Minute)
+			}
+			v := h.send(authguard.SendRequest{Destination: number, Channel: "sms", IP: office})
+			if v.Action != authguard.Proceed {
+				t.Fatalf("person %d, try %d: %v %v", i, try, v.Action, v.Reasons)
+			}
+			sent++
+		}
+		h.clock.Advance(96 * time.Second)
+	}
+	if sent != 330 {
+		t.Errorf("%d codes sent, want 330", sent)
+	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// TestSend_CountryLists: deny_countries refuses a region or a calling code,
+// allow_countries everything else; e-mail has no country.
+func TestSend_CountryLists(t *testing.T) {
+	us := exampleNumber(t, "US", phonenumbers.MOBILE)
+	h := newHarness(t, `
+flows:
+  otp_send:
+    deny_countries: ["+1"]
+  gb_only:
+    template: otp_send
+    allow_countries: [GB]
+`)
+	cases := []struct {
+		flow, dest, channel string
+		want                authguard.Action
+	}{
+		{"otp_send", us, "sms", authguard.Deny},
+		{"otp_send", victim, "sms", authguard.Proceed},
+		{"gb_only", us, "sms", authguard.Deny},
+		{"gb_only", "+44 7400 654321", "sms", authguard.Proceed},
+		{"gb_only", "someone@example.com", "email", authguard.Proceed},
+	}
+	for _, c := range cases {
+		v := h.send(authguard.SendRequest{Flow: c.flow, Destination: c.dest, Channel: c.channel, IP: addr(9)})
+		if v.Action != c.want || (c.want == authguard.Deny && v.Reasons[0] != authguard.ReasonCountry) {
+			t.Errorf("%s %s: %v %v, want %v", c.flow, c.dest, v.Action, v.Reasons, c.want)
+		}
+	}
+}
+
+// TestSend_BadInputChangesNothing: every unusable send is an *InputError
+// naming its field, and runs no store operation.
+func TestSend_BadInputChangesNothing(t *testing.T) {
+	h := newHarness(t, "")
+	cases := []struct {
+		req   authguard.SendRequest
+		field string
+	}{
+		{authguard.SendRequest{Destination: "+44 7400", Channel: "sms", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: "07400 123456", Channel: "sms", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: "alice@example.com", Channel: "sms", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: victim, Channel: "email", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: "a@b@example.com", Channel: "email", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: victim, Channel: "pigeon", IP: "192.0.2.1"}, "channel"},
+		{authguard.SendRequest{Destination: victim, IP: "192.0.2.1"}, "channel"},
+		{authguard.SendRequest{Channel: "sms", IP: "192.0.2.1"}, "destination"},
+		{authguard.SendRequest{Destination: victim, Channel: "sms"}, "ip"},
+		{authguard.SendRequest{Destination: victim, Channel: "sms", IP: "192.0.2.1", Flow: "login"}, "flow"},
+		{authguard.SendRequest{Destination: victim, Channel: "sms", IP: "192.0.2.1", Flow: "nope"}, "flow"},
+	}
+	for _, c := range cases {
+		ops := h.store.ops.Load()
+		_, err := h.e.Send(context.Background(), c.req)
+		var ie *authguard.InputError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%+v: %v, want an input error on %s", c.req, err, c.field)
+		}
+		if n := h.store.ops.Load() - ops; n != 0 {
+			t.Errorf("%+v: %d store operations", c.req, n)
+		}
+	}
+	_, err := h.e.Check(context.Background(), authguard.CheckRequest{Flow: "otp_send", Account: "a", IP: "192.0.2.1"})
+	var ie *authguard.InputError
+	if !errors.As(err, &ie) || ie.Field != "flow" {
+		t.Errorf("a check on otp_send: %v, want an input error on flow", err)
+	}
+}

@@ -36,7 +36,17 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 			{Name: "quota", Subject: Subject{Parts: PartAccount}, Algorithm: FixedWindow, Rate: RateLimit{Window: time.Hour, Limit: 3}, Past: PastCaptcha, Counts: OnProceed, Clients: AllClients},
 		},
 	}
-	p, err := NewPolicy(f)
+	send := &Flow{
+		Name: "sends", Kind: Sends, FailClosedRetry: time.Second, AttemptTTL: time.Minute, DeviceTokenTTL: time.Hour,
+		Rules: []Rule{
+			{Name: "resend", Subject: Subject{Parts: PartDestination}, Algorithm: Backoff, Backoff: bo},
+			{Name: "budget", Subject: Subject{Parts: PartCountry}, Algorithm: FixedWindow, Rate: RateLimit{Window: time.Hour, Limit: 3}, Counts: OnProceed, Past: PastDeny},
+			{Name: "block", Subject: Subject{Parts: PartDestPrefix}, Algorithm: Distinct, Of: PartDestination, Windows: wins},
+			{Name: "pumping", Subject: Subject{Parts: PartIP}, Algorithm: Distinct, Of: PartDestination, Windows: wins, Past: PastDeny},
+			{Name: "flood", Subject: Subject{Parts: PartIP}, Algorithm: TokenBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}},
+		},
+	}
+	p, err := NewPolicy(f, send)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,10 +58,20 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	ss, err := e.subjects(Sends, "", "sends", "", "192.0.2.1", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ss.dest, ss.destPrefix, ss.country = "d", "p", "c"
 	rng := rand.New(rand.NewPCG(1, 2))
-	for _, device := range []string{"", randomID()} {
+	for _, c := range []struct {
+		s      *subjects
+		f      *Flow
+		device string
+	}{{&s, f, ""}, {&s, f, randomID()}, {&ss, send, ""}} {
+		s, f, device := c.s, c.f, c.device
 		for _, solved := range []bool{false, true} {
-			plan := e.checkPlan(&s, device, randomID(), solved)
+			plan := e.checkPlan(s, device, randomID(), solved)
 			gates := plan.gates(f)
 			if len(gates) != len(plan.ops) {
 				t.Fatalf("%d gates for %d ops", len(gates), len(plan.ops))

@@ -125,3 +125,80 @@ func devicesKeys(m map[string]string) []string {
 	slices.Sort(ks)
 	return ks
 }
+
+// TestSend_RedisAnswersAsTheMemoryStore does for sends what
+// TestEngine_RedisAnswersAsTheMemoryStore does for checks: random sends to
+// a few numbers of two blocks, a premium-rate number and an e-mail, from a
+// few addresses, with and without a solved CAPTCHA, on the built-in
+// otp_send and on a send flow whose rule denies, through a memory-store
+// engine and a Redis engine on one clock: the same verdict every time.
+func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
+	for _, kind := range []string{"single", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			var c redis.UniversalClient
+			if kind == "single" {
+				c = singleClient(t)
+			} else {
+				c = clusterClient(t)
+			}
+			p, err := config.LoadPolicy([]byte(`
+flows:
+  budget:
+    kind: send
+    rules:
+      - {name: per_country, subject: country, algorithm: fixed_window, window: 1m, limit: 6, counts: proceed, past: deny}
+      - {name: per_block, subject: destination_prefix, algorithm: distinct, of: destination, windows: [{window: 5m, limit: 1}], past: captcha}
+      - {name: per_ip, subject: ip, algorithm: token_bucket, limit: 3, rate: 1/s, counts: proceed}
+`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := testclock.New(time.Time{})
+			rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
+			if err != nil {
+				t.Fatal(err)
+			}
+			engines := make([]*authguard.Engine, 2)
+			for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
+				if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			dests := []struct{ d, ch string }{
+				{"+44 7400 123001", "sms"}, {"+44 7400 123002", "sms"}, {"+44 7400 123003", "voice"},
+				{"+44 7400 555001", "sms"}, {"+44 7400 555002", "whatsapp"}, {"+449012345678", "voice"},
+				{"ann@example.com", "email"},
+			}
+			ips := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}
+			rng := rand.New(rand.NewPCG(11, 13))
+			actions := map[authguard.Action]int{}
+			ctx := context.Background()
+			for step := range 600 {
+				clock.Advance(time.Duration(rng.IntN(15)) * time.Second)
+				flow := []string{"otp_send", "budget"}[rng.IntN(2)]
+				d := dests[rng.IntN(len(dests))]
+				req := authguard.SendRequest{Flow: flow, Destination: d.d, Channel: d.ch, IP: ips[rng.IntN(len(ips))], CaptchaSolved: rng.IntN(4) == 0}
+				var got [2]string
+				for i, e := range engines {
+					v, err := e.Send(ctx, req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] = fmt.Sprint(v.Action, v.Delay, v.Reasons)
+					if i == 0 {
+						actions[v.Action]++
+					}
+				}
+				if got[0] != got[1] {
+					t.Fatalf("step %d (%+v): memory %q, Redis %q", step, req, got[0], got[1])
+				}
+			}
+			t.Logf("sends answered: %v", actions)
+			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha, authguard.Deny} {
+				if actions[a] < 15 {
+					t.Errorf("only %d sends answered %v: the sequence must exercise every verdict", actions[a], a)
+				}
+			}
+		})
+	}
+}

@@ -243,6 +243,7 @@ func TestOTPSend_WalkThrough(t *testing.T) {
 		`tollgate_otp_sends_total{action="deny",channel="voice",country="GB",flow="otp_send"} 1`,
 		`tollgate_otp_sends_total{action="proceed",channel="email",country="none",flow="otp_send"} 1`,
 		`tollgate_verdicts_total{action="deny",call="send",flow="otp_send"} 1`,
+		`tollgate_otp_spend_total{channel="sms",country="GB",flow="otp_send"} 10`,
 	} {
 		if !strings.Contains(body, want) {
 			t.Errorf("/metrics lacks %s", want)

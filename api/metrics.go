@@ -33,6 +33,7 @@ type Metrics struct {
 	problems  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
 	sends     *prometheus.CounterVec
+	spend     *prometheus.CounterVec
 	evictions *evictions
 }
 
@@ -92,6 +93,10 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Help: "One-time-code send requests answered, by flow, channel, country (a phone destination's region such as GB; " +
 				"none for e-mail) and action: proceed counts codes that may go out.",
 		}, []string{"flow", "channel", "country", "action"}),
+		spend: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_otp_spend_total",
+			Help: "The price (the flow's prices, in its cost units) of the one-time codes answered proceed, by flow, channel and country.",
+		}, []string{"flow", "channel", "country"}),
 		evictions: &evictions{desc: prometheus.NewDesc(
 			"tollgate_store_evictions_total",
 			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
@@ -105,7 +110,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
-		m.engErr, m.problems, m.latency, m.sends, m.evictions,
+		m.engErr, m.problems, m.latency, m.sends, m.spend, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
@@ -196,6 +201,9 @@ func (m *Metrics) Observe(ev authguard.Event) {
 			country = "none"
 		}
 		m.sends.WithLabelValues(ev.Flow, ev.Channel.String(), country, action).Inc()
+		if ev.Answer.Action == authguard.Proceed && ev.Price > 0 {
+			m.spend.WithLabelValues(ev.Flow, ev.Channel.String(), country).Add(float64(ev.Price))
+		}
 	}
 	if m.shadow[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()

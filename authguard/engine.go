@@ -90,6 +90,9 @@ type Event struct {
 	// Region is a send's phone destination's region ("GB"), the only part
 	// of a destination an Event carries; empty otherwise.
 	Region string
+	// Price is what a send's code costs (SendPolicy.Prices), spent when
+	// the answer is Proceed; zero otherwise.
+	Price int
 	// Flow is the flow's name.
 	Flow string
 	// Answer is the verdict returned to the caller.
@@ -220,6 +223,8 @@ type subjects struct {
 	// A send's destination, its prefix and its country (empty for e-mail),
 	// hashed; empty for a check or report.
 	dest, destPrefix, country string
+	// price is what the send costs (SendPolicy.Prices).
+	price int
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -463,8 +468,12 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 		case r.logRule():
 			e.log(&p, s, i, LogAdmit, id, captchaSolved)
 		default:
-			if key := e.key(s, r); key != "" {
-				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: r.Cost}, i, roleLimit)
+			cost := r.Cost
+			if r.PriceCost {
+				cost = s.price
+			}
+			if key := e.key(s, r); key != "" && cost > 0 {
+				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}, i, roleLimit)
 			}
 		}
 	}
@@ -618,6 +627,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if d.Region != "" {
 		s.country = e.hash.subject(s.tenant, "country", d.Region)
 	}
+	s.price = s.flow.Send.price(&d)
 
 	computed, b := Verdict{}, batch{src: SourceNone}
 	if reason := s.flow.Send.refuses(&d); reason != "" {
@@ -638,7 +648,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	e.observe(Event{Call: "send", Flow: s.flow.Name, Channel: ch, Region: d.Region, Answer: answer, Computed: computed,
+	e.observe(Event{Call: "send", Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took})
 	return answer, nil
 }

@@ -139,6 +139,36 @@ type SendPolicy struct {
 	// destination_prefix leaves out: 3 (the default) makes blocks of 1,000
 	// numbers.
 	PrefixDigits int
+	// Prices are what a code costs, in the operator's cost units, by
+	// channel: the cost of a send to rules with PriceCost (a spend
+	// budget). A channel without prices costs 0, and a rule with PriceCost
+	// does not count such a send.
+	Prices map[Channel]Prices
+}
+
+// Prices are one channel's prices: by region ("GB") or calling code
+// ("+44"), the region first, else Default.
+type Prices struct {
+	Default   int
+	Countries map[string]int
+}
+
+// MaxPrice bounds one code's price.
+const MaxPrice = 1_000_000
+
+// price is what sending d costs.
+func (sp *SendPolicy) price(d *Destination) int {
+	p, ok := sp.Prices[d.Channel]
+	if !ok {
+		return 0
+	}
+	if n, ok := p.Countries[d.Region]; ok && d.Region != "" {
+		return n
+	}
+	if n, ok := p.Countries["+"+strconv.Itoa(d.CallingCode)]; ok && d.CallingCode != 0 {
+		return n
+	}
+	return p.Default
 }
 
 // Flow is the policy of one flow: its settings and its rules.
@@ -292,6 +322,11 @@ func (f *Flow) compile() error {
 		if err := r.validate(grouping, f.Kind == Sends); err != nil {
 			return &RuleError{Flow: f.Name, Rule: ruleLabel(r, i), Err: err}
 		}
+		if r.PriceCost {
+			if top := f.Send.maxPrice(); top > r.Rate.Limit {
+				return &RuleError{Flow: f.Name, Rule: r.Name, Err: fmt.Errorf("cost: price takes each code's price, and the highest price (%d) is above the limit (%d)", top, r.Rate.Limit)}
+			}
+		}
 		if seen[r.Name] {
 			return &RuleError{Flow: f.Name, Rule: r.Name, Err: errors.New("two rules have this name")}
 		}
@@ -332,10 +367,26 @@ var (
 func (f *Flow) compileSend() error {
 	sp := &f.Send
 	if f.Kind != Sends {
-		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 {
-			return errors.New("deny_number_types, allow_countries, deny_countries and destination_prefix_digits are for send flows (kind: send)")
+		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 || len(sp.Prices) > 0 {
+			return errors.New("deny_number_types, allow_countries, deny_countries, destination_prefix_digits and prices are for send flows (kind: send)")
 		}
 		return nil
+	}
+	for ch, p := range sp.Prices {
+		if ch.String() == "unknown" {
+			return fmt.Errorf("prices: %d is not a channel", ch)
+		}
+		if p.Default < 0 || p.Default > MaxPrice {
+			return fmt.Errorf("prices.%s.default must be between 0 and %d, not %d", ch, MaxPrice, p.Default)
+		}
+		for c, n := range p.Countries {
+			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
+				return fmt.Errorf(`prices.%s: %q is neither a region (such as "GB") nor a calling code (such as "+44")`, ch, c)
+			}
+			if n < 0 || n > MaxPrice {
+				return fmt.Errorf("prices.%s.%s must be between 0 and %d, not %d", ch, c, MaxPrice, n)
+			}
+		}
 	}
 	if sp.PrefixDigits == 0 {
 		sp.PrefixDigits = 3
@@ -359,6 +410,18 @@ func (f *Flow) compileSend() error {
 		}
 	}
 	return nil
+}
+
+// maxPrice is the highest price of any code.
+func (sp *SendPolicy) maxPrice() int {
+	top := 0
+	for _, p := range sp.Prices {
+		top = max(top, p.Default)
+		for _, n := range p.Countries {
+			top = max(top, n)
+		}
+	}
+	return top
 }
 
 // refuses returns the reason a send flow refuses d before any rule counts

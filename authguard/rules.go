@@ -41,6 +41,10 @@ type Rule struct {
 	// Cost is how many units a call takes from a rate algorithm. The
 	// default is 1.
 	Cost int
+	// PriceCost, in a send flow, makes a send take its price (the flow's
+	// SendPolicy.Prices) instead of Cost: a spend budget. A send that costs
+	// nothing is not counted.
+	PriceCost bool
 	// Past is the verdict once the rule's limit is reached.
 	Past Past
 	// Clients says which clients the rule counts. The default is
@@ -288,6 +292,9 @@ func (r *Rule) validate(grouping int, send bool) error {
 	}
 	if r.Cost == 0 {
 		r.Cost = 1
+	}
+	if r.PriceCost && (!send || !r.rateRule()) {
+		return errors.New("cost: price is for rate rules of send flows (a spend budget)")
 	}
 	device := r.Subject.Parts == PartDevice
 	if r.Clients == 0 {

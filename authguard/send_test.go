@@ -10,12 +10,14 @@ import (
 	"maps"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/nyaruka/phonenumbers"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // send asks for one send; invalid input fails the test.
@@ -299,5 +301,103 @@ func TestSend_BadInputChangesNothing(t *testing.T) {
 	var ie *authguard.InputError
 	if !errors.As(err, &ie) || ie.Field != "flow" {
 		t.Errorf("a check on otp_send: %v, want an input error on flow", err)
+	}
+}
+
+// budgetPolicy is otp_send with a budget small enough to spend in a test:
+// an SMS costs 1 (3 to the US), a voice call 4; a CAPTCHA past 8 units,
+// nothing past 10.
+const budgetPolicy = `
+flows:
+  otp_send:
+    prices:
+      sms: {default: 1, "+1": 3}
+      voice: {default: 4}
+      email: {default: 0}
+    rules:
+      - {name: spend_captcha, limit: 8}
+      - {name: spend_budget, limit: 10}
+`
+
+// TestSend_PumpingCannotSpendPastTheBudget: a botnet that solves CAPTCHAs
+// and walks many blocks (every per-destination and per-block rule sees
+// little) spends the tenant's day: near the budget every send needs a
+// CAPTCHA, past it no code goes out, at any price, until the next day.
+// E-mail, which costs nothing, still goes.
+func TestSend_PumpingCannotSpendPastTheBudget(t *testing.T) {
+	h := newHarness(t, budgetPolicy)
+	spent, captchas := 0, 0
+	price := map[string]int{"sms": 1, "voice": 4}
+	for i := range 40 {
+		ch := []string{"sms", "voice"}[i%2]
+		req := authguard.SendRequest{Destination: fmt.Sprintf("+44 7400 %03d%03d", i, i), Channel: ch, IP: addr(i)}
+		v := h.send(req)
+		if v.Action == authguard.Captcha {
+			if v.Reasons[0] != "spend_budget" {
+				t.Fatalf("send %d: captcha for %v", i, v.Reasons)
+			}
+			captchas++
+			req.CaptchaSolved = true
+			v = h.send(req)
+		}
+		switch v.Action {
+		case authguard.Proceed:
+			spent += price[ch]
+		case authguard.Deny:
+			if v.Reasons[0] != "spend_budget" {
+				t.Fatalf("send %d: deny for %v", i, v.Reasons)
+			}
+		default:
+			t.Fatalf("send %d: %v %v", i, v.Action, v.Reasons)
+		}
+	}
+	if spent > 10 || spent < 7 || captchas == 0 {
+		t.Errorf("spent %d of a budget of 10, %d CAPTCHAs on the way", spent, captchas)
+	}
+	if v := h.send(authguard.SendRequest{Destination: "+1 415-555-0123", Channel: "sms", IP: addr(99), CaptchaSolved: true}); v.Action != authguard.Deny {
+		t.Errorf("a US SMS past the budget: %v %v, want deny", v.Action, v.Reasons)
+	}
+	if v := h.send(authguard.SendRequest{Destination: "ann@example.com", Channel: "email", IP: addr(98)}); v.Action != authguard.Proceed {
+		t.Errorf("an e-mail, which costs nothing, past the budget: %v %v, want proceed", v.Action, v.Reasons)
+	}
+	h.clock.Advance(day)
+	if v := h.send(authguard.SendRequest{Destination: "+44 7400 999999", Channel: "sms", IP: addr(97)}); v.Action != authguard.Proceed {
+		t.Errorf("the next day: %v %v, want proceed", v.Action, v.Reasons)
+	}
+}
+
+// TestSend_PricesByCountry: a region or calling code's price replaces the
+// channel's default, and a rule's limit below the highest price is refused.
+func TestSend_PricesByCountry(t *testing.T) {
+	h := newHarness(t, `
+flows:
+  otp_send:
+    prices:
+      sms: {default: 1, "+1": 3}
+    rules:
+      - {name: spend_captcha, off: true}
+      - {name: spend_budget, limit: 4}
+`)
+	us := authguard.SendRequest{Destination: "+1 415-555-0123", Channel: "sms", IP: addr(1)}
+	if v := h.send(us); v.Action != authguard.Proceed {
+		t.Fatalf("a US SMS at 3 of 4: %v %v", v.Action, v.Reasons)
+	}
+	us.Destination = "+1 415-555-0199"
+	if v := h.send(us); v.Action != authguard.Deny {
+		t.Fatalf("a second US SMS, 6 of 4: %v %v, want deny", v.Action, v.Reasons)
+	}
+	if v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(2)}); v.Action != authguard.Proceed {
+		t.Fatalf("a UK SMS at 4 of 4: %v %v", v.Action, v.Reasons)
+	}
+	_, err := config.LoadPolicy([]byte(`
+flows:
+  otp_send:
+    prices:
+      voice: {default: 50}
+    rules:
+      - {name: spend_budget, limit: 40}
+`))
+	if err == nil || !strings.Contains(err.Error(), "highest price (50) is above the limit (40)") {
+		t.Errorf("a budget below a price: %v", err)
 	}
 }

@@ -189,7 +189,10 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	fmt.Fprintln(tw, "  RULE\tKEY\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
 	for _, r := range f.Rules {
 		limit := ruleLimit(&r)
-		if r.Cost != 1 {
+		switch {
+		case r.PriceCost:
+			limit += "; a send costs its price"
+		case r.Cost != 1:
 			limit += fmt.Sprintf("; a call costs %d", r.Cost)
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",

@@ -154,11 +154,13 @@ type flowFile struct {
 	AttemptTTL         Duration `yaml:"attempt_ttl"`
 	DeviceTokenTTL     Duration `yaml:"device_token_ttl"`
 	// send flows
-	DenyNumberTypes         []string    `yaml:"deny_number_types"`
-	AllowCountries          []string    `yaml:"allow_countries"`
-	DenyCountries           []string    `yaml:"deny_countries"`
-	DestinationPrefixDigits int         `yaml:"destination_prefix_digits"`
-	Rules                   []yaml.Node `yaml:"rules"`
+	DenyNumberTypes         []string `yaml:"deny_number_types"`
+	AllowCountries          []string `yaml:"allow_countries"`
+	DenyCountries           []string `yaml:"deny_countries"`
+	DestinationPrefixDigits int      `yaml:"destination_prefix_digits"`
+	// Prices are by channel, then "default" or a region or calling code.
+	Prices map[string]map[string]int `yaml:"prices"`
+	Rules  []yaml.Node               `yaml:"rules"`
 
 	rules []ruleFile     // the effective rules
 	line  int            // where the flow was last written, 0 for built-in
@@ -176,16 +178,16 @@ func emptyFlow() *flowFile {
 // ruleFile is the YAML form of a rule. Which fields apply depends on the
 // algorithm; authguard.Rule says which.
 type ruleFile struct {
-	Name      string `yaml:"name"`
-	Key       string `yaml:"key"`
-	Off       bool   `yaml:"off"`
-	Reason    string `yaml:"reason"`
-	Subject   string `yaml:"subject"`
-	Algorithm string `yaml:"algorithm"`
-	Counts    string `yaml:"counts"`
-	Cost      int    `yaml:"cost"`
-	Past      string `yaml:"past"`
-	Clients   string `yaml:"clients"`
+	Name      string    `yaml:"name"`
+	Key       string    `yaml:"key"`
+	Off       bool      `yaml:"off"`
+	Reason    string    `yaml:"reason"`
+	Subject   string    `yaml:"subject"`
+	Algorithm string    `yaml:"algorithm"`
+	Counts    string    `yaml:"counts"`
+	Cost      costField `yaml:"cost"`
+	Past      string    `yaml:"past"`
+	Clients   string    `yaml:"clients"`
 	// backoff
 	Free        int      `yaml:"free"`
 	Base        Duration `yaml:"base"`
@@ -203,6 +205,26 @@ type ruleFile struct {
 	Rate   Rate     `yaml:"rate"`
 
 	line int
+}
+
+// costField is a rule's cost: a number of units, or "price" (each send's
+// price, for a spend budget).
+type costField struct {
+	n     int
+	price bool
+}
+
+func (c *costField) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode && n.Value == "price" {
+		*c = costField{price: true}
+		return nil
+	}
+	var v int
+	if err := n.Decode(&v); err != nil {
+		return fmt.Errorf(`line %d: cost is a whole number of units or "price"`, n.Line)
+	}
+	*c = costField{n: v}
+	return nil
 }
 
 // windowFile is one window of a log: at most Limit members within Window.
@@ -243,6 +265,11 @@ func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*fl
 			return nil, err
 		}
 		f.Rules = nil
+		for j := 0; j+1 < len(body.Content); j += 2 {
+			if body.Content[j].Value == "prices" {
+				f.Prices = nil // a file's prices replace the flow's whole table
+			}
+		}
 		if err := body.Decode(f); err != nil {
 			return nil, fmt.Errorf("flows.%s: %w", name, err)
 		}
@@ -410,6 +437,24 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	out.Send = authguard.SendPolicy{
 		AllowCountries: f.AllowCountries, DenyCountries: f.DenyCountries, PrefixDigits: f.DestinationPrefixDigits,
 	}
+	for name, table := range f.Prices {
+		ch, err := authguard.ParseChannel(name)
+		if err != nil {
+			return nil, fmt.Errorf("%s: prices: %q is not a channel: sms, voice, whatsapp or email", where, name)
+		}
+		p := authguard.Prices{Countries: map[string]int{}}
+		for k, n := range table {
+			if k == "default" {
+				p.Default = n
+			} else {
+				p.Countries[k] = n
+			}
+		}
+		if out.Send.Prices == nil {
+			out.Send.Prices = map[authguard.Channel]authguard.Prices{}
+		}
+		out.Send.Prices[ch] = p
+	}
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {
@@ -430,7 +475,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 // compile parses the rule's words; authguard validates its numbers.
 func (rf ruleFile) compile() (authguard.Rule, error) {
 	r := authguard.Rule{
-		Name: rf.Name, Key: rf.Key, Reason: authguard.Reason(rf.Reason), Cost: rf.Cost,
+		Name: rf.Name, Key: rf.Key, Reason: authguard.Reason(rf.Reason), Cost: rf.Cost.n, PriceCost: rf.Cost.price,
 		Backoff: backoff.Policy{
 			Free: rf.Free, Base: time.Duration(rf.Base), Factor: rf.Factor,
 			Max: time.Duration(rf.Max), ForgetAfter: time.Duration(rf.ForgetAfter),

@@ -67,10 +67,21 @@ type StoreOptions struct {
 type Actor struct {
 	// Name names the actor in expectations and output.
 	Name string
-	// Flow is the policy flow the actor's checks name. The default is "login".
+	// Flow is the policy flow the actor's checks, or sends, name. The
+	// default is "login", or "otp_send" for a send actor.
 	Flow string
-	// Accounts are the accounts the actor logs in to.
+	// Accounts are the accounts the actor logs in to. A send actor needs
+	// none; when it has some, they are the accounts its codes are for
+	// (authguard.SendRequest.Account).
 	Accounts Accounts
+	// Destinations, set for a send actor only, are the phone numbers or
+	// e-mail addresses it asks codes to be sent to. An actor with
+	// destinations is a send actor: its flow must be a send flow (kind:
+	// send), and each of its logins is one send.
+	Destinations Destinations
+	// Channel is how a send actor's codes go: sms, voice, whatsapp or
+	// email. The default is sms.
+	Channel authguard.Channel
 	// IPs are the addresses the actor logs in from.
 	IPs IPs
 	// Rate, for a rate actor, is how often it starts a login, across the
@@ -119,7 +130,20 @@ type Actor struct {
 	// means none.
 	MintsDeviceTokenIn string
 
-	flowLine, deviceFromLine, mintLine int
+	flowLine, deviceFromLine, mintLine, destLine int
+}
+
+// Sends reports whether the actor is a send actor: one with destinations.
+func (a *Actor) Sends() bool { return a.Destinations.Len() > 0 }
+
+// users is what an every actor's users are told apart by, and what the
+// cost of an actor counts: its destinations for a send actor, else its
+// accounts.
+func (a *Actor) users() int {
+	if a.Sends() {
+		return a.Destinations.Len()
+	}
+	return a.Accounts.Len()
 }
 
 // Accounts is an actor's accounts: a list of identifiers, Generate
@@ -129,6 +153,24 @@ type Accounts struct {
 	List     []string
 	Generate int
 	Fresh    bool
+}
+
+// Destinations is a send actor's destinations: a list of phone numbers (in
+// international format) and e-mail addresses, or Count consecutive phone
+// numbers from From, which is "+" and digits, such as "+447400123000": the
+// i-th (from 0) is From + i, with as many digits.
+type Destinations struct {
+	List  []string
+	From  string
+	Count int
+}
+
+// Len is the number of destinations.
+func (d Destinations) Len() int {
+	if d.Count > 0 {
+		return d.Count
+	}
+	return len(d.List)
 }
 
 // IPs is an actor's address pool: a list of addresses, RandomIPv4 distinct

@@ -174,6 +174,8 @@ func FuzzLoadPolicy(f *testing.F) {
 	f.Add([]byte("flows: {api: {rules: [{name: r, subject: account+ip, algorithm: leaky_bucket, limit: 3, rate: 2/s, cost: 2, counts: proceed}]}}"))
 	f.Add([]byte("flows: {api: {rules: [{name: r, subject: tenant, algorithm: sliding_counter, window: 1h, limit: 1000000, past: captcha}]}}"))
 	f.Add([]byte("flows: {api: {rules: [{name: r, subject: account, algorithm: distinct, of: ip, windows: [{window: 1h, limit: 3}]}]}}"))
+	f.Add([]byte("flows:\n  otp_send:\n    deny_number_types: [voip]\n    allow_countries: [GB, \"+33\"]\n    prices: {sms: {default: 2, GB: 5}}\n    rules:\n      - {name: spend_budget, limit: 7}\n"))
+	f.Add([]byte("flows: {sms: {kind: send, destination_prefix_digits: 4, rules: [{name: r, subject: destination_prefix+ip, algorithm: distinct, of: destination, windows: [{window: 1h, limit: 2}], past: deny}]}}"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		p, err := LoadPolicy(data)
 		if err != nil {

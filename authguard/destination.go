@@ -282,16 +282,7 @@ func checkPhoneShape(channel Channel, s string) error {
 	if strings.IndexByte(s, '@') >= 0 {
 		return destinationError("must be a phone number for channel " + channel.String())
 	}
-	digits, other := 0, false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case '0' <= c && c <= '9':
-			digits++
-		case c == '+' && i == 0, isPhoneSeparator(c):
-		default:
-			other = true
-		}
-	}
+	digits, other := phoneShape(s)
 	switch {
 	case other && (digits > 0 || s[0] == '+'):
 		return destinationError("must hold only a leading +, digits 0-9, spaces, dots, dashes and parentheses")
@@ -323,17 +314,23 @@ func plusDigits(s string) bool {
 // looksLikePhone reports whether s has the shape checkPhoneShape accepts,
 // or the same without the "+".
 func looksLikePhone(s string) bool {
-	digits := 0
+	digits, other := phoneShape(s)
+	return digits > 0 && !other
+}
+
+// phoneShape counts the digits of s and reports whether it holds anything
+// but digits, separators and a leading "+".
+func phoneShape(s string) (digits int, other bool) {
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
 		case '0' <= c && c <= '9':
 			digits++
 		case c == '+' && i == 0, isPhoneSeparator(c):
 		default:
-			return false
+			other = true
 		}
 	}
-	return digits > 0
+	return digits, other
 }
 
 // parseEmail is ParseDestination for the email channel and trimmed,

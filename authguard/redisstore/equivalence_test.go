@@ -27,12 +27,7 @@ import (
 func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
-			var c redis.UniversalClient
-			if kind == "single" {
-				c = singleClient(t)
-			} else {
-				c = clusterClient(t)
-			}
+			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
 flows:
   api:
@@ -45,16 +40,7 @@ flows:
 				t.Fatal(err)
 			}
 			clock := testclock.New(time.Time{})
-			rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			engines := make([]*authguard.Engine, 2)
-			for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
-				if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			engines := memoryAndRedis(t, c, p, clock)
 			ctx := context.Background()
 			var accounts []string
 			for i := range 15 {
@@ -117,6 +103,31 @@ flows:
 	}
 }
 
+// clientOf is a client of a real Redis: "single" or "cluster".
+func clientOf(t *testing.T, kind string) redis.UniversalClient {
+	if kind == "single" {
+		return singleClient(t)
+	}
+	return clusterClient(t)
+}
+
+// memoryAndRedis returns two engines of policy p on one clock: one on a
+// memory store, one on Redis through c.
+func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, clock *testclock.Clock) []*authguard.Engine {
+	t.Helper()
+	rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	engines := make([]*authguard.Engine, 2)
+	for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
+		if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return engines
+}
+
 func devicesKeys(m map[string]string) []string {
 	var ks []string
 	for k := range m {
@@ -135,12 +146,7 @@ func devicesKeys(m map[string]string) []string {
 func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
-			var c redis.UniversalClient
-			if kind == "single" {
-				c = singleClient(t)
-			} else {
-				c = clusterClient(t)
-			}
+			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
 flows:
   budget:
@@ -154,16 +160,7 @@ flows:
 				t.Fatal(err)
 			}
 			clock := testclock.New(time.Time{})
-			rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			engines := make([]*authguard.Engine, 2)
-			for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
-				if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
-					t.Fatal(err)
-				}
-			}
+			engines := memoryAndRedis(t, c, p, clock)
 			dests := []struct{ d, ch string }{
 				{"+44 7400 123001", "sms"}, {"+44 7400 123002", "sms"}, {"+44 7400 123003", "voice"},
 				{"+44 7400 555001", "sms"}, {"+44 7400 555002", "whatsapp"}, {"+449012345678", "voice"},

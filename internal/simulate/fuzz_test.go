@@ -4,6 +4,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
 )
 
 // FuzzParseScenario checks that no input makes the parser panic, and that
@@ -15,7 +17,7 @@ func FuzzParseScenario(f *testing.F) {
 			f.Add(data)
 		}
 	}
-	for _, s := range []string{goodScenario, base, small, pair, abilities, withFlows, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
+	for _, s := range []string{goodScenario, base, small, pair, abilities, withFlows, sends, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
 		"name: x\nduration: 1h\nactors:\n  - &a {name: a}\n  - *a\n", "expect: {a.b: c}\n",
 		"name: x\nduration: 1h\nstore: {max_entries: 1}\nactors:\n  - {name: a, accounts: {fresh: true}, ips: {fresh_ipv6_in: \"::/0\"}, rate: 1/s, device_token_from: a}\n",
 		"name: x\nduration: 1h\nactors:\n  - {name: a, accounts: [a@b], ips: [\"2002:c000:204::1\"], every: 1h, mints_device_token_in: login, device_token: false}\n"} {
@@ -33,7 +35,8 @@ func FuzzParseScenario(f *testing.F) {
 			t.Fatalf("accepted an invalid store: %+v", sc.Store)
 		}
 		for _, a := range sc.Actors {
-			if (a.Accounts.Len() == 0) != a.Accounts.Fresh || (a.IPs.Len() == 0) != a.IPs.FreshIPv6In.IsValid() ||
+			// A send actor may have no accounts.
+			if (a.Accounts.Len() == 0 && !a.Sends()) != a.Accounts.Fresh || (a.IPs.Len() == 0) != a.IPs.FreshIPv6In.IsValid() ||
 				a.Burst < 1 || a.Start < 0 || a.Stop <= a.Start || a.Stop > sc.Duration ||
 				(a.Every > 0) == (a.Rate.Per > 0) {
 				t.Fatalf("accepted an invalid actor: %+v", a)
@@ -52,6 +55,19 @@ func FuzzParseScenario(f *testing.F) {
 			}
 			if sources > 1 {
 				t.Fatalf("accepted more than one device token source: %+v", a)
+			}
+			if a.Sends() {
+				if a.Channel < authguard.ChannelSMS || a.Channel > authguard.ChannelEmail || a.Outcome != 0 || a.Typos != 0 || a.TypoRate != 0 ||
+					a.Password != "" || sources != 0 || (a.Destinations.Count > 0) == (len(a.Destinations.List) > 0) {
+					t.Fatalf("accepted an invalid send actor: %+v", a)
+				}
+				for _, d := range a.Destinations.List {
+					if _, err := authguard.ParseDestination(a.Channel, d, 3); err != nil {
+						t.Fatalf("accepted destination %q for %v: %v", d, a.Channel, err)
+					}
+				}
+			} else if a.Channel != 0 || a.Destinations.Len() != 0 {
+				t.Fatalf("accepted a channel or destinations without a send actor: %+v", a)
 			}
 			if a.DeviceTokenFrom != "" {
 				if from := sc.actor(a.DeviceTokenFrom); from == nil || from == a || !from.DeviceToken {

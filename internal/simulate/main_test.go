@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -127,6 +128,55 @@ func TestMain_TextMintColumns(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// The denied column, and the denied key of the JSON form, appear when a
+// send was denied; the JSON form of an actor never denied has no denied key.
+func TestMain_Denied(t *testing.T) {
+	path := writeFile(t, "s.yaml", `name: premium
+duration: 1m
+actors:
+  - name: pumper
+    destinations: ["+44 909 8790000"]
+    channel: voice
+    ips: [192.0.2.1]
+    rate: 6/m
+  - name: user
+    destinations: ["+44 7400 123456"]
+    ips: [192.0.2.2]
+    every: 1h
+expect:
+  pumper.denied: "== 6"
+  user.proceeded: "== 1"
+`)
+	code, out, stderr := runMain(path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s\n%s", code, stderr, out)
+	}
+	lines := strings.Split(out, "\n")
+	if len(lines) < 5 || !strings.HasPrefix(strings.Join(strings.Fields(lines[2]), " "), "actor attempts proceeded delayed captcha denied first_delay_at") {
+		t.Fatalf("header = %q, want a denied column after captcha:\n%s", lines[2], out)
+	}
+	if got, want := strings.Fields(lines[3])[:6], []string{"pumper", "6", "0", "0", "0", "6"}; !slices.Equal(got, want) {
+		t.Errorf("pumper row starts %q, want %q", got, want)
+	}
+	if !strings.Contains(out, "ok  pumper.denied == 6") {
+		t.Errorf("output lacks the denied expectation:\n%s", out)
+	}
+
+	_, out, _ = runMain("-json", path)
+	var v struct {
+		Actors []json.RawMessage `json:"actors"`
+	}
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := objectKeys(t, string(v.Actors[0])); !slices.Equal(got[:6], []string{"name", "attempts", "proceeded", "delayed", "captcha", "denied"}) {
+		t.Errorf("pumper keys = %q, want denied after captcha", got)
+	}
+	if got := objectKeys(t, string(v.Actors[1])); slices.Contains(got, "denied") {
+		t.Errorf("user keys = %q, want no denied key (omitted while zero)", got)
 	}
 }
 

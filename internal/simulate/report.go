@@ -9,17 +9,23 @@ import (
 )
 
 // WriteText writes r as a table with a row per actor, then each expectation
-// with ok or FAIL and the value it was compared with. The mint_logins and
-// mint_refused columns appear only when an actor minted device tokens.
+// with ok or FAIL and the value it was compared with. The denied column
+// appears only when a send was denied, and the mint_logins and
+// mint_refused columns only when an actor minted device tokens.
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario: %s (%s simulated)\n\n", r.Scenario, r.Duration)
-	mints := false
+	mints, denied := false, false
 	for _, a := range r.Actors {
 		mints = mints || a.MintLogins > 0
+		denied = denied || a.Denied > 0
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
-	fmt.Fprint(tw, "actor\tattempts\tproceeded\tdelayed\tcaptcha\tfirst_delay_at\tfirst_captcha_at\taccounts_checked\taccounts_checked_before_captcha"+
+	fmt.Fprint(tw, "actor\tattempts\tproceeded\tdelayed\tcaptcha")
+	if denied {
+		fmt.Fprint(tw, "\tdenied")
+	}
+	fmt.Fprint(tw, "\tfirst_delay_at\tfirst_captcha_at\taccounts_checked\taccounts_checked_before_captcha"+
 		"\tproceeded_max_24h\tfailures_max_24h")
 	if mints {
 		fmt.Fprint(tw, "\tmint_logins\tmint_refused")
@@ -32,8 +38,11 @@ func WriteText(w io.Writer, r *Result) error {
 		return s
 	}
 	for _, a := range r.Actors {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d\t%s\t%s\t%d\t%d\t%d\t%d", a.Name, a.Attempts, a.Proceeded, a.Delayed, a.Captcha,
-			dash(a.FirstDelayAt), dash(a.FirstCaptchaAt), a.AccountsChecked, a.AccountsCheckedBeforeCaptcha,
+		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\t%d", a.Name, a.Attempts, a.Proceeded, a.Delayed, a.Captcha)
+		if denied {
+			fmt.Fprintf(tw, "\t%d", a.Denied)
+		}
+		fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\t%d", dash(a.FirstDelayAt), dash(a.FirstCaptchaAt), a.AccountsChecked, a.AccountsCheckedBeforeCaptcha,
 			a.ProceededMax24h, a.FailuresMax24h)
 		if mints {
 			fmt.Fprintf(tw, "\t%d\t%d", a.MintLogins, a.MintRefused)

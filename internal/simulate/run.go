@@ -45,20 +45,24 @@ type ActorResult struct {
 	// Attempts counts checks made, including a check repeated after a delay
 	// or with a solved CAPTCHA.
 	Attempts int `json:"attempts"`
-	// Proceeded, Delayed and Captcha count checks by the action answered.
+	// Proceeded, Delayed, Captcha and Denied count checks (for a send
+	// actor: sends) by the action answered. Only sends are denied; denied
+	// is left out of the JSON form while it is zero.
 	Proceeded int `json:"proceeded"`
 	Delayed   int `json:"delayed"`
 	Captcha   int `json:"captcha"`
+	Denied    int `json:"denied,omitempty"`
 	// FirstDelayAt and FirstCaptchaAt are the offsets from the scenario's
 	// start of the first check answered delay or captcha, as Go durations
 	// ("1m5s"); empty if none was.
 	FirstDelayAt   string `json:"first_delay_at"`
 	FirstCaptchaAt string `json:"first_captcha_at"`
 	// AccountsChecked counts distinct accounts that got at least one
-	// proceed; for fresh accounts, each new, the logins that did.
+	// proceed; for fresh accounts, each new, the logins that did; for a
+	// send actor, distinct destinations (as spelled) sent at least one code.
 	AccountsChecked int `json:"accounts_checked"`
-	// AccountsCheckedBeforeCaptcha counts distinct accounts that got a
-	// proceed before the actor's first captcha; it equals AccountsChecked
+	// AccountsCheckedBeforeCaptcha counts distinct accounts (destinations)
+	// that got a proceed before the actor's first captcha; it equals AccountsChecked
 	// when the actor never got one.
 	AccountsCheckedBeforeCaptcha int `json:"accounts_checked_before_captcha"`
 	// ProceededMax24h is the largest number of proceeded checks in any 24
@@ -85,6 +89,8 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.Delayed), true
 	case "captcha":
 		return int64(a.Captcha), true
+	case "denied":
+		return int64(a.Denied), true
 	case "accounts_checked":
 		return int64(a.AccountsChecked), true
 	case "accounts_checked_before_captcha":
@@ -188,6 +194,21 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // once, at Start + i×Every/n and then every Every; each login waits out its
 // own delays and holds.
 //
+// A send actor (one with Destinations) sends instead: each of its logins
+// is one Engine.Send of a one-time code to one destination by Channel,
+// from the login's address, for the login's account (none when the actor
+// has no accounts). On captcha an actor that solves CAPTCHAs sends again
+// at once with CaptchaSolved; on delay an actor that obeys waits
+// Retry-After seconds and sends again; otherwise, and on deny, the send is
+// over: a denied send is never retried. A proceed is a code sent, counted
+// at once (a delay that comes with it changes nothing), and no report
+// follows. Destinations take the place of accounts above: a rate actor
+// takes them in order, cycling, and its accounts, if any, in order as
+// well, each list at its own pace; an every actor's users are its
+// destinations: destination i (of n) is sent to from address i mod
+// len(IPs), for account i mod len(Accounts), at Start + i×Every/n and then
+// every Every.
+//
 // Nothing an actor does happens at or after its Stop.
 func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
 	r, _, err := execute(sc, policy, nil)
@@ -198,6 +219,7 @@ func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
 type engineAPI interface {
 	Check(context.Context, authguard.CheckRequest) (authguard.Verdict, error)
 	Report(context.Context, authguard.ReportRequest) (authguard.Verdict, error)
+	Send(context.Context, authguard.SendRequest) (authguard.Verdict, error)
 }
 
 // execute is Run, with the engine wrapped by wrap (unless nil), returning
@@ -223,6 +245,9 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 			}
 			err := &nodeError{Line: max(f.line, 1), Path: fmt.Sprintf("actors[%d].%s", i, f.key),
 				Msg: fmt.Sprintf("the policy has no flow %q (it has %s)", f.name, strings.Join(policy.FlowNames(), ", "))}
+			return nil, nil, sc.wrap(err)
+		}
+		if err := checkKinds(policy, a, i); err != nil {
 			return nil, nil, sc.wrap(err)
 		}
 	}
@@ -279,6 +304,25 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 	return r, runs, nil
 }
 
+// checkKinds checks that actor a, the i-th, has destinations exactly when
+// its flow is a send flow, and mints device tokens in a flow that returns
+// them.
+func checkKinds(policy *authguard.Policy, a *Actor, i int) error {
+	at := func(key string, line int, format string, args ...any) error {
+		return &nodeError{Line: max(line, 1), Path: fmt.Sprintf("actors[%d].%s", i, key), Msg: fmt.Sprintf(format, args...)}
+	}
+	sends := policy.Flow(a.Flow).Kind == authguard.Sends
+	switch {
+	case sends && !a.Sends():
+		return at("flow", a.flowLine, "%q is a send flow (kind: send): the actor needs destinations", a.Flow)
+	case !sends && a.Sends():
+		return at("destinations", a.destLine, "flow %q is not a send flow (kind: send), such as otp_send", a.Flow)
+	case a.MintsDeviceTokenIn != "" && policy.Flow(a.MintsDeviceTokenIn).Kind == authguard.Sends:
+		return at("mints_device_token_in", a.mintLine, "%q is a send flow (kind: send): it returns no device tokens", a.MintsDeviceTokenIn)
+	}
+	return nil
+}
+
 // sim is the event loop.
 type sim struct {
 	clock  *testclock.Clock
@@ -325,7 +369,8 @@ func (s *sim) at(at time.Duration, fire func(time.Duration)) {
 type actorRun struct {
 	*Actor
 	s           *sim
-	accounts    []string   // empty for fresh accounts
+	accounts    []string   // empty for fresh accounts, and for a send actor without accounts
+	dests       []string   // a send actor's destinations; empty for a login actor
 	ips         []string   // empty for fresh addresses
 	rng         *rand.Rand // used by the event loop only
 	fingerprint string     // of Password, or ""
@@ -338,13 +383,13 @@ type actorRun struct {
 	freshKey                uint64
 
 	// Rate actors: the script's position and the logins waiting out a delay.
-	nextAccount, nextIP int
-	pending             []*login
+	nextAccount, nextIP, nextDest int
+	pending                       []*login
 
 	mu                       sync.Mutex        // guards what follows
 	devices                  map[string]string // by normalised account
 	attempts, proceeded      int
-	delayed, captcha         int
+	delayed, captcha, denied int
 	failures                 int
 	mintLogins, mintRefused  int
 	firstDelay, firstCaptcha time.Duration   // -1: never
@@ -377,6 +422,14 @@ func newActorRun(s *sim, a *Actor, seed, index uint64) *actorRun {
 		}
 	}
 	ar.freshDomain = "@" + strings.ToLower(a.Name) + ".sim.example"
+	ar.dests = a.Destinations.List
+	if d := a.Destinations; d.Count > 0 {
+		start, _ := strconv.ParseUint(d.From[1:], 10, 64) // ParseScenario checked it
+		ar.dests = make([]string, d.Count)
+		for i := range ar.dests {
+			ar.dests[i] = sequential(start, len(d.From)-1, i)
+		}
+	}
 	switch {
 	case a.IPs.RandomIPv4 > 0:
 		ar.ips = randomIPv4(ar.rng, a.IPs.RandomIPv4)
@@ -396,12 +449,12 @@ func (ar *actorRun) schedule() {
 		ar.s.at(ar.Start, ar.fireRate)
 		return
 	}
-	n := int64(len(ar.accounts))
-	for i := range ar.accounts {
+	n := int64(ar.users())
+	for i := range n {
 		// i×Every/n in whole milliseconds, which cannot overflow.
-		first := ar.Start + time.Duration(int64(i)*ar.Every.Milliseconds()/n)*time.Millisecond
+		first := ar.Start + time.Duration(i*ar.Every.Milliseconds()/n)*time.Millisecond
 		if first < ar.Stop {
-			ar.s.at(first, ar.fireEvery(i))
+			ar.s.at(first, ar.fireEvery(int(i)))
 		}
 	}
 }
@@ -412,10 +465,11 @@ func (ar *actorRun) fireRate(at time.Duration) {
 	ar.pending = nil
 	if len(batch) == 0 {
 		for range ar.Burst {
-			var account, ip string
-			if ar.Accounts.Fresh {
+			var account, ip, dest string
+			switch {
+			case ar.Accounts.Fresh:
 				account = ar.freshAccount()
-			} else {
+			case len(ar.accounts) > 0:
 				account = ar.accounts[ar.nextAccount]
 				ar.nextAccount = (ar.nextAccount + 1) % len(ar.accounts)
 			}
@@ -425,7 +479,11 @@ func (ar *actorRun) fireRate(at time.Duration) {
 				ip = ar.ips[ar.nextIP]
 				ar.nextIP = (ar.nextIP + 1) % len(ar.ips)
 			}
-			batch = append(batch, ar.newLogin(account, ip))
+			if len(ar.dests) > 0 {
+				dest = ar.dests[ar.nextDest]
+				ar.nextDest = (ar.nextDest + 1) % len(ar.dests)
+			}
+			batch = append(batch, ar.newLogin(account, ip, dest))
 		}
 	}
 	waits := ar.runBatch(batch, at)
@@ -457,7 +515,16 @@ func (ar *actorRun) fireEvery(i int) func(time.Duration) {
 			} else {
 				ip = ar.ips[i%len(ar.ips)]
 			}
-			batch[b] = ar.newLogin(ar.accounts[i], ip)
+			account, dest := "", ""
+			if ar.Sends() {
+				dest = ar.dests[i]
+				if len(ar.accounts) > 0 {
+					account = ar.accounts[i%len(ar.accounts)]
+				}
+			} else {
+				account = ar.accounts[i]
+			}
+			batch[b] = ar.newLogin(account, ip, dest)
 		}
 		ar.settle(batch, ar.runBatch(batch, at), at)
 		if next := at + ar.Every; next < ar.Stop {
@@ -525,12 +592,13 @@ func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Durati
 	}
 }
 
-// login is one login in progress.
+// login is one login in progress, or one send.
 type login struct {
 	account, ip string
-	steps       []step
-	pos         int  // the step to do next
-	proceeded   bool // whether a check of it proceeded; guarded by actorRun.mu
+	dest        string // a send's destination; "" for a login
+	steps       []step // none for a send
+	pos         int    // the step to do next
+	proceeded   bool   // whether a check of it proceeded; guarded by actorRun.mu
 	held        *held
 }
 
@@ -546,7 +614,12 @@ type step struct {
 	fingerprint string
 }
 
-func (ar *actorRun) newLogin(account, ip string) *login {
+// newLogin returns a login to account from ip, or, for a send actor, a
+// send to dest.
+func (ar *actorRun) newLogin(account, ip, dest string) *login {
+	if ar.Sends() {
+		return &login{account: account, ip: ip, dest: dest}
+	}
 	typos := ar.Typos
 	if ar.TypoRate > 0 && ar.rng.Float64() < ar.TypoRate {
 		typos++
@@ -601,6 +674,9 @@ func (ar *actorRun) runBatch(batch []*login, at time.Duration) []time.Duration {
 // goes ahead (reports) when advance is called again.
 func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 	ctx := context.Background()
+	if ar.Sends() {
+		return ar.send(ctx, l, at)
+	}
 	for l.pos < len(l.steps) {
 		st := l.steps[l.pos]
 		if h := l.held; h != nil {
@@ -648,6 +724,31 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 		l.pos++
 	}
 	return 0, nil
+}
+
+// send asks for the code of send l until it proceeds, is denied or the
+// actor gives up, or until a delay the actor obeys, whose length it
+// returns; l is over when that is zero.
+func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.Duration, error) {
+	solved := false
+	for {
+		v, err := ar.s.engine.Send(ctx, authguard.SendRequest{
+			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
+			Account: l.account, CaptchaSolved: solved,
+		})
+		if err != nil {
+			return 0, fmt.Errorf("actor %s: send: %w", ar.Name, err)
+		}
+		ar.record(l, v.Action, at)
+		switch {
+		case v.Action == authguard.Captcha && ar.SolvesCaptcha && !solved:
+			solved = true
+			continue
+		case v.Action == authguard.Delay && ar.ObeysDelay:
+			return max(time.Duration(v.RetryAfter())*time.Second, time.Second), nil
+		}
+		return 0, nil // sent, denied or given up
+	}
 }
 
 // report reports the outcome of step st of l, whose check proceeded with
@@ -748,9 +849,13 @@ func (ar *actorRun) record(l *login, action authguard.Action, at time.Duration) 
 	case authguard.Proceed:
 		ar.proceeded++
 		// A fresh account is new with every login: count logins, not map
-		// entries.
+		// entries. A send counts its destination.
 		first := !l.proceeded
-		if !ar.Accounts.Fresh {
+		switch {
+		case ar.Sends():
+			first = !ar.checked[l.dest]
+			ar.checked[l.dest] = true
+		case !ar.Accounts.Fresh:
 			first = !ar.checked[l.account]
 			ar.checked[l.account] = true
 		}
@@ -772,6 +877,8 @@ func (ar *actorRun) record(l *login, action authguard.Action, at time.Duration) 
 		if ar.firstCaptcha < 0 {
 			ar.firstCaptcha = at
 		}
+	case authguard.Deny:
+		ar.denied++
 	}
 }
 
@@ -809,6 +916,7 @@ func (ar *actorRun) result() ActorResult {
 		Proceeded:                    ar.proceeded,
 		Delayed:                      ar.delayed,
 		Captcha:                      ar.captcha,
+		Denied:                       ar.denied,
 		FirstDelayAt:                 offset(ar.firstDelay),
 		FirstCaptchaAt:               offset(ar.firstCaptcha),
 		AccountsChecked:              ar.checkedCount,

@@ -428,11 +428,12 @@ func execRun(t *testing.T, scenario, policyYAML string, wrap func(engineAPI) eng
 	return r, runs
 }
 
-// call is one engine call a recorder saw: a check or a report, and the
-// verdict it got.
+// call is one engine call a recorder saw: a check, a report or a send, and
+// the verdict it got.
 type call struct {
 	check  *authguard.CheckRequest
 	report *authguard.ReportRequest
+	send   *authguard.SendRequest
 	answer authguard.Verdict
 }
 
@@ -456,6 +457,14 @@ func (r *recorder) Report(ctx context.Context, req authguard.ReportRequest) (aut
 	v, err := r.engineAPI.Report(ctx, req)
 	r.mu.Lock()
 	r.calls = append(r.calls, call{report: &req, answer: v})
+	r.mu.Unlock()
+	return v, err
+}
+
+func (r *recorder) Send(ctx context.Context, req authguard.SendRequest) (authguard.Verdict, error) {
+	v, err := r.engineAPI.Send(ctx, req)
+	r.mu.Lock()
+	r.calls = append(r.calls, call{send: &req, answer: v})
 	r.mu.Unlock()
 	return v, err
 }
@@ -927,5 +936,183 @@ actors:
 `, "")
 	if got, want := r.Actors[0].Proceeded, 60; got != want {
 		t.Errorf("proceeded %d times, want %d", got, want)
+	}
+}
+
+// A send actor sends: each login is one send, a delay it obeys is waited
+// out and the send repeated, and a denied send (a premium-rate number) is
+// over, never retried. Nothing is reported.
+func TestRun_SendActorCounts(t *testing.T) {
+	r, calls := record(t, `
+name: sends
+duration: 10m
+actors:
+  - name: bomber
+    destinations: ["+44 7400 123456"]
+    ips: [192.0.2.1]
+    rate: 6/m
+  - name: premium
+    destinations: ["+44 909 8790000"]
+    channel: voice
+    ips: [192.0.2.2]
+    rate: 1/m
+  - name: quitter
+    destinations: ["+44 7400 654321"]
+    ips: [192.0.2.3]
+    rate: 6/m
+    obeys_delay: false
+`, "")
+	// destination_backoff: sends at 0s, 30s, 1m30s, 3m30s and 7m30s; each
+	// 10 seconds after one is delayed and waited out; the next would be at
+	// 15m30s.
+	checkCounters(t, r.Actors[0], ActorResult{Name: "bomber", Attempts: 10, Proceeded: 5, Delayed: 5, FirstDelayAt: "10s",
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 5})
+	checkCounters(t, r.Actors[1], ActorResult{Name: "premium", Attempts: 10, Denied: 10})
+	// Without waiting, every send after the first until 30s is given up:
+	// the ones at 30s, 1m30s, 3m30s and 7m30s go out.
+	checkCounters(t, r.Actors[2], ActorResult{Name: "quitter", Attempts: 60, Proceeded: 5, Delayed: 55, FirstDelayAt: "10s",
+		AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 5})
+	for _, c := range calls {
+		if c.send == nil {
+			t.Fatalf("a send actor called the engine with %+v", c)
+		}
+	}
+	if want := (authguard.SendRequest{Flow: "otp_send", Destination: "+44 909 8790000", Channel: "voice", IP: "192.0.2.2"}); !slices.ContainsFunc(calls, func(c call) bool {
+		return *c.send == want
+	}) {
+		t.Errorf("no send of %+v", want)
+	}
+}
+
+// A rate send actor takes its destinations in order, cycling, and its
+// accounts in order, each list at its own pace; a CAPTCHA it solves is
+// answered by sending again at once with CaptchaSolved.
+func TestRun_SendActorCyclesDestinationsAndSolvesCaptchas(t *testing.T) {
+	r, calls := record(t, `
+name: sequential
+duration: 7s
+actors:
+  - name: pumper
+    accounts: [a@example.com, b@example.com]
+    destinations: {sequential: {from: "+44 7400 123000", count: 6}}
+    ips: [192.0.2.1]
+    rate: 1/s
+`, "")
+	// One block of 1,000: prefix_destinations (5 numbers an hour) asks the
+	// sixth for a CAPTCHA; the seventh send, to the first number again 6
+	// seconds after its code, is delayed by destination_backoff (30 s).
+	send := func(dest, account string, solved bool) authguard.SendRequest {
+		return authguard.SendRequest{Flow: "otp_send", Destination: dest, Channel: "sms", IP: "192.0.2.1", Account: account, CaptchaSolved: solved}
+	}
+	want := []struct {
+		req    authguard.SendRequest
+		action authguard.Action
+	}{
+		{send("+447400123000", "a@example.com", false), authguard.Proceed},
+		{send("+447400123001", "b@example.com", false), authguard.Proceed},
+		{send("+447400123002", "a@example.com", false), authguard.Proceed},
+		{send("+447400123003", "b@example.com", false), authguard.Proceed},
+		{send("+447400123004", "a@example.com", false), authguard.Proceed},
+		{send("+447400123005", "b@example.com", false), authguard.Captcha},
+		{send("+447400123005", "b@example.com", true), authguard.Proceed},
+		{send("+447400123000", "a@example.com", false), authguard.Delay},
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d engine calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		if c := calls[i]; c.send == nil || *c.send != w.req || c.answer.Action != w.action {
+			t.Errorf("call %d = %+v, answered %v; want %+v, answered %v", i, c.send, c.answer.Action, w.req, w.action)
+		}
+	}
+	checkCounters(t, r.Actors[0], ActorResult{Name: "pumper", Attempts: 8, Proceeded: 6, Delayed: 1, Captcha: 1,
+		FirstDelayAt: "6s", FirstCaptchaAt: "5s", AccountsChecked: 6, AccountsCheckedBeforeCaptcha: 5, ProceededMax24h: 6})
+}
+
+// An every send actor's users are its destinations: destination i of n is
+// sent to from address i mod len(ips), for account i mod len(accounts), at
+// i×every/n.
+func TestRun_EverySendActorSpreadsDestinations(t *testing.T) {
+	r, calls := record(t, `
+name: spread
+duration: 1h
+actors:
+  - name: users
+    accounts: [a@example.com, b@example.com]
+    destinations: ["+44 7400 100001", "+44 7400 200002", "+44 7400 300003", "+44 7400 400004"]
+    ips: [192.0.2.1, 192.0.2.2, 192.0.2.3]
+    every: 1h
+    channel: whatsapp
+`, "")
+	send := func(dest, ip, account string) authguard.SendRequest {
+		return authguard.SendRequest{Flow: "otp_send", Destination: dest, Channel: "whatsapp", IP: ip, Account: account}
+	}
+	want := []authguard.SendRequest{
+		send("+44 7400 100001", "192.0.2.1", "a@example.com"),
+		send("+44 7400 200002", "192.0.2.2", "b@example.com"),
+		send("+44 7400 300003", "192.0.2.3", "a@example.com"),
+		send("+44 7400 400004", "192.0.2.1", "b@example.com"),
+	}
+	if len(calls) != len(want) {
+		t.Fatalf("%d engine calls, want %d: %+v", len(calls), len(want), calls)
+	}
+	for i, w := range want {
+		if c := calls[i]; c.send == nil || *c.send != w || c.answer.Action != authguard.Proceed {
+			t.Errorf("call %d = %+v, answered %v; want %+v, answered proceed", i, c.send, c.answer.Action, w)
+		}
+	}
+	var at []time.Duration
+	for _, p := range r.series[0] {
+		at = append(at, p.at)
+	}
+	if want := []time.Duration{0, 15 * time.Minute, 30 * time.Minute, 45 * time.Minute}; !slices.Equal(at, want) {
+		t.Errorf("codes sent at %v, want %v", at, want)
+	}
+}
+
+// Run checks the flows' kinds against the policy it is given, naming the
+// scenario's line: destinations go with a send flow, and a send flow needs
+// them.
+func TestRun_SendFlowKinds(t *testing.T) {
+	tests := []struct {
+		name, yaml, policy, want string
+	}{
+		{"send flow without destinations", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: otp_send", 1), "",
+			`s.yaml: line 8: actors[0].flow: "otp_send" is a send flow (kind: send): the actor needs destinations`},
+		{"destinations in a login flow", strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    flow: login", 1), "",
+			`s.yaml: line 5: actors[0].destinations: flow "login" is not a send flow (kind: send), such as otp_send`},
+		{"destinations in a -config login flow", strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    flow: signup", 1), "flows:\n  signup: {template: login}\n",
+			`s.yaml: line 5: actors[0].destinations: flow "signup" is not a send flow`},
+		{"a -config send flow without destinations", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: sms", 1), "flows:\n  sms: {template: otp_send}\n",
+			`s.yaml: line 8: actors[0].flow: "sms" is a send flow`},
+		{"minting in a send flow", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: otp_send", 1), "",
+			`s.yaml: line 8: actors[0].mints_device_token_in: "otp_send" is a send flow (kind: send): it returns no device tokens`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			sc, err := ParseScenario("s.yaml", []byte(tt.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			policy, err := config.LoadPolicy([]byte(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err = Run(sc, policy); err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+				t.Errorf("Run error = %v, want one starting %q", err, tt.want)
+			}
+		})
+	}
+	// A send flow of the -config policy takes destinations.
+	policy, err := config.LoadPolicy([]byte("flows:\n  sms: {template: otp_send}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc, err := ParseScenario("s.yaml", []byte(strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    flow: sms", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc, policy); err != nil {
+		t.Errorf("a -config send flow: %v", err)
 	}
 }

@@ -97,7 +97,8 @@ type Actor struct {
 	// scenario's start. The defaults are 0 and the scenario's Duration.
 	Start, Stop time.Duration
 	// Outcome is how the last attempt of a login ends. The default is
-	// Failure, or Success when Typos or TypoRate is set.
+	// Failure, or Success when Typos or TypoRate is set; zero for a send
+	// actor.
 	Outcome authguard.Outcome
 	// Typos is the number of failed attempts before each login's success.
 	Typos int
@@ -233,6 +234,14 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    device_token: false            # default false
 //	    device_token_from: owner       # default none; another actor's device token
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
+//	  - name: pumper                   # a send actor: one with destinations
+//	    flow: otp_send                 # default otp_send; a send flow
+//	    destinations: ["+44 7400 123456", a@example.com]
+//	                                   # or {sequential: {from: "+44 7400 123000", count: N}}
+//	    channel: sms                   # sms (default), voice, whatsapp or email
+//	    ips: {random_ipv4: 1000}
+//	    rate: 1/s                      # accounts: optional; obeys_delay, solves_captcha,
+//	                                   # burst, start, stop as above
 //	expect:
 //	  attacker.proceeded: "<= 100"
 //
@@ -280,14 +289,31 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // It models an attacker who knows the password and logs in again and again
 // for fresh device tokens to guess one-time codes with.
 //
+// destinations makes the actor a send actor: each of its logins is one
+// send, a request for a one-time code to one of the destinations by
+// channel (Run describes it). Its flow (otp_send unless flow says
+// otherwise) must be a send flow (kind: send), and an actor of a send flow
+// must have destinations; Run checks both against the policy it is given.
+// Each destination must be valid for the channel, as authguard's
+// ParseDestination decides: a phone number in international format ("+44
+// 7400 123456") for sms, voice and whatsapp, an e-mail address for email.
+// {sequential: {from: NUMBER, count: N}} (phone channels only) is the N
+// consecutive numbers from NUMBER, each as many digits long:
+// "+447400123000", "+447400123001", and so on; the first and the last are
+// checked, and a send to an invalid one in between stops the run with an
+// error. accounts is optional for a send actor; outcome, typos, typo_rate,
+// password, device_token, device_token_from and mints_device_token_in mean
+// nothing for a send and are errors, as channel is for an actor without
+// destinations.
+//
 // An actor sets at most one of device_token: true, device_token_from and
 // mints_device_token_in. Fresh accounts exclude device_token and
 // device_token_from: no fresh account logs in twice, so there would never
 // be a token to send.
 //
 // An expectation names an actor and one of Fields: attempts, proceeded,
-// delayed, captcha, accounts_checked and accounts_checked_before_captcha
-// (see ActorResult); proceeded_max_24h, the most proceeded checks in any 24
+// delayed, captcha, denied, accounts_checked and
+// accounts_checked_before_captcha (see ActorResult); proceeded_max_24h, the most proceeded checks in any 24
 // hours [t, t+24h) of the run, and failures_max_24h, the most reports of a
 // failure in any 24 hours (each follows a proceeded check); mint_logins,
 // the minting checks of mints_device_token_in, and mint_refused, those of
@@ -496,8 +522,9 @@ func (sc *Scenario) actor(name string) *Actor {
 var actorNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
 
 func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) {
-	a := &Actor{Flow: "login", Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
+	a := &Actor{Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
 	var outcome authguard.Outcome
+	var destNode *yaml.Node // decoded once the channel is known
 	seen, err := walkMapping(n, path, "an actor: a mapping with name, accounts, ips and rate or every", map[string]field{
 		"name": func(v *yaml.Node, p string) error {
 			s, err := nonEmpty(v, p)
@@ -515,6 +542,20 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		"accounts": func(v *yaml.Node, p string) (err error) {
 			a.Accounts, err = parseAccounts(v, p)
 			return err
+		},
+		"destinations": func(v *yaml.Node, p string) error {
+			destNode, a.destLine = v, v.Line
+			return nil
+		},
+		"channel": func(v *yaml.Node, p string) error {
+			s, err := scalar(v, p, "sms, voice, whatsapp or email")
+			if err != nil {
+				return err
+			}
+			if a.Channel, err = authguard.ParseChannel(s); err != nil {
+				return errAt(v, p, "invalid channel %q (use sms, voice, whatsapp or email)", s)
+			}
+			return nil
 		},
 		"ips": func(v *yaml.Node, p string) (err error) {
 			a.IPs, err = parseIPs(v, p)
@@ -606,7 +647,7 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		return nil, err
 	}
 	for _, k := range []string{"name", "accounts", "ips"} {
-		if seen[k] == nil {
+		if seen[k] == nil && (k != "accounts" || destNode == nil) {
 			return nil, errAt(n, path, "%s is required", k)
 		}
 	}
@@ -617,7 +658,32 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		return nil, errAt(n, path, "rate or every is required")
 	}
 	if seen["flow"] == nil {
-		a.flowLine = n.Line
+		a.Flow, a.flowLine = "login", n.Line
+		if destNode != nil {
+			a.Flow = authguard.DefaultSendFlow
+		}
+	}
+
+	// Sends.
+	if destNode != nil {
+		var moot []string
+		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "device_token_from", "mints_device_token_in"} {
+			if seen[k] != nil {
+				moot = append(moot, k)
+			}
+		}
+		if len(moot) > 0 {
+			slices.SortStableFunc(moot, func(x, y string) int { return seen[x].Line - seen[y].Line })
+			return nil, errAt(seen[moot[0]], path+"."+moot[0], "means nothing for a send actor (one with destinations)")
+		}
+		if a.Channel == 0 {
+			a.Channel = authguard.ChannelSMS
+		}
+		if a.Destinations, err = parseDestinations(destNode, path+".destinations", a.Channel); err != nil {
+			return nil, err
+		}
+	} else if seen["channel"] != nil {
+		return nil, errAt(seen["channel"], path+".channel", "goes with destinations (a send actor)")
 	}
 
 	// Device tokens.
@@ -657,8 +723,10 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		return nil, errAt(seen["stop"], path+".stop", "%v is not after start (%v)", a.Stop, a.Start)
 	}
 
-	// Outcome.
-	a.Outcome = authguard.Failure
+	// Outcome, of logins only.
+	if !a.Sends() {
+		a.Outcome = authguard.Failure
+	}
 	if a.Typos > 0 || a.TypoRate > 0 {
 		a.Outcome = authguard.Success
 	}
@@ -674,7 +742,7 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 	costNode, costPath := seen["rate"], path+".rate"
 	if a.Every > 0 {
 		costNode, costPath = seen["every"], path+".every"
-		logins = float64(a.Accounts.Len()) * math.Ceil(float64(a.Stop-a.Start)/float64(a.Every)) * float64(a.Burst)
+		logins = float64(a.users()) * math.Ceil(float64(a.Stop-a.Start)/float64(a.Every)) * float64(a.Burst)
 	} else {
 		logins = float64(a.Stop-a.Start) / float64(a.Rate.Interval())
 	}
@@ -742,6 +810,110 @@ func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
 		return ac, err
 	}
 	return ac, errAt(n, path, "want a list of accounts, {generate: N} or {fresh: true}")
+}
+
+func parseDestinations(n *yaml.Node, path string, ch authguard.Channel) (Destinations, error) {
+	var d Destinations
+	const want = `want a list of phone numbers or e-mail addresses, or {sequential: {from: "+44 7400 123000", count: N}}`
+	switch n.Kind {
+	case yaml.SequenceNode:
+		if len(n.Content) == 0 {
+			return d, errAt(n, path, "want at least one destination")
+		}
+		if len(n.Content) > MaxGenerated {
+			return d, errAt(n, path, "at most %d destinations", MaxGenerated)
+		}
+		for i, item := range n.Content {
+			p := fmt.Sprintf("%s[%d]", path, i)
+			s, err := scalar(item, p, "a phone number or an e-mail address")
+			if err != nil {
+				return d, err
+			}
+			if _, err := destination(item, p, ch, s); err != nil {
+				return d, err
+			}
+			d.List = append(d.List, s)
+		}
+		return d, nil
+	case yaml.MappingNode:
+		seen, err := walkMapping(n, path, want, map[string]field{
+			"sequential": func(v *yaml.Node, p string) error {
+				var err error
+				d, err = parseSequential(v, p, ch)
+				return err
+			},
+		})
+		if err == nil && seen["sequential"] == nil {
+			err = errAt(n, path, want)
+		}
+		return d, err
+	}
+	return d, errAt(n, path, want)
+}
+
+// parseSequential decodes {from: NUMBER, count: N}, checking the first and
+// the last number.
+func parseSequential(n *yaml.Node, path string, ch authguard.Channel) (Destinations, error) {
+	var d Destinations
+	var from string
+	seen, err := walkMapping(n, path, `{from: "+44 7400 123000", count: N}`, map[string]field{
+		"from": func(v *yaml.Node, p string) (err error) {
+			from, err = scalar(v, p, "a phone number in international format")
+			return err
+		},
+		"count": func(v *yaml.Node, p string) error {
+			c, err := integer(v, p, 1, MaxGenerated)
+			d.Count = int(c)
+			return err
+		},
+	})
+	if err != nil {
+		return d, err
+	}
+	for _, k := range []string{"from", "count"} {
+		if seen[k] == nil {
+			return d, errAt(n, path, "%s is required", k)
+		}
+	}
+	if !ch.Phone() {
+		return d, errAt(n, path, "sequential numbers need a phone channel (sms, voice or whatsapp), not %s", ch)
+	}
+	first, err := destination(seen["from"], path+".from", ch, from)
+	if err != nil {
+		return d, err
+	}
+	d.From = first.Normalized // E.164: "+" and at most 15 digits
+	start, err := strconv.ParseUint(d.From[1:], 10, 64)
+	if err != nil {
+		return d, errAt(seen["from"], path+".from", "invalid phone number %q", from)
+	}
+	last := sequential(start, len(d.From)-1, d.Count-1)
+	if len(last) != len(d.From) {
+		return d, errAt(seen["count"], path+".count", "%s plus %d has more digits than %s", d.From, d.Count-1, d.From)
+	}
+	if _, err := authguard.ParseDestination(ch, last, 3); err != nil {
+		return d, errAt(seen["count"], path+".count", "the last number, %s, is not a valid phone number", last)
+	}
+	return d, nil
+}
+
+// sequential returns the number start+i as "+" and at least width digits.
+func sequential(start uint64, width, i int) string {
+	return fmt.Sprintf("+%0*d", width, start+uint64(i))
+}
+
+// destination parses s, at node n, as a destination for channel ch.
+func destination(n *yaml.Node, path string, ch authguard.Channel, s string) (authguard.Destination, error) {
+	// The prefix length (3) matters to no check made here.
+	d, err := authguard.ParseDestination(ch, s, 3)
+	if err != nil {
+		var ie *authguard.InputError
+		if errors.As(err, &ie) {
+			return d, errAt(n, path, "invalid destination %q for channel %s: %s", s, ch, ie.Detail)
+		}
+		return d, errAt(n, path, "invalid destination %q for channel %s", s, ch)
+	}
+	return d, nil
 }
 
 // Len is the number of addresses in the pool; zero for FreshIPv6In, which

@@ -467,3 +467,132 @@ func TestRun_UnknownFlowNamesTheLine(t *testing.T) {
 		})
 	}
 }
+
+// sends is a valid scenario of send actors; the error cases below change
+// its first actor.
+const sends = `name: sends
+duration: 1h
+actors:
+  - name: pumper
+    destinations: ["+44 7400 123456"]
+    ips: [192.0.2.1]
+    rate: 1/s
+  - name: users
+    flow: otp_send
+    accounts: {generate: 3}
+    destinations: {sequential: {from: "+44 (0)7400 123998", count: 3}}
+    channel: voice
+    ips: [192.0.2.2]
+    every: 1h
+  - name: mailer
+    destinations: [a@example.com, "B@Example.COM"]
+    channel: email
+    ips: [192.0.2.3]
+    every: 30m
+expect:
+  pumper.denied: "== 0"
+  users.delayed: "== 0"
+`
+
+func TestParseScenario_Sends(t *testing.T) {
+	sc, err := ParseScenario("sends.yaml", []byte(sends))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, u, m := sc.Actors[0], sc.Actors[1], sc.Actors[2]
+	checks := []struct {
+		name      string
+		got, want any
+	}{
+		{"pumper.Sends", p.Sends(), true},
+		{"pumper.Flow (default for a send actor)", p.Flow, "otp_send"},
+		{"pumper.Channel (default)", p.Channel, authguard.ChannelSMS},
+		{"pumper.Destinations", strings.Join(p.Destinations.List, "|"), "+44 7400 123456"},
+		{"pumper.Accounts.Len (none)", p.Accounts.Len(), 0},
+		{"users.Accounts.Generate", u.Accounts.Generate, 3},
+		{"users.Channel", u.Channel, authguard.ChannelVoice},
+		{"users.Destinations.From (E.164)", u.Destinations.From, "+447400123998"},
+		{"users.Destinations.Count", u.Destinations.Count, 3},
+		{"users.Destinations.Len", u.Destinations.Len(), 3},
+		{"mailer.Channel", m.Channel, authguard.ChannelEmail},
+		{"mailer.Destinations", strings.Join(m.Destinations.List, "|"), "a@example.com|B@Example.COM"},
+		{"mailer.Flow", m.Flow, "otp_send"},
+	}
+	for _, c := range checks {
+		if c.got != c.want {
+			t.Errorf("%s = %v, want %v", c.name, c.got, c.want)
+		}
+	}
+	if b, err := ParseScenario("base.yaml", []byte(base)); err != nil || b.Actors[0].Sends() || b.Actors[0].Flow != "login" {
+		t.Errorf("base: Sends() = %v, Flow = %q, %v; want a login actor of flow login", b.Actors[0].Sends(), b.Actors[0].Flow, err)
+	}
+	if got, want := sc.Expect[0].String(), "pumper.denied == 0"; got != want {
+		t.Errorf("expectation = %q, want %q", got, want)
+	}
+}
+
+func TestParseScenario_SendErrors(t *testing.T) {
+	// add puts lines after the first actor's rate.
+	add := func(lines string) string { return strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    "+lines, 1) }
+	dest := func(v string) string {
+		return strings.Replace(sends, `destinations: ["+44 7400 123456"]`, "destinations: "+v, 1)
+	}
+	tests := []struct {
+		name string
+		yaml string
+		want string // the whole error starts with "s.yaml: " + want
+	}{
+		// Fields that mean nothing for a send.
+		{"outcome", add("outcome: failure"), "line 8: actors[0].outcome: means nothing for a send actor (one with destinations)"},
+		{"typos", add("typos: 1"), "line 8: actors[0].typos: means nothing for a send actor"},
+		{"typo_rate", add("typo_rate: 0.1"), "line 8: actors[0].typo_rate: means nothing for a send actor"},
+		{"password", add("password: hunter2"), "line 8: actors[0].password: means nothing for a send actor"},
+		{"device_token", add("device_token: false"), "line 8: actors[0].device_token: means nothing for a send actor"},
+		{"device_token_from", add("device_token_from: users"), "line 8: actors[0].device_token_from: means nothing for a send actor"},
+		{"mints_device_token_in", add("mints_device_token_in: login"), "line 8: actors[0].mints_device_token_in: means nothing for a send actor"},
+		{"the first of two", add("password: hunter2\n    outcome: success"), "line 8: actors[0].password: means nothing for a send actor"},
+
+		// channel
+		{"channel without destinations", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    channel: sms", 1), "line 8: actors[0].channel: goes with destinations (a send actor)"},
+		{"unknown channel", add("channel: fax"), `line 8: actors[0].channel: invalid channel "fax" (use sms, voice, whatsapp or email)`},
+		{"channel in capitals", add("channel: SMS"), `line 8: actors[0].channel: invalid channel "SMS"`},
+		{"channel list", add("channel: [sms]"), "line 8: actors[0].channel: want sms, voice, whatsapp or email"},
+
+		// destinations
+		{"no accounts nor destinations", strings.Replace(sends, "    destinations: [\"+44 7400 123456\"]\n", "", 1), "line 4: actors[0]: accounts is required"},
+		{"empty list", dest("[]"), "line 5: actors[0].destinations: want at least one destination"},
+		{"scalar", dest(`"+44 7400 123456"`), `line 5: actors[0].destinations: want a list of phone numbers or e-mail addresses, or {sequential: {from: "+44 7400 123000", count: N}}`},
+		{"e-mail for sms", dest(`["+44 7400 123456", a@example.com]`), `line 5: actors[0].destinations[1]: invalid destination "a@example.com" for channel sms: must be a phone number for channel sms`},
+		{"phone for email", add("channel: email"), `line 5: actors[0].destinations[0]: invalid destination "+44 7400 123456" for channel email: `},
+		{"national format", dest(`["07400 123456"]`), `line 5: actors[0].destinations[0]: invalid destination "07400 123456" for channel sms: must be in international format, starting with +`},
+		{"too short", dest(`["+44 7400 12345"]`), `line 5: actors[0].destinations[0]: invalid destination "+44 7400 12345" for channel sms: is not a valid phone number`},
+		{"list item not a string", dest(`[["+44 7400 123456"]]`), "line 5: actors[0].destinations[0]: want a phone number or an e-mail address"},
+		{"unknown kind", dest(`{range: "+44 7400 123000"}`), `line 5: actors[0].destinations: unknown field "range" (known: sequential)`},
+		{"empty mapping", dest("{}"), "line 5: actors[0].destinations: want a list of phone numbers"},
+		{"sequential without count", dest(`{sequential: {from: "+44 7400 123000"}}`), "line 5: actors[0].destinations.sequential: count is required"},
+		{"sequential without from", dest(`{sequential: {count: 5}}`), "line 5: actors[0].destinations.sequential: from is required"},
+		{"sequential count zero", dest(`{sequential: {from: "+44 7400 123000", count: 0}}`), "line 5: actors[0].destinations.sequential.count: must be between 1 and 100000, not 0"},
+		{"sequential count huge", dest(`{sequential: {from: "+44 7400 123000", count: 100001}}`), "line 5: actors[0].destinations.sequential.count: must be between 1 and 100000"},
+		{"sequential typo", dest(`{sequential: {start: "+44 7400 123000", count: 5}}`), `line 5: actors[0].destinations.sequential: unknown field "start"`},
+		{"sequential invalid from", dest(`{sequential: {from: "+44 7400 1230", count: 5}}`), `line 5: actors[0].destinations.sequential.from: invalid destination "+44 7400 1230" for channel sms: is not a valid phone number`},
+		{"sequential e-mail", strings.Replace(sends, "destinations: [a@example.com, \"B@Example.COM\"]", "destinations: {sequential: {from: \"+44 7400 123000\", count: 5}}", 1),
+			"line 16: actors[2].destinations.sequential: sequential numbers need a phone channel (sms, voice or whatsapp), not email"},
+		{"sequential runs out of the range", dest(`{sequential: {from: "+44 7602 999999", count: 2}}`), "line 5: actors[0].destinations.sequential.count: the last number, +447603000000, is not a valid phone number"},
+		{"destinations twice", add(`destinations: ["+44 7400 123457"]`), "line 8: actors[0].destinations: set twice (first on line 5)"},
+
+		// cost: an every actor's users are its destinations.
+		{"too many sends", strings.Replace(dest(`{sequential: {from: "+44 7400 100000", count: 100000}}`), "rate: 1/s", "every: 1s\n    burst: 20", 1),
+			"line 7: actors[0].every: starts about 7200000000 logins"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseScenario("s.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParseScenario succeeded, want an error starting %q", "s.yaml: "+tt.want)
+			}
+			if got := err.Error(); !strings.HasPrefix(got, "s.yaml: "+tt.want) {
+				t.Errorf("error = %q\nwant it to start %q", got, "s.yaml: "+tt.want)
+			}
+		})
+	}
+}

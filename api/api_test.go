@@ -236,6 +236,16 @@ func TestOTPSend_WalkThrough(t *testing.T) {
 	if v := post(testkit.With(send, "destination", "Alice@Example.COM", "channel", "email")); v.Action != "proceed" {
 		t.Fatalf("e-mail: %+v", v)
 	}
+	// The user types the code: a check and a success report on otp_verify
+	// that names where the code went.
+	verify := map[string]any{"flow": "otp_verify", "account": "+447400123456", "ip": "203.0.113.7"}
+	v := h.check(t, verify)
+	if v.Action != "proceed" {
+		t.Fatalf("verify check: %+v", v)
+	}
+	if r := h.report(t, testkit.With(verify, "outcome", "success", "attempt", v.Attempt, "destination", "+44 7400 123456", "channel", "sms")); r.Action != "proceed" {
+		t.Fatalf("verify report: %+v", r)
+	}
 	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
 	for _, want := range []string{
 		`tollgate_otp_sends_total{action="proceed",channel="sms",country="GB",flow="otp_send"} 1`,

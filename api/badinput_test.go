@@ -87,6 +87,8 @@ func TestBadInput(t *testing.T) {
 		{name: "send: missing destination", path: send, body: `{"channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "missing-field", wantField: "destination", spec: "reject"},
 		{name: "send: missing ip, which otp_send's rules count", path: send, body: `{"destination":"+447400123456","channel":"sms"}`, wantStatus: 400, wantType: "missing-field", wantField: "ip", spec: "accept"},
 		{name: "send: on a login flow", path: send, body: `{"flow":"login","destination":"+447400123456","channel":"sms","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
+		{name: "report: a destination on a flow that verifies no sends", path: report, body: `{"flow":"login","account":"a","ip":"192.0.2.1","outcome":"success","destination":"+447400123456","channel":"sms"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "report: a destination without its channel", path: report, body: `{"flow":"otp_verify","account":"a","ip":"192.0.2.1","outcome":"success","destination":"+447400123456"}`, wantStatus: 400, wantType: "missing-field", wantField: "channel", spec: "accept"},
 		{name: "check on a send flow", body: `{"flow":"otp_send","account":"a","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
 		{name: "send: unknown key", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","code":"123456"}`, wantStatus: 400, wantType: "unknown-field", wantField: "code", spec: "reject"},
 		{name: "trailing slash", path: "/v1/check/", body: `{"flow":"login","account":"a","ip":"192.0.2.1"}`, wantStatus: 404, wantType: "not-found"},

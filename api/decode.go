@@ -60,12 +60,15 @@ type reportBody struct {
 	Attempt             string `json:"attempt"`
 	DeviceToken         string `json:"device_token"`
 	PasswordFingerprint string `json:"password_fingerprint"`
+	Destination         string `json:"destination"`
+	Channel             string `json:"channel"`
 }
 
 var reportFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"outcome", "a string", true}, {"attempt", "a string", false},
 	{"device_token", "a string", false}, {"password_fingerprint", "a string", false},
+	{"destination", "a string", false}, {"channel", "a string", false},
 }
 
 func (b *reportBody) request() (authguard.ReportRequest, error) {
@@ -81,6 +84,8 @@ func (b *reportBody) request() (authguard.ReportRequest, error) {
 		Attempt:             b.Attempt,
 		DeviceToken:         b.DeviceToken,
 		PasswordFingerprint: b.PasswordFingerprint,
+		Destination:         b.Destination,
+		Channel:             b.Channel,
 	}, nil
 }
 

@@ -376,6 +376,9 @@ const (
 	// roleAllowance: the device's own allowance or its slot; an Over makes
 	// the device not exempt, never a verdict on its own.
 	roleAllowance
+	// roleCredit: a verification credited to a send flow's conversion rule;
+	// never part of the verdict.
+	roleCredit
 )
 
 // plan is a batch of operations with what each one stands for.
@@ -674,6 +677,12 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if req.Outcome != Failure && req.Outcome != Success {
 		return Verdict{}, &InputError{Field: "outcome", Detail: `must be "failure" or "success"`}
 	}
+	var verified *subjects // the send flow's subjects of a verified destination
+	if req.Destination != "" || req.Channel != "" {
+		if verified, err = e.verifiedSubjects(&s, req.Channel, req.Destination); err != nil {
+			return Verdict{}, err
+		}
+	}
 	if len(req.Attempt) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "attempt", Detail: "must be at most 1024 bytes"}
 	}
@@ -691,6 +700,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	b := batch{src: SourceNone}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
+		if verified != nil && tokened && req.Outcome == Success {
+			e.credit(&p, verified)
+		}
 		b = e.do(ctx, s.flow, p.ops, nil)
 		if errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
@@ -712,6 +724,52 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 	e.observe(Event{Call: "report", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took})
 	return answer, nil
+}
+
+// verifiedSubjects parses the destination a report on a flow that verifies
+// a send flow's codes names, and returns the send flow's subjects for it: its
+// keys are the send flow's. The destination is checked as a send checks it;
+// a flow that verifies none takes no destination.
+func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*subjects, error) {
+	sf := e.policy.Flow(s.flow.Verifies)
+	if sf == nil {
+		return nil, &InputError{Field: "destination", Detail: "is taken only by flows that verify a send flow's codes (verifies: otp_send)"}
+	}
+	if channel == "" {
+		return nil, &InputError{Field: "channel", Detail: "is required with a destination", Missing: true}
+	}
+	ch, err := ParseChannel(channel)
+	if err != nil {
+		return nil, err
+	}
+	if destination == "" {
+		return nil, &InputError{Field: "destination", Detail: "is required with a channel", Missing: true}
+	}
+	d, err := ParseDestination(ch, destination, sf.Send.PrefixDigits)
+	if err != nil {
+		return nil, err
+	}
+	v := &subjects{prefix: s.prefix, tenant: s.tenant, flow: sf, account: s.account, ip: s.ip, addr: s.addr}
+	v.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
+	v.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
+	if d.Region != "" {
+		v.country = e.hash.subject(s.tenant, "country", d.Region)
+	}
+	return v, nil
+}
+
+// credit adds to p, a success report's plan, one verification for each
+// conversion rule of the send flow whose subjects v are.
+func (e *Engine) credit(p *plan, v *subjects) {
+	for i := range v.flow.Rules {
+		r := &v.flow.Rules[i]
+		if r.Algorithm != Conversion {
+			continue
+		}
+		if key := e.key(v, r); key != "" {
+			p.add(&RateOp{Key: key, Action: RateCredit, Rate: r.Rate, Cost: 1}, i, roleCredit)
+		}
+	}
 }
 
 // deviceID returns the device id of a valid device token issued for this
@@ -856,7 +914,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		for i, r := range res {
 			m := p.meta[i]
 			switch m.role {
-			case roleAllowance:
+			case roleAllowance, roleCredit:
 				continue
 			case roleShared:
 				if exempt {

@@ -38,6 +38,16 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 	if len(p.flows) == 0 {
 		return nil, errors.New("no flows")
 	}
+	for _, f := range p.flows {
+		if f.Verifies == "" {
+			continue
+		}
+		// A policy of one flow is a flow checked on its own (the config
+		// loader does that for line numbers); the whole policy is checked too.
+		if sf := p.flows[f.Verifies]; len(flows) > 1 && (sf == nil || sf.Kind != Sends) {
+			return nil, fmt.Errorf("flows.%s: verifies: %q is not a send flow of the policy", f.Name, f.Verifies)
+		}
+	}
 	return p, nil
 }
 
@@ -188,6 +198,10 @@ type Flow struct {
 	// flow's own name, so a token from a login success is worthless to
 	// otp_verify. Only a flow with a device rule looks at device tokens.
 	DeviceTrust string
+	// Verifies names the send flow whose one-time codes this flow's checks
+	// and reports verify: a success report that names the code's
+	// destination credits the send flow's conversion rules. Empty for none.
+	Verifies string
 	// SamePasswordWindow is how long a Backoff rule remembers a counted
 	// password fingerprint, so that repeating one wrong password counts once.
 	SamePasswordWindow time.Duration
@@ -307,6 +321,9 @@ func (f *Flow) compile() error {
 	}
 	if err := f.compileSend(); err != nil {
 		return err
+	}
+	if f.Verifies != "" && (f.Kind != Attempts || !nameRE.MatchString(f.Verifies)) {
+		return errors.New("verifies names a send flow, and only a flow of checks and reports verifies one")
 	}
 	if len(f.Rules) > MaxRules {
 		return fmt.Errorf("a flow has at most %d rules, not %d", MaxRules, len(f.Rules))

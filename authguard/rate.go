@@ -31,9 +31,13 @@ const (
 	// accounts that failed from one address (package spraydetect); a rule
 	// algorithm only, not a RateLimit.
 	Distinct
+	// Conversion: one-time-code sends and their verifications in a sliding
+	// window; refuses sends while the volume is high enough to judge and
+	// the verified share too low (limits.Conversion).
+	Conversion
 )
 
-var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket", "backoff", "distinct"}
+var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket", "backoff", "distinct", "conversion"}
 
 func (a Algorithm) String() string { return enumName(algorithmNames[:], int(a)) }
 
@@ -52,8 +56,11 @@ type RateLimit struct {
 	// leave a LeakyBucket.
 	Interval time.Duration
 	// Limit is how many units a window admits, a TokenBucket's burst, or a
-	// LeakyBucket's capacity.
+	// LeakyBucket's capacity; for Conversion, the sends within Window it
+	// takes to judge (limits.Conversion.MinVolume).
 	Limit int
+	// MinPercent is a Conversion's least verified share, in percent.
+	MinPercent int
 }
 
 // Validate reports whether r is usable, with the limits of package limits.
@@ -69,6 +76,8 @@ func (r RateLimit) Validate() error {
 		return r.bucket().Validate()
 	case LeakyBucket:
 		return r.leaky().Validate()
+	case Conversion:
+		return r.conversion().Validate()
 	}
 	return errors.New("authguard: unknown rate algorithm")
 }
@@ -85,6 +94,9 @@ func (r RateLimit) counter() limits.SlidingCounter {
 func (r RateLimit) bucket() limits.Bucket { return limits.Bucket{Interval: r.Interval, Burst: r.Limit} }
 func (r RateLimit) leaky() limits.LeakyBucket {
 	return limits.LeakyBucket{Interval: r.Interval, Capacity: r.Limit}
+}
+func (r RateLimit) conversion() limits.Conversion {
+	return limits.Conversion{Window: r.Window, MinVolume: r.Limit, MinPercent: r.MinPercent}
 }
 
 // take runs the algorithm on a key's state: the state after taking cost
@@ -109,6 +121,9 @@ func (r RateLimit) take(state any, now time.Time, cost int) (any, limits.Decisio
 	case LeakyBucket:
 		s, _ := state.(int64)
 		return r.leaky().TakeN(s, now, cost)
+	case Conversion:
+		s, _ := state.(limits.ConversionState)
+		return r.conversion().TakeN(s, now, cost)
 	}
 	return state, limits.Decision{}
 }
@@ -133,6 +148,9 @@ func (r RateLimit) giveBack(state any, now time.Time, cost int) (any, limits.Dec
 	case LeakyBucket:
 		s, _ := state.(int64)
 		return r.leaky().GiveBackN(s, now, cost)
+	case Conversion:
+		s, _ := state.(limits.ConversionState)
+		return r.conversion().GiveBackN(s, now, cost)
 	}
 	return state, limits.Decision{}
 }
@@ -152,9 +170,12 @@ const (
 	// takes); never below an empty state. It never refuses. A Cost that
 	// RateTake never takes (below 1 or above the Limit) gives back nothing.
 	RateRefund
+	// RateCredit counts Cost verifications on a Conversion (a verified
+	// code); on any other algorithm it changes nothing. It never refuses.
+	RateCredit
 )
 
-var rateActionNames = [...]string{"", "take", "peek", "refund"}
+var rateActionNames = [...]string{"", "take", "peek", "refund", "credit"}
 
 func (a RateAction) String() string { return enumName(rateActionNames[:], int(a)) }
 
@@ -182,6 +203,15 @@ func (*RateOp) isOp()              {}
 func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result) {
 	if op.Action == RateRefund {
 		next, d := op.Rate.giveBack(state, now, op.Cost)
+		return next, d.Reset, Result{Remaining: d.Remaining, Reset: d.Reset}
+	}
+	if op.Action == RateCredit {
+		if op.Rate.Algorithm != Conversion {
+			_, kept := op.Rate.take(state, now, 0)
+			return state, kept.Reset, Result{Remaining: kept.Remaining, Reset: kept.Reset}
+		}
+		s, _ := state.(limits.ConversionState)
+		next, d := op.Rate.conversion().Credit(s, now, op.Cost)
 		return next, d.Reset, Result{Remaining: d.Remaining, Reset: d.Reset}
 	}
 	next, d := op.Rate.take(state, now, op.Cost)

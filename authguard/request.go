@@ -40,6 +40,11 @@ type ReportRequest struct {
 	Attempt             string
 	DeviceToken         string
 	PasswordFingerprint string
+	// Destination and Channel, on a flow that verifies a send flow's
+	// one-time codes (Flow.Verifies), name where the verified code was
+	// sent: a success with a valid attempt token credits that destination's
+	// conversion rules. Both or neither.
+	Destination, Channel string
 }
 
 // SendRequest asks whether a one-time code may be sent now. A Proceed

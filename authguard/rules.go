@@ -314,6 +314,8 @@ func (r *Rule) validate(grouping int, send bool) error {
 		return r.validateBackoff(device, send)
 	case Distinct:
 		return r.validateDistinct(send)
+	case Conversion:
+		return r.validateConversion(send)
 	case SlidingLog, FixedWindow, SlidingCounter, TokenBucket, LeakyBucket:
 		if device {
 			return fmt.Errorf("%s cannot count the device subject; only backoff does", r.Algorithm)
@@ -323,7 +325,7 @@ func (r *Rule) validate(grouping int, send bool) error {
 		}
 		return r.validateRate()
 	}
-	return errors.New("algorithm is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct")
+	return errors.New("algorithm is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct, conversion")
 }
 
 // validateKind checks what a rule of a send flow, or of a check-and-report
@@ -453,6 +455,36 @@ func (r *Rule) validateRate() error {
 	}
 	if r.Cost < 1 || r.Cost > r.Rate.Limit {
 		return fmt.Errorf("cost must be between 1 and limit (%d), not %d", r.Rate.Limit, r.Cost)
+	}
+	return nil
+}
+
+// validateConversion checks a Conversion rule: sends counted, verifications
+// credited by the reports of the flows that verify this one's codes.
+func (r *Rule) validateConversion(send bool) error {
+	if r.Counts == 0 {
+		r.Counts = OnProceed
+	}
+	if r.Past == 0 {
+		r.Past = PastCaptcha
+	}
+	switch {
+	case !send:
+		return errors.New("conversion judges one-time-code sends: only send flows (kind: send) take it")
+	case r.Counts != OnProceed:
+		return errors.New("conversion counts sends: counts must be proceed")
+	case r.Past != PastCaptcha && r.Past != PastDeny:
+		return errors.New("conversion answers captcha or deny while the share verified is low: a delay would never end by itself")
+	case r.Cost != 1 || r.PriceCost:
+		return errors.New("conversion counts one send per code: cost must be 1")
+	case len(r.Windows) != 0 || r.Of != 0 || r.Rate.Interval != 0:
+		return errors.New("conversion takes window, min_volume and min_conversion")
+	case r.Backoff != backoff.Policy{}:
+		return errors.New("conversion takes window, min_volume and min_conversion, not backoff parameters")
+	}
+	r.Rate.Algorithm = Conversion
+	if err := r.Rate.Validate(); err != nil {
+		return fmt.Errorf("conversion takes window, min_volume and min_conversion (a percentage): %w", err)
 	}
 	return nil
 }

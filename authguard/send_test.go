@@ -160,8 +160,9 @@ func TestSend_PumpingPremiumRateNumbersSendsNothing(t *testing.T) {
 // TestSend_PumpingSequentialNumbersOfOneBlockStops: a botnet (a fresh
 // address for every request) that does not solve CAPTCHAs walks through
 // 1,000 sequential mobile numbers of one block: prefix_destinations sends
-// 5 in the first hour and 15 in 24 hours, then asks every request for a
-// CAPTCHA.
+// 5 in the first hour, and once 10 codes nobody verified are in its
+// window prefix_conversion asks for a CAPTCHA (14 sent in 24 hours; without
+// it, prefix_destinations would stop at 15).
 func TestSend_PumpingSequentialNumbersOfOneBlockStops(t *testing.T) {
 	h := newHarness(t, "")
 	rng := rand.New(rand.NewPCG(3, 4))
@@ -177,16 +178,20 @@ func TestSend_PumpingSequentialNumbersOfOneBlockStops(t *testing.T) {
 				firstHour++
 			}
 		case authguard.Captcha:
-			if v.Reasons[0] != "prefix_destinations" {
+			if v.Reasons[0] != "prefix_destinations" && v.Reasons[0] != "low_conversion" {
 				t.Fatalf("request %d: captcha for %v", i, v.Reasons)
 			}
 		default:
 			t.Fatalf("request %d: %v %v", i, v.Action, v.Reasons)
 		}
 	}
-	if sent != 15 || firstHour != 5 {
-		t.Errorf("%d codes sent in 24 hours, %d in the first hour; want 15 and 5", sent, firstHour)
+	// 14: the conversion estimate weighs the previous day's window less as
+	// the day goes by (a sliding counter), so a few more go out after a
+	// window boundary; prefix_destinations caps them at 15.
+	if sent > 15 || sent < 10 || firstHour != 5 {
+		t.Errorf("%d codes sent in 24 hours, %d in the first hour; want 10 to 15, and 5", sent, firstHour)
 	}
+	t.Logf("%d codes sent in 24 hours", sent)
 }
 
 // TestSend_RealUsersOfOtherBlocksAreNotSlowedByPumping: while one block is
@@ -399,5 +404,92 @@ flows:
 `))
 	if err == nil || !strings.Contains(err.Error(), "highest price (50) is above the limit (40)") {
 		t.Errorf("a budget below a price: %v", err)
+	}
+}
+
+// verify checks a code on otp_verify and reports it right, naming the
+// destination it was sent to, as a login system does once the user types
+// the code.
+func (h *harness) verify(account, ip, destination, channel string) {
+	h.t.Helper()
+	v := h.check(authguard.CheckRequest{Flow: "otp_verify", Account: account, IP: ip})
+	if v.Action != authguard.Proceed {
+		h.t.Fatalf("verify check: %v %v", v.Action, v.Reasons)
+	}
+	h.report(authguard.ReportRequest{Flow: "otp_verify", Account: account, IP: ip, Outcome: authguard.Success,
+		Attempt: v.Attempt, Destination: destination, Channel: channel})
+}
+
+// TestSend_CountryUnderPumpingNeedsCaptchaWhileOthersDoNot: a botnet pumps
+// codes to numbers of one country (France here), spread over many blocks
+// so that no block rule sees much, and never verifies them; meanwhile real
+// users in Britain receive and verify theirs. Once the French volume is
+// enough to judge (50 an hour) with almost nothing verified, French sends
+// need a CAPTCHA (low_conversion); British users are never asked for one.
+// An hour later, with real French users verifying, France recovers.
+func TestSend_CountryUnderPumpingNeedsCaptchaWhileOthersDoNot(t *testing.T) {
+	h := newHarness(t, "")
+	pumped, held := 0, 0
+	for i := range 300 {
+		h.clock.Advance(10 * time.Second)
+		fr := fmt.Sprintf("+33 6 12 %02d %02d %02d", i%97, (i*7)%100, (i*13)%100)
+		v := h.send(authguard.SendRequest{Destination: fr, Channel: "sms", IP: addr(1000 + i)})
+		switch {
+		case v.Action == authguard.Proceed:
+			pumped++
+		case v.Action == authguard.Captcha && slices.Contains(v.Reasons, "low_conversion"):
+			held++
+		default:
+			t.Fatalf("French send %d: %v %v", i, v.Action, v.Reasons)
+		}
+		if i%3 == 0 { // a British user asks for a code and verifies it
+			gb := fmt.Sprintf("+44 7400 %06d", i*1000+i%1000)
+			if v := h.send(authguard.SendRequest{Destination: gb, Channel: "sms", IP: addr(i)}); v.Action != authguard.Proceed {
+				t.Fatalf("British user %d: %v %v", i, v.Action, v.Reasons)
+			}
+			h.verify(gb, addr(i), gb, "sms")
+		}
+	}
+	if pumped > 60 || held < 200 {
+		t.Errorf("%d French codes pumped, %d held for a CAPTCHA; want about 50 sent and the rest held", pumped, held)
+	}
+	t.Logf("%d French codes sent, %d held", pumped, held)
+
+	// Two hours on, real French users ask for codes and verify them.
+	h.clock.Advance(2 * time.Hour)
+	for i := range 60 {
+		h.clock.Advance(30 * time.Second)
+		fr := fmt.Sprintf("+33 6 13 %02d %02d %02d", i, (i*3)%100, (i*11)%100)
+		if v := h.send(authguard.SendRequest{Destination: fr, Channel: "sms", IP: addr(5000 + i)}); v.Action != authguard.Proceed {
+			t.Fatalf("French user %d after the attack: %v %v", i, v.Action, v.Reasons)
+		}
+		h.verify(fr, addr(5000+i), fr, "sms")
+	}
+}
+
+// TestVerify_DestinationOnlyWhereItIsVerified: a report names a
+// destination only on a flow that verifies a send flow's codes, with a
+// channel, and the destination must parse.
+func TestVerify_DestinationOnlyWhereItIsVerified(t *testing.T) {
+	h := newHarness(t, "")
+	cases := []struct {
+		req   authguard.ReportRequest
+		field string
+	}{
+		{authguard.ReportRequest{Flow: "login", Account: "a", IP: "192.0.2.1", Outcome: authguard.Success, Destination: victim, Channel: "sms"}, "destination"},
+		{authguard.ReportRequest{Flow: "otp_verify", Account: "a", IP: "192.0.2.1", Outcome: authguard.Success, Destination: victim}, "channel"},
+		{authguard.ReportRequest{Flow: "otp_verify", Account: "a", IP: "192.0.2.1", Outcome: authguard.Success, Channel: "sms"}, "destination"},
+		{authguard.ReportRequest{Flow: "otp_verify", Account: "a", IP: "192.0.2.1", Outcome: authguard.Success, Destination: "+44 12", Channel: "sms"}, "destination"},
+	}
+	for _, c := range cases {
+		ops := h.store.ops.Load()
+		_, err := h.e.Report(context.Background(), c.req)
+		var ie *authguard.InputError
+		if !errors.As(err, &ie) || ie.Field != c.field {
+			t.Errorf("%+v: %v, want an input error on %s", c.req, err, c.field)
+		}
+		if n := h.store.ops.Load() - ops; n != 0 {
+			t.Errorf("%+v: %d store operations", c.req, n)
+		}
 	}
 }

@@ -141,7 +141,8 @@ func devicesKeys(m map[string]string) []string {
 // TestEngine_RedisAnswersAsTheMemoryStore does for checks: random sends to
 // a few numbers of two blocks, a premium-rate number and an e-mail, from a
 // few addresses, with and without a solved CAPTCHA, on the built-in
-// otp_send and on a send flow whose rule denies, through a memory-store
+// otp_send and on a send flow whose rules deny and judge conversion, and
+// verifications of codes that credit conversion, through a memory-store
 // engine and a Redis engine on one clock: the same verdict every time.
 func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "cluster"} {
@@ -155,6 +156,10 @@ flows:
       - {name: per_country, subject: country, algorithm: fixed_window, window: 1m, limit: 6, counts: proceed, past: deny}
       - {name: per_block, subject: destination_prefix, algorithm: distinct, of: destination, windows: [{window: 5m, limit: 1}], past: captcha}
       - {name: per_ip, subject: ip, algorithm: token_bucket, limit: 3, rate: 1/s, counts: proceed}
+      - {name: converts, subject: destination_prefix, algorithm: conversion, window: 2m, min_volume: 3, min_conversion: 80}
+  checks:
+    template: otp_verify
+    verifies: budget
 `))
 			if err != nil {
 				t.Fatal(err)
@@ -169,11 +174,32 @@ flows:
 			ips := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}
 			rng := rand.New(rand.NewPCG(11, 13))
 			actions := map[authguard.Action]int{}
+			lowConversion := 0
 			ctx := context.Background()
 			for step := range 600 {
 				clock.Advance(time.Duration(rng.IntN(15)) * time.Second)
 				flow := []string{"otp_send", "budget"}[rng.IntN(2)]
 				d := dests[rng.IntN(len(dests))]
+				if rng.IntN(8) == 0 { // a code verified: check and success report naming the destination
+					vflow := map[string]string{"otp_send": "otp_verify", "budget": "checks"}[flow]
+					var got [2]string
+					for i, e := range engines {
+						v, err := e.Check(ctx, authguard.CheckRequest{Flow: vflow, Account: d.d, IP: "192.0.2.9"})
+						if err != nil {
+							t.Fatal(err)
+						}
+						r, err := e.Report(ctx, authguard.ReportRequest{Flow: vflow, Account: d.d, IP: "192.0.2.9", Outcome: authguard.Success,
+							Attempt: v.Attempt, Destination: d.d, Channel: d.ch})
+						if err != nil {
+							t.Fatal(err)
+						}
+						got[i] = fmt.Sprint(v.Action, v.Reasons, " / ", r.Action, r.Reasons)
+					}
+					if got[0] != got[1] {
+						t.Fatalf("step %d (verify %s on %s): memory %q, Redis %q", step, d.d, vflow, got[0], got[1])
+					}
+					continue
+				}
 				req := authguard.SendRequest{Flow: flow, Destination: d.d, Channel: d.ch, IP: ips[rng.IntN(len(ips))], CaptchaSolved: rng.IntN(4) == 0}
 				var got [2]string
 				for i, e := range engines {
@@ -184,13 +210,19 @@ flows:
 					got[i] = fmt.Sprint(v.Action, v.Delay, v.Reasons)
 					if i == 0 {
 						actions[v.Action]++
+						if slices.Contains(v.Reasons, "converts") || slices.Contains(v.Reasons, "low_conversion") {
+							lowConversion++
+						}
 					}
 				}
 				if got[0] != got[1] {
 					t.Fatalf("step %d (%+v): memory %q, Redis %q", step, req, got[0], got[1])
 				}
 			}
-			t.Logf("sends answered: %v", actions)
+			t.Logf("sends answered: %v (low_conversion among them: %d)", actions, lowConversion)
+			if lowConversion < 10 {
+				t.Errorf("only %d sends held for low conversion: the sequence must exercise it", lowConversion)
+			}
 			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha, authguard.Deny} {
 				if actions[a] < 15 {
 					t.Errorf("only %d sends answered %v: the sequence must exercise every verdict", actions[a], a)

@@ -7,10 +7,11 @@
 --
 -- KEYS[1]  the state, a string: fixed_window "start:count"; sliding_log
 --          "t1,t2,..." oldest first; sliding_counter "start:prev:curr";
---          token_bucket and leaky_bucket the TAT or drain time
--- ARGV     algorithm, action ("take" | "peek" | "refund"), window_ms,
---          interval_ms, limit, cost, now_ms ("" = Redis TIME), expire ("1" =
---          set PEXPIRE)
+--          token_bucket and leaky_bucket the TAT or drain time; conversion
+--          "start:prevSent:currSent:prevVerified:currVerified"
+-- ARGV     algorithm, action ("take" | "peek" | "refund" | "credit"),
+--          window_ms, interval_ms, limit, cost, now_ms ("" = Redis TIME),
+--          expire ("1" = set PEXPIRE), min_percent (conversion only)
 -- returns  {charged 0|1, wait_ms, over 0|1, 0, remaining, reset_ms}
 --
 -- A refused take, a peek and a refund that gives back nothing write nothing;
@@ -38,7 +39,7 @@ local function fdiv(a, b) return math.floor(a / b) end
 -- remaining, the new state's TTL (0: it holds nothing) and the new state as a
 -- string (nil: unchanged); ttl() is the stored state's TTL. A cost outside
 -- [1, limit] is never taken, so nothing of it is given back.
-local take, giveback, ttl
+local take, giveback, ttl, credit
 
 if alg == "fixed_window" then
   local start, count = 0, 0
@@ -196,6 +197,61 @@ elseif alg == "token_bucket" or alg == "leaky_bucket" then
     return remainingAt(t), t - now, fmt(t)
   end
 
+elseif alg == "conversion" then
+  -- limits.Conversion: limit is MinVolume, ARGV[9] MinPercent
+  local minPercent = tonumber(ARGV[9])
+  local start, ps, cs, pv, cv = 0, 0, 0, 0, 0
+  if raw then
+    local a, b, c, d, e = string.match(raw, "^(%-?%d+):(%d+):(%d+):(%d+):(%d+)$")
+    start, ps, cs, pv, cv = tonumber(a), tonumber(b), tonumber(c), tonumber(d), tonumber(e)
+  end
+  local function ttlOf(st, s1, s2, v1, v2)
+    if s2 > 0 or v2 > 0 then return untl(st + 2 * w) end
+    if s1 > 0 or v1 > 0 then return untl(st + w) end
+    return 0
+  end
+  ttl = function() return ttlOf(start, ps, cs, pv, cv) end
+  local function current()
+    if now < start + w then return start, ps, cs, pv, cv end
+    if now < start + 2 * w then return start + w, cs, 0, cv, 0 end
+    return now - now % w, 0, 0, 0, 0
+  end
+  local function sentOf(st, s1, s2)
+    local elapsed = math.max(0, now - st)
+    return fdiv(s1 * (w - elapsed) + s2 * w, w)
+  end
+  local function low(st, s1, s2, v1, v2)
+    local elapsed = math.max(0, now - st)
+    local sent = s1 * (w - elapsed) + s2 * w
+    local verified = v1 * (w - elapsed) + v2 * w
+    return sent >= limit * w and verified * 100 < sent * minPercent
+  end
+  local function state(st, s1, s2, v1, v2)
+    return fmt(st) .. ":" .. fmt(s1) .. ":" .. fmt(s2) .. ":" .. fmt(v1) .. ":" .. fmt(v2)
+  end
+  take = function(c)
+    local st, s1, s2, v1, v2 = current()
+    if c < 1 or c > limit or low(st, s1, s2, v1, v2) then return false, 0, sentOf(st, s1, s2), ttl() end
+    s2 = s2 + c
+    local t = ttlOf(st, s1, s2, v1, v2)
+    return true, 0, sentOf(st, s1, s2), t, state(st, s1, s2, v1, v2), t
+  end
+  giveback = function(c)
+    local st, s1, s2, v1, v2 = current()
+    if c < 1 or c > limit then return sentOf(st, s1, s2), ttl(), nil end
+    local fromCurr = math.min(c, s2)
+    s2 = s2 - fromCurr
+    s1 = math.max(0, s1 - (c - fromCurr))
+    if s1 == 0 and s2 == 0 and v1 == 0 and v2 == 0 then return 0, 0, "" end
+    return sentOf(st, s1, s2), ttlOf(st, s1, s2, v1, v2), state(st, s1, s2, v1, v2)
+  end
+  credit = function(c)
+    local st, s1, s2, v1, v2 = current()
+    if c < 1 then return sentOf(st, s1, s2), ttl(), nil end
+    v2 = v2 + c
+    return sentOf(st, s1, s2), ttlOf(st, s1, s2, v1, v2), state(st, s1, s2, v1, v2)
+  end
+
 else
   return redis.error_reply("rate.lua: unknown algorithm " .. alg)
 end
@@ -207,6 +263,17 @@ local function set(state, ms)
   else
     redis.call('SET', key, state)
   end
+end
+
+if action == "credit" then
+  -- a verification: only a conversion counts it; elsewhere a peek of Remaining
+  if not credit then
+    local _, _, remaining, reset = take(0)
+    return {0, 0, 0, 0, remaining, reset}
+  end
+  local remaining, newttl, state = credit(cost)
+  if state then set(state, newttl) end
+  return {0, 0, 0, 0, remaining, newttl}
 end
 
 if action == "refund" then

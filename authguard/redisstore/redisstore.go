@@ -205,7 +205,7 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 		r := op.Rate
 		return call{rateScript, op.Key, []any{
 			r.Algorithm.String(), op.Action.String(), ms(r.Window), ms(r.Interval),
-			strconv.Itoa(r.Limit), strconv.Itoa(op.Cost), now, expire,
+			strconv.Itoa(r.Limit), strconv.Itoa(op.Cost), now, expire, strconv.Itoa(r.MinPercent),
 		}}, nil
 	case *authguard.DeleteOp:
 		return call{deleteScript, op.Key, nil}, nil

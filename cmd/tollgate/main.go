@@ -237,6 +237,8 @@ func ruleLimit(r *authguard.Rule) string {
 		return fmt.Sprintf("burst %d, then 1 per %v", r.Rate.Limit, dur(r.Rate.Interval))
 	case authguard.LeakyBucket:
 		return fmt.Sprintf("queue of %d, 1 leaves per %v", r.Rate.Limit, dur(r.Rate.Interval))
+	case authguard.Conversion:
+		return fmt.Sprintf("once %d sent per %v, held while under %d%% verified", r.Rate.Limit, dur(r.Rate.Window), r.Rate.MinPercent)
 	}
 	if r.Counts == authguard.OnFailure { // a failure log
 		return windows() + " failed attempts"

@@ -150,6 +150,7 @@ type flowFile struct {
 	IPv6Prefix         int      `yaml:"ipv6_prefix"`
 	AllowList          []string `yaml:"allow_list"`
 	DeviceTrust        string   `yaml:"device_trust"`
+	Verifies           string   `yaml:"verifies"`
 	SamePasswordWindow Duration `yaml:"same_password_window"`
 	AttemptTTL         Duration `yaml:"attempt_ttl"`
 	DeviceTokenTTL     Duration `yaml:"device_token_ttl"`
@@ -203,6 +204,9 @@ type ruleFile struct {
 	Window Duration `yaml:"window"`
 	Limit  int      `yaml:"limit"`
 	Rate   Rate     `yaml:"rate"`
+	// conversion
+	MinVolume     int `yaml:"min_volume"`
+	MinConversion int `yaml:"min_conversion"`
 
 	line int
 }
@@ -414,6 +418,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		FailClosedRetry:    time.Duration(f.FailClosedRetry),
 		Grouping:           spraydetect.Grouping{IPv6Bits: f.IPv6Prefix},
 		DeviceTrust:        f.DeviceTrust,
+		Verifies:           f.Verifies,
 		SamePasswordWindow: time.Duration(f.SamePasswordWindow),
 		AttemptTTL:         time.Duration(f.AttemptTTL),
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
@@ -517,6 +522,16 @@ func (rf ruleFile) compile() (authguard.Rule, error) {
 	}
 	for _, w := range rf.Windows {
 		r.Windows = append(r.Windows, spraydetect.Window{Length: time.Duration(w.Window), Limit: w.Limit})
+	}
+	if r.Algorithm == authguard.Conversion {
+		if rf.Limit != 0 || rf.Rate.Per != 0 {
+			return r, errors.New("conversion takes window, min_volume and min_conversion, not limit or rate")
+		}
+		r.Rate = authguard.RateLimit{Window: time.Duration(rf.Window), Limit: rf.MinVolume, MinPercent: rf.MinConversion}
+		return r, nil
+	}
+	if rf.MinVolume != 0 || rf.MinConversion != 0 {
+		return r, errors.New("min_volume and min_conversion are for algorithm conversion")
 	}
 	if rf.Window != 0 || rf.Limit != 0 || rf.Rate.Per != 0 {
 		r.Rate = authguard.RateLimit{Window: time.Duration(rf.Window), Limit: rf.Limit}

@@ -34,6 +34,7 @@ var (
 		{Algorithm: authguard.SlidingCounter, Window: 10 * time.Second, Limit: 4},
 		{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 3},
 		{Algorithm: authguard.LeakyBucket, Interval: time.Second, Limit: 3},
+		{Algorithm: authguard.Conversion, Window: 10 * time.Second, Limit: 3, MinPercent: 50},
 	}
 )
 
@@ -166,9 +167,9 @@ func rt(key string, r authguard.RateLimit, a authguard.RateAction, cost int) aut
 }
 
 func testRateSteps(t *testing.T, newStore NewStore) {
-	take, peek := authguard.RateTake, authguard.RatePeek
-	fixed, leaky := Rates[0], Rates[4]
-	const fk, lk = "tg:t:api:rate:fixed", "tg:t:api:rate:leaky"
+	take, peek, refund, credit := authguard.RateTake, authguard.RatePeek, authguard.RateRefund, authguard.RateCredit
+	fixed, leaky, conv := Rates[0], Rates[4], Rates[5]
+	const fk, lk, vk = "tg:t:api:rate:fixed", "tg:t:api:rate:leaky", "tg:t:api:rate:conversion"
 	s := time.Second
 	runSteps(t, newStore, []step{
 		// The epoch is a whole multiple of 10s: a fixed window starts at t=0.
@@ -187,6 +188,23 @@ func testRateSteps(t *testing.T, newStore NewStore) {
 		{"fixed t=10: delete forgets the window", 10 * s, &authguard.DeleteOp{Key: fk}, res{}},
 		{"fixed t=10: all 3 again", 10 * s, rt(fk, fixed, take, 3), res{Charged: true, Remaining: 0, Reset: 10 * s}},
 		{"t=10: delete of a key that holds nothing is harmless", 10 * s, &authguard.DeleteOp{Key: "tg:t:api:rate:none"}, res{}},
+	})
+	// Conversion: windows of 10s from t=0; judged from 3 sends, at least 50%
+	// verified. A store of its own: the steps above ended at t=10.
+	runSteps(t, newStore, []step{
+		{"conversion t=0: a send is counted", 0, rt(vk, conv, take, 1), res{Charged: true, Remaining: 1, Reset: 20 * s}},
+		{"conversion t=1: a second", s, rt(vk, conv, take, 1), res{Charged: true, Remaining: 2, Reset: 19 * s}},
+		{"conversion t=2: a third: now enough to judge", 2 * s, rt(vk, conv, take, 1), res{Charged: true, Remaining: 3, Reset: 18 * s}},
+		{"conversion t=2: a fourth refused: none of 3 verified", 2 * s, rt(vk, conv, take, 1), res{Over: true, Remaining: 3, Reset: 18 * s}},
+		{"conversion t=3: one verified", 3 * s, rt(vk, conv, credit, 1), res{Remaining: 3, Reset: 17 * s}},
+		{"conversion t=3: 1 of 3 is below half: peek says refused", 3 * s, rt(vk, conv, peek, 1), res{Over: true, Remaining: 3, Reset: 17 * s}},
+		{"conversion t=3: a second verified", 3 * s, rt(vk, conv, credit, 1), res{Remaining: 3, Reset: 17 * s}},
+		{"conversion t=3: 2 of 3: the send goes", 3 * s, rt(vk, conv, take, 1), res{Charged: true, Remaining: 4, Reset: 17 * s}},
+		{"conversion t=3: given back", 3 * s, rt(vk, conv, refund, 1), res{Remaining: 3, Reset: 17 * s}},
+		{"conversion t=15: the first window weighs half: 1.5 sent, below 3", 15 * s, rt(vk, conv, take, 1), res{Charged: true, Remaining: 2, Reset: 15 * s}},
+		{"t=15: fixed: take 2 of 3", 15 * s, rt(fk, fixed, take, 2), res{Charged: true, Remaining: 1, Reset: 5 * s}},
+		{"t=15: a credit on another algorithm changes nothing", 15 * s, rt(fk, fixed, credit, 1), res{Remaining: 1, Reset: 5 * s}},
+		{"conversion t=40: all forgotten: a send would be the first", 40 * s, rt(vk, conv, peek, 1), res{Remaining: 1, Reset: 0}},
 	})
 }
 
@@ -366,11 +384,13 @@ func RandomOps(rng *rand.Rand, n int) []authguard.Op {
 				cost = r.Limit
 			}
 			action := authguard.RateTake
-			switch rng.IntN(4) {
+			switch rng.IntN(5) {
 			case 0:
 				action = authguard.RatePeek
 			case 1:
 				action = authguard.RateRefund
+			case 2:
+				action = authguard.RateCredit // a verification on a conversion; a peek elsewhere
 			}
 			ops[i] = rt(fmt.Sprintf("tg:t:api:rate:%d:%s", alg, key), r, action, cost)
 			continue

@@ -239,7 +239,7 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 		for _, f := range []struct {
 			name, key string
 			line      int
-		}{{a.Flow, "flow", a.flowLine}, {a.MintsDeviceTokenIn, "mints_device_token_in", a.mintLine}} {
+		}{{a.Flow, "flow", a.flowLine}, {a.MintsDeviceTokenIn, "mints_device_token_in", a.mintLine}, {a.VerifiesIn, "verifies_in", a.verifyLine}} {
 			if f.name == "" || policy.Flow(f.name) != nil {
 				continue
 			}
@@ -319,6 +319,8 @@ func checkKinds(policy *authguard.Policy, a *Actor, i int) error {
 		return at("destinations", a.destLine, "flow %q is not a send flow (kind: send), such as otp_send", a.Flow)
 	case a.MintsDeviceTokenIn != "" && policy.Flow(a.MintsDeviceTokenIn).Kind == authguard.Sends:
 		return at("mints_device_token_in", a.mintLine, "%q is a send flow (kind: send): it returns no device tokens", a.MintsDeviceTokenIn)
+	case a.VerifiesIn != "" && policy.Flow(a.VerifiesIn).Verifies != a.Flow:
+		return at("verifies_in", a.verifyLine, "%q does not verify %q's codes (it needs verifies: %s)", a.VerifiesIn, a.Flow, a.Flow)
 	}
 	return nil
 }
@@ -746,9 +748,34 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 			continue
 		case v.Action == authguard.Delay && ar.ObeysDelay:
 			return max(time.Duration(v.RetryAfter())*time.Second, time.Second), nil
+		case v.Action == authguard.Proceed && ar.VerifiesIn != "":
+			return 0, ar.verify(ctx, l)
 		}
 		return 0, nil // sent, denied or given up
 	}
+}
+
+// verify checks the code of send l in the actor's VerifiesIn flow and, when
+// the check proceeds, reports the right code, naming the destination. The
+// account is l's, or the destination when the actor has none.
+func (ar *actorRun) verify(ctx context.Context, l *login) error {
+	account := l.account
+	if account == "" {
+		account = l.dest
+	}
+	v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip})
+	if err != nil {
+		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
+	}
+	if v.Action != authguard.Proceed {
+		return nil
+	}
+	_, err = ar.s.engine.Report(ctx, authguard.ReportRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip,
+		Outcome: authguard.Success, Attempt: v.Attempt, Destination: l.dest, Channel: ar.Channel.String()})
+	if err != nil {
+		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
+	}
+	return nil
 }
 
 // report reports the outcome of step st of l, whose check proceeded with

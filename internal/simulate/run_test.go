@@ -1087,6 +1087,10 @@ func TestRun_SendFlowKinds(t *testing.T) {
 			`s.yaml: line 8: actors[0].flow: "sms" is a send flow`},
 		{"minting in a send flow", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: otp_send", 1), "",
 			`s.yaml: line 8: actors[0].mints_device_token_in: "otp_send" is a send flow (kind: send): it returns no device tokens`},
+		{"verifying in a flow that verifies other codes", strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    verifies_in: login", 1), "",
+			`s.yaml: line 8: actors[0].verifies_in: "login" does not verify "otp_send"'s codes (it needs verifies: otp_send)`},
+		{"verifying in a flow that does not exist", strings.Replace(sends, "rate: 1/s", "rate: 1/s\n    verifies_in: nope", 1), "",
+			`s.yaml: line 8: actors[0].verifies_in: the policy has no flow "nope"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

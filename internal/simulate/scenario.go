@@ -130,8 +130,14 @@ type Actor struct {
 	// to send the fresh device token that returns with the attempt. Empty
 	// means none.
 	MintsDeviceTokenIn string
+	// VerifiesIn, for a send actor, names a flow that verifies its send
+	// flow's codes (such as otp_verify): after each code sent, the actor
+	// checks it there and reports a success that names the destination, as
+	// a real user who types the code does. Empty means codes are never
+	// verified, as a pumper's are not.
+	VerifiesIn string
 
-	flowLine, deviceFromLine, mintLine, destLine int
+	flowLine, deviceFromLine, mintLine, destLine, verifyLine int
 }
 
 // Sends reports whether the actor is a send actor: one with destinations.
@@ -239,6 +245,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    destinations: ["+44 7400 123456", a@example.com]
 //	                                   # or {sequential: {from: "+44 7400 123000", count: N}}
 //	    channel: sms                   # sms (default), voice, whatsapp or email
+//	    verifies_in: otp_verify        # default none; verify each code sent there
 //	    ips: {random_ipv4: 1000}
 //	    rate: 1/s                      # accounts: optional; obeys_delay, solves_captcha,
 //	                                   # burst, start, stop as above
@@ -637,6 +644,11 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 			a.DeviceTokenFrom, a.deviceFromLine = s, v.Line
 			return err
 		},
+		"verifies_in": func(v *yaml.Node, p string) (err error) {
+			a.VerifiesIn, err = nonEmpty(v, p)
+			a.verifyLine = v.Line
+			return err
+		},
 		"mints_device_token_in": func(v *yaml.Node, p string) (err error) {
 			a.MintsDeviceTokenIn, err = nonEmpty(v, p)
 			a.mintLine = v.Line
@@ -682,8 +694,12 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		if a.Destinations, err = parseDestinations(destNode, path+".destinations", a.Channel); err != nil {
 			return nil, err
 		}
-	} else if seen["channel"] != nil {
-		return nil, errAt(seen["channel"], path+".channel", "goes with destinations (a send actor)")
+	} else {
+		for _, k := range []string{"channel", "verifies_in"} {
+			if seen[k] != nil {
+				return nil, errAt(seen[k], path+"."+k, "goes with destinations (a send actor)")
+			}
+		}
 	}
 
 	// Device tokens.

@@ -554,6 +554,7 @@ func TestParseScenario_SendErrors(t *testing.T) {
 
 		// channel
 		{"channel without destinations", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    channel: sms", 1), "line 8: actors[0].channel: goes with destinations (a send actor)"},
+		{"verifies_in without destinations", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    verifies_in: otp_verify", 1), "line 8: actors[0].verifies_in: goes with destinations (a send actor)"},
 		{"unknown channel", add("channel: fax"), `line 8: actors[0].channel: invalid channel "fax" (use sms, voice, whatsapp or email)`},
 		{"channel in capitals", add("channel: SMS"), `line 8: actors[0].channel: invalid channel "SMS"`},
 		{"channel list", add("channel: [sms]"), "line 8: actors[0].channel: want sms, voice, whatsapp or email"},

@@ -16,7 +16,7 @@ import (
 )
 
 // MaxBodyBytes is the largest request body accepted; larger ones get 413.
-// The largest valid body (every field at its cap) is about 2.7 KiB.
+// The largest valid body (every field at its cap) is about 3.3 KiB.
 const MaxBodyBytes = 8 << 10
 
 // checkBody is the wire form of POST /v1/check. Which keys were present
@@ -29,6 +29,8 @@ type checkBody struct {
 	DeviceToken         string `json:"device_token"`
 	CaptchaSolved       bool   `json:"captcha_solved"`
 	PasswordFingerprint string `json:"password_fingerprint"`
+	Destination         string `json:"destination"`
+	Channel             string `json:"channel"`
 }
 
 // checkFields are checkBody's keys, in wire order, with the required ones
@@ -37,7 +39,8 @@ type checkBody struct {
 var checkFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"device_token", "a string", false}, {"captcha_solved", "a boolean", false},
-	{"password_fingerprint", "a string", false},
+	{"password_fingerprint", "a string", false}, {"destination", "a string", false},
+	{"channel", "a string", false},
 }
 
 func (b *checkBody) request() authguard.CheckRequest {
@@ -48,6 +51,8 @@ func (b *checkBody) request() authguard.CheckRequest {
 		DeviceToken:         b.DeviceToken,
 		CaptchaSolved:       b.CaptchaSolved,
 		PasswordFingerprint: b.PasswordFingerprint,
+		Destination:         b.Destination,
+		Channel:             b.Channel,
 	}
 }
 

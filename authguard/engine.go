@@ -561,6 +561,11 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	if len(req.DeviceToken) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
+	if req.Destination != "" || req.Channel != "" {
+		if _, err := e.verifiedSubjects(&s, req.Channel, req.Destination); err != nil {
+			return Verdict{}, err
+		}
+	}
 	device := e.deviceID(&s, req.DeviceToken)
 	id := randomID()
 
@@ -726,10 +731,12 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	return answer, nil
 }
 
-// verifiedSubjects parses the destination a report on a flow that verifies
-// a send flow's codes names, and returns the send flow's subjects for it: its
-// keys are the send flow's. The destination is checked as a send checks it;
-// a flow that verifies none takes no destination.
+// verifiedSubjects parses the destination a check or report on a flow that
+// verifies a send flow's codes names, sets its hashes in s (for the flow's
+// own rules on the destination), and returns the send flow's subjects for
+// it (whose keys are the send flow's, for conversion credits). The
+// destination is checked as a send checks it; a flow that verifies none
+// takes no destination.
 func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*subjects, error) {
 	sf := e.policy.Flow(s.flow.Verifies)
 	if sf == nil {
@@ -749,13 +756,14 @@ func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*su
 	if err != nil {
 		return nil, err
 	}
-	v := &subjects{prefix: s.prefix, tenant: s.tenant, flow: sf, account: s.account, ip: s.ip, addr: s.addr}
-	v.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
-	v.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
+	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
+	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
 	if d.Region != "" {
-		v.country = e.hash.subject(s.tenant, "country", d.Region)
+		s.country = e.hash.subject(s.tenant, "country", d.Region)
 	}
-	return v, nil
+	v := *s
+	v.flow = sf
+	return &v, nil
 }
 
 // credit adds to p, a success report's plan, one verification for each

@@ -336,7 +336,7 @@ func (f *Flow) compile() error {
 	seen, keys := map[string]bool{}, map[string]bool{}
 	for i := range f.Rules {
 		r := &f.Rules[i]
-		if err := r.validate(grouping, f.Kind == Sends); err != nil {
+		if err := r.validate(grouping, f.Kind == Sends, f.Verifies != ""); err != nil {
 			return &RuleError{Flow: f.Name, Rule: ruleLabel(r, i), Err: err}
 		}
 		if r.PriceCost {

@@ -26,6 +26,11 @@ type CheckRequest struct {
 	// PasswordFingerprint is an HMAC of the password the caller computes with
 	// its own key (never the password), or empty.
 	PasswordFingerprint string
+	// Destination and Channel, on a flow that verifies a send flow's
+	// one-time codes (Flow.Verifies), name where the code being checked
+	// was sent, for the flow's rules on the destination. Both or neither;
+	// send them with the report too.
+	Destination, Channel string
 }
 
 // ReportRequest tells tollgate how an attempt ended.

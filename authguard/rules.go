@@ -267,8 +267,9 @@ var nameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
 const MaxRules = 32
 
 // validate checks the rule on its own and fills in its defaults; grouping
-// is the flow's IPv6 grouping, send whether the flow is a send flow.
-func (r *Rule) validate(grouping int, send bool) error {
+// is the flow's IPv6 grouping, send whether the flow is a send flow, and
+// verifies whether it verifies a send flow's codes.
+func (r *Rule) validate(grouping int, send, verifies bool) error {
 	if !nameRE.MatchString(r.Name) {
 		return errors.New("a rule name is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
@@ -306,7 +307,7 @@ func (r *Rule) validate(grouping int, send bool) error {
 	if device && r.Clients != KnownClients {
 		return errors.New("the device subject counts known devices only: clients must be known")
 	}
-	if err := r.validateKind(send); err != nil {
+	if err := r.validateKind(send, verifies); err != nil {
 		return err
 	}
 	switch r.Algorithm {
@@ -330,13 +331,14 @@ func (r *Rule) validate(grouping int, send bool) error {
 
 // validateKind checks what a rule of a send flow, or of a check-and-report
 // flow, may count. A send has no report: its rules count what it sends, and
-// only they may deny. A check has no destination.
-func (r *Rule) validateKind(send bool) error {
+// only they may deny. A check has a destination only in a flow that
+// verifies a send flow's codes.
+func (r *Rule) validateKind(send, verifies bool) error {
 	switch {
 	case !send && r.Past == PastDeny:
 		return errors.New("past: deny is for send flows (kind: send); use delay or captcha")
-	case !send && (r.Subject.Parts|r.Of)&sendParts != 0:
-		return errors.New("destination, destination_prefix and country are what a send has: only send flows (kind: send) count them")
+	case !send && !verifies && (r.Subject.Parts|r.Of)&sendParts != 0:
+		return errors.New("destination, destination_prefix and country are what a send has: only send flows (kind: send) and flows that verify their codes (verifies: otp_send) count them")
 	case send && (r.Subject.Parts|r.Of)&(PartDevice|PartFingerprint) != 0:
 		return errors.New("a send has no device or password fingerprint to count")
 	case send && r.Counts == OnFailure:

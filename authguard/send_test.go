@@ -489,3 +489,39 @@ func TestVerify_DestinationOnlyWhereItIsVerified(t *testing.T) {
 		}
 	}
 }
+
+// TestVerify_GuessingOnePhonesCodesUnderManyAccounts: an attacker who
+// guesses the codes sent to one phone, under a new account name (or
+// session) each time, from many addresses, waiting out every delay, gets
+// as many guesses in 24 hours as against one account: the checks name the
+// destination, and destination_backoff counts it whatever the account and
+// however many new codes are sent.
+func TestVerify_GuessingOnePhonesCodesUnderManyAccounts(t *testing.T) {
+	h := newHarness(t, "")
+	start, proceeded := h.clock.Now(), 0
+	for i := 0; h.clock.Now().Sub(start) < day; i++ {
+		req := authguard.CheckRequest{Flow: "otp_verify", Account: fmt.Sprint("session-", i), IP: addr(i % 1000),
+			Destination: victim, Channel: "sms"}
+		v := h.check(req)
+		switch v.Action {
+		case authguard.Proceed:
+			proceeded++
+			h.report(authguard.ReportRequest{Flow: req.Flow, Account: req.Account, IP: req.IP, Outcome: authguard.Failure,
+				Attempt: v.Attempt, Destination: victim, Channel: "sms"})
+			h.clock.Advance(time.Second)
+		case authguard.Delay:
+			if v.Reasons[0] != "destination_backoff" {
+				t.Fatalf("guess %d: delayed by %v", i, v.Reasons)
+			}
+			h.clock.Advance(v.Delay)
+		default:
+			t.Fatalf("guess %d: %v %v", i, v.Action, v.Reasons)
+		}
+		if i > 100_000 {
+			t.Fatal("runaway loop")
+		}
+	}
+	if proceeded != 59 {
+		t.Errorf("%d guesses at one phone's codes in 24 hours, want 59 (as against one account)", proceeded)
+	}
+}

@@ -48,7 +48,7 @@ func TestReasons_BuiltInFlowsKeepTheirCodes(t *testing.T) {
 	for flow, want := range map[string]string{
 		"login":      "[account_backoff device_backoff ip_rate ip_spray ip_failures password_spray unavailable]",
 		"otp_verify": "[account_backoff device_backoff destination_backoff ip_rate ip_spray ip_failures unavailable]",
-		"otp_send":   "[destination_backoff destination_limit ip_sends ip_destinations account_sends prefix_destinations low_conversion spend_budget number_type country unavailable]",
+		"otp_send":   "[destination_backoff destination_limit ip_sends ip_destinations account_sends prefix_destinations country_sends low_conversion spend_budget number_type country unavailable]",
 	} {
 		if got := fmt.Sprint(config.DefaultPolicy().Flow(flow).Reasons()); got != want {
 			t.Errorf("%s: reasons %s, want %s", flow, got, want)

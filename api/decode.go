@@ -101,6 +101,7 @@ type sendBody struct {
 	Channel       string `json:"channel"`
 	IP            string `json:"ip"`
 	Account       string `json:"account"`
+	DeviceToken   string `json:"device_token"`
 	CaptchaSolved bool   `json:"captcha_solved"`
 }
 
@@ -110,7 +111,8 @@ type sendBody struct {
 // rules count it.
 var sendFields = fields{
 	{"flow", "a string", false}, {"destination", "a string", false}, {"channel", "a string", false},
-	{"ip", "a string", false}, {"account", "a string", false}, {"captcha_solved", "a boolean", false},
+	{"ip", "a string", false}, {"account", "a string", false}, {"device_token", "a string", false},
+	{"captcha_solved", "a boolean", false},
 }
 
 func (b *sendBody) request() authguard.SendRequest {
@@ -120,6 +122,7 @@ func (b *sendBody) request() authguard.SendRequest {
 		Channel:       b.Channel,
 		IP:            b.IP,
 		Account:       b.Account,
+		DeviceToken:   b.DeviceToken,
 		CaptchaSolved: b.CaptchaSolved,
 	}
 }

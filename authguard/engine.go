@@ -637,11 +637,16 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	}
 	s.price = s.flow.Send.price(&d)
 
+	if len(req.DeviceToken) > MaxTokenBytes {
+		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
+	}
+	device := e.deviceID(&s, req.DeviceToken)
+
 	computed, b := Verdict{}, batch{src: SourceNone}
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
 	} else {
-		p := e.checkPlan(&s, "", "", req.CaptchaSolved)
+		p := e.checkPlan(&s, device, "", req.CaptchaSolved)
 		gates := p.gates(s.flow)
 		b = e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
 		if errors.Is(b.err, ErrOverloaded) {
@@ -783,10 +788,11 @@ func (e *Engine) credit(p *plan, v *subjects) {
 // deviceID returns the device id of a valid device token issued for this
 // account of this tenant by a flow of this flow's trust group, or "" for
 // anything else: a token for another account or trust group, a forged or
-// expired one is simply untrusted, not an error. A flow without a device
-// rule trusts no token.
+// expired one is simply untrusted, not an error. A flow of checks without
+// a device rule trusts no token; a send flow trusts its group's tokens, so
+// that a known device skips the rules for unknown clients (the IP rules).
 func (e *Engine) deviceID(s *subjects, token string) string {
-	if token == "" || s.flow.device < 0 || s.account == "" {
+	if token == "" || (s.flow.device < 0 && s.flow.Kind != Sends) || s.account == "" {
 		return ""
 	}
 	var c deviceClaims

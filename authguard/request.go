@@ -69,6 +69,11 @@ type SendRequest struct {
 	IP string
 	// Account is the account the code is for, when the caller knows one.
 	Account string
+	// DeviceToken is the token a success in a flow of the send flow's
+	// device_trust returned (the built-in otp_send trusts login's), with
+	// Account: a valid one makes the client known, and rules for unknown
+	// clients (the IP rules) skip it.
+	DeviceToken string
 	// CaptchaSolved says the end user just solved a CAPTCHA the caller
 	// verified.
 	CaptchaSolved bool

@@ -525,3 +525,47 @@ func TestVerify_GuessingOnePhonesCodesUnderManyAccounts(t *testing.T) {
 		t.Errorf("%d guesses at one phone's codes in 24 hours, want 59 (as against one account)", proceeded)
 	}
 }
+
+// TestSend_KnownDeviceBehindABusyNATGetsItsCode: once an address has asked
+// for codes to 60 numbers within the hour, its next request needs a
+// CAPTCHA (ip_destinations); a user behind it whose device token a login
+// success returned goes ahead, while the rules that count every client
+// (here, the bombing limit on the user's own number) still count it. A
+// token for another account, or a forged one, is ignored.
+func TestSend_KnownDeviceBehindABusyNATGetsItsCode(t *testing.T) {
+	h := newHarness(t, "")
+	const nat = "198.51.100.30"
+	for i := range 60 {
+		h.clock.Advance(time.Second)
+		number := fmt.Sprintf("+44 7400 %06d", i*1000+i)
+		if v := h.send(authguard.SendRequest{Destination: number, Channel: "sms", IP: nat}); v.Action != authguard.Proceed {
+			t.Fatalf("code %d: %v %v", i, v.Action, v.Reasons)
+		}
+		h.verify(number, nat, number, "sms")
+	}
+	login := h.report(authguard.ReportRequest{Flow: "login", Account: "ann@example.com", IP: nat, Outcome: authguard.Success})
+	if login.DeviceToken == "" {
+		t.Fatal("no device token from a login success")
+	}
+	ann := authguard.SendRequest{Destination: "+44 7400 999001", Channel: "sms", IP: nat, Account: "ann@example.com"}
+	if v := h.send(ann); v.Action != authguard.Captcha || v.Reasons[0] != "ip_destinations" {
+		t.Fatalf("without her token: %v %v, want a CAPTCHA by ip_destinations", v.Action, v.Reasons)
+	}
+	for _, c := range []struct{ name, token, account string }{
+		{"another account's token", login.DeviceToken, "bob@example.com"},
+		{"a forged token", login.DeviceToken[:len(login.DeviceToken)-2] + "AA", "ann@example.com"},
+	} {
+		req := ann
+		req.DeviceToken, req.Account = c.token, c.account
+		if v := h.send(req); v.Action != authguard.Captcha {
+			t.Errorf("%s: %v %v, want a CAPTCHA", c.name, v.Action, v.Reasons)
+		}
+	}
+	ann.DeviceToken = login.DeviceToken
+	if v := h.send(ann); v.Action != authguard.Proceed {
+		t.Fatalf("with her login's device token: %v %v, want proceed", v.Action, v.Reasons)
+	}
+	if v := h.send(ann); v.Action != authguard.Delay || v.Reasons[0] != "destination_backoff" {
+		t.Errorf("again at once: %v %v, want a delay by destination_backoff (it counts every client)", v.Action, v.Reasons)
+	}
+}

@@ -569,3 +569,25 @@ func TestSend_KnownDeviceBehindABusyNATGetsItsCode(t *testing.T) {
 		t.Errorf("again at once: %v %v, want a delay by destination_backoff (it counts every client)", v.Action, v.Reasons)
 	}
 }
+
+// FuzzSendInput: any send, and any destination on a verify check or report,
+// is a verdict or an InputError naming its field that reached no store.
+func FuzzSendInput(f *testing.F) {
+	f.Add("", "+44 7400 123456", "sms", "192.0.2.1", "", "")
+	f.Add("otp_send", "Alice@Example.COM", "email", "2001:db8::1", "alice", "x.y.z")
+	f.Add("otp_send", "+44 (0)20 7946 0958", "voice", "192.0.2.1", "", "")
+	f.Add("otp_verify", "+449012345678", "whatsapp", "192.0.2.1", "a", "")
+	f.Add("login", "tel:+14155550123", "fax", "::1", "", "")
+	h := newHarness(f, "")
+	f.Fuzz(func(t *testing.T, flow, dest, channel, ip, account, token string) {
+		before := h.store.calls.Load()
+		_, err := h.e.Send(context.Background(), authguard.SendRequest{Flow: flow, Destination: dest, Channel: channel, IP: ip, Account: account, DeviceToken: token})
+		checkRejected(t, h, err, before)
+		before = h.store.calls.Load()
+		_, err = h.e.Check(context.Background(), authguard.CheckRequest{Flow: "otp_verify", Account: "a", IP: "192.0.2.1", Destination: dest, Channel: channel})
+		checkRejected(t, h, err, before)
+		before = h.store.calls.Load()
+		_, err = h.e.Report(context.Background(), authguard.ReportRequest{Flow: "otp_verify", Account: "a", IP: "192.0.2.1", Outcome: authguard.Success, Destination: dest, Channel: channel})
+		checkRejected(t, h, err, before)
+	})
+}

@@ -49,3 +49,48 @@ func TestConversion_Steps(t *testing.T) {
 		}
 	}
 }
+
+// FuzzConversion: for any parameters and steps on a clock that only moves
+// forward, a refused send leaves the
+// state as it was, a send given back at once restores the state, a credit
+// never refuses, and the TTL is never negative nor longer than two windows.
+func FuzzConversion(f *testing.F) {
+	f.Add(int64(10_000), 4, 25, int64(0), []byte{0, 1, 2, 0, 3})
+	f.Add(int64(1), 1, 100, int64(5), []byte{2, 2, 0, 0, 1})
+	f.Fuzz(func(t *testing.T, windowMS int64, minVolume, minPercent int, start int64, steps []byte) {
+		c := Conversion{Window: time.Duration(windowMS) * time.Millisecond, MinVolume: minVolume, MinPercent: minPercent}
+		if c.Validate() != nil || len(steps) > 64 || start < 0 || start > 1<<50 {
+			return // store clocks run from the epoch on
+		}
+		var s ConversionState
+		now := start
+		for _, b := range steps {
+			now += int64(b>>2) * windowMS / 8
+			at := time.UnixMilli(now)
+			switch b & 3 {
+			case 0, 1:
+				next, d := c.TakeN(s, at, 1)
+				if !d.Allowed && next != s {
+					t.Fatalf("a refused send changed %+v to %+v", s, next)
+				}
+				if d.Allowed {
+					back, _ := c.GiveBackN(next, at, 1)
+					if cur := c.current(s, now); back != cur && !(back == ConversionState{} && cur == ConversionState{Start: cur.Start}) {
+						t.Fatalf("send then give back at %d: %+v, want %+v", now, back, cur)
+					}
+				}
+				s = next
+			case 2:
+				var d Decision
+				if s, d = c.Credit(s, at, 1); !d.Allowed {
+					t.Fatal("a credit refused")
+				}
+			case 3:
+				s, _ = c.GiveBackN(s, at, 1)
+			}
+			if ttl := c.TTL(s, at); ttl < 0 || ttl > 2*c.Window {
+				t.Fatalf("TTL %v for window %v", ttl, c.Window)
+			}
+		}
+	})
+}

@@ -776,32 +776,47 @@ func (ac Accounts) Len() int {
 	return len(ac.List)
 }
 
+// scalarList decodes a non-empty list of at most MaxGenerated strings
+// (plural names them in errors, one is what each must be), each checked by
+// check.
+func scalarList(n *yaml.Node, path, plural, one string, check func(item *yaml.Node, p, s string) error) ([]string, error) {
+	if len(n.Content) == 0 {
+		return nil, errAt(n, path, "want at least one %s", strings.TrimSuffix(plural, "s"))
+	}
+	if len(n.Content) > MaxGenerated {
+		return nil, errAt(n, path, "at most %d %s", MaxGenerated, plural)
+	}
+	list := make([]string, 0, len(n.Content))
+	for i, item := range n.Content {
+		p := fmt.Sprintf("%s[%d]", path, i)
+		s, err := scalar(item, p, one)
+		if err != nil {
+			return nil, err
+		}
+		if err := check(item, p, s); err != nil {
+			return nil, err
+		}
+		list = append(list, s)
+	}
+	return list, nil
+}
+
 func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
 	var ac Accounts
 	switch n.Kind {
 	case yaml.SequenceNode:
-		if len(n.Content) == 0 {
-			return ac, errAt(n, path, "want at least one account")
-		}
-		if len(n.Content) > MaxGenerated {
-			return ac, errAt(n, path, "at most %d accounts", MaxGenerated)
-		}
-		for i, item := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			s, err := scalar(item, p, "an account identifier")
-			if err != nil {
-				return ac, err
-			}
+		var err error
+		ac.List, err = scalarList(n, path, "accounts", "an account identifier", func(item *yaml.Node, p, s string) error {
 			if _, err := authguard.NormalizeAccount(s); err != nil {
 				var ie *authguard.InputError
 				if errors.As(err, &ie) {
-					return ac, errAt(item, p, "invalid account %q: %s", s, ie.Detail)
+					return errAt(item, p, "invalid account %q: %s", s, ie.Detail)
 				}
-				return ac, errAt(item, p, "invalid account %q", s)
+				return errAt(item, p, "invalid account %q", s)
 			}
-			ac.List = append(ac.List, s)
-		}
-		return ac, nil
+			return nil
+		})
+		return ac, err
 	case yaml.MappingNode:
 		seen, err := walkMapping(n, path, "{generate: N} or {fresh: true}", map[string]field{
 			"generate": func(v *yaml.Node, p string) error {
@@ -833,24 +848,12 @@ func parseDestinations(n *yaml.Node, path string, ch authguard.Channel) (Destina
 	const want = `want a list of phone numbers or e-mail addresses, or {sequential: {from: "+44 7400 123000", count: N}}`
 	switch n.Kind {
 	case yaml.SequenceNode:
-		if len(n.Content) == 0 {
-			return d, errAt(n, path, "want at least one destination")
-		}
-		if len(n.Content) > MaxGenerated {
-			return d, errAt(n, path, "at most %d destinations", MaxGenerated)
-		}
-		for i, item := range n.Content {
-			p := fmt.Sprintf("%s[%d]", path, i)
-			s, err := scalar(item, p, "a phone number or an e-mail address")
-			if err != nil {
-				return d, err
-			}
-			if _, err := destination(item, p, ch, s); err != nil {
-				return d, err
-			}
-			d.List = append(d.List, s)
-		}
-		return d, nil
+		var err error
+		d.List, err = scalarList(n, path, "destinations", "a phone number or an e-mail address", func(item *yaml.Node, p, s string) error {
+			_, err := destination(item, p, ch, s)
+			return err
+		})
+		return d, err
 	case yaml.MappingNode:
 		seen, err := walkMapping(n, path, want, map[string]field{
 			"sequential": func(v *yaml.Node, p string) error {

@@ -13,6 +13,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tollgate-auth/tollgate"
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
 
@@ -45,19 +46,25 @@ type Config struct {
 	// Redis at maxmemory, which still answers PING) is answered with the
 	// store-full problem type. The default is nil: a store that answers a ping is ready.
 	StoreHealth func() error
+	// Verifier, when set, requires every /v1 call to carry a bearer token
+	// it accepts, with the verdicts scope; the token's tenant is the
+	// call's. The default is nil: no authentication, every call in the
+	// default tenant (the server then listens on loopback only).
+	Verifier *auth.Verifier
 }
 
 // API is tollgate's HTTP handler.
 type API struct {
-	engine  *authguard.Engine
-	store   Pinger
-	metrics *Metrics
-	log     *slog.Logger
-	openapi []byte
-	ready   time.Duration
-	health  func() error
-	mux     *chi.Mux
-	shed    shedLog
+	engine   *authguard.Engine
+	store    Pinger
+	metrics  *Metrics
+	log      *slog.Logger
+	openapi  []byte
+	ready    time.Duration
+	health   func() error
+	verifier *auth.Verifier
+	mux      *chi.Mux
+	shed     shedLog
 }
 
 // New returns the API, ready to serve.
@@ -78,13 +85,14 @@ func New(cfg Config) (*API, error) {
 		cfg.ReadyTimeout = time.Second
 	}
 	a := &API{
-		engine:  cfg.Engine,
-		store:   cfg.Store,
-		metrics: cfg.Metrics,
-		log:     cfg.Logger,
-		openapi: cfg.OpenAPI,
-		ready:   cfg.ReadyTimeout,
-		health:  cfg.StoreHealth,
+		engine:   cfg.Engine,
+		store:    cfg.Store,
+		metrics:  cfg.Metrics,
+		log:      cfg.Logger,
+		openapi:  cfg.OpenAPI,
+		ready:    cfg.ReadyTimeout,
+		health:   cfg.StoreHealth,
+		verifier: cfg.Verifier,
 	}
 	a.mux = a.routes()
 	return a, nil
@@ -104,9 +112,12 @@ func (a *API) routes() *chi.Mux {
 	})
 	r.MethodNotAllowed(a.methodNotAllowed)
 
-	r.Post("/v1/check", a.check)
-	r.Post("/v1/report", a.report)
-	r.Post("/v1/otp/send", a.send)
+	r.Group(func(r chi.Router) {
+		r.Use(a.authenticate(auth.ScopeVerdicts))
+		r.Post("/v1/check", a.check)
+		r.Post("/v1/report", a.report)
+		r.Post("/v1/otp/send", a.send)
+	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{
@@ -138,6 +149,7 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := body.request()
+	req.Tenant = tenantOf(r.Context())
 	v, err := a.engine.Check(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "check", err)
@@ -158,6 +170,7 @@ func (a *API) report(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	req.Tenant = tenantOf(r.Context())
 	v, err := a.engine.Report(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "report", err)
@@ -174,6 +187,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := body.request()
+	req.Tenant = tenantOf(r.Context())
 	v, err := a.engine.Send(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "send", err)

@@ -14,6 +14,7 @@ import (
 	"github.com/go-chi/chi/v5"
 
 	"github.com/tollgate-auth/tollgate"
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
@@ -319,7 +320,7 @@ func (panickingStore) Do(context.Context, []authguard.Op) ([]authguard.Result, e
 }
 
 func withStore(s authguard.Store) harnessOption {
-	return func(c *authguard.Config) { c.Store = s }
+	return func(c *harnessConfig) { c.engine.Store = s }
 }
 
 // TestStoreOutage_IsAVerdictNotAnError: a failing store gives the fail
@@ -419,5 +420,59 @@ func TestOpenAPI_IsValid(t *testing.T) {
 	}
 	if !doc.IsOpenAPI31OrLater() {
 		t.Errorf("openapi = %s, want 3.1", doc.OpenAPI)
+	}
+}
+
+// TestAuth_RefusalsAreTheProblemsTheSpecDescribes: with a verifier, a call
+// without a token is a 401 unauthenticated problem with WWW-Authenticate,
+// one whose token lacks the verdicts scope a 403 forbidden problem, both
+// as openapi.yaml describes them and neither reaching the store; a token
+// that allows the call gets its verdict, in its tenant.
+func TestAuth_RefusalsAreTheProblemsTheSpecDescribes(t *testing.T) {
+	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
+		Tenants: []auth.Tenant{{Name: "shop", Issuer: "https://auth.shop.example"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := newHarness(t, withVerifier(v))
+	sign := func(scopes ...auth.Scope) string {
+		tok, err := auth.Sign(key, "https://auth.shop.example", "tollgate", "shop", "t", scopes, time.Minute, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	body := `{"flow":"login","account":"a@example.com","ip":"192.0.2.1"}`
+	for _, c := range []struct {
+		name, header, problem string
+		status                int
+	}{
+		{"no token", "", "unauthenticated", 401},
+		{"not a bearer token", "Basic YTpi", "unauthenticated", 401},
+		{"an admin-only token", "Bearer " + sign(auth.ScopeAdminRead), "forbidden", 403},
+	} {
+		keys := h.keys()
+		var hdr []string
+		if c.header != "" {
+			hdr = []string{"Authorization", c.header}
+		}
+		res := h.do(t, http.MethodPost, "/v1/check", "application/json", body, hdr...)
+		if res.status != c.status || res.json(t)["type"] != "https://tollgate.dev/problems/"+c.problem {
+			t.Errorf("%s: %d %s", c.name, res.status, res.body)
+		}
+		if (c.status == 401) != strings.HasPrefix(res.header.Get("WWW-Authenticate"), "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q", c.name, res.header.Get("WWW-Authenticate"))
+		}
+		if !slices.Equal(keys, h.keys()) {
+			t.Errorf("%s: the store changed", c.name)
+		}
+	}
+	res := h.do(t, http.MethodPost, "/v1/check", "application/json", body, "Authorization", "Bearer "+sign(auth.ScopeVerdicts))
+	if res.status != 200 || res.verdict(t).Action != "proceed" {
+		t.Fatalf("a good token: %d %s", res.status, res.body)
+	}
+	if keys := h.keys(); len(keys) == 0 || !strings.Contains(strings.Join(keys, " "), ":shop:login:") {
+		t.Errorf("keys %v, want the shop tenant's", keys)
 	}
 }

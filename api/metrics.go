@@ -34,6 +34,7 @@ type Metrics struct {
 	latency   *prometheus.HistogramVec
 	sends     *prometheus.CounterVec
 	spend     *prometheus.CounterVec
+	authFail  *prometheus.CounterVec
 	evictions *evictions
 }
 
@@ -97,6 +98,10 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Name: "tollgate_otp_spend_total",
 			Help: "The price (the flow's prices, in its cost units) of the one-time codes answered proceed, by flow, channel and country.",
 		}, []string{"flow", "channel", "country"}),
+		authFail: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_auth_failures_total",
+			Help: "Calls refused for their bearer token, by reason (missing, malformed, algorithm, unknown_key, signature, expired, lifetime, not_yet_valid, audience, issuer, tenant, type: 401; scope: 403).",
+		}, []string{"reason"}),
 		evictions: &evictions{desc: prometheus.NewDesc(
 			"tollgate_store_evictions_total",
 			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
@@ -110,7 +115,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
-		m.engErr, m.problems, m.latency, m.sends, m.spend, m.evictions,
+		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
@@ -225,6 +230,8 @@ func (m *Metrics) Observe(ev authguard.Event) {
 func (m *Metrics) engineError(call string) { m.engErr.WithLabelValues(call).Inc() }
 
 func (m *Metrics) problem(k *kind) { m.problems.WithLabelValues(k.slug).Inc() }
+
+func (m *Metrics) authFailure(reason string) { m.authFail.WithLabelValues(reason).Inc() }
 
 func (m *Metrics) request(method, route string, status int, d time.Duration) {
 	m.latency.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())

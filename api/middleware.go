@@ -32,6 +32,9 @@ type requestState struct {
 	reasons []authguard.Reason
 	problem *kind
 	err     error // an internal error, for the log only
+	// authReason is why the caller was refused (auth.Error.Reason), for
+	// the log; empty when it was not.
+	authReason string
 }
 
 func stateOf(ctx context.Context) *requestState {
@@ -124,6 +127,9 @@ func (a *API) logRequest(r *http.Request, st *requestState, route string, status
 	}
 	if st.problem != nil {
 		attrs = append(attrs, slog.String("problem", st.problem.slug))
+	}
+	if st.authReason != "" {
+		attrs = append(attrs, slog.String("auth", st.authReason))
 	}
 	if st.err != nil {
 		attrs = append(attrs, slog.String("error", st.err.Error()))

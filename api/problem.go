@@ -36,6 +36,8 @@ var (
 	kindStoreUnavailable = &kind{"store-unavailable", "Store unavailable", http.StatusServiceUnavailable}
 	kindStoreFull        = &kind{"store-full", "Store full", http.StatusServiceUnavailable}
 	kindOverloaded       = &kind{"overloaded", "Overloaded", http.StatusServiceUnavailable}
+	kindUnauthenticated  = &kind{"unauthenticated", "Unauthenticated", http.StatusUnauthorized}
+	kindForbidden        = &kind{"forbidden", "Forbidden", http.StatusForbidden}
 )
 
 // kinds lists every kind, for metrics.
@@ -43,6 +45,7 @@ var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
+	kindUnauthenticated, kindForbidden,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }
@@ -134,6 +137,9 @@ func (a *API) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if pe.kind == kindOverloaded {
 		h.Set("Retry-After", "1") // shedding lasts as long as the flood; a second is the shortest the header says
 		a.noteShed(r)
+	}
+	if pe.kind == kindUnauthenticated {
+		h.Set("WWW-Authenticate", `Bearer realm="tollgate", error="invalid_token"`)
 	}
 	w.WriteHeader(pe.kind.status)
 	_, _ = w.Write(append(body, '\n'))

@@ -27,7 +27,8 @@ func (s *blockingStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard
 // per call; nothing is counted for a shed call.
 func TestOverload_ShedCallsAnswer503WithOneLogLine(t *testing.T) {
 	bs := &blockingStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	h := newHarness(t, func(c *authguard.Config) {
+	h := newHarness(t, func(hc *harnessConfig) {
+		c := &hc.engine
 		bs.Store = c.Store
 		c.Store, c.MaxInFlight, c.QueueWait = bs, 1, 5*time.Millisecond
 	})

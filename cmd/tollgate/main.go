@@ -51,6 +51,9 @@ const usage = `usage:
   tollgate validate-config [-print] FILE
                                      check a config file without starting
   tollgate version                   print the version
+  tollgate token -key FILE -tenant T [flags]
+                                     print a bearer token for calling tollgate
+                                     (token -h)
   tollgate bench [flags] URL [URL...]
                                      drive running services over HTTP: req/s,
                                      latency, CPU per request (bench -h)
@@ -60,7 +63,7 @@ const usage = `usage:
 
 environment:
   TOLLGATE_CONFIG     config file, when -config is not given
-  TOLLGATE_LISTEN     host:port to listen on (default 127.0.0.1:8080; loopback only)
+  TOLLGATE_LISTEN     host:port to listen on (default 127.0.0.1:8080; loopback only without auth)
   TOLLGATE_SECRET     key for identifier hashes and tokens, at least 32 bytes
                       (default: random per process, so state does not survive a restart)
   TOLLGATE_LOG_LEVEL  debug, info, warn or error (default info)
@@ -84,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return benchCmd(ctx, args, stdout, stderr)
 	case "bench-ceiling":
 		return ceilingCmd(ctx, args, stdout, stderr)
+	case "token":
+		return tokenCmd(args, stdout, stderr, time.Now)
 	case "version":
 		fmt.Fprintf(stdout, "tollgate %s (%s)\n", versionString(), runtime.Version())
 		return 0
@@ -141,7 +146,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	cfg, err := config.Load(args[0], func(string) string { return "" })
 	if err == nil {
-		err = config.CheckLoopback(cfg.Listen)
+		err = cfg.CheckListen()
 		if err != nil {
 			err = fmt.Errorf("%s: listen: %w", args[0], err)
 		}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api"
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
@@ -32,8 +33,18 @@ const fallbackEntries = 100_000
 // with the address once the listener is open. Logs go to logOut as JSON.
 func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func(net.Addr)) error {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err := config.CheckLoopback(cfg.Listen); err != nil {
+	if err := cfg.CheckListen(); err != nil {
 		return err
+	}
+	var verifier *auth.Verifier
+	if cfg.Auth != nil {
+		v, err := auth.New(*cfg.Auth)
+		if err != nil {
+			return err // auth's errors say "auth:"
+		}
+		verifier = v
+	} else {
+		log.Info("callers are not authenticated (no auth in the config): listening on loopback only, every call in the default tenant")
 	}
 	secret := cfg.Secret
 	if len(secret) == 0 && cfg.Redis != nil {
@@ -81,7 +92,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health})
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier})
 	if err != nil {
 		return err
 	}

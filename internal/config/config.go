@@ -19,6 +19,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 )
@@ -45,6 +46,10 @@ type Config struct {
 	Redis *RedisConfig
 	// KeyPrefix starts every store key. The default is "tg".
 	KeyPrefix string
+	// Auth, when set, requires a bearer token on every /v1 call and lets
+	// the server listen on any address. The default is nil: no
+	// authentication, loopback only.
+	Auth *auth.Config
 }
 
 // RedisConfig says how to reach Redis: the Redis store's own client settings.
@@ -91,7 +96,86 @@ type fileConfig struct {
 	Timeouts  fileTimeouts `yaml:"timeouts"`
 	Store     fileStore    `yaml:"store"`
 	KeyPrefix *string      `yaml:"key_prefix"`
+	Auth      *fileAuth    `yaml:"auth"`
 	Flows     yaml.Node    `yaml:"flows"`
+}
+
+// fileAuth is the YAML form of auth.Config. Key material comes from files
+// (a path relative to the working directory), never from the config itself.
+type fileAuth struct {
+	Audience    string       `yaml:"audience"`
+	MaxLifetime Duration     `yaml:"max_lifetime"`
+	Leeway      Duration     `yaml:"leeway"`
+	Keys        []fileKey    `yaml:"keys"`
+	JWKSFile    string       `yaml:"jwks_file"`
+	Tenants     []fileTenant `yaml:"tenants"`
+}
+
+type fileKey struct {
+	ID            string `yaml:"id"`
+	Alg           string `yaml:"alg"`
+	PublicKeyFile string `yaml:"public_key_file"`
+	SecretFile    string `yaml:"secret_file"`
+}
+
+type fileTenant struct {
+	Name   string `yaml:"name"`
+	Issuer string `yaml:"issuer"`
+}
+
+// authConfig reads the key files of fa and checks the result as auth.New
+// would. Its errors start "auth:", as auth.New's do.
+func authConfig(fa *fileAuth) (*auth.Config, error) {
+	c, err := readAuth(fa)
+	if err != nil {
+		return nil, fmt.Errorf("auth: %w", err)
+	}
+	if _, err := auth.New(*c); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// readAuth reads the key files of fa into an auth.Config.
+func readAuth(fa *fileAuth) (*auth.Config, error) {
+	c := &auth.Config{Audience: fa.Audience, MaxLifetime: time.Duration(fa.MaxLifetime), Leeway: time.Duration(fa.Leeway)}
+	for i, k := range fa.Keys {
+		key := auth.Key{ID: k.ID, Alg: k.Alg}
+		switch {
+		case (k.PublicKeyFile == "") == (k.SecretFile == ""):
+			return nil, fmt.Errorf("keys[%d]: give public_key_file (EdDSA, ES256, RS256) or secret_file (HS256)", i)
+		case k.PublicKeyFile != "":
+			data, err := os.ReadFile(k.PublicKeyFile)
+			if err != nil {
+				return nil, fmt.Errorf("keys[%d]: %w", i, err)
+			}
+			if key.Public, err = auth.ParsePublicKeyPEM(data); err != nil {
+				return nil, fmt.Errorf("keys[%d]: %s: %w", i, k.PublicKeyFile, err)
+			}
+		default:
+			data, err := os.ReadFile(k.SecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("keys[%d]: %w", i, err)
+			}
+			key.Secret = bytes.TrimRight(data, "\r\n")
+		}
+		c.Keys = append(c.Keys, key)
+	}
+	if fa.JWKSFile != "" {
+		data, err := os.ReadFile(fa.JWKSFile)
+		if err != nil {
+			return nil, fmt.Errorf("jwks_file: %w", err)
+		}
+		keys, err := auth.ParseJWKS(data)
+		if err != nil {
+			return nil, fmt.Errorf("jwks_file: %s: %w", fa.JWKSFile, err)
+		}
+		c.Keys = append(c.Keys, keys...)
+	}
+	for _, t := range fa.Tenants {
+		c.Tenants = append(c.Tenants, auth.Tenant{Name: t.Name, Issuer: t.Issuer})
+	}
+	return c, nil
 }
 
 type fileStore struct {
@@ -138,7 +222,7 @@ func Parse(data []byte) (*Config, error) {
 	if len(root.Content) == 1 {
 		top = root.Content[0]
 		if top.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("line %d: the file must be a mapping of keys (listen, secret, log_level, timeouts, flows)", top.Line)
+			return nil, fmt.Errorf("line %d: the file must be a mapping of keys (listen, secret, log_level, timeouts, store, key_prefix, auth, flows)", top.Line)
 		}
 	}
 	line := func(key string) int {
@@ -206,6 +290,14 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: key_prefix must be 1 to 32 letters, digits, '-' or '_'", line("key_prefix"))
 		}
 		cfg.KeyPrefix = *fc.KeyPrefix
+	}
+
+	if fc.Auth != nil {
+		a, err := authConfig(fc.Auth)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %w", line("auth"), err)
+		}
+		cfg.Auth = a
 	}
 
 	p, err := policyFromNode(&fc.Flows)
@@ -308,8 +400,17 @@ func checkListen(addr string) error {
 
 // ErrNotLoopback explains why tollgate will not bind other addresses yet.
 var ErrNotLoopback = errors.New("tollgate only listens on loopback addresses (127.0.0.1, ::1, localhost) " +
-	"until caller authentication exists: without it anyone who reaches the port could slow down or reset any account; " +
-	"run it next to the auth system, or behind a proxy on the same host")
+	"without caller authentication (an auth section in the config file): without it anyone who reaches the port could slow down or reset any account; " +
+	"configure auth, or run it next to the auth system")
+
+// CheckListen refuses a listen address that is not loopback unless cfg
+// authenticates callers.
+func (cfg *Config) CheckListen() error {
+	if cfg.Auth != nil {
+		return nil
+	}
+	return CheckLoopback(cfg.Listen)
+}
 
 // CheckLoopback refuses any listen address but a loopback one.
 func CheckLoopback(addr string) error {

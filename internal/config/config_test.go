@@ -1,6 +1,7 @@
 package config
 
 import (
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -196,3 +197,33 @@ func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
 }
 
 const secret32 = "0123456789abcdef0123456789abcdef"
+
+// TestParse_Auth: an auth section reads its key files and is checked as
+// auth.New checks it, each error with its line; it lets the server listen
+// beyond loopback.
+func TestParse_Auth(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "hs.key")
+	if err := os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	good := fmt.Sprintf("listen: 0.0.0.0:8080\nauth:\n  audience: tollgate\n  keys: [{id: k, alg: HS256, secret_file: %q}]\n  tenants: [{name: shop, issuer: \"https://auth.shop.example\"}]\n", secret)
+	cfg, err := Parse([]byte(good))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Auth == nil || len(cfg.Auth.Keys) != 1 || string(cfg.Auth.Keys[0].Secret) != "0123456789abcdef0123456789abcdef" || cfg.CheckListen() != nil {
+		t.Errorf("auth %+v, listen check %v", cfg.Auth, cfg.CheckListen())
+	}
+	for _, c := range []struct{ name, yaml, want string }{
+		{"no audience", strings.Replace(good, "audience: tollgate", "audience: \"\"", 1), "line 2: auth:"},
+		{"a key without a file", "auth:\n  audience: a\n  keys: [{id: k, alg: HS256}]\n  tenants: [{name: shop, issuer: i}]\n", "line 1: auth: keys[0]: give public_key_file"},
+		{"a missing file", strings.Replace(good, secret, filepath.Join(dir, "nope"), 1), "no such file"},
+		{"an unknown key", strings.Replace(good, "audience:", "audiense:", 1), "audiense"},
+		{"RS256 with a secret", strings.Replace(good, "alg: HS256", "alg: RS256", 1), "line 2: auth:"},
+	} {
+		if _, err := Parse([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}

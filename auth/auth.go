@@ -1,0 +1,460 @@
+package auth
+
+import (
+	"crypto"
+	"errors"
+	"fmt"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Scope is what a caller may do. On the wire, in a token's space-separated
+// "scope" claim, it is the constant's value.
+type Scope string
+
+const (
+	// ScopeVerdicts allows the verdict calls: check, report and otp/send.
+	ScopeVerdicts Scope = "verdicts"
+	// ScopeAdminRead allows reading through the admin API.
+	ScopeAdminRead Scope = "admin:read"
+	// ScopeAdminWrite allows changing state through the admin API. It does
+	// not imply ScopeAdminRead.
+	ScopeAdminWrite Scope = "admin:write"
+)
+
+// knownScope reports whether s is one of the Scope constants.
+func knownScope(s Scope) bool {
+	return s == ScopeVerdicts || s == ScopeAdminRead || s == ScopeAdminWrite
+}
+
+// Key is one configured verification key.
+type Key struct {
+	// ID is the kid that tokens signed with this key name. It is required
+	// when more than one key is configured. With a single key and no ID,
+	// the key verifies every token whatever its kid.
+	ID string
+	// Alg is the one algorithm the key accepts: "EdDSA", "ES256", "RS256"
+	// or "HS256".
+	Alg string
+	// Public is the key for the asymmetric algorithms: an
+	// ed25519.PublicKey (EdDSA), an *ecdsa.PublicKey on P-256 (ES256) or an
+	// *rsa.PublicKey of at least 2048 bits (RS256).
+	Public crypto.PublicKey
+	// Secret is the key for HS256: at least 32 bytes.
+	Secret []byte
+}
+
+// Tenant is a configured tenant and the issuer its tokens must carry.
+type Tenant struct {
+	// Name is a tollgate tenant name: ^[a-z0-9][a-z0-9_-]{0,63}$.
+	Name string
+	// Issuer is the iss of the tenant's tokens. One issuer serves one
+	// tenant only.
+	Issuer string
+}
+
+// Config configures a Verifier.
+type Config struct {
+	// Audience must be among a token's aud values. It is required.
+	Audience string
+	// Keys are the keys tokens may be signed with. At least one is
+	// required.
+	Keys []Key
+	// Tenants are the tenants callers may act for. At least one is
+	// required.
+	Tenants []Tenant
+	// MaxLifetime is the longest a token may live: the longest exp - now
+	// accepted (beyond Leeway), and the longest exp - iat when iat is
+	// present. It is at most 24h. The default is 1h.
+	MaxLifetime time.Duration
+	// Leeway is the clock skew allowed on exp, nbf and iat. It is at most
+	// 5m. The default is 30s.
+	Leeway time.Duration
+	// Now is the clock. The default is time.Now.
+	Now func() time.Time
+}
+
+const (
+	defaultMaxLifetime = time.Hour
+	maxMaxLifetime     = 24 * time.Hour
+	defaultLeeway      = 30 * time.Second
+	maxLeeway          = 5 * time.Minute
+
+	// maxTokenBytes bounds the token in an Authorization header.
+	maxTokenBytes = 8 << 10
+	// minSecretBytes is the shortest HS256 secret: 256 bits, the size of
+	// the hash (RFC 7518 section 3.2).
+	minSecretBytes = 32
+	// minRSABits is the smallest RSA modulus accepted.
+	minRSABits = 2048
+)
+
+// Caller is a verified caller.
+type Caller struct {
+	// Tenant is the tenant the caller acts for, from the "tenant" claim.
+	// It is always a configured tenant.
+	Tenant string
+	// Subject is the "sub" claim, for audit logs. It may be empty.
+	Subject string
+	// Scopes are the known scopes of the space-separated "scope" claim,
+	// each once, in the token's order. Unknown scopes are left out.
+	Scopes []Scope
+}
+
+// Has reports whether c holds s.
+func (c Caller) Has(s Scope) bool {
+	return slices.Contains(c.Scopes, s)
+}
+
+// Error is a refused call. Status is 401 (the caller is not authenticated)
+// or 403 (it is, but the token does not allow the call). Reason is a stable
+// short code for metrics: "missing", "malformed", "algorithm",
+// "unknown_key", "signature", "expired", "lifetime", "not_yet_valid",
+// "audience", "issuer", "tenant", "type" or "scope". Detail says more, for
+// logs. Neither holds any part of the token, so an Error may be logged;
+// still, clients should get no more than the status.
+type Error struct {
+	Status int
+	Reason string
+	Detail string
+}
+
+// Error returns "auth: " followed by the reason and the detail.
+func (e *Error) Error() string {
+	if e.Detail == "" {
+		return "auth: " + e.Reason
+	}
+	return "auth: " + e.Reason + ": " + e.Detail
+}
+
+// Reasons of an Error.
+const (
+	reasonMissing     = "missing"
+	reasonMalformed   = "malformed"
+	reasonAlgorithm   = "algorithm"
+	reasonUnknownKey  = "unknown_key"
+	reasonSignature   = "signature"
+	reasonExpired     = "expired"
+	reasonLifetime    = "lifetime"
+	reasonNotYetValid = "not_yet_valid"
+	reasonAudience    = "audience"
+	reasonIssuer      = "issuer"
+	reasonTenant      = "tenant"
+	reasonType        = "type"
+	reasonScope       = "scope"
+)
+
+// unauthenticated is a 401 refusal.
+func unauthenticated(reason, detail string) *Error {
+	return &Error{Status: http.StatusUnauthorized, Reason: reason, Detail: detail}
+}
+
+// Verifier verifies bearer tokens against a Config. It is safe for
+// concurrent use.
+type Verifier struct {
+	audience    string
+	byID        map[string]*verifyKey
+	only        *verifyKey // the key, when exactly one is configured
+	algs        []string
+	issuers     map[string]string // tenant name → issuer
+	maxLifetime time.Duration
+	leeway      time.Duration
+	now         func() time.Time
+	parser      *jwt.Parser
+	keyfunc     jwt.Keyfunc
+}
+
+// verifyKey is a configured key as keyFor hands it to jwt/v5.
+type verifyKey struct {
+	id       string
+	alg      string
+	material any // the Secret or the Public key, boxed once
+}
+
+// New returns a Verifier for cfg after checking it: an audience, at least one
+// key, each with a known algorithm and a key of the right type and strength
+// for it (RSA of at least 2048 bits, P-256 for ES256, an HS256 secret of at
+// least 32 bytes), a unique kid on every key when there are several, at
+// least one tenant, tenant names valid and unique, each issuer serving one
+// tenant only, and MaxLifetime and Leeway within bounds. New copies the
+// secrets; the public keys must not be modified afterwards.
+func New(cfg Config) (*Verifier, error) {
+	if cfg.Audience == "" {
+		return nil, fmt.Errorf("auth: an audience is required")
+	}
+	if len(cfg.Keys) == 0 {
+		return nil, fmt.Errorf("auth: at least one key is required")
+	}
+	v := &Verifier{
+		audience:    cfg.Audience,
+		byID:        make(map[string]*verifyKey, len(cfg.Keys)),
+		issuers:     make(map[string]string, len(cfg.Tenants)),
+		maxLifetime: cfg.MaxLifetime,
+		leeway:      cfg.Leeway,
+		now:         cfg.Now,
+	}
+	for i, k := range cfg.Keys {
+		if err := checkKey(k); err != nil {
+			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
+		}
+		if k.ID == "" && len(cfg.Keys) > 1 {
+			return nil, fmt.Errorf("auth: keys[%d]: an ID (kid) is required when more than one key is configured", i)
+		}
+		if _, dup := v.byID[k.ID]; dup {
+			return nil, fmt.Errorf("auth: keys[%d]: kid %q is configured twice", i, k.ID)
+		}
+		vk := &verifyKey{id: k.ID, alg: k.Alg, material: k.Public}
+		if k.Alg == algHS256 {
+			vk.material = slices.Clone(k.Secret)
+		}
+		v.byID[k.ID] = vk
+		if !slices.Contains(v.algs, k.Alg) {
+			v.algs = append(v.algs, k.Alg)
+		}
+	}
+	if len(cfg.Keys) == 1 {
+		v.only = v.byID[cfg.Keys[0].ID]
+	}
+	if len(cfg.Tenants) == 0 {
+		return nil, fmt.Errorf("auth: at least one tenant is required")
+	}
+	tenantOf := make(map[string]string, len(cfg.Tenants)) // issuer → tenant
+	for i, t := range cfg.Tenants {
+		switch {
+		case !validTenant(t.Name):
+			return nil, fmt.Errorf("auth: tenants[%d]: name %q is not a tenant name (^[a-z0-9][a-z0-9_-]{0,63}$)", i, t.Name)
+		case t.Issuer == "":
+			return nil, fmt.Errorf("auth: tenants[%d] (%s): an issuer is required", i, t.Name)
+		}
+		if _, dup := v.issuers[t.Name]; dup {
+			return nil, fmt.Errorf("auth: tenants[%d]: tenant %q is configured twice", i, t.Name)
+		}
+		if other, dup := tenantOf[t.Issuer]; dup {
+			return nil, fmt.Errorf("auth: tenants[%d] (%s): issuer %q already serves tenant %q; one issuer may serve one tenant only", i, t.Name, t.Issuer, other)
+		}
+		v.issuers[t.Name] = t.Issuer
+		tenantOf[t.Issuer] = t.Name
+	}
+	switch {
+	case v.maxLifetime == 0:
+		v.maxLifetime = defaultMaxLifetime
+	case v.maxLifetime < 0 || v.maxLifetime > maxMaxLifetime:
+		return nil, fmt.Errorf("auth: max lifetime %v is not within (0, %v]", v.maxLifetime, maxMaxLifetime)
+	}
+	switch {
+	case v.leeway == 0:
+		v.leeway = defaultLeeway
+	case v.leeway < 0 || v.leeway > maxLeeway:
+		return nil, fmt.Errorf("auth: leeway %v is not within (0, %v]", v.leeway, maxLeeway)
+	}
+	if v.now == nil {
+		v.now = time.Now
+	}
+	v.parser = jwt.NewParser(
+		jwt.WithValidMethods(v.algs),
+		jwt.WithExpirationRequired(),
+		jwt.WithIssuedAt(),
+		jwt.WithAudience(v.audience),
+		jwt.WithLeeway(v.leeway),
+		jwt.WithTimeFunc(v.now),
+		jwt.WithStrictDecoding(),
+	)
+	v.keyfunc = v.keyFor
+	return v, nil
+}
+
+// validTenant reports whether name matches ^[a-z0-9][a-z0-9_-]{0,63}$.
+func validTenant(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		switch {
+		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case (c == '_' || c == '-') && i > 0:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// Verify checks an Authorization header value and that its token allows
+// need. On success it returns the Caller and a nil error. Otherwise the
+// error is an *Error: 401 when the header does not hold a valid token for a
+// configured tenant, 403 "scope" when the token is valid but lacks need; in
+// that case only, the Caller is returned too, for the audit log. need
+// should be one of the Scope constants: any other value, the empty Scope
+// included, is never held.
+//
+// Checks run in this order, and the first that fails gives the Reason:
+// the header ("missing", "malformed"); the encoding of the JWS, its JOSE
+// header and its claims ("malformed"); alg, which must be the algorithm of
+// a configured key ("algorithm"); crit ("malformed"), typ ("type") and kid
+// ("unknown_key"); the kid's key's algorithm ("algorithm"); the signature
+// ("signature"); exp ("expired", or "lifetime" when it is absent); nbf and
+// iat ("not_yet_valid"); aud ("audience"); the lifetime ("lifetime"); the
+// tenant ("tenant"); the issuer ("issuer"); and the scope ("scope").
+func (v *Verifier) Verify(authorization string, need Scope) (Caller, error) {
+	raw, refused := bearerToken(authorization)
+	if refused != nil {
+		return Caller{}, refused
+	}
+	var c claims
+	tok, err := v.parser.ParseWithClaims(raw, &c, v.keyfunc)
+	if err != nil {
+		return Caller{}, v.refusal(tok, &c, err)
+	}
+	exp := c.ExpiresAt.Time // present: the parser requires it
+	if exp.Sub(v.now()) > v.maxLifetime+v.leeway {
+		return Caller{}, unauthenticated(reasonLifetime, "exp is further away than the longest lifetime allowed")
+	}
+	if c.IssuedAt != nil && exp.Sub(c.IssuedAt.Time) > v.maxLifetime {
+		return Caller{}, unauthenticated(reasonLifetime, "exp - iat is longer than the longest lifetime allowed")
+	}
+	issuer, ok := v.issuers[c.Tenant]
+	if !ok {
+		return Caller{}, unauthenticated(reasonTenant, "the tenant claim names no configured tenant")
+	}
+	if c.Issuer != issuer {
+		return Caller{}, unauthenticated(reasonIssuer, "iss is not the issuer of the token's tenant")
+	}
+	caller := Caller{Tenant: c.Tenant, Subject: c.Subject, Scopes: parseScopes(c.Scope)}
+	if !caller.Has(need) {
+		return caller, &Error{Status: http.StatusForbidden, Reason: reasonScope, Detail: "the token does not hold the scope " + string(need)}
+	}
+	return caller, nil
+}
+
+// bearerToken returns the token of a "Bearer <token>" header value, or why
+// there is none.
+func bearerToken(h string) (string, *Error) {
+	if strings.TrimSpace(h) == "" {
+		return "", unauthenticated(reasonMissing, "no Authorization header")
+	}
+	const scheme = "bearer "
+	if len(h) < len(scheme) || !asciiEqualFold(h[:len(scheme)], scheme) {
+		return "", unauthenticated(reasonMalformed, `the Authorization header is not "Bearer <token>"`)
+	}
+	tok := h[len(scheme):]
+	switch {
+	case tok == "":
+		return "", unauthenticated(reasonMalformed, "the bearer token is empty")
+	case len(tok) > maxTokenBytes:
+		return "", unauthenticated(reasonMalformed, "the bearer token is longer than 8 KiB")
+	}
+	for i := 0; i < len(tok); i++ {
+		if c := tok[i]; !isBase64URL(c) && c != '.' {
+			return "", unauthenticated(reasonMalformed, "the bearer token holds a character that is not base64url or '.'")
+		}
+	}
+	return tok, nil
+}
+
+// asciiEqualFold reports whether s equals lower, a lower-case ASCII string,
+// ignoring ASCII case.
+func asciiEqualFold(s, lower string) bool {
+	if len(s) != len(lower) {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'A' <= c && c <= 'Z' {
+			c += 'a' - 'A'
+		}
+		if c != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func isBase64URL(c byte) bool {
+	return 'A' <= c && c <= 'Z' || 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '_'
+}
+
+// keyFor is the jwt.Keyfunc: it checks the JOSE header and returns the
+// configured key the token names. It never looks at jku, x5u, jwk or x5c.
+// jwt/v5 has already checked that alg is one of v.algs.
+func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
+	if _, ok := t.Header["crit"]; ok {
+		return nil, unauthenticated(reasonMalformed, "the token has a crit header; no extension is understood")
+	}
+	if typ, ok := t.Header["typ"]; ok {
+		s, _ := typ.(string)
+		if !strings.EqualFold(s, "JWT") && !strings.EqualFold(s, "at+jwt") {
+			return nil, unauthenticated(reasonType, `typ is neither "JWT" nor "at+jwt"`)
+		}
+	}
+	var k *verifyKey
+	kid, hasKid := t.Header["kid"]
+	switch {
+	case !hasKid && v.only == nil:
+		return nil, unauthenticated(reasonUnknownKey, "the token has no kid and several keys are configured")
+	case !hasKid || v.only != nil && v.only.id == "":
+		k = v.only
+	default:
+		s, ok := kid.(string)
+		if !ok {
+			return nil, unauthenticated(reasonMalformed, "kid is not a string")
+		}
+		if k = v.byID[s]; k == nil {
+			return nil, unauthenticated(reasonUnknownKey, "kid names no configured key")
+		}
+	}
+	if t.Method == nil || t.Method.Alg() != k.alg {
+		return nil, unauthenticated(reasonAlgorithm, "alg is not the algorithm of the key kid names")
+	}
+	return k.material, nil
+}
+
+// refusal turns an error of jwt/v5 into an *Error. tok and c are what the
+// parser returned and filled in; tok may be nil.
+func (v *Verifier) refusal(tok *jwt.Token, c *claims, err error) *Error {
+	var refused *Error
+	switch {
+	case errors.As(err, &refused): // from keyFor
+		return refused
+	case errors.Is(err, jwt.ErrTokenMalformed), tok == nil:
+		return unauthenticated(reasonMalformed, "the token is not a well-formed JWS")
+	case tok.Method == nil:
+		// ErrTokenUnverifiable: alg is missing or names no algorithm
+		// jwt/v5 knows.
+		return unauthenticated(reasonAlgorithm, "alg is missing or unknown")
+	case !slices.Contains(v.algs, tok.Method.Alg()):
+		// jwt/v5 reports an alg outside WithValidMethods, "none"
+		// included, as ErrTokenSignatureInvalid.
+		return unauthenticated(reasonAlgorithm, "alg is not the algorithm of any configured key")
+	case errors.Is(err, jwt.ErrTokenSignatureInvalid):
+		return unauthenticated(reasonSignature, "the signature does not verify with the key kid names")
+	case errors.Is(err, jwt.ErrTokenExpired):
+		return unauthenticated(reasonExpired, "exp has passed")
+	case c.ExpiresAt == nil:
+		// jwt/v5 reports a missing exp as ErrTokenRequiredClaimMissing,
+		// as it does a missing aud.
+		return unauthenticated(reasonLifetime, "the token has no exp")
+	case errors.Is(err, jwt.ErrTokenNotValidYet), errors.Is(err, jwt.ErrTokenUsedBeforeIssued):
+		return unauthenticated(reasonNotYetValid, "nbf or iat is in the future")
+	case errors.Is(err, jwt.ErrTokenInvalidAudience), errors.Is(err, jwt.ErrTokenRequiredClaimMissing):
+		return unauthenticated(reasonAudience, "aud does not hold this service's audience")
+	default:
+		return unauthenticated(reasonMalformed, "the token could not be verified")
+	}
+}
+
+// parseScopes returns the known scopes of a space-separated scope claim,
+// each once.
+func parseScopes(s string) []Scope {
+	var out []Scope
+	for f := range strings.SplitSeq(s, " ") {
+		if sc := Scope(f); knownScope(sc) && !slices.Contains(out, sc) {
+			out = append(out, sc)
+		}
+	}
+	return out
+}

@@ -1,0 +1,184 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/ed25519"
+	"crypto/rand"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
+)
+
+// authFixture writes an Ed25519 key pair and an HS256 secret to files and
+// a config whose auth section trusts them for two tenants, and returns the
+// config's path and the private key and secret files.
+func authFixture(t *testing.T) (cfgPath, privFile, secretFile string) {
+	t.Helper()
+	dir := t.TempDir()
+	pub, priv, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pubDER, err := x509.MarshalPKIXPublicKey(pub)
+	if err != nil {
+		t.Fatal(err)
+	}
+	privDER, err := x509.MarshalPKCS8PrivateKey(priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	pubFile := write("ed.pub.pem", pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pubDER}))
+	privFile = write("ed.pem", pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: privDER}))
+	secretFile = write("hs.key", []byte("a-shared-secret-of-at-least-32-bytes!!\n"))
+	cfgPath = write("tollgate.yaml", fmt.Appendf(nil, `listen: 127.0.0.1:0
+auth:
+  audience: tollgate
+  keys:
+    - {id: ed, alg: EdDSA, public_key_file: %q}
+    - {id: hs, alg: HS256, secret_file: %q}
+  tenants:
+    - {name: shop, issuer: "https://auth.shop.example"}
+    - {name: bank, issuer: "https://auth.bank.example"}
+`, pubFile, secretFile))
+	return cfgPath, privFile, secretFile
+}
+
+// token runs `tollgate token args...`, which must succeed.
+func token(t *testing.T, args ...string) string {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	if code := tokenCmd(args, &out, &errOut, time.Now); code != 0 {
+		t.Fatalf("tollgate token %v: exit %d: %s", args, code, errOut.String())
+	}
+	return strings.TrimSpace(out.String())
+}
+
+// TestAuth_TenantsAndTokens serves with callers authenticated: a call
+// without a token, or with a forged one, is a 401 problem with
+// WWW-Authenticate and changes nothing; tokens from `tollgate token` (an
+// Ed25519 key for one tenant, the HS256 secret for another) are accepted;
+// the same account in the two tenants has two independent counters; an
+// admin-only token cannot call the verdict routes.
+func TestAuth_TenantsAndTokens(t *testing.T) {
+	cfgPath, privFile, secretFile := authFixture(t)
+	cfg, err := config.Load(cfgPath, func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.Secret = []byte(secret32)
+	addr, logs := startServe(t, cfg)
+	shop := token(t, "-key", privFile, "-kid", "ed", "-config", cfgPath, "-tenant", "shop")
+	bank := token(t, "-key", secretFile, "-alg", "HS256", "-kid", "hs", "-config", cfgPath, "-tenant", "bank")
+	adminOnly := token(t, "-key", privFile, "-kid", "ed", "-config", cfgPath, "-tenant", "shop", "-scopes", "admin:read")
+	wrongIssuer := token(t, "-key", privFile, "-kid", "ed", "-issuer", "https://auth.shop.example", "-audience", "tollgate", "-tenant", "bank")
+
+	call := func(tok, path string, body map[string]any) (int, http.Header, map[string]any) {
+		t.Helper()
+		b, _ := json.Marshal(body)
+		req, _ := http.NewRequest(http.MethodPost, "http://"+addr+path, bytes.NewReader(b))
+		req.Header.Set("Content-Type", "application/json")
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		raw, _ := io.ReadAll(res.Body)
+		var m map[string]any
+		json.Unmarshal(raw, &m)
+		return res.StatusCode, res.Header, m
+	}
+	report := map[string]any{"flow": "login", "account": "same@example.com", "ip": "192.0.2.7", "outcome": "failure"}
+	check := map[string]any{"flow": "login", "account": "same@example.com", "ip": "192.0.2.7"}
+
+	for _, c := range []struct {
+		name, token, problem string
+		status               int
+	}{
+		{"no token", "", "unauthenticated", 401},
+		{"a forged signature", shop[:len(shop)-4] + "AAAA", "unauthenticated", 401},
+		{"the shop's key for the bank's tenant", wrongIssuer, "unauthenticated", 401},
+		{"an admin-only token", adminOnly, "forbidden", 403},
+	} {
+		status, h, m := call(c.token, "/v1/report", report)
+		if status != c.status || m["type"] != "https://tollgate.dev/problems/"+c.problem {
+			t.Errorf("%s: %d %v, want %d %s", c.name, status, m, c.status, c.problem)
+		}
+		if www := h.Get("WWW-Authenticate"); (c.status == 401) != strings.HasPrefix(www, "Bearer") {
+			t.Errorf("%s: WWW-Authenticate %q", c.name, www)
+		}
+	}
+	// Six failures in the shop's tenant put its account in backoff...
+	for i := range 6 {
+		if status, _, m := call(shop, "/v1/report", report); status != 200 {
+			t.Fatalf("shop report %d: %d %v", i, status, m)
+		}
+	}
+	if _, _, m := call(shop, "/v1/check", check); m["action"] != "delay" {
+		t.Errorf("shop's check after 6 failures: %v, want delay", m)
+	}
+	// ... and the same account in the bank's tenant is untouched, also by
+	// the four refused reports above.
+	if _, _, m := call(bank, "/v1/check", check); m["action"] != "proceed" {
+		t.Errorf("bank's check of the same account: %v, want proceed", m)
+	}
+	res, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	body := string(raw)
+	for _, want := range []string{`tollgate_auth_failures_total{reason="missing"} 1`, `tollgate_auth_failures_total{reason="scope"} 1`} {
+		if !strings.Contains(body, want) {
+			t.Errorf("/metrics lacks %s", want)
+		}
+	}
+	if strings.Contains(logs.String(), shop) || strings.Contains(logs.String(), "same@example.com") {
+		t.Error("the log holds a token or an account")
+	}
+}
+
+// TestAuth_ListensBeyondLoopbackOnlyWithAuth: validate-config refuses a
+// public listen address without an auth section and accepts it with one.
+func TestAuth_ListensBeyondLoopbackOnlyWithAuth(t *testing.T) {
+	cfgPath, _, _ := authFixture(t)
+	data, err := os.ReadFile(cfgPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	public := filepath.Join(filepath.Dir(cfgPath), "public.yaml")
+	os.WriteFile(public, bytes.Replace(data, []byte("127.0.0.1:0"), []byte("0.0.0.0:8080"), 1), 0o600)
+	var out, errOut bytes.Buffer
+	if code := run(context.Background(), []string{"validate-config", public}, &out, &errOut, testkit.Env()); code != 0 {
+		t.Errorf("a public address with auth: exit %d, %s", code, errOut.String())
+	}
+	noAuth := filepath.Join(filepath.Dir(cfgPath), "noauth.yaml")
+	os.WriteFile(noAuth, []byte("listen: 0.0.0.0:8080\n"), 0o600)
+	out.Reset()
+	errOut.Reset()
+	if code := run(context.Background(), []string{"validate-config", noAuth}, &out, &errOut, testkit.Env()); code != 1 || !strings.Contains(errOut.String(), "without caller authentication") {
+		t.Errorf("a public address without auth: exit %d, %s", code, errOut.String())
+	}
+}

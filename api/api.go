@@ -118,6 +118,10 @@ func (a *API) routes() *chi.Mux {
 		r.Post("/v1/report", a.report)
 		r.Post("/v1/otp/send", a.send)
 	})
+	r.Group(func(r chi.Router) {
+		r.Use(a.authenticate(auth.ScopeAdminRead))
+		r.Post("/v1/admin/explain", a.explain)
+	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{

@@ -476,3 +476,57 @@ func TestAuth_RefusalsAreTheProblemsTheSpecDescribes(t *testing.T) {
 		t.Errorf("keys %v, want the shop tenant's", keys)
 	}
 }
+
+// TestAdmin_Explain: after five failures, explain shows the account's
+// counter and the delay a check would get, as openapi.yaml describes it,
+// without the identifier in the log; an admin route refuses a verdicts
+// token when callers authenticate.
+func TestAdmin_Explain(t *testing.T) {
+	h := newHarness(t)
+	acct := login("x@example.com", "192.0.2.5")
+	for range 6 {
+		h.report(t, testkit.With(acct, "outcome", "failure"))
+	}
+	res := h.post(t, "/v1/admin/explain", map[string]any{"flow": "login", "account": "x@example.com"})
+	if res.status != 200 {
+		t.Fatalf("explain: %d %s", res.status, res.body)
+	}
+	var x struct {
+		Verdict struct {
+			Action  string
+			Reasons []string
+		}
+		Rules []struct {
+			Rule   string
+			Count  int
+			WaitMS int64 `json:"wait_ms"`
+		}
+	}
+	if err := json.Unmarshal(res.body, &x); err != nil {
+		t.Fatal(err)
+	}
+	if x.Verdict.Action != "delay" || len(x.Rules) == 0 || x.Rules[0].Rule != "account_backoff" || x.Rules[0].Count != 6 || x.Rules[0].WaitMS <= 0 {
+		t.Errorf("explanation %+v", x)
+	}
+	if strings.Contains(h.logs.String(), "x@example.com") {
+		t.Error("the log holds the account")
+	}
+
+	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
+		Tenants: []auth.Tenant{{Name: "shop", Issuer: "iss"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha := newHarness(t, withVerifier(v))
+	for _, c := range []struct {
+		scope auth.Scope
+		want  int
+	}{{auth.ScopeVerdicts, 403}, {auth.ScopeAdminRead, 200}} {
+		tok, _ := auth.Sign(key, "iss", "tollgate", "shop", "desk", []auth.Scope{c.scope}, time.Minute, time.Now())
+		res := ha.do(t, http.MethodPost, "/v1/admin/explain", "application/json", `{"flow":"login","ip":"192.0.2.5"}`, "Authorization", "Bearer "+tok)
+		if res.status != c.want {
+			t.Errorf("a %s token: %d %s, want %d", c.scope, res.status, res.body, c.want)
+		}
+	}
+}

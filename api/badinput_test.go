@@ -91,6 +91,8 @@ func TestBadInput(t *testing.T) {
 		{name: "report: a destination without its channel", path: report, body: `{"flow":"otp_verify","account":"a","ip":"192.0.2.1","outcome":"success","destination":"+447400123456"}`, wantStatus: 400, wantType: "missing-field", wantField: "channel", spec: "accept"},
 		{name: "check: a destination on a flow that verifies no sends", body: `{"flow":"login","account":"a","ip":"192.0.2.1","destination":"+447400123456","channel":"sms"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
 		{name: "check: a destination that does not parse", body: `{"flow":"otp_verify","account":"a","ip":"192.0.2.1","destination":"+44 12","channel":"sms"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
+		{name: "explain: missing flow", path: "/v1/admin/explain", body: `{"account":"a"}`, wantStatus: 400, wantType: "missing-field", wantField: "flow", spec: "reject"},
+		{name: "explain: a destination that does not parse", path: "/v1/admin/explain", body: `{"flow":"otp_send","destination":"+44 12","channel":"sms"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
 		{name: "check on a send flow", body: `{"flow":"otp_send","account":"a","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
 		{name: "send: unknown key", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","code":"123456"}`, wantStatus: 400, wantType: "unknown-field", wantField: "code", spec: "reject"},
 		{name: "trailing slash", path: "/v1/check/", body: `{"flow":"login","account":"a","ip":"192.0.2.1"}`, wantStatus: 404, wantType: "not-found"},

@@ -137,7 +137,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			m.closed.WithLabelValues(call, name)
 		}
 	}
-	for _, call := range []string{"check", "report", "send"} {
+	for _, call := range []string{"check", "report", "send", "explain"} {
 		m.engErr.WithLabelValues(call)
 	}
 	for _, k := range kinds {

@@ -233,6 +233,12 @@ var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 // are required when the flow's rules count them, and validated whenever
 // they are sent. It changes no state.
 func (e *Engine) subjects(kind Kind, tenant, flow, account, ip, fingerprint string) (subjects, error) {
+	return e.subjectsOf(kind, tenant, flow, account, ip, fingerprint, true)
+}
+
+// subjectsOf is subjects; without required, the parts the flow's rules
+// count may be missing (an explanation of one IP, or one account).
+func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint string, required bool) (subjects, error) {
 	var s subjects
 	if tenant == "" {
 		tenant = DefaultTenant
@@ -251,6 +257,9 @@ func (e *Engine) subjects(kind Kind, tenant, flow, account, ip, fingerprint stri
 		return s, &InputError{Field: "flow", Detail: "is a send flow (kind: send): it answers /v1/otp/send only"}
 	}
 	needs := s.flow.needs
+	if !required {
+		needs = 0
+	}
 	if account == "" && needs&(PartAccount|PartDevice) != 0 && s.flow.Kind != Sends { // a send's account is optional
 		return s, &InputError{Field: "account", Detail: "is required by this flow's rules", Missing: true}
 	}
@@ -616,26 +625,11 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if err != nil {
 		return Verdict{}, err
 	}
-	if req.Channel == "" {
-		return Verdict{}, &InputError{Field: "channel", Detail: "is required", Missing: true}
-	}
-	ch, err := ParseChannel(req.Channel)
+	d, err := e.sendSubjects(&s, req.Channel, req.Destination)
 	if err != nil {
 		return Verdict{}, err
 	}
-	if req.Destination == "" {
-		return Verdict{}, &InputError{Field: "destination", Detail: "is required", Missing: true}
-	}
-	d, err := ParseDestination(ch, req.Destination, s.flow.Send.PrefixDigits)
-	if err != nil {
-		return Verdict{}, err
-	}
-	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
-	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
-	if d.Region != "" {
-		s.country = e.hash.subject(s.tenant, "country", d.Region)
-	}
-	s.price = s.flow.Send.price(&d)
+	ch := d.Channel
 
 	if len(req.DeviceToken) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
@@ -734,6 +728,32 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 	e.observe(Event{Call: "report", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took})
 	return answer, nil
+}
+
+// sendSubjects parses a send's channel and destination and sets their
+// hashes and price in s.
+func (e *Engine) sendSubjects(s *subjects, channel, destination string) (Destination, error) {
+	if channel == "" {
+		return Destination{}, &InputError{Field: "channel", Detail: "is required", Missing: true}
+	}
+	ch, err := ParseChannel(channel)
+	if err != nil {
+		return Destination{}, err
+	}
+	if destination == "" {
+		return Destination{}, &InputError{Field: "destination", Detail: "is required", Missing: true}
+	}
+	d, err := ParseDestination(ch, destination, s.flow.Send.PrefixDigits)
+	if err != nil {
+		return Destination{}, err
+	}
+	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
+	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
+	if d.Region != "" {
+		s.country = e.hash.subject(s.tenant, "country", d.Region)
+	}
+	s.price = s.flow.Send.price(&d)
+	return d, nil
 }
 
 // verifiedSubjects parses the destination a check or report on a flow that

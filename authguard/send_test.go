@@ -591,3 +591,54 @@ func FuzzSendInput(f *testing.F) {
 		checkRejected(t, h, err, before)
 	})
 }
+
+// TestExplain_WhyWasIDelayed: after an attacker's failures, Explain shows
+// the account's counter (its failures and wait) and the delay a check would
+// get, and changes nothing: the next check still gets that delay, no
+// longer.
+func TestExplain_WhyWasIDelayed(t *testing.T) {
+	h := newHarness(t, "")
+	for range 7 {
+		h.report(authguard.ReportRequest{Flow: "login", Account: "ann@example.com", IP: "203.0.113.5", Outcome: authguard.Failure})
+	}
+	ops := h.store.ops.Load()
+	x, err := h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "login", Account: "ann@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if x.Verdict.Action != authguard.Delay || x.Verdict.Reasons[0] != "account_backoff" {
+		t.Errorf("verdict %+v, want a delay by account_backoff", x.Verdict)
+	}
+	var acct *authguard.RuleState
+	for i := range x.Rules {
+		if x.Rules[i].Rule == "account_backoff" {
+			acct = &x.Rules[i]
+		}
+		if x.Rules[i].Subject != "account" && x.Rules[i].Subject != "device" {
+			t.Errorf("rule %s on %s shown without an IP", x.Rules[i].Rule, x.Rules[i].Subject)
+		}
+	}
+	if acct == nil || acct.Count != 7 || acct.Wait <= 0 || acct.Wait != x.Verdict.Delay {
+		t.Fatalf("account_backoff %+v, verdict delay %v", acct, x.Verdict.Delay)
+	}
+	if n := h.store.ops.Load() - ops; n != int64(len(x.Rules)) {
+		t.Errorf("%d store ops for %d rules", n, len(x.Rules))
+	}
+	v := h.check(authguard.CheckRequest{Flow: "login", Account: "ann@example.com", IP: "198.51.100.9"})
+	if v.Action != authguard.Delay || v.Delay != x.Verdict.Delay {
+		t.Errorf("the next check: %v %v, want the explained delay %v", v.Action, v.Delay, x.Verdict.Delay)
+	}
+	// A destination in a send flow: its quotas, and a premium number's deny.
+	h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(1)})
+	x, err = h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "otp_send", Destination: victim, Channel: "sms"})
+	if err != nil || x.Verdict.Action != authguard.Delay || x.Verdict.Reasons[0] != "destination_backoff" {
+		t.Errorf("a destination just sent a code: %+v, %v", x.Verdict, err)
+	}
+	x, _ = h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "otp_send", Destination: "+449012345678", Channel: "voice"})
+	if x.Verdict.Action != authguard.Deny {
+		t.Errorf("a premium number: %+v, want deny", x.Verdict)
+	}
+	if _, err := h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "nope"}); err == nil {
+		t.Error("an unknown flow was explained")
+	}
+}

@@ -3,6 +3,8 @@ package api
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -77,4 +79,56 @@ func (a *API) explain(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	_, _ = w.Write(append(b, '\n'))
+}
+
+// resetBody is the wire form of POST /v1/admin/reset.
+type resetBody struct {
+	Flow        string `json:"flow"`
+	Account     string `json:"account"`
+	IP          string `json:"ip"`
+	Destination string `json:"destination"`
+	Channel     string `json:"channel"`
+	Reason      string `json:"reason"`
+}
+
+var resetFields = fields{
+	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
+	{"destination", "a string", false}, {"channel", "a string", false}, {"reason", "a string", true},
+}
+
+// reset serves POST /v1/admin/reset: it clears one subject's state in a
+// flow and writes an audit line (who, tenant, flow, which kind of subject,
+// reason, keys deleted; never the identifier).
+func (a *API) reset(w http.ResponseWriter, r *http.Request) {
+	var body resetBody
+	if err := decode(w, r, resetFields, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	tenant := tenantOf(r.Context())
+	n, err := a.engine.Reset(r.Context(), authguard.ResetRequest{
+		Tenant: tenant, Flow: body.Flow, Account: body.Account, IP: body.IP,
+		Destination: body.Destination, Channel: body.Channel, Reason: body.Reason,
+	})
+	if err != nil {
+		a.engineError(w, r, "reset", err)
+		return
+	}
+	subject := "account"
+	switch {
+	case body.IP != "":
+		subject = "ip"
+	case body.Destination != "":
+		subject = "destination"
+	}
+	if tenant == "" {
+		tenant = authguard.DefaultTenant
+	}
+	a.metrics.adminWrite("reset")
+	a.log.LogAttrs(r.Context(), slog.LevelWarn, "admin reset",
+		slog.String("request_id", RequestID(r.Context())), slog.String("by", callerOf(r.Context())),
+		slog.String("tenant", tenant), slog.String("flow", body.Flow), slog.String("subject", subject),
+		slog.String("reason", body.Reason), slog.Int("deleted", n))
+	w.Header().Set("Content-Type", "application/json")
+	fmt.Fprintf(w, "{\"deleted\":%d}\n", n)
 }

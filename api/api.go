@@ -122,6 +122,10 @@ func (a *API) routes() *chi.Mux {
 		r.Use(a.authenticate(auth.ScopeAdminRead))
 		r.Post("/v1/admin/explain", a.explain)
 	})
+	r.Group(func(r chi.Router) {
+		r.Use(a.authenticate(auth.ScopeAdminWrite))
+		r.Post("/v1/admin/reset", a.reset)
+	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{

@@ -530,3 +530,47 @@ func TestAdmin_Explain(t *testing.T) {
 		}
 	}
 }
+
+// TestAdmin_Reset: a reset unlocks the account, answers how many keys it
+// deleted, writes one audit line with the reason and no identifier, and
+// needs a reason; an admin:read token cannot reset.
+func TestAdmin_Reset(t *testing.T) {
+	h := newHarness(t)
+	acct := login("y@example.com", "192.0.2.6")
+	for range 6 {
+		h.report(t, testkit.With(acct, "outcome", "failure"))
+	}
+	if res := h.post(t, "/v1/admin/reset", map[string]any{"flow": "login", "account": "y@example.com"}); res.status != 400 {
+		t.Errorf("a reset without a reason: %d", res.status)
+	}
+	res := h.post(t, "/v1/admin/reset", map[string]any{"flow": "login", "account": "y@example.com", "reason": "ticket 12"})
+	if res.status != 200 || !strings.Contains(string(res.body), `"deleted":`) || strings.Contains(string(res.body), `"deleted":0`) {
+		t.Fatalf("reset: %d %s", res.status, res.body)
+	}
+	if v := h.check(t, acct); v.Action != "proceed" {
+		t.Errorf("after the reset: %+v", v)
+	}
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"msg":"admin reset"`) || !strings.Contains(logs, `"reason":"ticket 12"`) || !strings.Contains(logs, `"subject":"account"`) {
+		t.Errorf("no audit line in %s", logs)
+	}
+	if strings.Contains(logs, "y@example.com") {
+		t.Error("the log holds the account")
+	}
+	body := string(h.do(t, http.MethodGet, "/metrics", "", "").body)
+	if !strings.Contains(body, `tollgate_admin_writes_total{action="reset"} 1`) {
+		t.Error("no admin write counted")
+	}
+
+	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
+		Tenants: []auth.Tenant{{Name: "shop", Issuer: "iss"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha := newHarness(t, withVerifier(v))
+	tok, _ := auth.Sign(key, "iss", "tollgate", "shop", "desk", []auth.Scope{auth.ScopeAdminRead}, time.Minute, time.Now())
+	if res := ha.do(t, http.MethodPost, "/v1/admin/reset", "application/json", `{"flow":"login","account":"a","reason":"r"}`, "Authorization", "Bearer "+tok); res.status != 403 {
+		t.Errorf("an admin:read token resetting: %d", res.status)
+	}
+}

@@ -19,6 +19,15 @@ func tenantOf(ctx context.Context) string {
 	return ""
 }
 
+// callerOf is who the request's verified caller is, for audit lines: the
+// token's subject, or "unauthenticated (loopback)" without a verifier.
+func callerOf(ctx context.Context) string {
+	if c, ok := ctx.Value(callerKey{}).(auth.Caller); ok {
+		return c.Subject
+	}
+	return "unauthenticated (loopback)"
+}
+
 // authenticate lets a request through only with a bearer token that allows
 // need, and passes its caller on. Without a Verifier it lets everything
 // through: the server then listens on loopback only. A refusal is a 401

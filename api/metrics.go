@@ -35,6 +35,7 @@ type Metrics struct {
 	sends     *prometheus.CounterVec
 	spend     *prometheus.CounterVec
 	authFail  *prometheus.CounterVec
+	admin     *prometheus.CounterVec
 	evictions *evictions
 }
 
@@ -102,6 +103,10 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Name: "tollgate_auth_failures_total",
 			Help: "Calls refused for their bearer token, by reason (missing, malformed, algorithm, unknown_key, signature, expired, lifetime, not_yet_valid, audience, issuer, tenant, type: 401; scope: 403).",
 		}, []string{"reason"}),
+		admin: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_admin_writes_total",
+			Help: "Administrators' writes done, by action (reset); each is also an audit log line.",
+		}, []string{"action"}),
 		evictions: &evictions{desc: prometheus.NewDesc(
 			"tollgate_store_evictions_total",
 			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
@@ -115,7 +120,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
-		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.evictions,
+		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
 	// the first scrape.
@@ -137,7 +142,8 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			m.closed.WithLabelValues(call, name)
 		}
 	}
-	for _, call := range []string{"check", "report", "send", "explain"} {
+	m.admin.WithLabelValues("reset")
+	for _, call := range []string{"check", "report", "send", "explain", "reset"} {
 		m.engErr.WithLabelValues(call)
 	}
 	for _, k := range kinds {
@@ -232,6 +238,8 @@ func (m *Metrics) engineError(call string) { m.engErr.WithLabelValues(call).Inc(
 func (m *Metrics) problem(k *kind) { m.problems.WithLabelValues(k.slug).Inc() }
 
 func (m *Metrics) authFailure(reason string) { m.authFail.WithLabelValues(reason).Inc() }
+
+func (m *Metrics) adminWrite(action string) { m.admin.WithLabelValues(action).Inc() }
 
 func (m *Metrics) request(method, route string, status int, d time.Duration) {
 	m.latency.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())

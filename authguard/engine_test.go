@@ -35,6 +35,11 @@ func (c *countingStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard
 	return c.Store.Do(ctx, ops)
 }
 
+// DeleteMatching passes an administrator's reset on to the memory store.
+func (c *countingStore) DeleteMatching(ctx context.Context, pattern string) (int, error) {
+	return c.Store.(authguard.KeyDeleter).DeleteMatching(ctx, pattern)
+}
+
 type harness struct {
 	t      testing.TB
 	e      *authguard.Engine

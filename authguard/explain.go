@@ -98,3 +98,105 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 	}
 	return x, nil
 }
+
+// KeyDeleter is a Store that deletes keys by pattern, for Reset.
+type KeyDeleter interface {
+	// DeleteMatching deletes every key matching a glob (* and ?) and
+	// returns how many it deleted.
+	DeleteMatching(ctx context.Context, pattern string) (int, error)
+}
+
+// ResetRequest clears a subject's state in a flow: an account's counters
+// (every key of the account in the flow, its devices' included), an IP
+// prefix's logs and buckets, or a destination's quotas. Exactly one of
+// Account, IP and Destination (with Channel); Reason is required, for the
+// audit log.
+type ResetRequest struct {
+	Tenant, Flow                      string
+	Account, IP, Destination, Channel string
+	Reason                            string
+}
+
+// MaxReasonBytes bounds a reset's reason.
+const MaxReasonBytes = 200
+
+// Reset deletes the state of one subject in one flow, in the store and in
+// the fallback store, and returns how many keys the store deleted. Rules
+// on the subject's wider groups (an IPv6 /48, a destination's block or
+// country) and compound subjects of an IP or destination are left alone:
+// they are other people's too. Invalid input is an *InputError.
+func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
+	if err := e.admit(); err != nil {
+		return 0, err
+	}
+	defer e.release()
+	f := e.policy.Flow(req.Flow)
+	if f == nil {
+		return 0, &InputError{Field: "flow", Detail: "is not a configured flow"}
+	}
+	if req.Reason == "" || len(req.Reason) > MaxReasonBytes {
+		return 0, &InputError{Field: "reason", Detail: "is required: at most 200 bytes saying why, with no identifier", Missing: req.Reason == ""}
+	}
+	given := 0
+	for _, v := range []string{req.Account, req.IP, req.Destination} {
+		if v != "" {
+			given++
+		}
+	}
+	if given != 1 {
+		return 0, &InputError{Field: "account", Detail: "give exactly one of account, ip and destination"}
+	}
+	s, err := e.subjectsOf(f.Kind, req.Tenant, req.Flow, req.Account, req.IP, "", false)
+	if err != nil {
+		return 0, err
+	}
+	ctx = context.WithoutCancel(ctx)
+	if req.Account != "" {
+		return e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+	}
+	part := PartIP
+	if req.Destination != "" {
+		part = PartDestination
+		if f.Kind == Sends {
+			_, err = e.sendSubjects(&s, req.Channel, req.Destination)
+		} else {
+			_, err = e.verifiedSubjects(&s, req.Channel, req.Destination)
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	var ops []Op
+	for i := range f.Rules {
+		r := &f.Rules[i]
+		if r.Subject.Parts != part || r.Subject.IPBits != 0 {
+			continue
+		}
+		if key := e.key(&s, r); key != "" {
+			ops = append(ops, &DeleteOp{Key: key})
+		}
+	}
+	if len(ops) == 0 {
+		return 0, nil
+	}
+	if e.fallback != nil {
+		_, _ = e.fallback.Do(ctx, ops)
+	}
+	if _, err := e.store.Do(ctx, ops); err != nil {
+		return 0, err
+	}
+	return len(ops), nil
+}
+
+// deleteMatching deletes the keys matching pattern in the store and the
+// fallback store.
+func (e *Engine) deleteMatching(ctx context.Context, pattern string) (int, error) {
+	d, ok := e.store.(KeyDeleter)
+	if !ok {
+		return 0, errors.New("authguard: the store cannot delete keys by pattern")
+	}
+	if fd, ok := e.fallback.(KeyDeleter); ok {
+		_, _ = fd.DeleteMatching(ctx, pattern)
+	}
+	return d.DeleteMatching(ctx, pattern)
+}

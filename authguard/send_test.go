@@ -642,3 +642,58 @@ func TestExplain_WhyWasIDelayed(t *testing.T) {
 		t.Error("an unknown flow was explained")
 	}
 }
+
+// TestReset_UnlocksAnAccountAndNothingElse: "how do I unlock this user?"
+// A reset of the account clears its counters in the flow (devices
+// included): its next check proceeds. The attacker's address keeps its
+// failures; another account and another flow keep theirs. A reset of the
+// address clears the address's own rules, and a reset needs a reason.
+func TestReset_UnlocksAnAccountAndNothingElse(t *testing.T) {
+	h := newHarness(t, "")
+	const attacker = "203.0.113.5"
+	for _, acct := range []string{"ann@example.com", "bob@example.com"} {
+		for range 7 {
+			h.report(authguard.ReportRequest{Flow: "login", Account: acct, IP: attacker, Outcome: authguard.Failure})
+		}
+	}
+	h.report(authguard.ReportRequest{Flow: "otp_verify", Account: "ann@example.com", IP: attacker, Outcome: authguard.Failure})
+	ctx := context.Background()
+	if _, err := h.e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "ann@example.com"}); err == nil {
+		t.Fatal("a reset without a reason")
+	}
+	n, err := h.e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "ANN@example.com", Reason: "owner called the desk"})
+	if err != nil || n == 0 {
+		t.Fatalf("reset: %d keys, %v", n, err)
+	}
+	if v := h.check(authguard.CheckRequest{Flow: "login", Account: "ann@example.com", IP: "198.51.100.1"}); v.Action != authguard.Proceed {
+		t.Errorf("ann after her reset: %v %v", v.Action, v.Reasons)
+	}
+	if v := h.check(authguard.CheckRequest{Flow: "login", Account: "bob@example.com", IP: "198.51.100.1"}); v.Action != authguard.Delay {
+		t.Errorf("bob, not reset: %v, want delay", v.Action)
+	}
+	x, err := h.e.Explain(ctx, authguard.ExplainRequest{Flow: "login", IP: attacker})
+	if err != nil {
+		t.Fatal(err)
+	}
+	failures := -1
+	for _, r := range x.Rules {
+		if r.Rule == "ip_failures" {
+			failures = r.Count
+		}
+	}
+	if failures != 14 {
+		t.Errorf("the attacker's address holds %d failures after ann's reset, want 14", failures)
+	}
+	if x, _ := h.e.Explain(ctx, authguard.ExplainRequest{Flow: "otp_verify", Account: "ann@example.com"}); x.Rules[0].Count != 1 {
+		t.Errorf("ann's otp_verify counter after a login reset: %+v", x.Rules[0])
+	}
+	if n, err := h.e.Reset(ctx, authguard.ResetRequest{Flow: "login", IP: attacker, Reason: "a NAT office, not an attacker"}); err != nil || n == 0 {
+		t.Fatalf("reset of the address: %d, %v", n, err)
+	}
+	x, _ = h.e.Explain(ctx, authguard.ExplainRequest{Flow: "login", IP: attacker})
+	for _, r := range x.Rules {
+		if r.Count != 0 && r.Subject == "ip" {
+			t.Errorf("after the address's reset %s holds %d", r.Rule, r.Count)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"path"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -297,6 +298,30 @@ func (s *Store) Keys() []string {
 		sh.mu.Unlock()
 	}
 	return keys
+}
+
+// DeleteMatching deletes every key matching pattern, a glob as
+// Engine.AccountKeys returns (* and ? only; keys hold no '/'), and returns
+// how many live keys it deleted: an administrator's reset.
+func (s *Store) DeleteMatching(_ context.Context, pattern string) (int, error) {
+	if _, err := path.Match(pattern, ""); err != nil {
+		return 0, err
+	}
+	ns, n := s.now().UnixNano(), 0
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		for k, j := range sh.index {
+			if ok, _ := path.Match(pattern, k); ok {
+				if ns < sh.slots[j].expires {
+					n++
+				}
+				sh.remove(j)
+			}
+		}
+		sh.mu.Unlock()
+	}
+	return n, nil
 }
 
 // Ping reports whether the store is open.

@@ -231,3 +231,37 @@ flows:
 		})
 	}
 }
+
+// TestReset_DeletesAnAccountsKeysOnRedisAndCluster: an administrator's
+// reset of one account deletes its keys on every node (SCAN, one UNLINK per
+// key, so a Cluster's slots do not matter) and leaves another account's.
+func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
+	for _, kind := range []string{"single", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind)
+			s := newStore(t, c, nil)
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			for _, acct := range []string{"ann@example.com", "bob@example.com"} {
+				for i := range 6 {
+					if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: fmt.Sprintf("192.0.2.%d", i), Outcome: authguard.Failure}); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}
+			n, err := e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "ann@example.com", Reason: "test"})
+			if err != nil || n < 1 {
+				t.Fatalf("reset: %d keys, %v", n, err)
+			}
+			for acct, want := range map[string]authguard.Action{"ann@example.com": authguard.Proceed, "bob@example.com": authguard.Delay} {
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: "198.51.100.1"})
+				if err != nil || v.Action != want {
+					t.Errorf("%s after ann's reset: %v %v, want %v", acct, v.Action, err, want)
+				}
+			}
+		})
+	}
+}

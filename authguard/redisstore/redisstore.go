@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -266,6 +267,54 @@ func (s *Store) Preload(ctx context.Context) error {
 		return fmt.Errorf("redisstore: loading scripts: %w", err)
 	}
 	return nil
+}
+
+// DeleteMatching deletes every key matching pattern (a Redis glob, as
+// authguard.Engine.AccountKeys returns) on every node, with SCAN MATCH and
+// UNLINK, and returns how many it deleted: an administrator's reset. It is
+// not atomic: a key written while it scans may stay.
+func (s *Store) DeleteMatching(ctx context.Context, pattern string) (int, error) {
+	var n atomic.Int64
+	sweep := func(ctx context.Context, c *redis.Client) error {
+		var cursor uint64
+		for {
+			keys, next, err := c.Scan(ctx, cursor, pattern, 1000).Result()
+			if err != nil {
+				return err
+			}
+			if len(keys) > 0 {
+				// One UNLINK per key: a Cluster node refuses keys of
+				// several slots in one command.
+				pipe := c.Pipeline()
+				for _, k := range keys {
+					pipe.Unlink(ctx, k)
+				}
+				cmds, err := pipe.Exec(ctx)
+				if err != nil {
+					return err
+				}
+				for _, cmd := range cmds {
+					n.Add(cmd.(*redis.IntCmd).Val())
+				}
+			}
+			if cursor = next; cursor == 0 {
+				return nil
+			}
+		}
+	}
+	var err error
+	switch c := s.client.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, sweep)
+	case *redis.Client:
+		err = sweep(ctx, c)
+	default:
+		err = errors.New("redisstore: this client cannot scan")
+	}
+	if err != nil {
+		return int(n.Load()), unavailable(err)
+	}
+	return int(n.Load()), nil
 }
 
 // Ping reports whether Redis answers (every node, on a Cluster).

@@ -182,3 +182,39 @@ func TestAuth_ListensBeyondLoopbackOnlyWithAuth(t *testing.T) {
 		t.Errorf("a public address without auth: exit %d, %s", code, errOut.String())
 	}
 }
+
+// TestAdminCmd_ExplainAndResetAgainstServe: `tollgate admin` reads the
+// identifier from standard input, explains an account in backoff, resets
+// it with a reason, and refuses a reset without one.
+func TestAdminCmd_ExplainAndResetAgainstServe(t *testing.T) {
+	addr, logs := startServe(t, testConfig())
+	url := "http://" + addr
+	for range 6 {
+		http.Post(url+"/v1/report", "application/json", strings.NewReader(`{"flow":"login","account":"zoe@example.com","ip":"192.0.2.3","outcome":"failure"}`))
+	}
+	admin := func(stdin string, args ...string) (int, string, string) {
+		var out, errOut bytes.Buffer
+		code := adminCmd(args, strings.NewReader(stdin), &out, &errOut, testkit.Env())
+		return code, out.String(), errOut.String()
+	}
+	code, out, errOut := admin("zoe@example.com\n", "explain", "-url", url, "-flow", "login", "-subject", "account")
+	if code != 0 || !strings.Contains(out, `"action":"delay"`) || !strings.Contains(out, `"count":6`) {
+		t.Fatalf("explain: %d %s %s", code, out, errOut)
+	}
+	if code, _, errOut := admin("zoe@example.com\n", "reset", "-url", url, "-flow", "login", "-subject", "account"); code != 2 || !strings.Contains(errOut, "-reason") {
+		t.Errorf("a reset without a reason: %d %s", code, errOut)
+	}
+	if code, _, errOut := admin("", "explain", "-url", url, "-flow", "login", "-subject", "account"); code != 2 || !strings.Contains(errOut, "standard input") {
+		t.Errorf("no identifier: %d %s", code, errOut)
+	}
+	code, out, errOut = admin("zoe@example.com\n", "reset", "-url", url, "-flow", "login", "-subject", "account", "-reason", "on-call test")
+	if code != 0 || !strings.Contains(out, `"deleted":`) {
+		t.Fatalf("reset: %d %s %s", code, out, errOut)
+	}
+	if _, out, _ = admin("zoe@example.com\n", "explain", "-url", url, "-flow", "login", "-subject", "account"); !strings.Contains(out, `"action":"proceed"`) {
+		t.Errorf("after the reset: %s", out)
+	}
+	if !strings.Contains(logs.String(), `"reason":"on-call test"`) || strings.Contains(logs.String(), "zoe@example.com") {
+		t.Errorf("audit line missing, or the account in the log:\n%s", logs.String())
+	}
+}

@@ -51,6 +51,8 @@ const usage = `usage:
   tollgate validate-config [-print] FILE
                                      check a config file without starting
   tollgate version                   print the version
+  tollgate admin explain|reset -flow F -subject KIND [flags] < IDENTIFIER
+                                     call the admin API (admin -h)
   tollgate token -key FILE -tenant T [flags]
                                      print a bearer token for calling tollgate
                                      (token -h)
@@ -89,6 +91,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return ceilingCmd(ctx, args, stdout, stderr)
 	case "token":
 		return tokenCmd(args, stdout, stderr, time.Now)
+	case "admin":
+		return adminCmd(args, os.Stdin, stdout, stderr, getenv)
 	case "version":
 		fmt.Fprintf(stdout, "tollgate %s (%s)\n", versionString(), runtime.Version())
 		return 0

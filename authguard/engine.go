@@ -55,6 +55,11 @@ type Config struct {
 	// QueueWait is how long a call waits to be admitted. The default is
 	// 50ms.
 	QueueWait time.Duration
+	// TenantSecrets, when set, key the subject hashes of the tenants they
+	// name instead of Secret (each at least 32 bytes), so that one tenant's
+	// secret reveals nothing about another's subjects. Tokens stay signed
+	// with Secret. The default is nil: Secret keys every tenant's hashes.
+	TenantSecrets map[string][]byte
 }
 
 // ErrOverloaded is returned by Check and Report when the engine sheds a call
@@ -116,7 +121,8 @@ type Engine struct {
 	fallback Store
 	now      func() time.Time
 	prefix   string
-	hash     *hasher
+	hash     *hasher            // subject hashes, for tenants without a secret of their own
+	tenants  map[string]*hasher // subject hashes of the tenants with one
 	attempts *attemptSigner
 	tokens   *signer
 	observe  func(Event)
@@ -149,6 +155,13 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = 50 * time.Millisecond
 	}
+	tenants := map[string]*hasher{}
+	for name, secret := range cfg.TenantSecrets {
+		if !tenantRE.MatchString(name) || len(secret) < MinSecretBytes {
+			return nil, fmt.Errorf("authguard: tenant %q: a tenant's secret must be at least %d bytes, under a tenant name", name, MinSecretBytes)
+		}
+		tenants[name] = newHasher(deriveKey(secret, "subject"))
+	}
 	var slots chan struct{}
 	if cfg.MaxInFlight > 0 {
 		slots = make(chan struct{}, cfg.MaxInFlight)
@@ -162,6 +175,7 @@ func New(cfg Config) (*Engine, error) {
 		prefix:   cfg.KeyPrefix,
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
+		tenants:  tenants,
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
@@ -205,6 +219,14 @@ func (e *Engine) release() {
 	if e.slots != nil {
 		<-e.slots
 	}
+}
+
+// hasher keys the subject hashes of tenant.
+func (e *Engine) hasher(tenant string) *hasher {
+	if h, ok := e.tenants[tenant]; ok {
+		return h
+	}
+	return e.hash
 }
 
 // Policy returns the engine's policy.
@@ -271,7 +293,7 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		if err != nil {
 			return s, err
 		}
-		s.account = e.hash.subject(tenant, "account", acct)
+		s.account = e.hasher(tenant).subject(tenant, "account", acct)
 	}
 	if ip != "" {
 		addr, err := spraydetect.ParseIP(ip)
@@ -280,14 +302,14 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		}
 		if !s.flow.AllowList.Contains(addr) {
 			s.addr = addr
-			s.ip = e.hash.subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
+			s.ip = e.hasher(tenant).subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
 		}
 	}
 	if len(fingerprint) > MaxFingerprintBytes || !utf8.ValidString(fingerprint) {
 		return s, &InputError{Field: "password_fingerprint", Detail: "must be valid UTF-8 of at most 256 bytes"}
 	}
 	if fingerprint != "" {
-		s.fp = e.hash.subject(tenant, "fp", fingerprint)
+		s.fp = e.hasher(tenant).subject(tenant, "fp", fingerprint)
 	}
 	return s, nil
 }
@@ -307,11 +329,11 @@ func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
 		if !ok {
 			return ""
 		}
-		return e.hash.subject(s.tenant, "ip", p.String())
+		return e.hasher(s.tenant).subject(s.tenant, "ip", p.String())
 	case PartFingerprint:
 		return s.fp
 	case PartTenant:
-		return e.hash.subject(s.tenant, "tenant", "")
+		return e.hasher(s.tenant).subject(s.tenant, "tenant", "")
 	case PartDestination:
 		return s.dest
 	case PartDestPrefix:
@@ -360,7 +382,7 @@ func (e *Engine) AccountKeys(tenant, account string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return storeKey(e.prefix, tenant, "*", "*", e.hash.subject(tenant, "account", acct)+"*"), nil
+	return storeKey(e.prefix, tenant, "*", "*", e.hasher(tenant).subject(tenant, "account", acct)+"*"), nil
 }
 
 // member returns what a log rule records for this request: the account or
@@ -747,13 +769,20 @@ func (e *Engine) sendSubjects(s *subjects, channel, destination string) (Destina
 	if err != nil {
 		return Destination{}, err
 	}
-	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
-	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
-	if d.Region != "" {
-		s.country = e.hash.subject(s.tenant, "country", d.Region)
-	}
+	e.hashDestination(s, &d)
 	s.price = s.flow.Send.price(&d)
 	return d, nil
+}
+
+// hashDestination sets the hashes of d's parts in s.
+func (e *Engine) hashDestination(s *subjects, d *Destination) {
+	h := e.hasher(s.tenant)
+	s.dest = h.subject(s.tenant, "destination", d.Normalized)
+	s.destPrefix = h.subject(s.tenant, "destination_prefix", d.Prefix)
+	s.country = ""
+	if d.Region != "" {
+		s.country = h.subject(s.tenant, "country", d.Region)
+	}
 }
 
 // verifiedSubjects parses the destination a check or report on a flow that
@@ -781,11 +810,7 @@ func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*su
 	if err != nil {
 		return nil, err
 	}
-	s.dest = e.hash.subject(s.tenant, "destination", d.Normalized)
-	s.destPrefix = e.hash.subject(s.tenant, "destination_prefix", d.Prefix)
-	if d.Region != "" {
-		s.country = e.hash.subject(s.tenant, "country", d.Region)
-	}
+	e.hashDestination(s, &d)
 	v := *s
 	v.flow = sf
 	return &v, nil

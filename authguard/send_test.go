@@ -17,6 +17,7 @@ import (
 	"github.com/nyaruka/phonenumbers"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
@@ -695,5 +696,41 @@ func TestReset_UnlocksAnAccountAndNothingElse(t *testing.T) {
 		if r.Count != 0 && r.Subject == "ip" {
 			t.Errorf("after the address's reset %s holds %d", r.Rule, r.Count)
 		}
+	}
+}
+
+// TestTenants_HashUnderTheirOwnSecrets: a tenant with a secret of its own
+// has its subjects hashed under that secret, so a dump of its keys reveals
+// nothing to whoever holds the deployment's secret or another tenant's,
+// and two tenants' keys for one account differ.
+func TestTenants_HashUnderTheirOwnSecrets(t *testing.T) {
+	shopSecret := []byte("the shop tenant's own secret, 32+ bytes")
+	engine := func(secret []byte, tenants map[string][]byte) *authguard.Engine {
+		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret, TenantSecrets: tenants})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	keys := func(e *authguard.Engine, tenant string) string {
+		k, err := e.AccountKeys(tenant, "ann@example.com")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return k
+	}
+	e := engine(secret, map[string][]byte{"shop": shopSecret})
+	if keys(e, "shop") != keys(engine(shopSecret, nil), "shop") {
+		t.Error("the shop's keys are not hashed under the shop's secret")
+	}
+	if keys(e, "shop") == keys(engine(secret, nil), "shop") {
+		t.Error("the shop's keys are hashed under the deployment's secret")
+	}
+	if keys(e, "bank") != keys(engine(secret, nil), "bank") {
+		t.Error("a tenant without a secret of its own is not hashed under the deployment's")
+	}
+	if _, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret,
+		TenantSecrets: map[string][]byte{"shop": []byte("short")}}); err == nil {
+		t.Error("a short tenant secret was accepted")
 	}
 }

@@ -50,6 +50,9 @@ type Config struct {
 	// the server listen on any address. The default is nil: no
 	// authentication, loopback only.
 	Auth *auth.Config
+	// TenantSecrets are the secrets of the tenants that have their own
+	// (auth.tenants[].secret_file): they key those tenants' subject hashes.
+	TenantSecrets map[string][]byte
 }
 
 // RedisConfig says how to reach Redis: the Redis store's own client settings.
@@ -119,8 +122,9 @@ type fileKey struct {
 }
 
 type fileTenant struct {
-	Name   string `yaml:"name"`
-	Issuer string `yaml:"issuer"`
+	Name       string `yaml:"name"`
+	Issuer     string `yaml:"issuer"`
+	SecretFile string `yaml:"secret_file"`
 }
 
 // authConfig reads the key files of fa and checks the result as auth.New
@@ -298,6 +302,23 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: %w", line("auth"), err)
 		}
 		cfg.Auth = a
+		for _, t := range fc.Auth.Tenants {
+			if t.SecretFile == "" {
+				continue
+			}
+			data, err := os.ReadFile(t.SecretFile)
+			if err != nil {
+				return nil, fmt.Errorf("line %d: auth: tenant %s: %w", line("auth"), t.Name, err)
+			}
+			secret := bytes.TrimRight(data, "\r\n")
+			if err := checkSecret(string(secret)); err != nil {
+				return nil, fmt.Errorf("line %d: auth: tenant %s: secret_file: %w", line("auth"), t.Name, err)
+			}
+			if cfg.TenantSecrets == nil {
+				cfg.TenantSecrets = map[string][]byte{}
+			}
+			cfg.TenantSecrets[t.Name] = secret
+		}
 	}
 
 	p, err := policyFromNode(&fc.Flows)

@@ -215,7 +215,16 @@ func TestParse_Auth(t *testing.T) {
 	if cfg.Auth == nil || len(cfg.Auth.Keys) != 1 || string(cfg.Auth.Keys[0].Secret) != "0123456789abcdef0123456789abcdef" || cfg.CheckListen() != nil {
 		t.Errorf("auth %+v, listen check %v", cfg.Auth, cfg.CheckListen())
 	}
+	withSecret := strings.Replace(good, `issuer: "https://auth.shop.example"}`, fmt.Sprintf(`issuer: "https://auth.shop.example", secret_file: %q}`, secret), 1)
+	if cfg, err := Parse([]byte(withSecret)); err != nil || string(cfg.TenantSecrets["shop"]) != "0123456789abcdef0123456789abcdef" {
+		t.Errorf("a tenant's secret_file: %v, %q", err, cfg.TenantSecrets["shop"])
+	}
+	short := filepath.Join(dir, "short")
+	os.WriteFile(short, []byte("short"), 0o600)
+	at := strings.LastIndex(withSecret, secret) // the tenant's, not the key's
+	shortTenant := withSecret[:at] + short + withSecret[at+len(secret):]
 	for _, c := range []struct{ name, yaml, want string }{
+		{"a short tenant secret", shortTenant, "tenant shop: secret_file: must be at least 32 bytes"},
 		{"no audience", strings.Replace(good, "audience: tollgate", "audience: \"\"", 1), "line 2: auth:"},
 		{"a key without a file", "auth:\n  audience: a\n  keys: [{id: k, alg: HS256}]\n  tenants: [{name: shop, issuer: i}]\n", "line 1: auth: keys[0]: give public_key_file"},
 		{"a missing file", strings.Replace(good, secret, filepath.Join(dir, "nope"), 1), "no such file"},

@@ -3,14 +3,18 @@ package main
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
+	"os/signal"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api"
@@ -102,6 +106,35 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
+	scheme := "http"
+	if cfg.TLS != nil {
+		certs, err := newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, func(err error) {
+			log.Warn("the TLS certificate changed but does not load; serving the previous one", slog.String("error", err.Error()))
+		})
+		if err != nil {
+			ln.Close()
+			return err
+		}
+		hup := make(chan os.Signal, 1)
+		signal.Notify(hup, syscall.SIGHUP)
+		defer signal.Stop(hup)
+		go func() {
+			for {
+				select {
+				case <-hup:
+					if err := certs.reload(); err != nil {
+						log.Warn("SIGHUP: the TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))
+					} else {
+						log.Info("SIGHUP: TLS certificate reloaded")
+					}
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate})
+		scheme = "https"
+	}
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
@@ -113,6 +146,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	}
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),
+		slog.String("scheme", scheme),
 		slog.String("version", versionString()),
 		slog.String("store", storeName),
 		slog.Any("flows", cfg.Policy.FlowNames()))

@@ -5,6 +5,7 @@ package config
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -50,9 +51,17 @@ type Config struct {
 	// the server listen on any address. The default is nil: no
 	// authentication, loopback only.
 	Auth *auth.Config
+	// TLS, when set, serves HTTPS with this certificate and key (PEM files,
+	// reloaded when they change or on SIGHUP). The default is nil: HTTP.
+	TLS *TLSConfig
 	// TenantSecrets are the secrets of the tenants that have their own
 	// (auth.tenants[].secret_file): they key those tenants' subject hashes.
 	TenantSecrets map[string][]byte
+}
+
+// TLSConfig names the server's certificate and key files.
+type TLSConfig struct {
+	CertFile, KeyFile string
 }
 
 // RedisConfig says how to reach Redis: the Redis store's own client settings.
@@ -100,6 +109,7 @@ type fileConfig struct {
 	Store     fileStore    `yaml:"store"`
 	KeyPrefix *string      `yaml:"key_prefix"`
 	Auth      *fileAuth    `yaml:"auth"`
+	TLS       *fileTLS     `yaml:"tls"`
 	Flows     yaml.Node    `yaml:"flows"`
 }
 
@@ -112,6 +122,11 @@ type fileAuth struct {
 	Keys        []fileKey    `yaml:"keys"`
 	JWKSFile    string       `yaml:"jwks_file"`
 	Tenants     []fileTenant `yaml:"tenants"`
+}
+
+type fileTLS struct {
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
 }
 
 type fileKey struct {
@@ -319,6 +334,16 @@ func Parse(data []byte) (*Config, error) {
 			}
 			cfg.TenantSecrets[t.Name] = secret
 		}
+	}
+
+	if t := fc.TLS; t != nil {
+		if t.CertFile == "" || t.KeyFile == "" {
+			return nil, fmt.Errorf("line %d: tls: give cert_file and key_file (PEM)", line("tls"))
+		}
+		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
+			return nil, fmt.Errorf("line %d: tls: %w", line("tls"), err)
+		}
+		cfg.TLS = &TLSConfig{CertFile: t.CertFile, KeyFile: t.KeyFile}
 	}
 
 	p, err := policyFromNode(&fc.Flows)

@@ -236,3 +236,15 @@ func TestParse_Auth(t *testing.T) {
 		}
 	}
 }
+
+// TestParse_TLS: tls needs both files, and a pair that loads.
+func TestParse_TLS(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"tls: {cert_file: a.pem}\n", "line 1: tls: give cert_file and key_file"},
+		{"tls: {cert_file: /nonexistent/a.pem, key_file: /nonexistent/b.pem}\n", "line 1: tls: open /nonexistent/a.pem"},
+	} {
+		if _, err := Parse([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -216,5 +217,77 @@ func TestAdminCmd_ExplainAndResetAgainstServe(t *testing.T) {
 	}
 	if !strings.Contains(logs.String(), `"reason":"on-call test"`) || strings.Contains(logs.String(), "zoe@example.com") {
 		t.Errorf("audit line missing, or the account in the log:\n%s", logs.String())
+	}
+}
+
+// TestEndToEnd_AuthTenantsAndAdmin runs the real binary with callers
+// authenticated and two tenants: the shop's failures put an account in
+// backoff there and not in the bank; the shop's admin token explains and
+// resets it (one audit line naming who, tenant and reason); a verdicts token
+// cannot reset; no log line holds the account or a token.
+func TestEndToEnd_AuthTenantsAndAdmin(t *testing.T) {
+	cfgPath, privFile, secretFile := authFixture(t)
+	bin := tollgateBinary(t)
+	token := func(args ...string) string {
+		t.Helper()
+		out, err := exec.Command(bin, append([]string{"token", "-config", cfgPath}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("tollgate token %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	shop := token("-key", privFile, "-kid", "ed", "-tenant", "shop", "-sub", "login-service")
+	desk := token("-key", privFile, "-kid", "ed", "-tenant", "shop", "-sub", "support-desk", "-scopes", "admin:read,admin:write")
+	bank := token("-key", secretFile, "-alg", "HS256", "-kid", "hs", "-tenant", "bank")
+	p := startTollgate(t, "TOLLGATE_CONFIG="+cfgPath, "TOLLGATE_SECRET="+secret32)
+
+	call := func(tok, path, body string) (int, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, "http://"+p.addr+path, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Authorization", "Bearer "+tok)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		return res.StatusCode, string(b)
+	}
+	const acct = `"account":"carol@example.com"`
+	for range 6 {
+		if status, body := call(shop, "/v1/report", `{"flow":"login",`+acct+`,"ip":"192.0.2.8","outcome":"failure"}`); status != 200 {
+			t.Fatalf("report: %d %s", status, body)
+		}
+	}
+	if _, body := call(bank, "/v1/check", `{"flow":"login",`+acct+`,"ip":"192.0.2.8"}`); !strings.Contains(body, `"action":"proceed"`) {
+		t.Errorf("the bank's check of the same account: %s", body)
+	}
+	if status, body := call(desk, "/v1/admin/explain", `{"flow":"login",`+acct+`}`); status != 200 || !strings.Contains(body, `"action":"delay"`) {
+		t.Errorf("explain: %d %s", status, body)
+	}
+	if status, _ := call(shop, "/v1/admin/reset", `{"flow":"login",`+acct+`,"reason":"x"}`); status != 403 {
+		t.Errorf("a verdicts token resetting: %d", status)
+	}
+	if status, body := call(desk, "/v1/admin/reset", `{"flow":"login",`+acct+`,"reason":"ticket 7: owner verified"}`); status != 200 {
+		t.Fatalf("reset: %d %s", status, body)
+	}
+	if _, body := call(shop, "/v1/check", `{"flow":"login",`+acct+`,"ip":"192.0.2.8"}`); !strings.Contains(body, `"action":"proceed"`) {
+		t.Errorf("the shop's check after the reset: %s", body)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(p.logs.String(), `"msg":"admin reset"`) && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	logs := p.logs.String()
+	for _, want := range []string{`"msg":"admin reset"`, `"by":"support-desk"`, `"tenant":"shop"`, `"reason":"ticket 7: owner verified"`} {
+		if !strings.Contains(logs, want) {
+			t.Errorf("the log lacks %s:\n%s", want, logs)
+		}
+	}
+	for _, secret := range []string{"carol@example.com", shop, desk, bank} {
+		if strings.Contains(logs, secret) {
+			t.Errorf("the log holds an account or a token")
+		}
 	}
 }

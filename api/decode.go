@@ -13,6 +13,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/jsonscan"
 )
 
 // MaxBodyBytes is the largest request body accepted; larger ones get 413.
@@ -253,21 +254,21 @@ var keyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 // encoding/json's struct decoding alone would take the last of two equal
 // keys and match keys case-insensitively.
 func scanKeys(body []byte, fs fields) (present uint64, err error) {
-	i := skipSpace(body, 0)
+	i := jsonscan.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return 0, newProblem(kindMalformedJSON, "", "the body must be a JSON object")
 	}
 	var seen uint64
 	i++
 	for {
-		i = skipSpace(body, i)
+		i = jsonscan.SkipSpace(body, i)
 		if i >= len(body) || body[i] == '}' {
 			return present, nil
 		}
 		if body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonscan.SkipSpace(body, i+1)
 		}
-		end := stringEnd(body, i)
+		end := jsonscan.StringEnd(body, i)
 		raw := body[i:end]
 		k := -1
 		if len(raw) >= 2 {
@@ -291,66 +292,13 @@ func scanKeys(body []byte, fs fields) (present uint64, err error) {
 			return 0, newProblem(kindDuplicateField, fs[k].name, "appears more than once")
 		}
 		seen |= 1 << k
-		i = skipSpace(body, end)
-		i = skipSpace(body, i+1) // the colon
+		i = jsonscan.SkipSpace(body, end)
+		i = jsonscan.SkipSpace(body, i+1) // the colon
 		if i < len(body) && body[i] != 'n' {
 			present |= 1 << k
 		}
-		i = valueEnd(body, i)
+		i = jsonscan.ValueEnd(body, i)
 	}
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just after the string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just after the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-	}
-	return len(b)
 }
 
 // syntaxProblem describes why body is not one JSON value, with the offset

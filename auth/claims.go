@@ -10,6 +10,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tollgate-auth/tollgate/internal/jsonscan"
 )
 
 // claims are the claims of a tollgate token.
@@ -46,27 +48,27 @@ var (
 // of b (it never reads out of bounds whatever b is), and walks the top-level
 // members without a json.Decoder, which allocates for every token.
 func (c *claims) UnmarshalJSON(b []byte) error {
-	i := skipSpace(b, 0)
+	i := jsonscan.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errClaimsNotObject
 	}
 	var seen uint8
-	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
-		end := stringEnd(b, i)
+	for i = jsonscan.SkipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+		end := jsonscan.StringEnd(b, i)
 		name, err := jsonString(b[i:end])
 		if err != nil {
 			return err
 		}
-		i = skipSpace(b, end)
+		i = jsonscan.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return errClaimsNotObject
 		}
-		i = skipSpace(b, i+1)
-		end = valueEnd(b, i)
+		i = jsonscan.SkipSpace(b, i+1)
+		end = jsonscan.ValueEnd(b, i)
 		raw := b[i:end]
-		i = skipSpace(b, end)
+		i = jsonscan.SkipSpace(b, end)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonscan.SkipSpace(b, i+1)
 		}
 
 		var bit uint8
@@ -131,15 +133,15 @@ func audienceClaim(raw []byte, dst *jwt.ClaimStrings) error {
 		return nil
 	}
 	var aud jwt.ClaimStrings
-	for i := skipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
-		end := valueEnd(raw, i)
+	for i := jsonscan.SkipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
+		end := jsonscan.ValueEnd(raw, i)
 		s, err := jsonString(raw[i:end])
 		if err != nil {
 			return err
 		}
 		aud = append(aud, s)
-		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+		if i = jsonscan.SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = jsonscan.SkipSpace(raw, i+1)
 		}
 	}
 	*dst = aud
@@ -182,55 +184,4 @@ func jsonString(raw []byte) (string, error) {
 		return "", errClaimType
 	}
 	return s, nil
-}
-
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just after the string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just after the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\n' && b[j] != '\r' {
-		j++
-	}
-	return j
 }

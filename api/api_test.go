@@ -429,20 +429,7 @@ func TestOpenAPI_IsValid(t *testing.T) {
 // as openapi.yaml describes them and neither reaching the store; a token
 // that allows the call gets its verdict, in its tenant.
 func TestAuth_RefusalsAreTheProblemsTheSpecDescribes(t *testing.T) {
-	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
-		Tenants: []auth.Tenant{{Name: "shop", Issuer: "https://auth.shop.example"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := newHarness(t, withVerifier(v))
-	sign := func(scopes ...auth.Scope) string {
-		tok, err := auth.Sign(key, "https://auth.shop.example", "tollgate", "shop", "t", scopes, time.Minute, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return tok
-	}
+	h, sign := authHarness(t)
 	body := `{"flow":"login","account":"a@example.com","ip":"192.0.2.1"}`
 	for _, c := range []struct {
 		name, header, problem string
@@ -512,18 +499,12 @@ func TestAdmin_Explain(t *testing.T) {
 		t.Error("the log holds the account")
 	}
 
-	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
-	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
-		Tenants: []auth.Tenant{{Name: "shop", Issuer: "iss"}}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ha := newHarness(t, withVerifier(v))
+	ha, sign := authHarness(t)
 	for _, c := range []struct {
 		scope auth.Scope
 		want  int
 	}{{auth.ScopeVerdicts, 403}, {auth.ScopeAdminRead, 200}} {
-		tok, _ := auth.Sign(key, "iss", "tollgate", "shop", "desk", []auth.Scope{c.scope}, time.Minute, time.Now())
+		tok := sign(c.scope)
 		res := ha.do(t, http.MethodPost, "/v1/admin/explain", "application/json", `{"flow":"login","ip":"192.0.2.5"}`, "Authorization", "Bearer "+tok)
 		if res.status != c.want {
 			t.Errorf("a %s token: %d %s, want %d", c.scope, res.status, res.body, c.want)
@@ -562,15 +543,29 @@ func TestAdmin_Reset(t *testing.T) {
 		t.Error("no admin write counted")
 	}
 
+	ha, sign := authHarness(t)
+	tok := sign(auth.ScopeAdminRead)
+	if res := ha.do(t, http.MethodPost, "/v1/admin/reset", "application/json", `{"flow":"login","account":"a","reason":"r"}`, "Authorization", "Bearer "+tok); res.status != 403 {
+		t.Errorf("an admin:read token resetting: %d", res.status)
+	}
+}
+
+// authHarness is a harness whose API requires bearer tokens of tenant
+// "shop" (issuer "iss"), and a signer of such tokens with the given scopes.
+func authHarness(t *testing.T) (*harness, func(scopes ...auth.Scope) string) {
+	t.Helper()
 	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
 	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
 		Tenants: []auth.Tenant{{Name: "shop", Issuer: "iss"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ha := newHarness(t, withVerifier(v))
-	tok, _ := auth.Sign(key, "iss", "tollgate", "shop", "desk", []auth.Scope{auth.ScopeAdminRead}, time.Minute, time.Now())
-	if res := ha.do(t, http.MethodPost, "/v1/admin/reset", "application/json", `{"flow":"login","account":"a","reason":"r"}`, "Authorization", "Bearer "+tok); res.status != 403 {
-		t.Errorf("an admin:read token resetting: %d", res.status)
+	sign := func(scopes ...auth.Scope) string {
+		tok, err := auth.Sign(key, "iss", "tollgate", "shop", "desk", scopes, time.Minute, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
 	}
+	return newHarness(t, withVerifier(v)), sign
 }

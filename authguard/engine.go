@@ -60,6 +60,10 @@ type Config struct {
 	// secret reveals nothing about another's subjects. Tokens stay signed
 	// with Secret. The default is nil: Secret keys every tenant's hashes.
 	TenantSecrets map[string][]byte
+	// TenantPolicies, when set, are the policies of the tenants they name
+	// instead of Policy: a tenant may change any flow, or have flows of its
+	// own. The default is nil: Policy for every tenant.
+	TenantPolicies map[string]*Policy
 }
 
 // ErrOverloaded is returned by Check and Report when the engine sheds a call
@@ -123,6 +127,7 @@ type Engine struct {
 	prefix   string
 	hash     *hasher            // subject hashes, for tenants without a secret of their own
 	tenants  map[string]*hasher // subject hashes of the tenants with one
+	policies map[string]*Policy // the tenants with a policy of their own
 	attempts *attemptSigner
 	tokens   *signer
 	observe  func(Event)
@@ -155,6 +160,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = 50 * time.Millisecond
 	}
+	for name, p := range cfg.TenantPolicies {
+		if !tenantRE.MatchString(name) || p == nil {
+			return nil, fmt.Errorf("authguard: tenant %q: a tenant's policy needs a tenant name and flows", name)
+		}
+	}
 	tenants := map[string]*hasher{}
 	for name, secret := range cfg.TenantSecrets {
 		if !tenantRE.MatchString(name) || len(secret) < MinSecretBytes {
@@ -176,6 +186,7 @@ func New(cfg Config) (*Engine, error) {
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
 		tenants:  tenants,
+		policies: cfg.TenantPolicies,
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
@@ -232,6 +243,17 @@ func (e *Engine) hasher(tenant string) *hasher {
 // Policy returns the engine's policy.
 func (e *Engine) Policy() *Policy { return e.policy }
 
+// policyFor is the policy of tenant ("" is DefaultTenant).
+func (e *Engine) policyFor(tenant string) *Policy {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if p, ok := e.policies[tenant]; ok {
+		return p
+	}
+	return e.policy
+}
+
 // subjects is a validated request: its flow and the hashes of the parts its
 // rules count.
 type subjects struct {
@@ -269,7 +291,7 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	s.prefix, s.tenant = e.prefix, tenant
-	if s.flow = e.policy.Flow(flow); s.flow == nil {
+	if s.flow = e.policyFor(tenant).Flow(flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
 	if s.flow.Kind != kind {
@@ -792,7 +814,7 @@ func (e *Engine) hashDestination(s *subjects, d *Destination) {
 // destination is checked as a send checks it; a flow that verifies none
 // takes no destination.
 func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*subjects, error) {
-	sf := e.policy.Flow(s.flow.Verifies)
+	sf := e.policyFor(s.tenant).Flow(s.flow.Verifies)
 	if sf == nil {
 		return nil, &InputError{Field: "destination", Detail: "is taken only by flows that verify a send flow's codes (verifies: otp_send)"}
 	}

@@ -57,7 +57,7 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 		return Explanation{}, err
 	}
 	defer e.release()
-	f := e.policy.Flow(req.Flow)
+	f := e.policyFor(req.Tenant).Flow(req.Flow)
 	if f == nil {
 		return Explanation{}, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
@@ -130,7 +130,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 		return 0, err
 	}
 	defer e.release()
-	f := e.policy.Flow(req.Flow)
+	f := e.policyFor(req.Tenant).Flow(req.Flow)
 	if f == nil {
 		return 0, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}

@@ -734,3 +734,31 @@ func TestTenants_HashUnderTheirOwnSecrets(t *testing.T) {
 		t.Error("a short tenant secret was accepted")
 	}
 }
+
+// TestTenants_HaveTheirOwnPolicy: a tenant with a policy of its own is
+// held by it (2 free failures), others by the deployment's (5).
+func TestTenants_HaveTheirOwnPolicy(t *testing.T) {
+	strict, err := config.LoadPolicy([]byte("flows:\n  login:\n    rules: [{name: account_backoff, free: 2}]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret,
+		TenantPolicies: map[string]*authguard.Policy{"bank": strict}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tenant := range []string{"bank", "shop"} {
+		for range 2 {
+			if _, err := e.Report(ctx, authguard.ReportRequest{Tenant: tenant, Flow: "login", Account: "ann", IP: "192.0.2.1", Outcome: authguard.Failure}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for tenant, want := range map[string]authguard.Action{"bank": authguard.Delay, "shop": authguard.Proceed} {
+		v, err := e.Check(ctx, authguard.CheckRequest{Tenant: tenant, Flow: "login", Account: "ann", IP: "192.0.2.1"})
+		if err != nil || v.Action != want {
+			t.Errorf("%s after 2 failures: %v %v, want %v", tenant, v.Action, err, want)
+		}
+	}
+}

@@ -84,15 +84,16 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		maxInFlight, queueWait = rs.PoolSize(), cfg.Redis.Timeout
 	}
 	engine, err := authguard.New(authguard.Config{
-		Policy:        cfg.Policy,
-		Store:         store,
-		Fallback:      fallback,
-		Secret:        secret,
-		KeyPrefix:     cfg.KeyPrefix,
-		MaxInFlight:   maxInFlight,
-		QueueWait:     queueWait,
-		TenantSecrets: cfg.TenantSecrets,
-		Observe:       func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
+		Policy:         cfg.Policy,
+		Store:          store,
+		Fallback:       fallback,
+		Secret:         secret,
+		KeyPrefix:      cfg.KeyPrefix,
+		MaxInFlight:    maxInFlight,
+		QueueWait:      queueWait,
+		TenantSecrets:  cfg.TenantSecrets,
+		TenantPolicies: cfg.TenantPolicies,
+		Observe:        func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
 	})
 	if err != nil {
 		return err

@@ -57,6 +57,9 @@ type Config struct {
 	// TenantSecrets are the secrets of the tenants that have their own
 	// (auth.tenants[].secret_file): they key those tenants' subject hashes.
 	TenantSecrets map[string][]byte
+	// TenantPolicies are the policies of the tenants whose auth entry has
+	// flows: those flows laid over the file's policy.
+	TenantPolicies map[string]*authguard.Policy
 }
 
 // TLSConfig names the server's certificate and key files.
@@ -137,9 +140,10 @@ type fileKey struct {
 }
 
 type fileTenant struct {
-	Name       string `yaml:"name"`
-	Issuer     string `yaml:"issuer"`
-	SecretFile string `yaml:"secret_file"`
+	Name       string    `yaml:"name"`
+	Issuer     string    `yaml:"issuer"`
+	SecretFile string    `yaml:"secret_file"`
+	Flows      yaml.Node `yaml:"flows"`
 }
 
 // authConfig reads the key files of fa and checks the result as auth.New
@@ -351,6 +355,21 @@ func Parse(data []byte) (*Config, error) {
 		return nil, err
 	}
 	cfg.Policy = p
+	if fc.Auth != nil {
+		for _, t := range fc.Auth.Tenants {
+			if t.Flows.Kind == 0 {
+				continue
+			}
+			tp, err := tenantPolicy(&fc.Flows, &t.Flows)
+			if err != nil {
+				return nil, fmt.Errorf("auth: tenant %s: %w", t.Name, err)
+			}
+			if cfg.TenantPolicies == nil {
+				cfg.TenantPolicies = map[string]*authguard.Policy{}
+			}
+			cfg.TenantPolicies[t.Name] = tp
+		}
+	}
 	return cfg, nil
 }
 

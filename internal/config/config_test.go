@@ -248,3 +248,37 @@ func TestParse_TLS(t *testing.T) {
 		}
 	}
 }
+
+// TestParse_TenantPolicy: a tenant's flows are laid over the file's policy
+// for that tenant only, and their errors name the tenant.
+func TestParse_TenantPolicy(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "hs.key")
+	os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	yaml := fmt.Sprintf(`auth:
+  audience: tollgate
+  keys: [{id: k, alg: HS256, secret_file: %q}]
+  tenants:
+    - {name: shop, issuer: a}
+    - name: bank
+      issuer: b
+      flows:
+        login:
+          rules: [{name: account_backoff, free: 2}]
+flows:
+  login:
+    rules: [{name: account_backoff, max: 1h}]
+`, secret)
+	cfg, err := Parse([]byte(yaml))
+	if err != nil {
+		t.Fatal(err)
+	}
+	bank := cfg.TenantPolicies["bank"].Flow("login").Rule("account_backoff").Backoff
+	main := cfg.Policy.Flow("login").Rule("account_backoff").Backoff
+	if bank.Free != 2 || bank.Max != time.Hour || main.Free != 5 || main.Max != time.Hour || cfg.TenantPolicies["shop"] != nil {
+		t.Errorf("bank %+v, file %+v, shop %v", bank, main, cfg.TenantPolicies["shop"])
+	}
+	if _, err := Parse([]byte(strings.Replace(yaml, "free: 2", "fre: 2", 1))); err == nil || !strings.Contains(err.Error(), "tenant bank") {
+		t.Errorf("a tenant's bad flow: %v", err)
+	}
+}

@@ -76,6 +76,16 @@ func AddFlows(base *authguard.Policy, n *yaml.Node) (*authguard.Policy, error) {
 	return authguard.NewPolicy(flows...)
 }
 
+// tenantPolicy is a tenant's policy: its flows node laid over the file's
+// (which is laid over the built-in flows), in the same format.
+func tenantPolicy(fileFlows, tenantFlows *yaml.Node) (*authguard.Policy, error) {
+	base, err := overlay(builtins, builtins, fileFlows)
+	if err != nil {
+		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return policyFromFlows(base, tenantFlows)
+}
+
 // builtins are the built-in flows in their file form, decoded once.
 var builtins = func() map[string]*flowFile {
 	var top struct {

@@ -1,12 +1,14 @@
 package auth
 
 import (
+	"context"
 	"crypto"
 	"errors"
 	"fmt"
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -62,8 +64,19 @@ type Config struct {
 	// Audience must be among a token's aud values. It is required.
 	Audience string
 	// Keys are the keys tokens may be signed with. At least one is
-	// required.
+	// required, unless JWKSURL is set.
 	Keys []Key
+	// JWKSURL, when set, is a JWK Set (an identity provider's keys) whose
+	// keys are trusted too: fetched by New and then by Run every
+	// JWKSRefresh, and at once (at most every 30s) when a token names a
+	// kid no key has. It must be https (http only on a loopback address).
+	// A configured key's kid in the set is ignored there.
+	JWKSURL string
+	// JWKSRefresh is how often Run fetches JWKSURL. The default is 5m; at
+	// least 10s.
+	JWKSRefresh time.Duration
+	// HTTPClient fetches JWKSURL. The default has a 10s timeout.
+	HTTPClient *http.Client
 	// Tenants are the tenants callers may act for. At least one is
 	// required.
 	Tenants []Tenant
@@ -157,15 +170,22 @@ func unauthenticated(reason, detail string) *Error {
 // concurrent use.
 type Verifier struct {
 	audience    string
-	byID        map[string]*verifyKey
-	only        *verifyKey // the key, when exactly one is configured
-	algs        []string
-	issuers     map[string]string // tenant name → issuer
+	static      []*verifyKey           // the configured keys
+	keys        atomic.Pointer[keySet] // the configured keys and the JWKS's
+	jwks        *jwksFetcher           // nil without a JWKS URL
+	issuers     map[string]string      // tenant name → issuer
 	maxLifetime time.Duration
 	leeway      time.Duration
 	now         func() time.Time
-	parser      *jwt.Parser
-	keyfunc     jwt.Keyfunc
+}
+
+// keySet is the keys a Verifier trusts at one time, with the parser that
+// allows their algorithms.
+type keySet struct {
+	byID   map[string]*verifyKey
+	only   *verifyKey // the key, when exactly one is trusted
+	algs   []string
+	parser *jwt.Parser
 }
 
 // verifyKey is a configured key as keyFor hands it to jwt/v5.
@@ -186,38 +206,33 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Audience == "" {
 		return nil, fmt.Errorf("auth: an audience is required")
 	}
-	if len(cfg.Keys) == 0 {
-		return nil, fmt.Errorf("auth: at least one key is required")
+	if len(cfg.Keys) == 0 && cfg.JWKSURL == "" {
+		return nil, fmt.Errorf("auth: at least one key (or a JWKS URL) is required")
 	}
 	v := &Verifier{
 		audience:    cfg.Audience,
-		byID:        make(map[string]*verifyKey, len(cfg.Keys)),
 		issuers:     make(map[string]string, len(cfg.Tenants)),
 		maxLifetime: cfg.MaxLifetime,
 		leeway:      cfg.Leeway,
 		now:         cfg.Now,
 	}
+	seen := map[string]bool{}
 	for i, k := range cfg.Keys {
 		if err := checkKey(k); err != nil {
 			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
 		}
-		if k.ID == "" && len(cfg.Keys) > 1 {
+		if k.ID == "" && (len(cfg.Keys) > 1 || cfg.JWKSURL != "") {
 			return nil, fmt.Errorf("auth: keys[%d]: an ID (kid) is required when more than one key is configured", i)
 		}
-		if _, dup := v.byID[k.ID]; dup {
+		if seen[k.ID] {
 			return nil, fmt.Errorf("auth: keys[%d]: kid %q is configured twice", i, k.ID)
 		}
+		seen[k.ID] = true
 		vk := &verifyKey{id: k.ID, alg: k.Alg, material: k.Public}
 		if k.Alg == algHS256 {
 			vk.material = slices.Clone(k.Secret)
 		}
-		v.byID[k.ID] = vk
-		if !slices.Contains(v.algs, k.Alg) {
-			v.algs = append(v.algs, k.Alg)
-		}
-	}
-	if len(cfg.Keys) == 1 {
-		v.only = v.byID[cfg.Keys[0].ID]
+		v.static = append(v.static, vk)
 	}
 	if len(cfg.Tenants) == 0 {
 		return nil, fmt.Errorf("auth: at least one tenant is required")
@@ -254,8 +269,46 @@ func New(cfg Config) (*Verifier, error) {
 	if v.now == nil {
 		v.now = time.Now
 	}
-	v.parser = jwt.NewParser(
-		jwt.WithValidMethods(v.algs),
+	v.keys.Store(v.keySet(nil))
+	if cfg.JWKSURL != "" {
+		f, err := newJWKSFetcher(cfg)
+		if err != nil {
+			return nil, err
+		}
+		v.jwks = f
+		if err := v.refresh(context.Background()); err != nil && len(v.static) == 0 {
+			return nil, err
+		}
+	}
+	return v, nil
+}
+
+// keySet is the configured keys and fetched, less any fetched key whose
+// kid a configured key has or that this package does not verify.
+func (v *Verifier) keySet(fetched []Key) *keySet {
+	ks := &keySet{byID: map[string]*verifyKey{}}
+	add := func(k *verifyKey) {
+		ks.byID[k.id] = k
+		if !slices.Contains(ks.algs, k.alg) {
+			ks.algs = append(ks.algs, k.alg)
+		}
+	}
+	for _, k := range v.static {
+		add(k)
+	}
+	for _, k := range fetched {
+		if _, taken := ks.byID[k.ID]; taken || k.ID == "" || checkKey(k) != nil {
+			continue
+		}
+		add(&verifyKey{id: k.ID, alg: k.Alg, material: k.Public})
+	}
+	if len(ks.byID) == 1 && v.jwks == nil {
+		for _, k := range ks.byID {
+			ks.only = k
+		}
+	}
+	ks.parser = jwt.NewParser(
+		jwt.WithValidMethods(ks.algs),
 		jwt.WithExpirationRequired(),
 		jwt.WithIssuedAt(),
 		jwt.WithAudience(v.audience),
@@ -263,8 +316,7 @@ func New(cfg Config) (*Verifier, error) {
 		jwt.WithTimeFunc(v.now),
 		jwt.WithStrictDecoding(),
 	)
-	v.keyfunc = v.keyFor
-	return v, nil
+	return ks
 }
 
 // validTenant reports whether name matches ^[a-z0-9][a-z0-9_-]{0,63}$.
@@ -306,9 +358,14 @@ func (v *Verifier) Verify(authorization string, need Scope) (Caller, error) {
 		return Caller{}, refused
 	}
 	var c claims
-	tok, err := v.parser.ParseWithClaims(raw, &c, v.keyfunc)
+	ks := v.keys.Load()
+	tok, err := ks.parser.ParseWithClaims(raw, &c, ks.keyFor)
 	if err != nil {
-		return Caller{}, v.refusal(tok, &c, err)
+		refused := ks.refusal(tok, &c, err, v.now())
+		if refused.Reason == reasonUnknownKey && v.jwks != nil {
+			v.jwks.soon(v) // a key the provider may have just added
+		}
+		return Caller{}, refused
 	}
 	exp := c.ExpiresAt.Time // present: the parser requires it
 	if exp.Sub(v.now()) > v.maxLifetime+v.leeway {
@@ -380,8 +437,8 @@ func isBase64URL(c byte) bool {
 
 // keyFor is the jwt.Keyfunc: it checks the JOSE header and returns the
 // configured key the token names. It never looks at jku, x5u, jwk or x5c.
-// jwt/v5 has already checked that alg is one of v.algs.
-func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
+// jwt/v5 has already checked that alg is one of ks.algs.
+func (ks *keySet) keyFor(t *jwt.Token) (any, error) {
 	if _, ok := t.Header["crit"]; ok {
 		return nil, unauthenticated(reasonMalformed, "the token has a crit header; no extension is understood")
 	}
@@ -394,16 +451,16 @@ func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
 	var k *verifyKey
 	kid, hasKid := t.Header["kid"]
 	switch {
-	case !hasKid && v.only == nil:
+	case !hasKid && ks.only == nil:
 		return nil, unauthenticated(reasonUnknownKey, "the token has no kid and several keys are configured")
-	case !hasKid || v.only != nil && v.only.id == "":
-		k = v.only
+	case !hasKid || ks.only != nil && ks.only.id == "":
+		k = ks.only
 	default:
 		s, ok := kid.(string)
 		if !ok {
 			return nil, unauthenticated(reasonMalformed, "kid is not a string")
 		}
-		if k = v.byID[s]; k == nil {
+		if k = ks.byID[s]; k == nil {
 			return nil, unauthenticated(reasonUnknownKey, "kid names no configured key")
 		}
 	}
@@ -415,7 +472,7 @@ func (v *Verifier) keyFor(t *jwt.Token) (any, error) {
 
 // refusal turns an error of jwt/v5 into an *Error. tok and c are what the
 // parser returned and filled in; tok may be nil.
-func (v *Verifier) refusal(tok *jwt.Token, c *claims, err error) *Error {
+func (ks *keySet) refusal(tok *jwt.Token, c *claims, err error, _ time.Time) *Error {
 	var refused *Error
 	switch {
 	case errors.As(err, &refused): // from keyFor
@@ -426,7 +483,7 @@ func (v *Verifier) refusal(tok *jwt.Token, c *claims, err error) *Error {
 		// ErrTokenUnverifiable: alg is missing or names no algorithm
 		// jwt/v5 knows.
 		return unauthenticated(reasonAlgorithm, "alg is missing or unknown")
-	case !slices.Contains(v.algs, tok.Method.Alg()):
+	case !slices.Contains(ks.algs, tok.Method.Alg()):
 		// jwt/v5 reports an alg outside WithValidMethods, "none"
 		// included, as ErrTokenSignatureInvalid.
 		return unauthenticated(reasonAlgorithm, "alg is not the algorithm of any configured key")

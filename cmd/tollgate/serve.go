@@ -47,6 +47,9 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 			return err // auth's errors say "auth:"
 		}
 		verifier = v
+		go v.Run(ctx, func(err error) {
+			log.Warn("the JWKS could not be fetched; the keys fetched before stay trusted", slog.String("error", err.Error()))
+		})
 	} else {
 		log.Info("callers are not authenticated (no auth in the config): listening on loopback only, every call in the default tenant")
 	}

@@ -124,6 +124,8 @@ type fileAuth struct {
 	Leeway      Duration     `yaml:"leeway"`
 	Keys        []fileKey    `yaml:"keys"`
 	JWKSFile    string       `yaml:"jwks_file"`
+	JWKSURL     string       `yaml:"jwks_url"`
+	JWKSRefresh Duration     `yaml:"jwks_refresh"`
 	Tenants     []fileTenant `yaml:"tenants"`
 }
 
@@ -161,7 +163,8 @@ func authConfig(fa *fileAuth) (*auth.Config, error) {
 
 // readAuth reads the key files of fa into an auth.Config.
 func readAuth(fa *fileAuth) (*auth.Config, error) {
-	c := &auth.Config{Audience: fa.Audience, MaxLifetime: time.Duration(fa.MaxLifetime), Leeway: time.Duration(fa.Leeway)}
+	c := &auth.Config{Audience: fa.Audience, MaxLifetime: time.Duration(fa.MaxLifetime), Leeway: time.Duration(fa.Leeway),
+		JWKSURL: fa.JWKSURL, JWKSRefresh: time.Duration(fa.JWKSRefresh)}
 	for i, k := range fa.Keys {
 		key := auth.Key{ID: k.ID, Alg: k.Alg}
 		switch {

@@ -1,0 +1,148 @@
+package auth_test
+
+import (
+	"crypto/ed25519"
+	"crypto/rand"
+	"encoding/base64"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/auth"
+)
+
+// idp is an identity provider's JWKS endpoint serving the public halves of
+// the keys it holds now, counting its fetches.
+type idp struct {
+	mu      sync.Mutex
+	keys    map[string]ed25519.PrivateKey
+	fetches atomic.Int64
+	srv     *httptest.Server
+}
+
+func newIDP(t *testing.T, kids ...string) *idp {
+	p := &idp{keys: map[string]ed25519.PrivateKey{}}
+	p.rotate(t, kids...)
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		p.fetches.Add(1)
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		var parts []string
+		for kid, k := range p.keys {
+			x := base64.RawURLEncoding.EncodeToString(k.Public().(ed25519.PublicKey))
+			parts = append(parts, fmt.Sprintf(`{"kty":"OKP","crv":"Ed25519","x":%q,"kid":%q,"alg":"EdDSA","use":"sig"}`, x, kid))
+		}
+		fmt.Fprintf(w, `{"keys":[%s]}`, strings.Join(parts, ","))
+	}))
+	t.Cleanup(p.srv.Close)
+	return p
+}
+
+// rotate replaces the provider's keys with new ones of these kids.
+func (p *idp) rotate(t *testing.T, kids ...string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.keys = map[string]ed25519.PrivateKey{}
+	for _, kid := range kids {
+		_, k, err := ed25519.GenerateKey(rand.Reader)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.keys[kid] = k
+	}
+}
+
+// token is a verdicts token of tenant "shop" signed by the provider's key kid.
+func (p *idp) token(t *testing.T, kid string) string {
+	p.mu.Lock()
+	k := p.keys[kid]
+	p.mu.Unlock()
+	tok, err := auth.Sign(auth.SigningKey{ID: kid, Alg: "EdDSA", Private: k}, "https://idp.example", "tollgate", "shop", "svc",
+		[]auth.Scope{auth.ScopeVerdicts}, time.Minute, time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+func jwksConfig(url string) auth.Config {
+	return auth.Config{Audience: "tollgate", JWKSURL: url, Tenants: []auth.Tenant{{Name: "shop", Issuer: "https://idp.example"}}}
+}
+
+// TestJWKS_ProviderKeysAreTrustedAndRotationIsPickedUp: keys come from the
+// provider's JWK Set; after the provider rotates, the first token with the
+// new kid is refused as unknown_key and makes the verifier fetch the set
+// again, after which the new key verifies and the retired one does not.
+func TestJWKS_ProviderKeysAreTrustedAndRotationIsPickedUp(t *testing.T) {
+	p := newIDP(t, "idp-1")
+	v, err := auth.New(jwksConfig(p.srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := v.Verify("Bearer "+p.token(t, "idp-1"), auth.ScopeVerdicts); err != nil {
+		t.Fatalf("a token of the provider's key: %v", err)
+	}
+	old := p.token(t, "idp-1")
+	p.rotate(t, "idp-2")
+	fresh := p.token(t, "idp-2")
+	_, err = v.Verify("Bearer "+fresh, auth.ScopeVerdicts)
+	wantRefusal(t, err, 401, "unknown_key")
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		if _, err = v.Verify("Bearer "+fresh, auth.ScopeVerdicts); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("the rotated key after a refresh: %v", err)
+	}
+	_, err = v.Verify("Bearer "+old, auth.ScopeVerdicts)
+	wantRefusal(t, err, 401, "unknown_key")
+}
+
+// TestJWKS_UnknownKidsCannotFloodTheProvider: a thousand tokens naming
+// made-up kids cause at most one fetch beyond New's within the throttle.
+func TestJWKS_UnknownKidsCannotFloodTheProvider(t *testing.T) {
+	p := newIDP(t, "idp-1")
+	v, err := auth.New(jwksConfig(p.srv.URL))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range 1000 {
+		_, rest, _ := strings.Cut(p.token(t, "idp-1"), ".")
+		forged := base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"alg":"EdDSA","typ":"JWT","kid":"made-up-%d"}`, i))) + "." + rest
+		_, err := v.Verify("Bearer "+forged, auth.ScopeVerdicts)
+		wantRefusal(t, err, 401, "unknown_key")
+	}
+	time.Sleep(200 * time.Millisecond) // let the one background fetch finish
+	if n := p.fetches.Load(); n > 2 {
+		t.Errorf("%d fetches of the JWKS, want at most 2 (New's and one refresh)", n)
+	}
+}
+
+// TestJWKS_Config: the URL must be https (http only on loopback); a
+// provider that is down at start is an error without configured keys, and
+// not with one.
+func TestJWKS_Config(t *testing.T) {
+	for _, url := range []string{"http://idp.example/jwks", "ftp://127.0.0.1/jwks", "::"} {
+		if _, err := auth.New(jwksConfig(url)); err == nil {
+			t.Errorf("JWKS URL %q accepted", url)
+		}
+	}
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) }))
+	defer down.Close()
+	if _, err := auth.New(jwksConfig(down.URL)); err == nil {
+		t.Error("a provider down at start, with no configured key, was accepted")
+	}
+	cfg := jwksConfig(down.URL)
+	cfg.Keys = []auth.Key{{ID: "local", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}}
+	if _, err := auth.New(cfg); err != nil {
+		t.Errorf("a provider down at start, with a configured key: %v", err)
+	}
+}

@@ -157,12 +157,13 @@ type Destination struct {
 	// ("josé@xn--bcher-kva.example"). It holds valid UTF-8 of at most 318
 	// bytes. The local part is case-folded but otherwise kept: sub-addresses
 	// ("alice+1", "alice+2") and Gmail's dots stay apart, so a counter on
-	// Normalized gives each its own budget; a counter on Prefix does not.
+	// Normalized gives each its own budget.
 	Normalized string
 	// Prefix is the block the destination belongs to. For a phone it is
 	// Normalized without its last prefixDigits digits ("+14155550"), but
 	// never shorter than "+" and the country calling code. For an e-mail
-	// address it is the domain of Normalized.
+	// address it is the domain of Normalized, which the engine does not
+	// count as a block (a domain such as gmail.com is everybody's).
 	Prefix string
 	// Region is a phone's ISO 3166-1 alpha-2 region ("US", "GB"), or "001"
 	// for a non-geographic number (+800, +882 and the like). It is "" for

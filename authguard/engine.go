@@ -777,6 +777,20 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 // sendSubjects parses a send's channel and destination and sets their
 // hashes and price in s.
 func (e *Engine) sendSubjects(s *subjects, channel, destination string) (Destination, error) {
+	d, err := e.destinationOf(s, s.flow, channel, destination)
+	if err != nil {
+		return Destination{}, err
+	}
+	s.price = s.flow.Send.price(&d)
+	return d, nil
+}
+
+// destinationOf parses a channel and destination as send flow sf does and
+// sets the hashes of the destination's parts in s. A phone number has a
+// destination_prefix (its block) and a country; an e-mail address has
+// neither: a domain such as gmail.com is everybody's, not a block, so the
+// rules on them skip e-mail.
+func (e *Engine) destinationOf(s *subjects, sf *Flow, channel, destination string) (Destination, error) {
 	if channel == "" {
 		return Destination{}, &InputError{Field: "channel", Detail: "is required", Missing: true}
 	}
@@ -787,24 +801,20 @@ func (e *Engine) sendSubjects(s *subjects, channel, destination string) (Destina
 	if destination == "" {
 		return Destination{}, &InputError{Field: "destination", Detail: "is required", Missing: true}
 	}
-	d, err := ParseDestination(ch, destination, s.flow.Send.PrefixDigits)
+	d, err := ParseDestination(ch, destination, sf.Send.PrefixDigits)
 	if err != nil {
 		return Destination{}, err
 	}
-	e.hashDestination(s, &d)
-	s.price = s.flow.Send.price(&d)
-	return d, nil
-}
-
-// hashDestination sets the hashes of d's parts in s.
-func (e *Engine) hashDestination(s *subjects, d *Destination) {
 	h := e.hasher(s.tenant)
 	s.dest = h.subject(s.tenant, "destination", d.Normalized)
-	s.destPrefix = h.subject(s.tenant, "destination_prefix", d.Prefix)
-	s.country = ""
+	s.destPrefix, s.country = "", ""
+	if ch.Phone() {
+		s.destPrefix = h.subject(s.tenant, "destination_prefix", d.Prefix)
+	}
 	if d.Region != "" {
 		s.country = h.subject(s.tenant, "country", d.Region)
 	}
+	return d, nil
 }
 
 // verifiedSubjects parses the destination a check or report on a flow that
@@ -818,21 +828,9 @@ func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*su
 	if sf == nil {
 		return nil, &InputError{Field: "destination", Detail: "is taken only by flows that verify a send flow's codes (verifies: otp_send)"}
 	}
-	if channel == "" {
-		return nil, &InputError{Field: "channel", Detail: "is required with a destination", Missing: true}
-	}
-	ch, err := ParseChannel(channel)
-	if err != nil {
+	if _, err := e.destinationOf(s, sf, channel, destination); err != nil {
 		return nil, err
 	}
-	if destination == "" {
-		return nil, &InputError{Field: "destination", Detail: "is required with a channel", Missing: true}
-	}
-	d, err := ParseDestination(ch, destination, sf.Send.PrefixDigits)
-	if err != nil {
-		return nil, err
-	}
-	e.hashDestination(s, &d)
 	v := *s
 	v.flow = sf
 	return &v, nil

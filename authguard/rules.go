@@ -180,7 +180,8 @@ const (
 	// e-mail address).
 	PartDestination
 	// PartDestPrefix: the block of numbers a phone destination belongs to
-	// (its E.164 without the flow's prefix digits), or an e-mail's domain.
+	// (its E.164 without the flow's prefix digits); e-mail has none, since a
+	// domain such as gmail.com is everybody's.
 	PartDestPrefix
 	// PartCountry: a phone destination's region ("GB"); e-mail has none.
 	PartCountry

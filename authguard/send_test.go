@@ -762,3 +762,18 @@ func TestTenants_HaveTheirOwnPolicy(t *testing.T) {
 		}
 	}
 }
+
+// TestSend_OneMailDomainIsNotABlock: e-mail addresses have no block (a
+// domain such as gmail.com is everybody's): sixty users of one domain ask
+// for codes within an hour from their own addresses and none is asked for
+// a CAPTCHA, where numbers of one block of 1,000 would be after five.
+func TestSend_OneMailDomainIsNotABlock(t *testing.T) {
+	h := newHarness(t, "")
+	for i := range 60 {
+		h.clock.Advance(time.Minute)
+		v := h.send(authguard.SendRequest{Destination: fmt.Sprintf("user%d@gmail.com", i), Channel: "email", IP: addr(i)})
+		if v.Action != authguard.Proceed {
+			t.Fatalf("user %d of one mail domain: %v %v", i, v.Action, v.Reasons)
+		}
+	}
+}

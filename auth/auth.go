@@ -361,7 +361,7 @@ func (v *Verifier) Verify(authorization string, need Scope) (Caller, error) {
 	ks := v.keys.Load()
 	tok, err := ks.parser.ParseWithClaims(raw, &c, ks.keyFor)
 	if err != nil {
-		refused := ks.refusal(tok, &c, err, v.now())
+		refused := ks.refusal(tok, &c, err)
 		if refused.Reason == reasonUnknownKey && v.jwks != nil {
 			v.jwks.soon(v) // a key the provider may have just added
 		}
@@ -472,7 +472,7 @@ func (ks *keySet) keyFor(t *jwt.Token) (any, error) {
 
 // refusal turns an error of jwt/v5 into an *Error. tok and c are what the
 // parser returned and filled in; tok may be nil.
-func (ks *keySet) refusal(tok *jwt.Token, c *claims, err error, _ time.Time) *Error {
+func (ks *keySet) refusal(tok *jwt.Token, c *claims, err error) *Error {
 	var refused *Error
 	switch {
 	case errors.As(err, &refused): // from keyFor

@@ -57,7 +57,7 @@ type Reserver interface {
 
 // Undo returns the operation that undoes what op reserved: a backoff
 // charge's refund, a log admission's removal, a rate take's give-back; nil
-// for any other operation.
+// for any other operation. It is op with the action UndoAction names.
 func Undo(op Op) Op {
 	switch op := op.(type) {
 	case *BackoffOp:
@@ -74,6 +74,20 @@ func Undo(op Op) Op {
 		return &r
 	}
 	return nil
+}
+
+// UndoAction names the action of Undo(op) without building it ("" when op
+// has no undo): for a store that reruns op's own arguments with it.
+func UndoAction(op Op) string {
+	switch op.(type) {
+	case *BackoffOp:
+		return BackoffRefund.String()
+	case *LogOp:
+		return LogRemove.String()
+	case *RateOp:
+		return RateRefund.String()
+	}
+	return ""
 }
 
 // Blocked reports whether results, read through their gates, keep a check

@@ -92,3 +92,22 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 		}
 	}
 }
+
+// TestUndoAction_IsUndosAction: the action a store reruns an op with is
+// the one Undo builds, for every op kind.
+func TestUndoAction_IsUndosAction(t *testing.T) {
+	for _, op := range []Op{&BackoffOp{Action: BackoffCharge}, &LogOp{Action: LogAdmit}, &RateOp{Action: RateTake}, &DeleteOp{}} {
+		var want string
+		switch u := Undo(op).(type) {
+		case *BackoffOp:
+			want = u.Action.String()
+		case *LogOp:
+			want = u.Action.String()
+		case *RateOp:
+			want = u.Action.String()
+		}
+		if got := UndoAction(op); got != want {
+			t.Errorf("%T: UndoAction %q, Undo's action %q", op, got, want)
+		}
+	}
+}

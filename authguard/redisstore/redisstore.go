@@ -397,20 +397,6 @@ var blockLetters = map[authguard.Block]string{
 // scriptKinds name the op scripts as check.lua calls them.
 var scriptKinds = map[*redis.Script]string{backoffScript: "b", logScript: "l", rateScript: "r"}
 
-// undoAction is the action argument of an undo op: check.lua runs the op's
-// own arguments with it.
-func undoAction(op authguard.Op) string {
-	switch op := op.(type) {
-	case *authguard.BackoffOp:
-		return op.Action.String()
-	case *authguard.LogOp:
-		return op.Action.String()
-	case *authguard.RateOp:
-		return op.Action.String()
-	}
-	return ""
-}
-
 // DoCheck implements authguard.Reserver. On one node (a single server, or
 // Sentinel's master) the whole batch and its undo run in one script: one
 // round trip whatever the verdict, and nobody sees a reservation that is
@@ -453,7 +439,7 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 		keys[i] = c.key
 		undo := ""
 		if gates[i].Undo {
-			undo = undoAction(authguard.Undo(op))
+			undo = authguard.UndoAction(op)
 		}
 		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
 		args = append(args, c.args...)

@@ -42,6 +42,10 @@ type Explanation struct {
 	Flow    string
 	Verdict Verdict
 	Rules   []RuleState
+	// Entries are the administrators' entries that decide for the subject
+	// in this flow (AddEntry): an allow that skips a kind of rule, or the
+	// block or captcha entry that refuses it.
+	Entries []Entry
 }
 
 // ErrStoreNotAnswering is returned by Explain when the store does not
@@ -86,8 +90,14 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 		return Explanation{}, ErrStoreNotAnswering
 	}
 	x := Explanation{Flow: f.Name, Verdict: e.combine(f, &p, batch{res: res, src: SourceStore}, false)}
+	if v, ok := s.match.verdict(f.Kind, e.now(), false); ok {
+		x.Verdict = v
+	}
 	if refused != "" {
 		x.Verdict = Verdict{Action: Deny, Reasons: []Reason{refused}}
+	}
+	for _, m := range s.match.matched {
+		x.Entries = append(x.Entries, *m)
 	}
 	for i, m := range p.meta {
 		r := &f.Rules[m.rule]

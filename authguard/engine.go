@@ -4,8 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sync/atomic"
 	"time"
 	"unicode/utf8"
@@ -64,6 +66,11 @@ type Config struct {
 	// instead of Policy: a tenant may change any flow, or have flows of its
 	// own. The default is nil: Policy for every tenant.
 	TenantPolicies map[string]*Policy
+	// Tenants are the tenants whose administrators' entries (AddEntry) the
+	// engine keeps and refreshes; entry calls for other tenants are
+	// refused. The default is DefaultTenant and the tenants named in
+	// TenantSecrets and TenantPolicies.
+	Tenants []string
 }
 
 // ErrOverloaded is returned by Check and Report when the engine sheds a call
@@ -135,6 +142,10 @@ type Engine struct {
 	wait     time.Duration
 	waiting  atomic.Int64 // calls waiting to be admitted
 	shedAt   atomic.Int64 // when a call was last shed, in Unix ns
+	// tenantList are the tenants whose entries are kept; entries their
+	// entries.
+	tenantList []string
+	entries    entries
 }
 
 // New returns an Engine.
@@ -172,6 +183,17 @@ func New(cfg Config) (*Engine, error) {
 		}
 		tenants[name] = newHasher(deriveKey(secret, "subject"))
 	}
+	tenantList := []string{DefaultTenant}
+	for _, names := range [][]string{cfg.Tenants, slices.Collect(maps.Keys(cfg.TenantSecrets)), slices.Collect(maps.Keys(cfg.TenantPolicies))} {
+		for _, name := range names {
+			if !tenantRE.MatchString(name) {
+				return nil, fmt.Errorf("authguard: tenant %q: a tenant name is 1 to 64 lower-case letters, digits, '-' and '_'", name)
+			}
+			tenantList = append(tenantList, name)
+		}
+	}
+	slices.Sort(tenantList)
+	tenantList = slices.Compact(tenantList)
 	var slots chan struct{}
 	if cfg.MaxInFlight > 0 {
 		slots = make(chan struct{}, cfg.MaxInFlight)
@@ -190,6 +212,8 @@ func New(cfg Config) (*Engine, error) {
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
+
+		tenantList: tenantList,
 	}, nil
 }
 
@@ -269,6 +293,10 @@ type subjects struct {
 	dest, destPrefix, country string
 	// price is what the send costs (SendPolicy.Prices).
 	price int
+	// entries are the tenant's entries, nil when it has none; match is what
+	// they say of this call.
+	entries *entrySet
+	match   entryMatch
 }
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
@@ -317,12 +345,18 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		}
 		s.account = e.hasher(tenant).subject(tenant, "account", acct)
 	}
+	if set := e.entrySet(tenant); set != nil && len(set.all) > 0 {
+		s.entries = set
+	}
 	if ip != "" {
 		addr, err := spraydetect.ParseIP(ip)
 		if err != nil {
 			return s, &InputError{Field: "ip", Detail: "must be an IPv4 or IPv6 address, without zone, port or prefix length"}
 		}
-		if !s.flow.AllowList.Contains(addr) {
+		if s.entries != nil {
+			e.matchIP(&s.match, s.entries, tenant, s.flow.Name, addr, e.now())
+		}
+		if !s.flow.AllowList.Contains(addr) && !s.match.allowed[ScopeIPRange] {
 			s.addr = addr
 			s.ip = e.hasher(tenant).subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
 		}
@@ -622,15 +656,19 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	device := e.deviceID(&s, req.DeviceToken)
 	id := randomID()
 
-	p := e.checkPlan(&s, device, id, req.CaptchaSolved)
-	gates := p.gates(s.flow)
-	b := e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
-	if errors.Is(b.err, ErrOverloaded) {
-		return Verdict{}, b.err
-	}
-	computed := e.combine(s.flow, &p, b, req.CaptchaSolved)
-	if computed.Action != Proceed && b.res != nil && !b.undone {
-		e.refund(ctx, &p, gates, b)
+	p, b := plan{allowance: -1}, batch{src: SourceNone}
+	computed, refused := s.match.verdict(Attempts, e.now(), req.CaptchaSolved)
+	if !refused {
+		p = e.checkPlan(&s, device, id, req.CaptchaSolved)
+		gates := p.gates(s.flow)
+		b = e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
+		if errors.Is(b.err, ErrOverloaded) {
+			return Verdict{}, b.err
+		}
+		computed = e.combine(s.flow, &p, b, req.CaptchaSolved)
+		if computed.Action != Proceed && b.res != nil && !b.undone {
+			e.refund(ctx, &p, gates, b)
+		}
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -683,6 +721,8 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	computed, b := Verdict{}, batch{src: SourceNone}
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
+	} else if v, refused := s.match.verdict(Sends, e.now(), req.CaptchaSolved); refused {
+		computed = v
 	} else {
 		p := e.checkPlan(&s, device, "", req.CaptchaSolved)
 		gates := p.gates(s.flow)
@@ -757,6 +797,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		}
 		computed = e.combine(s.flow, &p, b, false)
 	}
+	if v, refused := s.match.verdict(Attempts, e.now(), false); refused {
+		computed = v // the next attempt's verdict
+	}
 	answer := computed
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
@@ -782,6 +825,15 @@ func (e *Engine) sendSubjects(s *subjects, channel, destination string) (Destina
 		return Destination{}, err
 	}
 	s.price = s.flow.Send.price(&d)
+	if s.entries != nil && d.Channel.Phone() {
+		e.matchDestination(&s.match, s.entries, s.tenant, s.flow.Name, d.Normalized, d.Region, e.now())
+		if s.match.allowed[ScopeDestinationPrefix] {
+			s.destPrefix = ""
+		}
+		if s.match.allowed[ScopeCountry] {
+			s.country = ""
+		}
+	}
 	return d, nil
 }
 

@@ -40,6 +40,28 @@ func (c *countingStore) DeleteMatching(ctx context.Context, pattern string) (int
 	return c.Store.(authguard.KeyDeleter).DeleteMatching(ctx, pattern)
 }
 
+// The entry calls pass through to the memory store, and fail with Do.
+func (c *countingStore) PutEntry(ctx context.Context, key, id, value string, ttl time.Duration, max int) error {
+	if c.fail.Load() {
+		return fmt.Errorf("test: %w", authguard.ErrStoreUnavailable)
+	}
+	return c.Store.(authguard.EntryStore).PutEntry(ctx, key, id, value, ttl, max)
+}
+
+func (c *countingStore) Entries(ctx context.Context, key string) ([]string, error) {
+	if c.fail.Load() {
+		return nil, fmt.Errorf("test: %w", authguard.ErrStoreUnavailable)
+	}
+	return c.Store.(authguard.EntryStore).Entries(ctx, key)
+}
+
+func (c *countingStore) RemoveEntry(ctx context.Context, key, id string) (bool, error) {
+	if c.fail.Load() {
+		return false, fmt.Errorf("test: %w", authguard.ErrStoreUnavailable)
+	}
+	return c.Store.(authguard.EntryStore).RemoveEntry(ctx, key, id)
+}
+
 type harness struct {
 	t      testing.TB
 	e      *authguard.Engine

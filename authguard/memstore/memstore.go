@@ -33,6 +33,7 @@ type Store struct {
 	now     func() time.Time
 	evicted [classes]atomic.Int64
 	closed  atomic.Bool
+	sets    entrySets
 }
 
 // class is an entry's eviction class. Every Do puts the key it touches in

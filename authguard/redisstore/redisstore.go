@@ -39,7 +39,7 @@ var (
 		"local function op_r(KEYS, ARGV)\n" + rateLua + "\nend\n" + checkLua)
 
 	// scripts are all the scripts, for Preload.
-	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript}
+	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript, entriesScript}
 )
 
 // Config configures a Store.

@@ -132,15 +132,35 @@ type followClock struct {
 }
 
 func (f *followClock) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	f.follow()
+	return f.Store.Do(ctx, ops)
+}
+
+// follow moves miniredis's clock and its key expiry to the test clock.
+func (f *followClock) follow() {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	now := f.clock.Now()
 	if d := now.Sub(f.last); d > 0 {
 		f.m.FastForward(d)
 	}
 	f.last = now
 	f.m.SetTime(now)
-	f.mu.Unlock()
-	return f.Store.Do(ctx, ops)
+}
+
+func (f *followClock) PutEntry(ctx context.Context, key, id, value string, ttl time.Duration, max int) error {
+	f.follow()
+	return f.Store.PutEntry(ctx, key, id, value, ttl, max)
+}
+
+func (f *followClock) Entries(ctx context.Context, key string) ([]string, error) {
+	f.follow()
+	return f.Store.Entries(ctx, key)
+}
+
+func (f *followClock) RemoveEntry(ctx context.Context, key, id string) (bool, error) {
+	f.follow()
+	return f.Store.RemoveEntry(ctx, key, id)
 }
 
 // Long random sequences at random times give identical results on the

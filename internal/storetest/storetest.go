@@ -48,6 +48,7 @@ func Run(t *testing.T, newStore NewStore) {
 	t.Run("KeysAreIndependent", func(t *testing.T) { testIndependentKeys(t, newStore) })
 	t.Run("ConcurrentChargesCannotOutrunFree", func(t *testing.T) { testConcurrentCharges(t, newStore) })
 	t.Run("RandomSequencesMatchReference", func(t *testing.T) { testRandom(t, newStore) })
+	t.Run("EntrySteps", func(t *testing.T) { testEntrySteps(t, newStore) })
 }
 
 // step is one operation at an offset from the start, with the result it must give.

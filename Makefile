@@ -18,6 +18,7 @@ build:
 ## start their own servers on free loopback ports and stop them.
 test:
 	./scripts/ensure-redis.sh
+	./scripts/ensure-promtool.sh
 	$(GO) vet $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
 

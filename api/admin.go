@@ -6,42 +6,21 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
+	"strings"
+	"time"
 
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
 
-// explainBody is the wire form of POST /v1/admin/explain.
-type explainBody struct {
-	Flow        string `json:"flow"`
-	Account     string `json:"account"`
-	IP          string `json:"ip"`
-	Destination string `json:"destination"`
-	Channel     string `json:"channel"`
-}
+// explainBody is the wire form of POST /v1/admin/explain, shared with the
+// Go client.
+type explainBody = wire.ExplainRequest
 
 var explainFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"destination", "a string", false}, {"channel", "a string", false},
-}
-
-// ruleStateJSON is one rule of an explanation on the wire.
-type ruleStateJSON struct {
-	Rule      string `json:"rule"`
-	Reason    string `json:"reason"`
-	Subject   string `json:"subject"`
-	Algorithm string `json:"algorithm"`
-	Count     int    `json:"count"`
-	Remaining int    `json:"remaining"`
-	WaitMS    int64  `json:"wait_ms"`
-	Over      bool   `json:"over"`
-	ResetMS   int64  `json:"reset_ms"`
-}
-
-// explainJSON is an explanation on the wire. It holds no identifier.
-type explainJSON struct {
-	Flow    string            `json:"flow"`
-	Verdict authguard.Verdict `json:"verdict"`
-	Rules   []ruleStateJSON   `json:"rules"`
 }
 
 // explain serves POST /v1/admin/explain: every rule's state for a subject
@@ -65,31 +44,27 @@ func (a *API) explain(w http.ResponseWriter, r *http.Request) {
 		a.engineError(w, r, "explain", err)
 		return
 	}
-	out := explainJSON{Flow: x.Flow, Verdict: x.Verdict, Rules: make([]ruleStateJSON, len(x.Rules))}
+	v := x.Verdict
+	out := wire.Explanation{Flow: x.Flow, Rules: make([]wire.RuleState, len(x.Rules)), Entries: make([]wire.Entry, len(x.Entries)),
+		Verdict: wire.Verdict{Action: v.Action.String(), DelayMS: v.Delay.Milliseconds(), RetryAfter: v.RetryAfter(), Reasons: make([]string, len(v.Reasons))}}
+	for i, r := range v.Reasons {
+		out.Verdict.Reasons[i] = r.String()
+	}
+	for i := range x.Entries {
+		out.Entries[i] = entryJSON(&x.Entries[i])
+	}
 	for i, rs := range x.Rules {
-		out.Rules[i] = ruleStateJSON{
+		out.Rules[i] = wire.RuleState{
 			Rule: rs.Rule, Reason: rs.Reason.String(), Subject: rs.Subject, Algorithm: rs.Algorithm.String(),
 			Count: rs.Count, Remaining: rs.Remaining, WaitMS: rs.Wait.Milliseconds(), Over: rs.Over, ResetMS: rs.Reset.Milliseconds(),
 		}
 	}
-	b, err := json.Marshal(out)
-	if err != nil {
-		a.engineError(w, r, "explain", err)
-		return
-	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(append(b, '\n'))
+	a.writeJSON(w, r, http.StatusOK, out)
 }
 
-// resetBody is the wire form of POST /v1/admin/reset.
-type resetBody struct {
-	Flow        string `json:"flow"`
-	Account     string `json:"account"`
-	IP          string `json:"ip"`
-	Destination string `json:"destination"`
-	Channel     string `json:"channel"`
-	Reason      string `json:"reason"`
-}
+// resetBody is the wire form of POST /v1/admin/reset, shared with the Go
+// client.
+type resetBody = wire.ResetRequest
 
 var resetFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
@@ -131,4 +106,162 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 		slog.String("reason", body.Reason), slog.Int("deleted", n))
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, "{\"deleted\":%d}\n", n)
+}
+
+var (
+	allowFields = fields{
+		{"flow", "a string", false}, {"ip_range", "a string", false}, {"destination_prefix", "a string", false},
+		{"country", "a string", false}, {"expires_in", "a string", true}, {"reason", "a string", true},
+	}
+	denyFields   = append(fields{{"action", "a string", false}}, allowFields...)
+	removeFields = fields{{"id", "a string", true}, {"reason", "a string", true}}
+)
+
+// parseExpiresIn parses a duration as the policy file writes them: Go's
+// (90m, 12h) or whole days (7d).
+func parseExpiresIn(s string) (time.Duration, error) {
+	bad := &authguard.InputError{Field: "expires_in", Detail: `must be a duration such as "90m", "12h" or "7d"`}
+	if days, ok := strings.CutSuffix(s, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n < 0 || n > 3650 {
+			return 0, bad
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, bad
+	}
+	return d, nil
+}
+
+// allow serves POST /v1/admin/allow.
+func (a *API) allow(w http.ResponseWriter, r *http.Request) { a.addEntry(w, r, allowFields) }
+
+// deny serves POST /v1/admin/deny.
+func (a *API) deny(w http.ResponseWriter, r *http.Request) { a.addEntry(w, r, denyFields) }
+
+// addEntry adds an allow entry (fs is allowFields) or a block or captcha
+// entry, writes an audit line (who, tenant, flow, kind, subject and its
+// length, reason, expiry; never the range or prefix) and answers 201 with
+// the entry.
+func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
+	var body wire.EntryRequest
+	if err := decode(w, r, fs, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	kind := authguard.EntryAllow
+	if len(fs) == len(denyFields) {
+		kind = authguard.EntryBlock
+		if body.Action != "" && body.Action != "block" {
+			if body.Action != "captcha" {
+				a.writeError(w, r, &authguard.InputError{Field: "action", Detail: `must be "block" or "captcha"`})
+				return
+			}
+			kind = authguard.EntryCaptcha
+		}
+	}
+	ttl, err := parseExpiresIn(body.ExpiresIn)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	x, err := a.engine.AddEntry(r.Context(), authguard.EntryRequest{
+		Tenant: tenantOf(r.Context()), Flow: body.Flow, Kind: kind, IPRange: body.IPRange,
+		DestinationPrefix: body.DestinationPrefix, Country: body.Country, TTL: ttl,
+		Reason: body.Reason, By: callerOf(r.Context()),
+	})
+	if err != nil {
+		a.engineError(w, r, "entry", err)
+		return
+	}
+	a.audit(r, "admin "+kind.String(), x.Flow, slog.String("id", x.ID), slog.String("subject", x.Scope.String()),
+		slog.Int("length", x.Length), slog.String("country", x.Country), slog.String("reason", x.Reason),
+		slog.Time("expires", x.Expires.UTC()))
+	a.writeJSON(w, r, http.StatusCreated, entryJSON(&x))
+}
+
+// audit writes an admin write's audit line at warn, with who and the
+// tenant, and counts it.
+func (a *API) audit(r *http.Request, msg, flow string, attrs ...slog.Attr) {
+	tenant := tenantOf(r.Context())
+	if tenant == "" {
+		tenant = authguard.DefaultTenant
+	}
+	a.metrics.adminWrite(strings.TrimPrefix(msg, "admin "))
+	a.log.LogAttrs(r.Context(), slog.LevelWarn, msg, append([]slog.Attr{
+		slog.String("request_id", RequestID(r.Context())), slog.String("by", callerOf(r.Context())),
+		slog.String("tenant", tenant), slog.String("flow", flow),
+	}, attrs...)...)
+}
+
+// entries serves GET /v1/admin/entries[?flow=F]: the tenant's unexpired
+// entries, oldest first.
+func (a *API) entries(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k := range q {
+		if k != "flow" {
+			a.writeError(w, r, newProblem(kindUnknownField, k, "is not a parameter of this route; only flow is"))
+			return
+		}
+	}
+	l, err := a.engine.ListEntries(r.Context(), tenantOf(r.Context()), q.Get("flow"))
+	if err != nil {
+		a.engineError(w, r, "entries", err)
+		return
+	}
+	out := wire.Entries{Entries: make([]wire.Entry, len(l))}
+	for i := range l {
+		out.Entries[i] = entryJSON(&l[i])
+	}
+	a.writeJSON(w, r, http.StatusOK, out)
+}
+
+// remove serves POST /v1/admin/remove: it deletes an entry by id and writes
+// an audit line.
+func (a *API) remove(w http.ResponseWriter, r *http.Request) {
+	var body wire.RemoveRequest
+	if err := decode(w, r, removeFields, &body); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if body.Reason == "" || len(body.Reason) > authguard.MaxReasonBytes {
+		a.writeError(w, r, &authguard.InputError{Field: "reason", Detail: "is required: at most 200 bytes saying why, with no identifier", Missing: body.Reason == ""})
+		return
+	}
+	ok, err := a.engine.RemoveEntry(r.Context(), tenantOf(r.Context()), body.ID)
+	if err != nil {
+		a.engineError(w, r, "remove", err)
+		return
+	}
+	a.audit(r, "admin remove", "", slog.String("id", body.ID), slog.Bool("removed", ok), slog.String("reason", body.Reason))
+	a.writeJSON(w, r, http.StatusOK, wire.Removed{Removed: ok})
+}
+
+func entryJSON(x *authguard.Entry) wire.Entry {
+	out := wire.Entry{
+		ID: x.ID, Kind: x.Kind.String(), Flow: x.Flow, Subject: x.Scope.String(), Length: x.Length, Country: x.Country,
+		Reason: x.Reason, By: x.By,
+		CreatedAt: x.Created.UTC().Format(time.RFC3339Nano), ExpiresAt: x.Expires.UTC().Format(time.RFC3339Nano),
+	}
+	if x.Scope == authguard.ScopeIPRange {
+		out.Family = "ipv4"
+		if x.IPv6 {
+			out.Family = "ipv6"
+		}
+	}
+	return out
+}
+
+// writeJSON writes v as the JSON answer with status.
+func (a *API) writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		a.engineError(w, r, "admin", err)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(append(b, '\n'))
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/go-chi/chi/v5"
+	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tollgate-auth/tollgate"
@@ -106,7 +107,9 @@ func (a *API) Router() chi.Routes { return a.mux }
 
 func (a *API) routes() *chi.Mux {
 	r := chi.NewRouter()
-	r.Use(a.instrument, a.recoverer)
+	// GetHead serves HEAD on a GET route with its GET handler; net/http
+	// sends the headers and drops the body.
+	r.Use(a.instrument, a.recoverer, middleware.GetHead)
 	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, newProblem(kindNotFound, "", "there is no such route; see /openapi.yaml"))
 	})
@@ -121,10 +124,14 @@ func (a *API) routes() *chi.Mux {
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminRead))
 		r.Post("/v1/admin/explain", a.explain)
+		r.Get("/v1/admin/entries", a.entries)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminWrite))
 		r.Post("/v1/admin/reset", a.reset)
+		r.Post("/v1/admin/allow", a.allow)
+		r.Post("/v1/admin/deny", a.deny)
+		r.Post("/v1/admin/remove", a.remove)
 	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
@@ -137,12 +144,16 @@ func (a *API) routes() *chi.Mux {
 }
 
 // methodNotAllowed answers 405 with the Allow header chi's default handler
-// would set (a custom handler does not get the list, so it asks the router).
+// would set (a custom handler does not get the list, so it asks the router),
+// HEAD included wherever GET is, as middleware.GetHead serves it.
 func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
 		if a.mux.Match(chi.NewRouteContext(), m, r.URL.Path) {
 			allow = append(allow, m)
+			if m == http.MethodGet {
+				allow = append(allow, http.MethodHead)
+			}
 		}
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
@@ -156,7 +167,7 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	req := body.request()
+	req := checkRequest(&body)
 	req.Tenant = tenantOf(r.Context())
 	v, err := a.engine.Check(r.Context(), req)
 	if err != nil {
@@ -173,7 +184,7 @@ func (a *API) report(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	req, err := body.request()
+	req, err := reportRequest(&body)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -194,7 +205,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	req := body.request()
+	req := sendRequest(&body)
 	req.Tenant = tenantOf(r.Context())
 	v, err := a.engine.Send(r.Context(), req)
 	if err != nil {

@@ -567,5 +567,5 @@ func authHarness(t *testing.T) (*harness, func(scopes ...auth.Scope) string) {
 		}
 		return tok
 	}
-	return newHarness(t, withVerifier(v)), sign
+	return newHarness(t, withVerifier(v), func(c *harnessConfig) { c.engine.Tenants = []string{"shop"} }), sign
 }

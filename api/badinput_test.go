@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -95,6 +96,20 @@ func TestBadInput(t *testing.T) {
 		{name: "explain: a destination that does not parse", path: "/v1/admin/explain", body: `{"flow":"otp_send","destination":"+44 12","channel":"sms"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination", spec: "accept"},
 		{name: "check on a send flow", body: `{"flow":"otp_send","account":"a","ip":"192.0.2.1"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
 		{name: "send: unknown key", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","code":"123456"}`, wantStatus: 400, wantType: "unknown-field", wantField: "code", spec: "reject"},
+		{name: "deny: no expiry", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","reason":"r"}`, wantStatus: 400, wantType: "missing-field", wantField: "expires_in", spec: "reject"},
+		{name: "deny: no reason", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","expires_in":"1h"}`, wantStatus: 400, wantType: "missing-field", wantField: "reason", spec: "reject"},
+		{name: "deny: an expiry that is no duration", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","expires_in":"soon","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "expires_in", spec: "accept"},
+		{name: "deny: forever", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","expires_in":"365d","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "expires_in", spec: "accept"},
+		{name: "deny: an unknown action", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","action":"ban","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "action", spec: "reject"},
+		{name: "deny: host bits set", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.7/24","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ip_range", spec: "accept"},
+		{name: "deny: the whole Internet", path: "/v1/admin/deny", body: `{"ip_range":"0.0.0.0/0","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ip_range", spec: "accept"},
+		{name: "deny: two subjects", path: "/v1/admin/deny", body: `{"ip_range":"203.0.113.0/24","country":"FR","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ip_range", spec: "accept"},
+		{name: "deny: a country for login", path: "/v1/admin/deny", body: `{"flow":"login","country":"FR","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "flow", spec: "accept"},
+		{name: "allow: an action", path: "/v1/admin/allow", body: `{"ip_range":"203.0.113.0/24","action":"block","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "unknown-field", wantField: "action", spec: "reject"},
+		{name: "allow: a prefix without +", path: "/v1/admin/allow", body: `{"destination_prefix":"4477009","expires_in":"1h","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "destination_prefix", spec: "reject"},
+		{name: "remove: no reason", path: "/v1/admin/remove", body: `{"id":"Hq3v0S2b1xY9nQe4a7LrVw"}`, wantStatus: 400, wantType: "missing-field", wantField: "reason", spec: "reject"},
+		{name: "remove: not an id", path: "/v1/admin/remove", body: `{"id":"../../etc","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "id", spec: "accept"},
+		{name: "entries: an unknown parameter", method: http.MethodGet, path: "/v1/admin/entries?ip=203.0.113.1", wantStatus: 400, wantType: "unknown-field", wantField: "ip"},
 		{name: "trailing slash", path: "/v1/check/", body: `{"flow":"login","account":"a","ip":"192.0.2.1"}`, wantStatus: 404, wantType: "not-found"},
 	}
 	h := newHarness(t)
@@ -136,7 +151,7 @@ func TestBadInput(t *testing.T) {
 			if d, _ := p["detail"].(string); d == "" || strings.Contains(d, "json:") || strings.Contains(d, "authguard:") {
 				t.Errorf("detail %q is empty or leaks an internal error", d)
 			}
-			if tt.wantStatus == 405 && !slices.Contains([]string{"POST", "GET"}, res.header.Get("Allow")) {
+			if tt.wantStatus == 405 && !slices.Contains([]string{"POST", "GET, HEAD"}, res.header.Get("Allow")) {
 				t.Errorf("Allow = %q", res.header.Get("Allow"))
 			}
 			switch tt.spec {
@@ -153,6 +168,9 @@ func TestBadInput(t *testing.T) {
 				t.Errorf("a rejected request changed the store: %d keys before, %d after", len(before), len(after))
 			}
 		})
+	}
+	if l, err := h.engine.ListEntries(context.Background(), "", ""); err != nil || len(l) != 0 {
+		t.Errorf("rejected requests left %d entries (%v)", len(l), err)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/jsonscan"
 )
@@ -20,19 +21,10 @@ import (
 // The largest valid body (every field at its cap) is about 3.3 KiB.
 const MaxBodyBytes = 8 << 10
 
-// checkBody is the wire form of POST /v1/check. Which keys were present
-// and which were null is known from the key scan, so fields are plain
-// values: null leaves them at their zero value.
-type checkBody struct {
-	Flow                string `json:"flow"`
-	Account             string `json:"account"`
-	IP                  string `json:"ip"`
-	DeviceToken         string `json:"device_token"`
-	CaptchaSolved       bool   `json:"captcha_solved"`
-	PasswordFingerprint string `json:"password_fingerprint"`
-	Destination         string `json:"destination"`
-	Channel             string `json:"channel"`
-}
+// checkBody is the wire form of POST /v1/check, shared with the Go client.
+// Which keys were present and which were null is known from the key scan,
+// so fields are plain values: null leaves them at their zero value.
+type checkBody = wire.CheckRequest
 
 // checkFields are checkBody's keys, in wire order, with the required ones
 // marked. Account and ip are required by the flows whose rules count them,
@@ -44,7 +36,8 @@ var checkFields = fields{
 	{"channel", "a string", false},
 }
 
-func (b *checkBody) request() authguard.CheckRequest {
+// checkRequest is the engine's form of a check body.
+func checkRequest(b *checkBody) authguard.CheckRequest {
 	return authguard.CheckRequest{
 		Flow:                b.Flow,
 		Account:             b.Account,
@@ -57,18 +50,9 @@ func (b *checkBody) request() authguard.CheckRequest {
 	}
 }
 
-// reportBody is the wire form of POST /v1/report.
-type reportBody struct {
-	Flow                string `json:"flow"`
-	Account             string `json:"account"`
-	IP                  string `json:"ip"`
-	Outcome             string `json:"outcome"`
-	Attempt             string `json:"attempt"`
-	DeviceToken         string `json:"device_token"`
-	PasswordFingerprint string `json:"password_fingerprint"`
-	Destination         string `json:"destination"`
-	Channel             string `json:"channel"`
-}
+// reportBody is the wire form of POST /v1/report, shared with the Go
+// client.
+type reportBody = wire.ReportRequest
 
 var reportFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
@@ -77,7 +61,9 @@ var reportFields = fields{
 	{"destination", "a string", false}, {"channel", "a string", false},
 }
 
-func (b *reportBody) request() (authguard.ReportRequest, error) {
+// reportRequest is the engine's form of a report body; the outcome must be
+// one the engine knows.
+func reportRequest(b *reportBody) (authguard.ReportRequest, error) {
 	outcome, err := authguard.ParseOutcome(b.Outcome)
 	if err != nil {
 		return authguard.ReportRequest{}, err
@@ -95,16 +81,9 @@ func (b *reportBody) request() (authguard.ReportRequest, error) {
 	}, nil
 }
 
-// sendBody is the wire form of POST /v1/otp/send.
-type sendBody struct {
-	Flow          string `json:"flow"`
-	Destination   string `json:"destination"`
-	Channel       string `json:"channel"`
-	IP            string `json:"ip"`
-	Account       string `json:"account"`
-	DeviceToken   string `json:"device_token"`
-	CaptchaSolved bool   `json:"captcha_solved"`
-}
+// sendBody is the wire form of POST /v1/otp/send, shared with the Go
+// client.
+type sendBody = wire.SendRequest
 
 // sendFields are sendBody's keys. Flow defaults to "otp_send"; destination
 // and channel are required, which the engine checks (so that a missing one
@@ -116,7 +95,8 @@ var sendFields = fields{
 	{"captcha_solved", "a boolean", false},
 }
 
-func (b *sendBody) request() authguard.SendRequest {
+// sendRequest is the engine's form of a send body.
+func sendRequest(b *sendBody) authguard.SendRequest {
 	return authguard.SendRequest{
 		Flow:          b.Flow,
 		Destination:   b.Destination,

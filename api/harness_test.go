@@ -36,6 +36,9 @@ var spec = sync.OnceValues(func() (*openapi3.T, error) {
 	// kin-openapi decodes text/plain but not OpenMetrics, which /metrics
 	// serves to scrapers that ask for it.
 	openapi3filter.RegisterBodyDecoder("application/openmetrics-text", openapi3filter.PlainBodyDecoder)
+	// GET /openapi.yaml's body is YAML text (type: string); kin-openapi
+	// would decode application/yaml into an object before validating it.
+	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
 	loader := openapi3.NewLoader()
 	doc, err := loader.LoadFromData(tollgate.OpenAPI)
 	if err != nil {

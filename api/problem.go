@@ -38,6 +38,7 @@ var (
 	kindOverloaded       = &kind{"overloaded", "Overloaded", http.StatusServiceUnavailable}
 	kindUnauthenticated  = &kind{"unauthenticated", "Unauthenticated", http.StatusUnauthorized}
 	kindForbidden        = &kind{"forbidden", "Forbidden", http.StatusForbidden}
+	kindTooManyEntries   = &kind{"too-many-entries", "Too many entries", http.StatusConflict}
 )
 
 // kinds lists every kind, for metrics.
@@ -45,7 +46,7 @@ var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
-	kindUnauthenticated, kindForbidden,
+	kindUnauthenticated, kindForbidden, kindTooManyEntries,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }
@@ -96,6 +97,15 @@ func toProblem(err error) *problemError {
 	}
 	if errors.Is(err, authguard.ErrOverloaded) {
 		return newProblem(kindOverloaded, "", "tollgate has more calls in flight than its store connections carry; retry after Retry-After")
+	}
+	if errors.Is(err, authguard.ErrTooManyEntries) {
+		return newProblem(kindTooManyEntries, "", "the tenant holds as many entries as it may; remove one or let one expire")
+	}
+	if errors.Is(err, authguard.ErrStoreFull) {
+		return newProblem(kindStoreFull, "", "the store answers but is out of memory and refuses writes")
+	}
+	if errors.Is(err, authguard.ErrStoreUnavailable) {
+		return newProblem(kindStoreUnavailable, "", "the store does not answer; try again")
 	}
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {

@@ -451,7 +451,11 @@ func (e *Engine) RefreshEntries(ctx context.Context) error {
 
 // RunEntries refreshes the entries every interval until ctx is done,
 // calling onError with a failed refresh's error.
+// An interval of zero or less is 5s.
 func (e *Engine) RunEntries(ctx context.Context, interval time.Duration, onError func(error)) {
+	if interval <= 0 {
+		interval = 5 * time.Second
+	}
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {

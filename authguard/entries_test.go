@@ -468,3 +468,42 @@ func TestEntries_AllowedBlockSkipsItsRulesNotTheDestinationQuota(t *testing.T) {
 		t.Errorf("bombing one number of the allowed block: %d codes a day, want 10", n)
 	}
 }
+
+// FuzzAddEntry: no input makes AddEntry panic; what it accepts it lists
+// back as it was added, and what it refuses it does not store.
+func FuzzAddEntry(f *testing.F) {
+	for _, s := range [][4]string{
+		{"203.0.113.0/24", "", "", "1h"}, {"2001:db8::/32", "", "", "30d"}, {"192.0.2.1", "", "", "1m"},
+		{"", "+4477009", "", "7d"}, {"", "", "fr", "90m"}, {"fe80::1%eth0", "", "", "1h"},
+		{"::ffff:1.2.3.4/128", "", "", "1h"}, {"", "+", "", "1h"}, {"", "", "001", "1h"}, {"1.2.3.4/33", "", "", "-1h"},
+	} {
+		f.Add(s[0], s[1], s[2], s[3], uint8(2))
+	}
+	h := newHarness(f, "")
+	f.Fuzz(func(t *testing.T, ipRange, prefix, country, ttl string, kind uint8) {
+		d, _ := time.ParseDuration(ttl)
+		before, _ := h.e.ListEntries(context.Background(), "", "")
+		x, err := h.e.AddEntry(context.Background(), authguard.EntryRequest{
+			Kind: authguard.EntryKind(kind % 5), IPRange: ipRange, DestinationPrefix: prefix, Country: country, TTL: d, Reason: "fuzz",
+		})
+		after, _ := h.e.ListEntries(context.Background(), "", "")
+		if err != nil {
+			if len(after) != len(before) {
+				t.Fatalf("a refused entry changed the list: %d → %d (%v)", len(before), len(after), err)
+			}
+			return
+		}
+		found := false
+		for _, y := range after {
+			if y.ID == x.ID {
+				found = y.Scope == x.Scope && y.Length == x.Length && y.IPv6 == x.IPv6 && y.Country == x.Country && y.Kind == x.Kind && y.Expires.Equal(x.Expires)
+			}
+		}
+		if !found {
+			t.Fatalf("entry %+v is not listed as added", x)
+		}
+		if ok, err := h.e.RemoveEntry(context.Background(), "", x.ID); !ok || err != nil {
+			t.Fatalf("RemoveEntry = %v, %v", ok, err)
+		}
+	})
+}

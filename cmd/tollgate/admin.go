@@ -9,45 +9,60 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	neturl "net/url"
+	"slices"
 	"strings"
 	"time"
 )
 
 const adminUsage = `usage: tollgate admin explain|reset -flow FLOW -subject account|ip|destination [flags] < IDENTIFIER
+       tollgate admin allow|deny -subject ip_range|destination_prefix|country -expires-in D -reason TEXT [flags] < VALUE
+       tollgate admin entries [-flow FLOW]
+       tollgate admin remove -id ID -reason TEXT
 
 Calls a running tollgate's admin API for on-call use. The identifier (the
-account, address, or destination) is read from the first line of standard
-input, never taken as an argument, so that it stays out of shell history
-and the process list:
+account, address, destination, range or prefix) is read from the first
+line of standard input, never taken as an argument, so that it stays out
+of shell history and the process list:
 
   echo alice@example.com | tollgate admin explain -flow login -subject account
   echo alice@example.com | tollgate admin reset -flow login -subject account -reason "ticket 4711"
+  echo 203.0.113.0/24 | tollgate admin deny -flow login -subject ip_range -expires-in 4h -reason "incident 92"
+  echo 198.51.100.0/24 | tollgate admin allow -subject ip_range -expires-in 1d -reason "office move"
+  tollgate admin entries
+  tollgate admin remove -id Hq3v0S2b1xY9nQe4a7LrVw -reason "incident 92 closed"
 
 flags:
   -url URL         tollgate's base URL (default http://127.0.0.1:8080)
-  -flow FLOW       the flow (required)
-  -subject KIND    account, ip or destination (required)
+  -flow FLOW       the flow (required to explain and reset; for allow, deny
+                   and entries, none means every flow)
+  -subject KIND    explain, reset: account, ip or destination;
+                   allow, deny: ip_range, destination_prefix or country
   -channel CH      with -subject destination: sms, voice, whatsapp or email
-  -reason TEXT     reset only (required there): why, with no identifier
+  -expires-in D    allow, deny (required): 1m to 30d, such as 90m, 12h, 7d
+  -action A        deny only: block (the default) or captcha
+  -id ID           remove (required): the entry's id, from entries
+  -reason TEXT     reset, allow, deny, remove (required): why, with no identifier
   -token T         a bearer token (default $TOLLGATE_TOKEN); needed when
-                   tollgate authenticates callers: admin:read to explain,
-                   admin:write to reset
+                   tollgate authenticates callers: admin:read to explain and
+                   list entries, admin:write for the rest
 `
 
 // adminCmd runs `tollgate admin`: see adminUsage. It prints the answer's
-// JSON and returns 0 on a 200, 1 on any other answer or a failed call, 2 on
+// JSON and returns 0 on a 2xx, 1 on any other answer or a failed call, 2 on
 // a usage error.
 func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	usageErr := func(err error) int {
 		fmt.Fprintf(stderr, "tollgate admin: %v\n%s", err, adminUsage)
 		return 2
 	}
-	if len(args) == 0 || (args[0] != "explain" && args[0] != "reset") {
+	actions := []string{"explain", "reset", "allow", "deny", "entries", "remove"}
+	if len(args) == 0 || !slices.Contains(actions, args[0]) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "help") {
 			fmt.Fprint(stdout, adminUsage)
 			return 0
 		}
-		return usageErr(errors.New("want explain or reset"))
+		return usageErr(errors.New("want explain, reset, allow, deny, entries or remove"))
 	}
 	action := args[0]
 	fs := flag.NewFlagSet("tollgate admin", flag.ContinueOnError)
@@ -56,42 +71,81 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	flow := fs.String("flow", "", "")
 	subject := fs.String("subject", "", "")
 	channel := fs.String("channel", "", "")
+	expiresIn := fs.String("expires-in", "", "")
+	denyAction := fs.String("action", "", "")
+	id := fs.String("id", "", "")
 	reason := fs.String("reason", "", "")
 	token := fs.String("token", getenv("TOLLGATE_TOKEN"), "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageErr(err)
 	}
+	entry := action == "allow" || action == "deny"
 	switch {
 	case fs.NArg() > 0:
 		return usageErr(fmt.Errorf("unexpected argument %q: the identifier goes on standard input", fs.Arg(0)))
-	case *flow == "":
+	case (action == "explain" || action == "reset") && *flow == "":
 		return usageErr(errors.New("-flow is required"))
-	case *subject != "account" && *subject != "ip" && *subject != "destination":
+	case (action == "explain" || action == "reset") && !slices.Contains([]string{"account", "ip", "destination"}, *subject):
 		return usageErr(errors.New("-subject must be account, ip or destination"))
-	case action == "reset" && *reason == "":
-		return usageErr(errors.New("-reason is required to reset"))
+	case entry && !slices.Contains([]string{"ip_range", "destination_prefix", "country"}, *subject):
+		return usageErr(errors.New("-subject must be ip_range, destination_prefix or country"))
+	case entry && *expiresIn == "":
+		return usageErr(errors.New("-expires-in is required"))
+	case *denyAction != "" && action != "deny":
+		return usageErr(errors.New("-action is for deny only"))
+	case action == "remove" && *id == "":
+		return usageErr(errors.New("-id is required"))
+	case action != "explain" && action != "entries" && *reason == "":
+		return usageErr(fmt.Errorf("-reason is required to %s", action))
 	}
-	line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
-	id := strings.TrimSpace(line)
-	if id == "" {
-		if err != nil && !errors.Is(err, io.EOF) {
-			return usageErr(err)
+
+	method, path, body := http.MethodPost, "/v1/admin/"+action, map[string]string{}
+	switch action {
+	case "entries":
+		method, body = http.MethodGet, nil
+		if *flow != "" {
+			path += "?flow=" + neturl.QueryEscape(*flow)
 		}
-		return usageErr(errors.New("no identifier on standard input"))
+	case "remove":
+		body["id"], body["reason"] = *id, *reason
+	default:
+		line, err := bufio.NewReader(io.LimitReader(stdin, 4096)).ReadString('\n')
+		value := strings.TrimSpace(line)
+		if value == "" {
+			if err != nil && !errors.Is(err, io.EOF) {
+				return usageErr(err)
+			}
+			return usageErr(errors.New("no identifier on standard input"))
+		}
+		body[*subject] = value
+		if *flow != "" {
+			body["flow"] = *flow
+		}
+		if *channel != "" {
+			body["channel"] = *channel
+		}
+		if action != "explain" {
+			body["reason"] = *reason
+		}
+		if entry {
+			body["expires_in"] = *expiresIn
+		}
+		if *denyAction != "" {
+			body["action"] = *denyAction
+		}
 	}
-	body := map[string]string{"flow": *flow, *subject: id}
-	if *channel != "" {
-		body["channel"] = *channel
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
 	}
-	if action == "reset" {
-		body["reason"] = *reason
-	}
-	b, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, strings.TrimRight(*url, "/")+"/v1/admin/"+action, bytes.NewReader(b))
+	req, err := http.NewRequest(method, strings.TrimRight(*url, "/")+path, rd)
 	if err != nil {
 		return usageErr(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
 	if *token != "" {
 		req.Header.Set("Authorization", "Bearer "+*token)
 	}
@@ -103,7 +157,7 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	defer res.Body.Close()
 	out, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	stdout.Write(out)
-	if res.StatusCode != http.StatusOK {
+	if res.StatusCode/100 != 2 {
 		fmt.Fprintf(stderr, "tollgate admin: %s answered %d\n", *url, res.StatusCode)
 		return 1
 	}

@@ -106,3 +106,66 @@ func postCheck(c *http.Client, addr, body string) (e2eVerdict, error) {
 	}
 	return v, json.NewDecoder(res.Body).Decode(&v)
 }
+
+// TestManyInstances_SeeEachOthersEntries: a block added on one tollgate
+// process applies on another sharing its Redis (node, then Cluster) within
+// entries_refresh, and its removal likewise.
+func TestManyInstances_SeeEachOthersEntries(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	config := filepath.Join(t.TempDir(), "tollgate.yaml")
+	if err := os.WriteFile(config, []byte("entries_refresh: 200ms\nstore:\n  redis:\n    url: redis://placeholder:1\n    timeout: 2s\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"redis", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			var store string
+			if kind == "redis" {
+				store = "TOLLGATE_REDIS_URL=redis://" + redistest.Server(t).Addr
+			} else {
+				store = "TOLLGATE_REDIS_CLUSTER_ADDRS=" + strings.Join(redistest.Cluster(t).Addrs(), ",")
+			}
+			env := []string{store, "TOLLGATE_CONFIG=" + config, "TOLLGATE_SECRET=many-instances-test-secret-at-least-32-bytes"}
+			a, b := startTollgate(t, env...), startTollgate(t, env...)
+			client := &http.Client{Timeout: 5 * time.Second}
+			// until polls b's verdict for a check from the range for up to 5s.
+			until := func(want string) string {
+				t.Helper()
+				var got string
+				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+					v, err := postCheck(client, b.addr, `{"flow":"login","account":"x@example.com","ip":"203.0.113.40"}`)
+					if err != nil {
+						t.Fatal(err)
+					}
+					if got = v.Action; got == want {
+						return got
+					}
+				}
+				return got
+			}
+			res, err := client.Post("http://"+a.addr+"/v1/admin/deny", "application/json",
+				strings.NewReader(`{"ip_range":"203.0.113.0/24","expires_in":"1h","reason":"incident 7"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			var x struct{ ID string }
+			json.NewDecoder(res.Body).Decode(&x)
+			res.Body.Close()
+			if res.StatusCode != http.StatusCreated || x.ID == "" {
+				t.Fatalf("deny on a: %d", res.StatusCode)
+			}
+			if got := until("delay"); got != "delay" {
+				t.Errorf("b within 5s of a's block: %s, want delay", got)
+			}
+			res, err = client.Post("http://"+a.addr+"/v1/admin/remove", "application/json", strings.NewReader(`{"id":"`+x.ID+`","reason":"closed"}`))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res.Body.Close()
+			if got := until("proceed"); got != "proceed" {
+				t.Errorf("b within 5s of a's removal: %s, want proceed", got)
+			}
+		})
+	}
+}

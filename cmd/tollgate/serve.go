@@ -96,11 +96,22 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		QueueWait:      queueWait,
 		TenantSecrets:  cfg.TenantSecrets,
 		TenantPolicies: cfg.TenantPolicies,
+		Tenants:        tenantNames(cfg.Auth),
 		Observe:        func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
 	})
 	if err != nil {
 		return err
 	}
+	// The administrators' entries: read once now, then every
+	// entries_refresh, so that one added on another instance applies here.
+	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	if err := engine.RefreshEntries(ectx); err != nil {
+		log.Warn("the allow and deny entries could not be read at start-up; retrying every entries_refresh", slog.String("error", err.Error()))
+	}
+	cancel()
+	go engine.RunEntries(ctx, cfg.EntriesRefresh, func(err error) {
+		log.Warn("the allow and deny entries could not be refreshed; the ones read before still apply until they expire", slog.String("error", err.Error()))
+	})
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier})
 	if err != nil {
 		return err
@@ -339,4 +350,17 @@ func (w *storeWatch) health() error {
 		return nil
 	}
 	return fmt.Errorf("the store answered full %v ago: %w", now.Sub(last).Round(time.Millisecond), authguard.ErrStoreFull)
+}
+
+// tenantNames are the tenants the auth config names; without auth, none
+// (the engine always keeps the default tenant).
+func tenantNames(a *auth.Config) []string {
+	if a == nil {
+		return nil
+	}
+	names := make([]string, 0, len(a.Tenants))
+	for _, t := range a.Tenants {
+		names = append(names, t.Name)
+	}
+	return names
 }

@@ -47,6 +47,10 @@ type Config struct {
 	Redis *RedisConfig
 	// KeyPrefix starts every store key. The default is "tg".
 	KeyPrefix string
+	// EntriesRefresh is how often an instance reads the administrators'
+	// allow and deny entries from the store, so that one added on another
+	// instance applies here. The default is 5s.
+	EntriesRefresh time.Duration
 	// Auth, when set, requires a bearer token on every /v1 call and lets
 	// the server listen on any address. The default is nil: no
 	// authentication, loopback only.
@@ -90,8 +94,9 @@ type Timeouts struct {
 // Default is the configuration without a file or environment.
 func Default() *Config {
 	return &Config{
-		Listen:   "127.0.0.1:8080",
-		LogLevel: slog.LevelInfo,
+		Listen:         "127.0.0.1:8080",
+		LogLevel:       slog.LevelInfo,
+		EntriesRefresh: 5 * time.Second,
 		Timeouts: Timeouts{
 			ReadHeader: 5 * time.Second,
 			Read:       10 * time.Second,
@@ -111,9 +116,11 @@ type fileConfig struct {
 	Timeouts  fileTimeouts `yaml:"timeouts"`
 	Store     fileStore    `yaml:"store"`
 	KeyPrefix *string      `yaml:"key_prefix"`
-	Auth      *fileAuth    `yaml:"auth"`
-	TLS       *fileTLS     `yaml:"tls"`
-	Flows     yaml.Node    `yaml:"flows"`
+	// EntriesRefresh is the YAML form of Config.EntriesRefresh.
+	EntriesRefresh *Duration `yaml:"entries_refresh"`
+	Auth           *fileAuth `yaml:"auth"`
+	TLS            *fileTLS  `yaml:"tls"`
+	Flows          yaml.Node `yaml:"flows"`
 }
 
 // fileAuth is the YAML form of auth.Config. Key material comes from files
@@ -316,6 +323,12 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: key_prefix must be 1 to 32 letters, digits, '-' or '_'", line("key_prefix"))
 		}
 		cfg.KeyPrefix = *fc.KeyPrefix
+	}
+	if fc.EntriesRefresh != nil {
+		if d := time.Duration(*fc.EntriesRefresh); d < 100*time.Millisecond || d > 5*time.Minute {
+			return nil, fmt.Errorf("line %d: entries_refresh must be between 100ms and 5m", line("entries_refresh"))
+		}
+		cfg.EntriesRefresh = time.Duration(*fc.EntriesRefresh)
 	}
 
 	if fc.Auth != nil {

@@ -1,0 +1,31 @@
+package client_test
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The client goes into auth systems' binaries: it imports the standard
+// library and api/wire only, never the engine, Redis, YAML or a router.
+func TestClient_ImportsStandardLibraryAndWireOnly(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	allowed := map[string]bool{
+		"github.com/tollgate-auth/tollgate/api/client": true,
+		"github.com/tollgate-auth/tollgate/api/wire":   true,
+	}
+	var n int
+	for line := range strings.Lines(string(out)) {
+		path, std, _ := strings.Cut(strings.TrimSpace(line), " ")
+		n++
+		if std != "true" && !allowed[path] {
+			t.Errorf("api/client imports %s", path)
+		}
+	}
+	if n < 3 || !strings.Contains(string(out), "github.com/tollgate-auth/tollgate/api/wire false") {
+		t.Errorf("go list -deps printed no dependency list:\n%s", out)
+	}
+}

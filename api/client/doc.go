@@ -1,0 +1,66 @@
+// Package client is tollgate's Go client for auth systems written in Go: it
+// calls tollgate before and after each credential check and before each
+// one-time-code send, and turns the verdicts into answers for the end user.
+//
+// It imports only the standard library and api/wire, so a login service that
+// uses it pulls in neither the engine, Redis nor YAML.
+//
+// # Calls
+//
+// New returns a Client for one tollgate (a base URL, an optional bearer
+// token or token source, an *http.Client with connection reuse). Its methods
+// are the API's calls, each with a context and a short per-call timeout
+// (Config.Timeout, 250 ms by default):
+//
+//   - Check before looking at the credential, Report after it (with the
+//     attempt token the check returned);
+//   - SendOTP before sending a one-time code;
+//   - Explain and Reset, the admin calls for support desks and on-call.
+//
+// Errors are typed: a problem+json answer is an *Error with its status and
+// problem type (errors.As); tollgate being unreachable, slow or shedding
+// load matches ErrUnavailable, and a call that ran out of time also
+// ErrTimeout (errors.Is). No error message ever holds an account, IP,
+// destination or token: they travel in request bodies only, and the client
+// logs nothing.
+//
+// # Fail modes
+//
+// A login must not hang or break because tollgate is down. Check, Report and
+// SendOTP therefore take a FailMode, chosen per call site, and always return
+// a usable Verdict: tollgate's own, or, when tollgate gave none, the fail
+// mode's answer, marked Fallback (and with the reason ReasonFallback) and
+// returned together with the error so that the caller can log it:
+//
+//   - FailOpen: proceed, as if tollgate were not there;
+//   - FailDelay (the zero FailMode): delay, so the end user retries shortly;
+//   - FailCaptcha: ask for a CAPTCHA, and proceed once one is solved.
+//
+// FailOpen applies only when tollgate is unavailable (ErrUnavailable): a
+// request tollgate refused (a 4xx problem, such as an account it will not
+// count or a wrong token) is never waved through.
+//
+// # End-user answers
+//
+// What to tell the end user follows from the verdict, and must not tell an
+// unknown account from a wrong password. A Responder (NewResponder) writes
+// it: Respond answers a delay with HTTP 429, Retry-After and the RateLimit
+// headers, a captcha with the caller's CAPTCHA page, a deny like a sent code
+// (Accept), and says when to go ahead. It takes the wire.Verdict inside a
+// Verdict, so a fallback is answered like one of tollgate's.
+//
+// # Client IP
+//
+// tollgate counts the end user's address, so the caller must send the real
+// one, not its reverse proxy's. Proxies (NewProxies) resolves it with
+// ClientIP: it reads the one forwarding header the caller's own proxies
+// write, and only on connections from those proxies, since forwarding
+// headers are otherwise the attacker's to choose.
+//
+// # Device cookie
+//
+// The device token a successful report returns lets its device skip the IP
+// rules and keep an allowance of its own. A DeviceCookie (NewDeviceCookie)
+// keeps it in a "__Host-" prefixed, Secure, HttpOnly cookie: Set after a
+// success, Token for the next check's DeviceToken, Clear to drop it.
+package client

@@ -1,0 +1,103 @@
+package wire
+
+// Outcome values of a ReportRequest.
+const (
+	OutcomeFailure = "failure"
+	OutcomeSuccess = "success"
+)
+
+// Channel values of the requests that name a destination.
+const (
+	ChannelSMS      = "sms"
+	ChannelVoice    = "voice"
+	ChannelWhatsApp = "whatsapp"
+	ChannelEmail    = "email"
+)
+
+// DefaultSendFlow is the flow of a SendRequest that names none.
+const DefaultSendFlow = "otp_send"
+
+// CheckRequest is the body of POST /v1/check: may this attempt go ahead now?
+//
+// The server treats an absent optional key, null and the empty value alike,
+// so optional fields are omitted when empty; Flow is always sent.
+type CheckRequest struct {
+	// Flow names a flow of the policy, such as "login". It is required.
+	Flow string `json:"flow"`
+	// Account is the account identifier as the end user typed it; required
+	// by every flow whose rules count it (the built-in login and
+	// otp_verify). tollgate hashes it and never stores or logs it.
+	Account string `json:"account,omitempty"`
+	// IP is the end user's address as the caller saw it; required by every
+	// flow whose rules count it.
+	IP string `json:"ip,omitempty"`
+	// DeviceToken is the device token a previous success returned for this
+	// end user, if the caller keeps one. An invalid one is ignored.
+	DeviceToken string `json:"device_token,omitempty"`
+	// CaptchaSolved says the end user just solved a CAPTCHA that the caller
+	// verified.
+	CaptchaSolved bool `json:"captcha_solved,omitempty"`
+	// PasswordFingerprint is an HMAC of the password under the caller's own
+	// key (never the password itself), or empty.
+	PasswordFingerprint string `json:"password_fingerprint,omitempty"`
+	// Destination is, on a flow that verifies one-time codes (the built-in
+	// otp_verify), where the code being checked was sent; with Channel.
+	Destination string `json:"destination,omitempty"`
+	// Channel is the channel the code went by; with Destination.
+	Channel string `json:"channel,omitempty"`
+}
+
+// ReportRequest is the body of POST /v1/report: how did the attempt end?
+//
+// Optional fields are omitted when empty; Flow and Outcome are always sent.
+type ReportRequest struct {
+	// Flow is the check's flow. It is required.
+	Flow string `json:"flow"`
+	// Account is the check's account; required as for a check.
+	Account string `json:"account,omitempty"`
+	// IP is the check's address; required as for a check.
+	IP string `json:"ip,omitempty"`
+	// Outcome is OutcomeFailure or OutcomeSuccess. It is required. Report a
+	// failure for an account that does not exist exactly as for one that
+	// does.
+	Outcome string `json:"outcome"`
+	// Attempt is the attempt token the check returned. A report without a
+	// valid one is counted on its own.
+	Attempt string `json:"attempt,omitempty"`
+	// DeviceToken is the device token the check carried, if any.
+	DeviceToken string `json:"device_token,omitempty"`
+	// PasswordFingerprint is the check's password fingerprint, if any.
+	PasswordFingerprint string `json:"password_fingerprint,omitempty"`
+	// Destination is, on a flow that verifies one-time codes, where the
+	// verified code was sent, as given to POST /v1/otp/send; with Channel.
+	Destination string `json:"destination,omitempty"`
+	// Channel is the channel the verified code went by; with Destination.
+	Channel string `json:"channel,omitempty"`
+}
+
+// SendRequest is the body of POST /v1/otp/send: may a one-time code be sent
+// to this destination now?
+//
+// Optional fields are omitted when empty; Destination and Channel are always
+// sent.
+type SendRequest struct {
+	// Flow names a send flow of the policy; empty means DefaultSendFlow.
+	Flow string `json:"flow,omitempty"`
+	// Destination is the phone number in international format for the
+	// phone channels, or the e-mail address for ChannelEmail. It is
+	// required. tollgate hashes it and never stores or logs it.
+	Destination string `json:"destination"`
+	// Channel is one of the Channel values. It is required.
+	Channel string `json:"channel"`
+	// IP is the end user's address; required by every send flow whose rules
+	// count it (the built-in otp_send does).
+	IP string `json:"ip,omitempty"`
+	// Account is the account the code is for, when the caller knows one.
+	Account string `json:"account,omitempty"`
+	// DeviceToken is, with Account, the device token a login success
+	// returned for this end user. An invalid one is ignored.
+	DeviceToken string `json:"device_token,omitempty"`
+	// CaptchaSolved says the end user just solved a CAPTCHA that the caller
+	// verified.
+	CaptchaSolved bool `json:"captcha_solved,omitempty"`
+}

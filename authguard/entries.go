@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/spraydetect"
@@ -220,8 +221,10 @@ func newEntrySet(all []Entry) *entrySet {
 // entries is the engine's copy of every tenant's entries, refreshed from
 // the store by RefreshEntries and at once by this engine's own writes.
 type entries struct {
-	mu   sync.Mutex // serialises writers of sets
-	sets sync.Map   // tenant → *entrySet
+	mu     sync.Mutex // serialises writers of sets
+	sets   sync.Map   // tenant → *entrySet
+	reads  atomic.Uint64
+	stored map[string]uint64 // tenant → the read whose set is stored
 }
 
 func (e *Engine) entrySet(tenant string) *entrySet {
@@ -416,6 +419,9 @@ func (e *Engine) loadEntries(ctx context.Context, tenant string) (*entrySet, err
 	if err != nil {
 		return nil, err
 	}
+	// A read that started later wins: a periodic refresh that read before a
+	// write on this instance must not store the set without it.
+	read := e.entries.reads.Add(1)
 	values, err := es.Entries(ctx, e.entriesKey(tenant))
 	if err != nil {
 		return nil, err
@@ -428,8 +434,14 @@ func (e *Engine) loadEntries(ctx context.Context, tenant string) (*entrySet, err
 	}
 	set := newEntrySet(all)
 	e.entries.mu.Lock()
-	e.entries.sets.Store(tenant, set)
-	e.entries.mu.Unlock()
+	defer e.entries.mu.Unlock()
+	if e.entries.stored == nil {
+		e.entries.stored = map[string]uint64{}
+	}
+	if read > e.entries.stored[tenant] {
+		e.entries.sets.Store(tenant, set)
+		e.entries.stored[tenant] = read
+	}
 	return set, nil
 }
 

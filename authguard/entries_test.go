@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -506,4 +507,49 @@ func FuzzAddEntry(f *testing.F) {
 			t.Fatalf("RemoveEntry = %v, %v", ok, err)
 		}
 	})
+}
+
+// slowEntries holds the first Entries read it sees, after reading, until
+// release is closed: a periodic refresh that read before a write.
+type slowEntries struct {
+	*countingStore
+	first   atomic.Bool
+	read    chan struct{}
+	release chan struct{}
+}
+
+func (s *slowEntries) Entries(ctx context.Context, key string) ([]string, error) {
+	v, err := s.countingStore.Entries(ctx, key)
+	if s.first.CompareAndSwap(false, true) {
+		close(s.read)
+		<-s.release
+	}
+	return v, err
+}
+
+// TestEntries_AStaleRefreshCannotDropANewEntry: a refresh that read the
+// entries before this instance added one finishes after the add; the
+// instance still applies the new entry.
+func TestEntries_AStaleRefreshCannotDropANewEntry(t *testing.T) {
+	h := newHarness(t, "")
+	slow := &slowEntries{countingStore: h.store, read: make(chan struct{}), release: make(chan struct{})}
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: slow, Secret: secret, Now: h.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	done := make(chan error)
+	go func() { done <- e.RefreshEntries(ctx) }()
+	<-slow.read // the refresh has read: no entries
+	if _, err := e.AddEntry(ctx, authguard.EntryRequest{Kind: authguard.EntryBlock, IPRange: "203.0.113.0/24", TTL: time.Hour, Reason: "r"}); err != nil {
+		t.Fatal(err)
+	}
+	close(slow.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "a", IP: "203.0.113.1"})
+	if err != nil || v.Action != authguard.Delay {
+		t.Errorf("after a stale refresh finished: %v %v, want delay (the new entry)", v.Action, err)
+	}
 }

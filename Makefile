@@ -3,11 +3,16 @@ GO       ?= go
 FUZZTIME ?= 30s
 PKGS     := ./...
 
-.PHONY: run test bench fuzz lint build
+.PHONY: run test bench fuzz lint build demo
 
 ## run: start the service on the embedded memory store (127.0.0.1:8080)
 run:
 	$(GO) run ./cmd/tollgate serve
+
+## demo: tollgate (memory store, 127.0.0.1:8080) and the demo login of
+## examples/demo-login (127.0.0.1:8081) together; Ctrl-C stops both
+demo:
+	GO=$(GO) ./scripts/demo.sh
 
 ## build: build bin/tollgate
 build:
@@ -19,6 +24,7 @@ build:
 test:
 	./scripts/ensure-redis.sh
 	./scripts/ensure-promtool.sh
+	./scripts/ensure-chromium.sh
 	$(GO) vet $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
 

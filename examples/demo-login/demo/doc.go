@@ -1,0 +1,31 @@
+// Package demo is the web app of examples/demo-login: a small login with a
+// second step by SMS code that asks tollgate before every password check and
+// every code send and check, and tells it how each attempt ended.
+//
+// It shows the parts a login needs around tollgate's Go client
+// (api/client):
+//
+//   - Check before the password, Report after it, for unknown accounts
+//     exactly as for wrong passwords, with one answer for both;
+//   - a client.Responder for the answers that are not "go ahead": a delay is
+//     HTTP 429 with Retry-After and a page that says how many seconds to
+//     wait, a CAPTCHA verdict serves a CAPTCHA page;
+//   - the device cookie (client.DeviceCookie), set once a login has passed
+//     both steps and sent as device_token with the next checks, so that an
+//     attack on the account or from the owner's address does not slow the
+//     owner's browser;
+//   - SendOTP before sending a code, with the same message whatever the
+//     verdict, and the otp_verify flow (with the destination and channel)
+//     when the code is checked.
+//
+// Everything else is a stand-in and says so on the page: the users are two
+// demo accounts whose passwords the login page shows, the CAPTCHA is a
+// checkbox, and the "SMS" goes to a panel on the page instead of a phone.
+// Sessions live in memory.
+//
+// Security: LoopbackProxies, which examples/demo-login uses, trusts every
+// loopback peer as a reverse proxy and reads X-Forwarded-For from it, so
+// that one machine can play many client addresses. That is a demo setting:
+// anything on the machine then chooses its own address. A real deployment
+// trusts only its own proxies (client.ProxyConfig).
+package demo

@@ -173,6 +173,15 @@ func (m *Metrics) AddMemoryStore(name string, s *memstore.Store) {
 	e.stores[i].store = s
 }
 
+// AddDecisionLog exports a decision log's dropped lines as
+// tollgate_decision_log_dropped_total.
+func (m *Metrics) AddDecisionLog(dropped func() int64) {
+	m.reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+		Name: "tollgate_decision_log_dropped_total",
+		Help: "Decision log lines dropped because the writer fell behind (a full queue): a replay of the log misses them.",
+	}, func() float64 { return float64(dropped()) }))
+}
+
 // evictions is the collector of tollgate_store_evictions_total.
 type evictions struct {
 	desc   *prometheus.Desc

@@ -66,6 +66,11 @@ type Config struct {
 	// instead of Policy: a tenant may change any flow, or have flows of its
 	// own. The default is nil: Policy for every tenant.
 	TenantPolicies map[string]*Policy
+	// RecordSubjects, when true, makes every Event carry the call's
+	// subjects as the keyed hashes the store keys them by (Event.Subjects),
+	// for a decision log. It costs up to three more hashes per call. The
+	// default is false.
+	RecordSubjects bool
 	// Tenants are the tenants whose administrators' entries (AddEntry) the
 	// engine keeps and refreshes; entry calls for other tenants are
 	// refused. The default is DefaultTenant and the tenants named in
@@ -123,6 +128,40 @@ type Event struct {
 	// StoreDuration is how long the configured store took to answer or
 	// fail; zero when it was not asked.
 	StoreDuration time.Duration
+	// Tenant is the call's tenant.
+	Tenant string
+	// Outcome is a report's outcome; zero for a check or send.
+	Outcome Outcome
+	// Subjects are the call's subjects as keyed hashes; nil unless
+	// Config.RecordSubjects.
+	Subjects *EventSubjects
+}
+
+// EventSubjects are a call's subjects as the keyed hashes the store keys
+// them by (under the tenant's secret), for a decision log that a team can
+// replay against another policy: they tell the same subject apart from
+// another and nothing more. Empty strings are parts the call did not have.
+type EventSubjects struct {
+	// Account is the account's hash.
+	Account string
+	// IP is the address's hash as an IPv4 /32 or an IPv6 /64 (a 6to4 or
+	// Teredo address as the IPv4 it embeds); IP56 and IP48 are its wider
+	// IPv6 prefixes' ("" for IPv4). IPv6 says which family.
+	IP, IP56, IP48 string
+	IPv6           bool
+	// Fingerprint is the password fingerprint's hash.
+	Fingerprint string
+	// Device is the id of the call's valid device token (a random id
+	// tollgate made, no identifier); Issued the id of the device token a
+	// success report returned.
+	Device, Issued string
+	// Attempt is the id of the attempt a check's proceed reserved, or of
+	// the attempt a report settled (empty for a report without a valid
+	// attempt token).
+	Attempt string
+	// Destination and DestinationPrefix are a send's or verification's
+	// destination and its block, hashed.
+	Destination, DestinationPrefix string
 }
 
 // Engine decides verdicts. It is safe for concurrent use.
@@ -146,6 +185,8 @@ type Engine struct {
 	// entries.
 	tenantList []string
 	entries    entries
+	// recordSubjects is Config.RecordSubjects.
+	recordSubjects bool
 }
 
 // New returns an Engine.
@@ -213,7 +254,8 @@ func New(cfg Config) (*Engine, error) {
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
 
-		tenantList: tenantList,
+		tenantList:     tenantList,
+		recordSubjects: cfg.RecordSubjects,
 	}, nil
 }
 
@@ -356,8 +398,8 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		if s.entries != nil {
 			e.matchIP(&s.match, s.entries, tenant, s.flow.Name, addr, e.now())
 		}
+		s.addr = addr
 		if !s.flow.AllowList.Contains(addr) && !s.match.allowed[ScopeIPRange] {
-			s.addr = addr
 			s.ip = e.hasher(tenant).subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
 		}
 	}
@@ -681,7 +723,15 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 			shadow: computed.Action != Proceed,
 		}, e.now().Add(s.flow.AttemptTTL))
 	}
-	e.observe(Event{Call: "check", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took})
+	var rec *EventSubjects
+	if e.recordSubjects {
+		attempt := ""
+		if answer.Action == Proceed {
+			attempt = id
+		}
+		rec = e.record(&s, device, attempt)
+	}
+	e.observe(Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }
 
@@ -739,8 +789,12 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	e.observe(Event{Call: "send", Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
-		Source: b.src, StoreErr: b.err, StoreDuration: b.took})
+	var rec *EventSubjects
+	if e.recordSubjects {
+		rec = e.record(&s, device, "")
+	}
+	e.observe(Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
+		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }
 
@@ -804,16 +858,28 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
+	used, issued := device, ""
 	if req.Outcome == Success && s.account != "" {
 		if device == "" {
 			device = randomID()
 		}
+		issued = device
 		answer.DeviceToken = e.tokens.sign(&deviceClaims{
 			Tenant: s.tenant, Trust: s.flow.DeviceTrust, Account: s.account, Device: device,
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.DeviceTokenTTL)},
 		})
 	}
-	e.observe(Event{Call: "report", Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took})
+	var rec *EventSubjects
+	if e.recordSubjects {
+		settled := ""
+		if tokened {
+			settled = a.id
+		}
+		rec = e.record(&s, used, settled)
+		rec.Issued = issued
+	}
+	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Answer: answer, Computed: computed,
+		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }
 
@@ -1104,4 +1170,28 @@ func (e *Engine) refund(ctx context.Context, p *plan, gates []Gate, b batch) {
 		st = e.fallback
 	}
 	_, _ = st.Do(context.WithoutCancel(ctx), back)
+}
+
+// record is what an Event says of the call's subjects: the hashes the store
+// keys them by, whether or not the call's rules counted them (an
+// allow-listed address's too), so that a replay can apply other rules.
+func (e *Engine) record(s *subjects, device, attempt string) *EventSubjects {
+	r := &EventSubjects{Account: s.account, Fingerprint: s.fp, Device: device, Attempt: attempt,
+		Destination: s.dest, DestinationPrefix: s.destPrefix}
+	if s.addr.IsValid() {
+		h := e.hasher(s.tenant)
+		p := spraydetect.Grouping{IPv6Bits: 64}.Prefix(s.addr)
+		r.IP, r.IPv6 = h.subject(s.tenant, "ip", p.String()), p.Addr().Is6()
+		if r.IPv6 {
+			for _, w := range []struct {
+				bits int
+				out  *string
+			}{{56, &r.IP56}, {48, &r.IP48}} {
+				if wp, ok := spraydetect.WidePrefix(s.addr, w.bits); ok {
+					*w.out = h.subject(s.tenant, "ip", wp.String())
+				}
+			}
+		}
+	}
+	return r
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/decisionlog"
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
@@ -79,6 +80,27 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	}
 	metrics.AddMemoryStore("fallback", fallback)
 	watch := &storeWatch{log: log}
+	observe := func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) }
+	if cfg.DecisionLog != "" {
+		out := io.Writer(os.Stdout)
+		if cfg.DecisionLog != "stdout" {
+			f, err := os.OpenFile(cfg.DecisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+			if err != nil {
+				return fmt.Errorf("decision_log: %w", err)
+			}
+			defer f.Close()
+			out = f
+		}
+		dlog := decisionlog.NewWriter(out, nil)
+		defer func() {
+			if err := dlog.Close(); err != nil {
+				log.Error("the decision log could not be written", slog.String("error", err.Error()))
+			}
+		}()
+		metrics.AddDecisionLog(dlog.Dropped)
+		observe = func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev); dlog.Observe(ev) }
+		log.Info("writing the decision log", slog.String("to", cfg.DecisionLog))
+	}
 	// On Redis, at most as many calls run as the pool has connections per
 	// node, and a call waits for one as long as a store call may take; the
 	// memory store has no deadline to miss.
@@ -97,7 +119,8 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		TenantSecrets:  cfg.TenantSecrets,
 		TenantPolicies: cfg.TenantPolicies,
 		Tenants:        tenantNames(cfg.Auth),
-		Observe:        func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) },
+		Observe:        observe,
+		RecordSubjects: cfg.DecisionLog != "",
 	})
 	if err != nil {
 		return err

@@ -51,6 +51,10 @@ type Config struct {
 	// allow and deny entries from the store, so that one added on another
 	// instance applies here. The default is 5s.
 	EntriesRefresh time.Duration
+	// DecisionLog, when set, is where one JSON line per check, report and
+	// send goes (package decisionlog): a file path (appended to) or
+	// "stdout". The default is empty: no decision log.
+	DecisionLog string
 	// Auth, when set, requires a bearer token on every /v1 call and lets
 	// the server listen on any address. The default is nil: no
 	// authentication, loopback only.
@@ -118,6 +122,7 @@ type fileConfig struct {
 	KeyPrefix *string      `yaml:"key_prefix"`
 	// EntriesRefresh is the YAML form of Config.EntriesRefresh.
 	EntriesRefresh *Duration `yaml:"entries_refresh"`
+	DecisionLog    *string   `yaml:"decision_log"`
 	Auth           *fileAuth `yaml:"auth"`
 	TLS            *fileTLS  `yaml:"tls"`
 	Flows          yaml.Node `yaml:"flows"`
@@ -323,6 +328,12 @@ func Parse(data []byte) (*Config, error) {
 			return nil, fmt.Errorf("line %d: key_prefix must be 1 to 32 letters, digits, '-' or '_'", line("key_prefix"))
 		}
 		cfg.KeyPrefix = *fc.KeyPrefix
+	}
+	if fc.DecisionLog != nil {
+		if *fc.DecisionLog == "" {
+			return nil, fmt.Errorf("line %d: decision_log is a file path or stdout", line("decision_log"))
+		}
+		cfg.DecisionLog = *fc.DecisionLog
 	}
 	if fc.EntriesRefresh != nil {
 		if d := time.Duration(*fc.EntriesRefresh); d < 100*time.Millisecond || d > 5*time.Minute {

@@ -701,15 +701,8 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
 	computed, refused := s.match.verdict(Attempts, e.now(), req.CaptchaSolved)
 	if !refused {
-		p = e.checkPlan(&s, device, id, req.CaptchaSolved)
-		gates := p.gates(s.flow)
-		b = e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
-		if errors.Is(b.err, ErrOverloaded) {
+		if p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
-		}
-		computed = e.combine(s.flow, &p, b, req.CaptchaSolved)
-		if computed.Action != Proceed && b.res != nil && !b.undone {
-			e.refund(ctx, &p, gates, b)
 		}
 	}
 	answer := computed
@@ -773,17 +766,8 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
 	} else if v, refused := s.match.verdict(Sends, e.now(), req.CaptchaSolved); refused {
 		computed = v
-	} else {
-		p := e.checkPlan(&s, device, "", req.CaptchaSolved)
-		gates := p.gates(s.flow)
-		b = e.do(ctx, s.flow, p.ops, &reservation{gates, req.CaptchaSolved})
-		if errors.Is(b.err, ErrOverloaded) {
-			return Verdict{}, b.err
-		}
-		computed = e.combine(s.flow, &p, b, req.CaptchaSolved)
-		if computed.Action != Proceed && b.res != nil && !b.undone {
-			e.refund(ctx, &p, gates, b)
-		}
+	} else if _, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
+		return Verdict{}, b.err
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -796,6 +780,24 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	e.observe(Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
+}
+
+// reserve runs a check's (or send's) plan through Reserve and combines the
+// verdict; a refused call's reservations are undone (in the store's script,
+// or here when a full store's held state refused what it let through). The
+// caller returns b.err when it is ErrOverloaded.
+func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, solved bool) (plan, batch, Verdict) {
+	p := e.checkPlan(s, device, id, solved)
+	gates := p.gates(s.flow)
+	b := e.do(ctx, s.flow, p.ops, &reservation{gates, solved})
+	if errors.Is(b.err, ErrOverloaded) {
+		return p, b, Verdict{}
+	}
+	v := e.combine(s.flow, &p, b, solved)
+	if v.Action != Proceed && b.res != nil && !b.undone {
+		e.refund(ctx, &p, gates, b)
+	}
+	return p, b, v
 }
 
 // Report settles an attempt and returns the verdict for the next attempt of

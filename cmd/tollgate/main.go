@@ -2,6 +2,7 @@
 //
 //	tollgate [serve] [-config FILE]    run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
+//	tollgate replay -config FILE LOG...  replay recorded logins through policies
 //	tollgate validate-config [-print] FILE  check a config file without starting
 //	tollgate version                   print the version
 //	tollgate bench [flags] URL [URL...]  load running services over HTTP
@@ -48,6 +49,9 @@ func main() {
 const usage = `usage:
   tollgate [serve] [-config FILE]    run the service (the default)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
+  tollgate replay -config FILE [-config FILE...] LOG...
+                                     whom would each policy have slowed, and
+                                     what stopped, in recorded logins (replay -h)
   tollgate validate-config [-print] FILE
                                      check a config file without starting
   tollgate version                   print the version
@@ -83,6 +87,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return serveCmd(ctx, args, stderr, getenv)
 	case "simulate":
 		return simulate.Main(args, stdout, stderr)
+	case "replay":
+		return replayCmd(ctx, args, stdout, stderr)
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
 	case "bench":

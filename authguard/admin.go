@@ -90,7 +90,7 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 		return Explanation{}, ErrStoreNotAnswering
 	}
 	x := Explanation{Flow: f.Name, Verdict: e.combine(f, &p, batch{res: res, src: SourceStore}, false)}
-	if v, ok := s.match.verdict(f.Kind, e.now(), false); ok {
+	if v, ok := s.match.verdict(f.Kind, e.now, false); ok {
 		x.Verdict = v
 	}
 	if refused != "" {

@@ -699,7 +699,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	id := randomID()
 
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
-	computed, refused := s.match.verdict(Attempts, e.now(), req.CaptchaSolved)
+	computed, refused := s.match.verdict(Attempts, e.now, req.CaptchaSolved)
 	if !refused {
 		if p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
@@ -764,7 +764,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	computed, b := Verdict{}, batch{src: SourceNone}
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
-	} else if v, refused := s.match.verdict(Sends, e.now(), req.CaptchaSolved); refused {
+	} else if v, refused := s.match.verdict(Sends, e.now, req.CaptchaSolved); refused {
 		computed = v
 	} else if _, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
 		return Verdict{}, b.err
@@ -853,7 +853,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		}
 		computed = e.combine(s.flow, &p, b, false)
 	}
-	if v, refused := s.match.verdict(Attempts, e.now(), false); refused {
+	if v, refused := s.match.verdict(Attempts, e.now, false); refused {
 		computed = v // the next attempt's verdict
 	}
 	answer := computed

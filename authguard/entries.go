@@ -570,7 +570,8 @@ func (e *Engine) matchDestination(m *entryMatch, set *entrySet, tenant, flow, e1
 
 // verdict is the answer a refusing entry gives, or false when none
 // refuses (or a solved CAPTCHA passes a captcha entry).
-func (m *entryMatch) verdict(kind Kind, now time.Time, captchaSolved bool) (Verdict, bool) {
+// now is read only when an entry refuses.
+func (m *entryMatch) verdict(kind Kind, now func() time.Time, captchaSolved bool) (Verdict, bool) {
 	switch {
 	case m.refuse == nil:
 		return Verdict{}, false
@@ -582,7 +583,7 @@ func (m *entryMatch) verdict(kind Kind, now time.Time, captchaSolved bool) (Verd
 	case kind == Sends:
 		return Verdict{Action: Deny, Reasons: []Reason{ReasonBlocked}}, true
 	}
-	wait := m.refuse.Expires.Sub(now)
+	wait := m.refuse.Expires.Sub(now())
 	wait = max(wait.Round(time.Millisecond), time.Millisecond)
 	return Verdict{Action: Delay, Delay: wait, Reasons: []Reason{ReasonBlocked}}, true
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/tollgate-auth/tollgate/internal/cliargs"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/replay"
 )
@@ -61,23 +62,12 @@ func replayCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	svgFile := fs.String("svg", "", "write an SVG chart to FILE")
 
 	// Flags may follow the logs, as for simulate.
-	var paths []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			paths = append(paths, rest...)
-			break
-		}
-		paths, args = append(paths, rest[0]), rest[1:]
+	paths, err := cliargs.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2 // the flag package has said why
 	}
 	if len(paths) == 0 {
 		fmt.Fprint(stderr, "tollgate replay: no log given\n\n"+replayUsage)

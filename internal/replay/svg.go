@@ -2,10 +2,11 @@ package replay
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"math"
 	"strings"
+
+	"github.com/tollgate-auth/tollgate/internal/svgplot"
 )
 
 // palette is the Okabe–Ito palette (as the simulator's charts use), which
@@ -30,9 +31,9 @@ func SVG(r *Report) []byte {
 	w(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif">`+"\n",
 		svgWidth, svgHeight, svgWidth, svgHeight)
-	w(`<title>%s</title>`+"\n", esc(title))
+	w(`<title>%s</title>`+"\n", svgplot.Esc(title))
 	w(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
-	w(`<text x="80" y="34" font-size="18" font-weight="bold" fill="#222">%s</text>`+"\n", esc(title))
+	w(`<text x="80" y="34" font-size="18" font-weight="bold" fill="#222">%s</text>`+"\n", svgplot.Esc(title))
 	w(`<text x="80" y="56" font-size="13" fill="#666">%d attempts, %d by real users</text>`+"\n", r.Attempts, r.RealAttempts)
 
 	type bar struct {
@@ -57,17 +58,17 @@ func SVG(r *Report) []byte {
 		for _, br := range bars {
 			maxV = max(maxV, br.v)
 		}
-		step := niceStep(maxV / 5)
+		step := svgplot.NiceStep(maxV / 5)
 		top := math.Ceil(maxV/step) * step
 		y := func(v float64) float64 { return panelBot - v/top*(panelBot-panelTop) }
 		right := left + panelWidth
-		w(`<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#222">%s</text>`+"\n", left, panelTop-16, esc(heading))
+		w(`<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#222">%s</text>`+"\n", left, panelTop-16, svgplot.Esc(heading))
 		w(`<g font-size="12" fill="#444">` + "\n")
 		for v := 0.0; v <= top+step/2; v += step {
 			yy := y(v)
 			w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", left, yy, right, yy)
 			w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", left-5, yy, left, yy)
-			w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, yy+4, formatTick(v))
+			w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, yy+4, svgplot.FormatTick(v))
 		}
 		w("</g>\n")
 		w(`<path d="M%d %dV%dH%d" fill="none" stroke="#444"/>`+"\n", left, panelTop, panelBot, right)
@@ -80,41 +81,13 @@ func SVG(r *Report) []byte {
 			x := float64(left) + slot*float64(i) + (slot-width)/2
 			yy := y(br.v)
 			w(`<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="%s"><title>%s: %s</title></rect>`+"\n",
-				x, yy, width, panelBot-yy, br.color, esc(br.name), esc(br.label))
-			w(`<text x="%.1f" y="%.1f" font-size="12" fill="#222" text-anchor="middle">%s</text>`+"\n", x+width/2, yy-6, esc(br.label))
-			w(`<text x="%.1f" y="%d" font-size="12" fill="#222" text-anchor="middle">%s</text>`+"\n", x+width/2, panelBot+20, esc(br.name))
+				x, yy, width, panelBot-yy, br.color, svgplot.Esc(br.name), svgplot.Esc(br.label))
+			w(`<text x="%.1f" y="%.1f" font-size="12" fill="#222" text-anchor="middle">%s</text>`+"\n", x+width/2, yy-6, svgplot.Esc(br.label))
+			w(`<text x="%.1f" y="%d" font-size="12" fill="#222" text-anchor="middle">%s</text>`+"\n", x+width/2, panelBot+20, svgplot.Esc(br.name))
 		}
 	}
 	panel(80, "real users' delay, seconds", delays)
 	panel(80+panelWidth+100, "attempts by others stopped", stopped)
 	w("</svg>\n")
 	return b.Bytes()
-}
-
-// esc escapes s for XML text and attribute values.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
-	return b.String()
-}
-
-// niceStep rounds raw up to 1, 2 or 5 times a power of ten, at least 1.
-func niceStep(raw float64) float64 {
-	if raw <= 1 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func formatTick(v float64) string {
-	if v >= 10000 {
-		return fmt.Sprintf("%.0fk", v/1000)
-	}
-	return fmt.Sprintf("%.0f", v)
 }

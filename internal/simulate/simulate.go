@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 
+	"github.com/tollgate-auth/tollgate/internal/cliargs"
 	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
@@ -37,23 +38,12 @@ func Main(args []string, stdout, stderr io.Writer) int {
 
 	// Flags may follow the scenarios: parse, take one positional word, and
 	// parse again until nothing is left. After "--" every word is a path.
-	var paths []string
-	for {
-		if err := fs.Parse(args); err != nil {
-			if errors.Is(err, flag.ErrHelp) {
-				return 0
-			}
-			return 2 // the flag package has said why
-		}
-		rest := fs.Args()
-		if len(rest) == 0 {
-			break
-		}
-		if consumed := len(args) - len(rest); consumed > 0 && args[consumed-1] == "--" {
-			paths = append(paths, rest...)
-			break
-		}
-		paths, args = append(paths, rest[0]), rest[1:]
+	paths, err := cliargs.Parse(fs, args)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		return 2 // the flag package has said why
 	}
 	if len(paths) == 0 {
 		fmt.Fprint(stderr, "tollgate simulate: no scenario given\n\n"+usage)

@@ -2,13 +2,13 @@ package simulate
 
 import (
 	"bytes"
-	"encoding/xml"
 	"fmt"
 	"math"
 	"strings"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/svgplot"
 )
 
 // palette is the Okabe–Ito palette, which stays apart for colour-blind
@@ -33,7 +33,7 @@ func SVG(r *Result) []byte {
 	for _, a := range r.Actors {
 		maxN = max(maxN, a.Proceeded)
 	}
-	yStep := niceStep(float64(maxN) / 5)
+	yStep := svgplot.NiceStep(float64(maxN) / 5)
 	yTop := math.Ceil(float64(maxN)/yStep) * yStep
 	span := r.duration
 	if span <= 0 {
@@ -49,9 +49,9 @@ func SVG(r *Result) []byte {
 	w(`<?xml version="1.0" encoding="UTF-8"?>` + "\n")
 	w(`<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="Helvetica, Arial, sans-serif">`+"\n",
 		svgWidth, svgHeight, svgWidth, svgHeight)
-	w(`<title>%s</title>`+"\n", esc(r.Scenario))
+	w(`<title>%s</title>`+"\n", svgplot.Esc(r.Scenario))
 	w(`<rect width="100%%" height="100%%" fill="#ffffff"/>` + "\n")
-	w(`<text x="%d" y="34" font-size="18" font-weight="bold" fill="#222">%s</text>`+"\n", plotLeft, esc(r.Scenario))
+	w(`<text x="%d" y="34" font-size="18" font-weight="bold" fill="#222">%s</text>`+"\n", plotLeft, svgplot.Esc(r.Scenario))
 
 	// Grid, ticks and tick labels.
 	w(`<g font-size="12" fill="#444">` + "\n")
@@ -59,7 +59,7 @@ func SVG(r *Result) []byte {
 		yy := y(v)
 		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", plotLeft, yy, plotRight, yy)
 		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", plotLeft-5, yy, plotLeft, yy)
-		w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-8, yy+4, formatTick(v))
+		w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-8, yy+4, svgplot.FormatTick(v))
 	}
 	xStep := niceTimeStep(span)
 	for d := time.Duration(0); d <= span; d += xStep {
@@ -94,44 +94,16 @@ func SVG(r *Result) []byte {
 		}
 		fmt.Fprintf(&d, "H%.1f", x(span))
 		w(`<path d="%s" fill="none" stroke="%s" stroke-width="2.2" stroke-linejoin="round"><title>%s</title></path>`+"\n",
-			d.String(), color, esc(a.Name))
+			d.String(), color, svgplot.Esc(a.Name))
 
 		// Legend entry.
 		ly := plotTop + 12 + i*24
 		w(`<line x1="%d" y1="%d" x2="%d" y2="%d" stroke="%s" stroke-width="3"/>`+"\n", plotRight+20, ly, plotRight+44, ly, color)
 		w(`<text x="%d" y="%d" font-size="13" fill="#222">%s <tspan fill="#666">(%d)</tspan></text>`+"\n",
-			plotRight+52, ly+4, esc(a.Name), a.Proceeded)
+			plotRight+52, ly+4, svgplot.Esc(a.Name), a.Proceeded)
 	}
 	w("</svg>\n")
 	return b.Bytes()
-}
-
-// esc escapes s for XML text and attribute values.
-func esc(s string) string {
-	var b strings.Builder
-	_ = xml.EscapeText(&b, []byte(s))
-	return b.String()
-}
-
-// niceStep rounds raw up to 1, 2 or 5 times a power of ten, at least 1.
-func niceStep(raw float64) float64 {
-	if raw <= 1 {
-		return 1
-	}
-	p := math.Pow(10, math.Floor(math.Log10(raw)))
-	for _, m := range []float64{1, 2, 5, 10} {
-		if m*p >= raw {
-			return m * p
-		}
-	}
-	return 10 * p
-}
-
-func formatTick(v float64) string {
-	if v >= 10000 {
-		return fmt.Sprintf("%.0fk", v/1000)
-	}
-	return fmt.Sprintf("%.0f", v)
 }
 
 // niceTimeStep picks a round tick interval giving at most 12 ticks over span.

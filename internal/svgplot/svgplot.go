@@ -1,0 +1,40 @@
+// Package svgplot holds the small helpers the simulator's and the replay's
+// SVG charts share: XML escaping and round axis ticks.
+package svgplot
+
+import (
+	"encoding/xml"
+	"fmt"
+	"math"
+	"strings"
+)
+
+// Esc escapes s for XML text and attribute values.
+func Esc(s string) string {
+	var b strings.Builder
+	_ = xml.EscapeText(&b, []byte(s))
+	return b.String()
+}
+
+// NiceStep rounds raw up to 1, 2 or 5 times a power of ten, at least 1.
+func NiceStep(raw float64) float64 {
+	if raw <= 1 {
+		return 1
+	}
+	p := math.Pow(10, math.Floor(math.Log10(raw)))
+	for _, m := range []float64{1, 2, 5, 10} {
+		if m*p >= raw {
+			return m * p
+		}
+	}
+	return 10 * p
+}
+
+// FormatTick writes an axis value: whole numbers, thousands as "12k" from
+// 10,000 on.
+func FormatTick(v float64) string {
+	if v >= 10000 {
+		return fmt.Sprintf("%.0fk", v/1000)
+	}
+	return fmt.Sprintf("%.0f", v)
+}

@@ -115,8 +115,8 @@ func TestEntries_LongestPrefixWins(t *testing.T) {
 	}
 }
 
-// TestEntries_6to4CannotEscapeABlockedIPv4: the 6to4 and Teredo forms of a
-// blocked IPv4 address are blocked too; an allowed IPv4's 6to4 form is not
+// TestEntries_6to4CannotEscapeABlockedIPv4: the 6to4, Teredo and
+// IPv4-mapped forms of a blocked IPv4 address are blocked too; an allowed IPv4's 6to4 form is not
 // allowed, since anyone on IPv6 can send from it.
 func TestEntries_6to4CannotEscapeABlockedIPv4(t *testing.T) {
 	h := newHarness(t, "")
@@ -126,6 +126,7 @@ func TestEntries_6to4CannotEscapeABlockedIPv4(t *testing.T) {
 	for _, ip := range []string{
 		"2002:c633:6407::1",                    // 6to4 of 198.51.100.7
 		"2001:0:4136:e378:8000:63bf:39cc:9bf8", // Teredo of 198.51.100.7 (the client's bits inverted)
+		"::ffff:198.51.100.7",                  // IPv4-mapped
 	} {
 		v := h.check(authguard.CheckRequest{Account: "a", IP: ip})
 		if got := fmt.Sprint(v.Action, " ", v.Reasons); got != "delay [blocked]" {

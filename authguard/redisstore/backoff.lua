@@ -15,25 +15,30 @@
 -- A step that changes nothing (a refused charge, a peek) writes nothing, so
 -- it costs no write and still answers while Redis is out of memory.
 if redis.replicate_commands then redis.replicate_commands() end
-local key, action = KEYS[1], ARGV[1]
-local free, base, factor = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV[4])
-local maxd, forget, fp, window = tonumber(ARGV[5]), tonumber(ARGV[6]), ARGV[7], tonumber(ARGV[8])
-local now
-if ARGV[9] ~= "" then
-  now = tonumber(ARGV[9])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local expire = ARGV[10] == "1"
-local attempt = ARGV[11]
-
+local key, A, o = KEYS[1], ARGV, 0
+--- op body: check.lua runs what follows as op_b(key, A, o, nargs), its arguments A[o + 1 ...]
+local action = A[o + 1]
 if action == "clear" then
   redis.call('DEL', key)
   return {0, 0, 0, 0}
 end
+local free, base, factor = tonumber(A[o + 2]), tonumber(A[o + 3]), tonumber(A[o + 4])
+local maxd, forget, fp, window = tonumber(A[o + 5]), tonumber(A[o + 6]), A[o + 7], tonumber(A[o + 8])
+local now = A[o + 9]
+if now ~= "" then
+  now = tonumber(now)
+else
+  local t = redis.call('TIME')
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local expire = A[o + 10] == "1"
+local attempt = A[o + 11]
 
-local n, last, prev, seen, pending = 0, 0, 0, {}, {}
+-- The state, current: failures forgotten after the quiet period, and the
+-- fingerprints (sf, their times st) still within window. No closures and
+-- few tables: in Lua 5.1 each costs more than the arithmetic here.
+local n, last, prev = 0, 0, 0
+local sf, st, pending = {}, {}, {}
 local raw = redis.pcall('GET', key)
 if type(raw) == "table" and raw.err then
   -- A counter written before the string format, as a hash {n, l, p, s, a}:
@@ -44,79 +49,35 @@ end
 if raw then
   local sn, sl, sp, ss, sa = string.match(raw, "^(%d+)|(%d+)|(%d+)|([^|]*)|([^|]*)$")
   n, last, prev = tonumber(sn), tonumber(sl), tonumber(sp)
-  for f, at in string.gmatch(ss, "([^,:]+):(%d+)") do
-    seen[#seen + 1] = {f, tonumber(at)}
-  end
-  for a in string.gmatch(sa, "[^,]+") do pending[#pending + 1] = a end
-end
-
--- Current: forget after the quiet period; drop fingerprints older than window.
-if n > 0 and now - last >= forget then
-  n, last, prev, pending = 0, 0, 0, {}
-end
-local kept = {}
-for _, s in ipairs(seen) do
-  if now - s[2] < window then kept[#kept + 1] = s end
-end
-seen = kept
-
-local function delay(failures)
-  if failures < free then return 0 end
-  local d, i = base, free
-  if factor > 1 then
-    while i < failures and d < maxd do
-      d = d * factor
-      i = i + 1
+  if ss ~= "" then
+    for f, at in string.gmatch(ss, "([^,:]+):(%d+)") do
+      at = tonumber(at)
+      if now - at < window then
+        sf[#sf + 1], st[#st + 1] = f, at
+      end
     end
   end
-  if d > maxd then d = maxd end
-  return math.floor(d)
-end
-
-local function wait()
-  if n == 0 then return 0 end
-  local w = last + delay(n) - now
-  if w > 0 then return w end
-  return 0
-end
-
-local function has(f)
-  for _, s in ipairs(seen) do
-    if s[1] == f then return true end
+  if sa ~= "" then
+    for x in string.gmatch(sa, "[^,]+") do pending[#pending + 1] = x end
   end
-  return false
-end
-
-local function remember(f)
-  if f == "" then return end
-  local out = {}
-  for _, s in ipairs(seen) do
-    if s[1] ~= f then out[#out + 1] = s end
-  end
-  out[#out + 1] = {f, now}
-  while #out > 8 do table.remove(out, 1) end -- backoff.MaxSeen
-  seen = out
-end
-
-local function refund()
-  if n > 0 then
-    n, last = n - 1, prev
-    if n == 0 then last, prev, pending = 0, 0, {} end
+  if n > 0 and now - last >= forget then
+    n, last, prev, pending = 0, 0, 0, {}
   end
 end
 
--- Hold: remember attempt as pending (backoff.MaxPending = 8 at most).
-local function hold(a)
-  if a == "" then return end
-  pending[#pending + 1] = a
-  while #pending > 8 do table.remove(pending, 1) end
+-- known: fp is a fingerprint already paid for within the window.
+local known = false
+if fp ~= "" then
+  for i = 1, #sf do
+    if sf[i] == fp then known = true break end
+  end
 end
 
--- Release: take attempt off the pending list; true when it was there.
-local function release(a)
-  if a == "" then return false end
-  for i, x in ipairs(pending) do
-    if x == a then
+-- released: attempt was pending and is taken off the list (Release).
+local function release()
+  if attempt == "" then return false end
+  for i = 1, #pending do
+    if pending[i] == attempt then
       table.remove(pending, i)
       return true
     end
@@ -124,49 +85,96 @@ local function release(a)
   return false
 end
 
-local charged, w = 0, 0
-if action == "peek" then
-  return {0, wait(), 0, n}
+local charged, remember = 0, false
+if action == "charge" then
+  if not known then
+    charged = 1
+  end
+elseif action == "peek" then
 elseif action == "succeed" then
-  if release(attempt) then refund() end
-  w = wait()
-elseif action == "charge" then
-  w = wait()
-  if w > 0 or (fp ~= "" and has(fp)) then
-    return {0, w, 0, n} -- refused, or a paid-for password: nothing changes
+  if release() and n > 0 then
+    n, last = n - 1, prev
+    if n == 0 then last, prev, pending = 0, 0, {} end
   end
-  n, prev, last, charged = n + 1, last, now, 1
-  hold(attempt)
 elseif action == "refund" then
-  if attempt == "" or release(attempt) then refund() end
-  w = wait()
-elseif action == "confirm" then
-  release(attempt)
-  remember(fp)
-  w = wait()
-elseif action == "fail" then
-  if not (fp ~= "" and has(fp)) then
-    n, prev, last, charged = n + 1, last, now, 1
-    remember(fp)
+  if (attempt == "" or release()) and n > 0 then
+    n, last = n - 1, prev
+    if n == 0 then last, prev, pending = 0, 0, {} end
   end
-  w = wait()
+elseif action == "confirm" then
+  release()
+  remember = fp ~= ""
+elseif action == "fail" then
+  if not known then
+    n, prev, last, charged = n + 1, last, now, 1
+    remember = fp ~= ""
+  end
 else
   return redis.error_reply("backoff.lua: unknown action " .. action)
+end
+
+-- w: the wait before the next attempt (for a charge, before this one).
+local w = 0
+if n > 0 then
+  local d = 0
+  if n >= free then
+    local i = free
+    d = base
+    if factor > 1 then
+      while i < n and d < maxd do
+        d = d * factor
+        i = i + 1
+      end
+    end
+    if d > maxd then d = maxd end
+    d = math.floor(d)
+  end
+  w = last + d - now
+  if w < 0 then w = 0 end
+end
+if action == "peek" then return {0, w, 0, n} end
+if action == "charge" then
+  if w > 0 or known then
+    return {0, w, 0, n} -- refused, or a paid-for password: nothing changes
+  end
+  n, prev, last = n + 1, last, now
+  -- Hold: remember the attempt as pending (backoff.MaxPending = 8 at most).
+  if attempt ~= "" then
+    pending[#pending + 1] = attempt
+    while #pending > 8 do table.remove(pending, 1) end
+  end
+end
+if remember then
+  -- fp goes last, with the time now; at most backoff.MaxSeen = 8 are kept.
+  local nf, nt = {}, {}
+  for i = 1, #sf do
+    if sf[i] ~= fp then nf[#nf + 1], nt[#nt + 1] = sf[i], st[i] end
+  end
+  nf[#nf + 1], nt[#nt + 1] = fp, now
+  while #nf > 8 do
+    table.remove(nf, 1)
+    table.remove(nt, 1)
+  end
+  sf, st = nf, nt
 end
 
 -- TTL: until the counter is forgotten and every fingerprint has aged out.
 local untl = 0
 if n > 0 then untl = last + forget end
-for _, s in ipairs(seen) do
-  if s[2] + window > untl then untl = s[2] + window end
+for i = 1, #st do
+  if st[i] + window > untl then untl = st[i] + window end
 end
 local ttl = untl - now
 if ttl <= 0 then
   redis.call('DEL', key)
 else
-  local parts = {}
-  for i, s in ipairs(seen) do parts[i] = s[1] .. ":" .. string.format("%d", s[2]) end
-  local v = string.format("%d|%d|%d|", n, last, prev) .. table.concat(parts, ",") .. "|" .. table.concat(pending, ",")
+  local seen = ""
+  if #sf > 0 then
+    local parts = {}
+    for i = 1, #sf do parts[i] = sf[i] .. ":" .. string.format("%d", st[i]) end
+    seen = table.concat(parts, ",")
+  end
+  local v = string.format("%d|%d|%d|", n, last, prev) .. seen .. "|" .. table.concat(pending, ",")
   if expire then
     redis.call('SET', key, v, 'PX', string.format("%d", ttl))
   else

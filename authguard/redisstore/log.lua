@@ -12,50 +12,62 @@
 -- an entry at now, so a write sets the expiry to the longest window, and a
 -- removal leaves an expiry that is still long enough.
 if redis.replicate_commands then redis.replicate_commands() end
-local key, action, member, bypass = KEYS[1], ARGV[1], ARGV[2], ARGV[3] == "1"
-local now
-if ARGV[4] ~= "" then
-  now = tonumber(ARGV[4])
+local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
+--- op body: check.lua runs what follows as op_l(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
+local action, member, bypass = A[o + 1], A[o + 2], A[o + 3] == "1"
+if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" then
+  return redis.error_reply("log.lua: unknown action " .. action)
+end
+local now = A[o + 4]
+if now ~= "" then
+  now = tonumber(now)
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local expire = ARGV[5] == "1"
-local windows, longest, cap = {}, 0, 0
-for i = 6, #ARGV, 2 do
-  local len, limit = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-  windows[#windows + 1] = {len, limit}
+local expire = A[o + 5] == "1"
+local wl, wn, nw, longest, cap = {}, {}, 0, 0, 0
+for i = o + 6, o + nargs, 2 do
+  local len, limit = tonumber(A[i]), tonumber(A[i + 1])
+  nw = nw + 1
+  wl[nw], wn[nw] = len, limit
   if len > longest then longest = len end
   if limit > cap then cap = limit end
 end
 cap = cap + 1
 
-local function ms(x) return string.format("%d", x) end
-
 -- Current: drop entries at or before the longest window's start.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', ms(now - longest))
+redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format("%d", now - longest))
 local card = redis.call('ZCARD', key)
 local cur = false
-if card > 0 then cur = redis.call('ZSCORE', key, member) end
-
--- over: would recording member now push a window past its limit?
-local function over()
-  for _, w in ipairs(windows) do
-    local cutoff = now - w[1]
-    local c = card
-    if w[1] < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. ms(cutoff), '+inf') end
-    if cur and tonumber(cur) > cutoff then c = c - 1 end
-    if c + 1 > w[2] then return true end
-  end
-  return false
+if card > 0 then
+  cur = redis.call('ZSCORE', key, member)
+  if cur then cur = tonumber(cur) end
 end
 
-local added, isover = 0, false
+if action == "remove" and cur then
+  redis.call('ZREM', key, member)
+  card, cur = card - 1, false
+end
+
+-- over: would recording member now push a window past its limit?
+local isover = false
+for i = 1, nw do
+  local cutoff = now - wl[i]
+  local c = card
+  if wl[i] < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. string.format("%d", cutoff), '+inf') end
+  if cur and cur > cutoff then c = c - 1 end
+  if c + 1 > wn[i] then
+    isover = true
+    break
+  end
+end
+
+local added = 0
 if action == "admit" or action == "add" then
-  isover = over()
   -- admit leaves an existing member as it is; add refreshes it
   if (action == "add" or not isover or bypass) and not (action == "admit" and cur) then
-    redis.call('ZADD', key, ms(now), member)
+    redis.call('ZADD', key, string.format("%d", now), member)
     if not cur then
       added, card = 1, card + 1
       if card > cap then
@@ -63,20 +75,10 @@ if action == "admit" or action == "add" then
         card = cap
       end
     end
-    if expire then redis.call('PEXPIRE', key, ms(longest)) end
+    if expire then redis.call('PEXPIRE', key, string.format("%d", longest)) end
   end
-elseif action == "remove" then
-  if cur then
-    redis.call('ZREM', key, member)
-    card, cur = card - 1, false
-  end
-  isover = over()
-elseif action == "peek" then
-  isover = over()
-else
-  return redis.error_reply("log.lua: unknown action " .. action)
 end
 
-local o = 0
-if isover then o = 1 end
-return {added, 0, o, card}
+local ov = 0
+if isover then ov = 1 end
+return {added, 0, ov, card}

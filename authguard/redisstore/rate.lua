@@ -17,17 +17,19 @@
 -- A refused take, a peek and a refund that gives back nothing write nothing;
 -- a refund that leaves nothing deletes the key.
 if redis.replicate_commands then redis.replicate_commands() end
-local key, alg, action = KEYS[1], ARGV[1], ARGV[2]
-local w, interval = tonumber(ARGV[3]), tonumber(ARGV[4])
-local limit, cost = tonumber(ARGV[5]), tonumber(ARGV[6])
+local key, A, o = KEYS[1], ARGV, 0
+--- op body: check.lua runs what follows as op_r(key, A, o, nargs), its arguments A[o + 1 ...]
+local alg, action = A[o + 1], A[o + 2]
+local w, interval = tonumber(A[o + 3]), tonumber(A[o + 4])
+local limit, cost = tonumber(A[o + 5]), tonumber(A[o + 6])
 local now
-if ARGV[7] ~= "" then
-  now = tonumber(ARGV[7])
+if A[o + 7] ~= "" then
+  now = tonumber(A[o + 7])
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 end
-local expire = ARGV[8] == "1"
+local expire = A[o + 8] == "1"
 local raw = redis.call('GET', key)
 
 local function fmt(x) return string.format("%d", x) end
@@ -198,8 +200,8 @@ elseif alg == "token_bucket" or alg == "leaky_bucket" then
   end
 
 elseif alg == "conversion" then
-  -- limits.Conversion: limit is MinVolume, ARGV[9] MinPercent
-  local minPercent = tonumber(ARGV[9])
+  -- limits.Conversion: limit is MinVolume, A[o + 9] MinPercent
+  local minPercent = tonumber(A[o + 9])
   local start, ps, cs, pv, cv = 0, 0, 0, 0, 0
   if raw then
     local a, b, c, d, e = string.match(raw, "^(%-?%d+):(%d+):(%d+):(%d+):(%d+)$")

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,14 +34,29 @@ var (
 	//go:embed check.lua
 	checkLua string
 	// checkScript runs a whole check batch on one node: the three op
-	// scripts as functions of their own, then check.lua's dispatch and gates.
-	checkScript = redis.NewScript("local function op_b(KEYS, ARGV)\n" + backoffLua + "\nend\n" +
-		"local function op_l(KEYS, ARGV)\n" + logLua + "\nend\n" +
-		"local function op_r(KEYS, ARGV)\n" + rateLua + "\nend\n" + checkLua)
+	// scripts' bodies as functions of their own, then check.lua's dispatch
+	// and gates.
+	checkScript = redis.NewScript("if redis.replicate_commands then redis.replicate_commands() end\n" +
+		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua) + checkLua)
 
 	// scripts are all the scripts, for Preload.
 	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript, entriesScript}
 )
+
+// opBody marks where an op script's body starts: above it the script reads
+// its key and arguments as a script (KEYS[1], ARGV from 0); below, the body
+// reads them as key, A[o + i] and nargs, which check.lua passes.
+const opBody = "\n--- op body"
+
+// opFunction is an op script's body as a Lua function of (key, A, o,
+// nargs), for check.lua.
+func opFunction(name, script string) string {
+	_, body, ok := strings.Cut(script, opBody)
+	if !ok {
+		panic("redisstore: " + name + "'s script has no op body marker")
+	}
+	return "local function " + name + "(key, A, o, nargs)\n--" + body + "\nend\n"
+}
 
 // Config configures a Store.
 type Config struct {

@@ -361,10 +361,24 @@ func (r *reference) do(op authguard.Op, now time.Time) authguard.Result {
 // RandomOps returns n random operations over a few keys of each kind, for
 // property tests that compare stores.
 func RandomOps(rng *rand.Rand, n int) []authguard.Op {
+	return randomOps(rng, n, false)
+}
+
+// randomOps is RandomOps; wide draws from more members, fingerprints and
+// attempts than a log, a counter's seen list (backoff.MaxSeen) and its
+// pending list (backoff.MaxPending) hold, so their caps are reached too.
+func randomOps(rng *rand.Rand, n int, wide bool) []authguard.Op {
 	ops := make([]authguard.Op, n)
 	members := []string{"a", "b", "c", "d", "e"}
 	fps := []string{"", "", "F1", "F2", "F3"}
 	attempts := []string{"", "A1", "A2", "A3", "A4"}
+	if wide {
+		members = append(members, "f", "g", "h")
+		for i := 4; i <= 11; i++ {
+			fps = append(fps, fmt.Sprint("F", i))
+			attempts = append(attempts, fmt.Sprint("A", i+1))
+		}
+	}
 	for i := range ops {
 		key := fmt.Sprint(rng.IntN(3))
 		if rng.IntN(40) == 0 { // a reset of any key
@@ -423,16 +437,37 @@ func RandomStep(rng *rand.Rand) time.Duration {
 	}
 }
 
+// boundaryStep moves the clock in whole half-seconds, so that it lands
+// exactly where a window, a delay or a forget period of the suite's
+// policies ends (each is a whole number of seconds) as often as near it.
+func boundaryStep(rng *rand.Rand) time.Duration {
+	switch rng.IntN(10) {
+	case 0, 1, 2:
+		return 0
+	case 3:
+		return time.Millisecond
+	case 9:
+		return time.Duration(1+rng.IntN(6)) * 10 * time.Second
+	default:
+		return time.Duration(1+rng.IntN(10)) * time.Second
+	}
+}
+
 func testRandom(t *testing.T, newStore NewStore) {
-	const seqs, length = 20, 200
+	t.Run("AnyTime", func(t *testing.T) { testRandomWith(t, newStore, RandomStep, false) })
+	t.Run("AtBoundariesPastCaps", func(t *testing.T) { testRandomWith(t, newStore, boundaryStep, true) })
+}
+
+func testRandomWith(t *testing.T, newStore NewStore, next func(*rand.Rand) time.Duration, wide bool) {
+	const seqs, length = 20, 300
 	for seq := range seqs {
 		rng := rand.New(rand.NewPCG(uint64(seq), 42))
 		clock := testclock.New(time.Time{})
 		s := newStore(t, clock)
 		ref := &reference{state: map[string]any{}, expires: map[string]time.Time{}}
 		for i := 0; i < length; {
-			clock.Advance(RandomStep(rng))
-			batch := RandomOps(rng, 1+rng.IntN(4))
+			clock.Advance(next(rng))
+			batch := randomOps(rng, 1+rng.IntN(4), wide)
 			i += len(batch)
 			got, err := s.Do(context.Background(), batch)
 			if err != nil {

@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Redis's own CPU per call (usec_per_call of EVALSHA in INFO commandstats) of
+# the login check script, for two versions side by side in interleaved
+# rounds, next to the reference issue 9 sets: one token-bucket take.
+#
+#   scripts/bench-scripts.sh [-rounds N] [-n CALLS] [BASE_REV]
+#
+# BASE_REV (default HEAD) is compared with the working tree. Each round
+# flushes Redis and sends every case N times with redis-benchmark (20
+# clients, no pipelining):
+#   fresh  a login check on an account, an IPv4 address and attempts never
+#          seen before (every op writes; four keys are created), with one
+#          password fingerprint shared by every call (its log stays full);
+#   hot    the same on one account held in backoff (every check refused);
+#   bucket one token-bucket take (rate.lua) on one key: the reference.
+# Prints the median of the rounds per case and the ratios. Bounded: fixed
+# call counts; the redis-server it starts listens on loopback and is stopped
+# by PID at exit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=5 n=50000
+while [ $# -gt 0 ]; do
+  case $1 in
+    -rounds) rounds=$2; shift 2 ;;
+    -n) n=$2; shift 2 ;;
+    *) break ;;
+  esac
+done
+base=${1:-HEAD}
+./scripts/ensure-redis.sh
+dir=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+redis-server --port "$port" --bind 127.0.0.1 --save "" --appendonly no --dir "$dir" --daemonize no --loglevel warning >/dev/null &
+pid=$!
+trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
+for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
+
+# checkScript as redisstore builds it (opFunction): each op script's body
+# below its "--- op body" line as a function, then check.lua. Versions before
+# that marker wrapped the whole scripts as functions of (KEYS, ARGV).
+assemble() { # REV|"" -> the check script on stdout
+  local rev=$1 f
+  show() { if [ -n "$rev" ]; then git show "$rev:authguard/redisstore/$1"; else cat "authguard/redisstore/$1"; fi; }
+  if show backoff.lua | grep -q '^--- op body'; then
+    echo 'if redis.replicate_commands then redis.replicate_commands() end'
+    for f in b:backoff l:log r:rate; do
+      echo "local function op_${f%%:*}(key, A, o, nargs)"
+      show "${f#*:}.lua" | sed -n '/^--- op body/,$p' | sed '1s/^/--/'
+      echo end
+    done
+  else
+    for f in b:backoff l:log r:rate; do
+      echo "local function op_${f%%:*}(KEYS, ARGV)"; show "${f#*:}.lua"; echo end
+    done
+  fi
+  show check.lua
+}
+assemble "$base" >"$dir/base.lua"
+assemble "" >"$dir/new.lua"
+
+cli() { redis-cli -p "$port" "$@"; }
+usec() { cli info commandstats | grep -i '^cmdstat_evalsha:' | sed 's/.*usec_per_call=\([0-9.]*\).*/\1/'; }
+bench() { # SCRIPT_FILE numkeys args... -> usec_per_call
+  local sha
+  sha=$(cli SCRIPT LOAD "$(cat "$1")"); shift
+  cli config resetstat >/dev/null
+  redis-benchmark -p "$port" -c 20 -n "$n" -r 100000000 -q EVALSHA "$sha" "$@" >/dev/null 2>&1
+  usec
+}
+acct=tg:default:login:acct ip=tg:default:login
+login_args() { # ACCOUNT_KEY -> the check script's keys and arguments for a fresh IPv4 login check
+  echo 5 "$1" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" \
+    0 b d refund 11 charge 5 1000 2 1800000 86400000 Q340A_zFfhBI_CjH4CTedQ 86400000 '""' 1 K8ROY8UuqqQBUAjrp2ubxQ__rand_int__ \
+    r d '""' 9 token_bucket take 0 50 200 1 '""' 1 0 \
+    l c remove 9 admit WzkejON2s3pl453__rand_int__ 0 '""' 1 3600000 10 86400000 20 \
+    l c remove 7 admit K8ROY8UuqqQBUAjr__rand_int__ 0 '""' 1 3600000 100 \
+    l c remove 9 admit WzkejON2s3pl453__rand_int__ 0 '""' 1 3600000 10 86400000 20
+}
+run_case() { # SCRIPT CASE
+  cli flushall >/dev/null
+  case $2 in
+    fresh) eval bench "$1" "$(login_args "$acct:__rand_int__zON2s3pl453nKFQP9g")" ;;
+    hot)
+      # ten failures just now: 32 s of delay, longer than a round
+      now=$(cli time | head -1)000
+      cli set "$acct:victim" "10|$now|$now||" px 600000 >/dev/null
+      eval bench "$1" "$(login_args "$acct:victim")" ;;
+    bucket) bench authguard/redisstore/rate.lua 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
+  esac
+}
+median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
+declare -A got
+for r in $(seq "$rounds"); do
+  for c in fresh hot; do
+    got[$c,base]+="$(run_case "$dir/base.lua" $c) "
+    got[$c,new]+="$(run_case "$dir/new.lua" $c) "
+  done
+  got[bucket]+="$(run_case "" bucket) "
+done
+b=$(echo "${got[bucket]}" | tr ' ' '\n' | grep . | median)
+echo "Redis CPU per EVALSHA (usec_per_call), median of $rounds rounds of $n calls; base $base, new = working tree"
+printf '%-8s %10s %10s %10s %12s\n' case base new new/base new/bucket
+for c in fresh hot; do
+  x=$(echo "${got[$c,base]}" | tr ' ' '\n' | grep . | median)
+  y=$(echo "${got[$c,new]}" | tr ' ' '\n' | grep . | median)
+  awk -v c=$c -v x="$x" -v y="$y" -v b="$b" 'BEGIN { printf "%-8s %10.2f %10.2f %9.2fx %11.1fx\n", c, x, y, y / x, y / b }'
+  echo "  rounds: base ${got[$c,base]}/ new ${got[$c,new]}"
+done
+printf '%-8s %10s %10.2f\n' bucket "" "$b"
+echo "  rounds: ${got[bucket]}"

@@ -12,7 +12,9 @@
 #          seen before (every op writes; four keys are created), with one
 #          password fingerprint shared by every call (its log stays full);
 #   hot    the same on one account held in backoff (every check refused);
-#   bucket one token-bucket take (rate.lua) on one key: the reference.
+#   bucket one token-bucket take (rate.lua) on one key: the reference;
+#   calls  the Redis commands a fresh check sends, with no Lua around them:
+#          what the key layout costs by itself, whatever the scripts do.
 # Prints the median of the rounds per case and the ratios. Bounded: fixed
 # call counts; the redis-server it starts listens on loopback and is stopped
 # by PID at exit.
@@ -35,28 +37,32 @@ pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-# checkScript as redisstore builds it (opFunction): each op script's body
-# below its "--- op body" line as a function, then check.lua. Versions before
-# that marker wrapped the whole scripts as functions of (KEYS, ARGV).
-assemble() { # REV|"" -> the check script on stdout
-  local rev=$1 f
-  show() { if [ -n "$rev" ]; then git show "$rev:authguard/redisstore/$1"; else cat "authguard/redisstore/$1"; fi; }
-  if show backoff.lua | grep -q '^--- op body'; then
-    echo 'if redis.replicate_commands then redis.replicate_commands() end'
-    for f in b:backoff l:log r:rate; do
-      echo "local function op_${f%%:*}(key, A, o, nargs)"
-      show "${f#*:}.lua" | sed -n '/^--- op body/,$p' | sed '1s/^/--/'
-      echo end
-    done
-  else
-    for f in b:backoff l:log r:rate; do
-      echo "local function op_${f%%:*}(KEYS, ARGV)"; show "${f#*:}.lua"; echo end
-    done
-  fi
-  show check.lua
-}
+. scripts/check-script.sh
 assemble "$base" >"$dir/base.lua"
 assemble "" >"$dir/new.lua"
+
+# The 20 commands of a fresh check (MONITOR shows them), nothing else.
+cat >"$dir/calls.lua" <<'LUA'
+redis.call('TIME')
+redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "PX", "86400000")
+redis.call('GET', KEYS[2])
+redis.call('SET', KEYS[2], "1796134374102", "PX", "50")
+for i = 3, 4 do
+  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '1796047974052')
+  redis.call('ZCARD', KEYS[i])
+  redis.call('ZADD', KEYS[i], '1796134374052', ARGV[i - 2])
+  redis.call('PEXPIRE', KEYS[i], '86400000')
+end
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '1796047974052')
+redis.call('ZCARD', KEYS[5])
+redis.call('ZSCORE', KEYS[5], ARGV[1])
+redis.call('ZCOUNT', KEYS[5], '(1796130774052', '+inf')
+redis.call('ZADD', KEYS[5], '1796134374052', ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[5], 0, 0)
+redis.call('PEXPIRE', KEYS[5], '86400000')
+return 1
+LUA
 
 cli() { redis-cli -p "$port" "$@"; }
 usec() { cli info commandstats | grep -i '^cmdstat_evalsha:' | sed 's/.*usec_per_call=\([0-9.]*\).*/\1/'; }
@@ -86,6 +92,8 @@ run_case() { # SCRIPT CASE
       cli set "$acct:victim" "10|$now|$now||" px 600000 >/dev/null
       eval bench "$1" "$(login_args "$acct:victim")" ;;
     bucket) bench authguard/redisstore/rate.lua 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
+    calls) bench "$dir/calls.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" \
+      "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
   esac
 }
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -96,6 +104,7 @@ for r in $(seq "$rounds"); do
     got[$c,new]+="$(run_case "$dir/new.lua" $c) "
   done
   got[bucket]+="$(run_case "" bucket) "
+  got[calls]+="$(run_case "" calls) "
 done
 b=$(echo "${got[bucket]}" | tr ' ' '\n' | grep . | median)
 echo "Redis CPU per EVALSHA (usec_per_call), median of $rounds rounds of $n calls; base $base, new = working tree"
@@ -108,3 +117,6 @@ for c in fresh hot; do
 done
 printf '%-8s %10s %10.2f\n' bucket "" "$b"
 echo "  rounds: ${got[bucket]}"
+k=$(echo "${got[calls]}" | tr ' ' '\n' | grep . | median)
+awk -v k="$k" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", "calls", "", k, "", k / b }'
+echo "  rounds: ${got[calls]}"

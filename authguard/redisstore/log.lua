@@ -18,20 +18,21 @@ local action, member, bypass = A[o + 1], A[o + 2], A[o + 3] == "1"
 if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" then
   return redis.error_reply("log.lua: unknown action " .. action)
 end
-local now = A[o + 4]
+-- now and the longest window also as the strings they came in (or one
+-- format), since a string.format costs as much as a Redis call's dispatch.
+local now, nows = A[o + 4], A[o + 4]
 if now ~= "" then
   now = tonumber(now)
 else
   local t = redis.call('TIME')
   now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  nows = string.format("%d", now)
 end
 local expire = A[o + 5] == "1"
-local wl, wn, nw, longest, cap = {}, {}, 0, 0, 0
-for i = o + 6, o + nargs, 2 do
+local longest, longests, cap, last = 0, "0", 0, o + nargs - 1
+for i = o + 6, last, 2 do
   local len, limit = tonumber(A[i]), tonumber(A[i + 1])
-  nw = nw + 1
-  wl[nw], wn[nw] = len, limit
-  if len > longest then longest = len end
+  if len > longest then longest, longests = len, A[i] end
   if limit > cap then cap = limit end
 end
 cap = cap + 1
@@ -52,12 +53,13 @@ end
 
 -- over: would recording member now push a window past its limit?
 local isover = false
-for i = 1, nw do
-  local cutoff = now - wl[i]
+for i = o + 6, last, 2 do
+  local len = tonumber(A[i])
+  local cutoff = now - len
   local c = card
-  if wl[i] < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. string.format("%d", cutoff), '+inf') end
+  if len < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. string.format("%d", cutoff), '+inf') end
   if cur and cur > cutoff then c = c - 1 end
-  if c + 1 > wn[i] then
+  if c + 1 > tonumber(A[i + 1]) then
     isover = true
     break
   end
@@ -67,7 +69,7 @@ local added = 0
 if action == "admit" or action == "add" then
   -- admit leaves an existing member as it is; add refreshes it
   if (action == "add" or not isover or bypass) and not (action == "admit" and cur) then
-    redis.call('ZADD', key, string.format("%d", now), member)
+    redis.call('ZADD', key, nows, member)
     if not cur then
       added, card = 1, card + 1
       if card > cap then
@@ -75,7 +77,7 @@ if action == "admit" or action == "add" then
         card = cap
       end
     end
-    if expire then redis.call('PEXPIRE', key, string.format("%d", longest)) end
+    if expire then redis.call('PEXPIRE', key, longests) end
   end
 end
 

@@ -37,9 +37,19 @@ for i = o + 6, last, 2 do
 end
 cap = cap + 1
 
--- Current: drop entries at or before the longest window's start.
-redis.call('ZREMRANGEBYSCORE', key, '-inf', string.format("%d", now - longest))
-local card = redis.call('ZCARD', key)
+-- Current: the entries after the longest window's start. A peek counts
+-- them and writes nothing; the other actions drop those at or before it
+-- first (ZREMRANGEBYSCORE answers how many went), skipped for a log that
+-- does not exist. An entry a peek leaves behind is at or before every
+-- window's cutoff, so it counts nowhere below.
+local card
+local start = string.format("%d", now - longest)
+if action == "peek" then
+  card = redis.call('ZCOUNT', key, '(' .. start, '+inf')
+else
+  card = redis.call('ZCARD', key)
+  if card > 0 then card = card - redis.call('ZREMRANGEBYSCORE', key, '-inf', start) end
+end
 local cur = false
 if card > 0 then
   cur = redis.call('ZSCORE', key, member)

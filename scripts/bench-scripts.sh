@@ -14,7 +14,8 @@
 #   hot    the same on one account held in backoff (every check refused);
 #   bucket one token-bucket take (rate.lua) on one key: the reference;
 #   calls  the Redis commands a fresh check sends, with no Lua around them:
-#          what the key layout costs by itself, whatever the scripts do.
+#          what the key layout costs by itself, whatever the scripts do;
+#   merged the same for one key per subject (a layout not built), to size it.
 # Prints the median of the rounds per case and the ratios. Bounded: fixed
 # call counts; the redis-server it starts listens on loopback and is stopped
 # by PID at exit.
@@ -41,7 +42,7 @@ for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep
 assemble "$base" >"$dir/base.lua"
 assemble "" >"$dir/new.lua"
 
-# The 20 commands of a fresh check (MONITOR shows them), nothing else.
+# The 18 commands of a fresh check (MONITOR shows them), nothing else.
 cat >"$dir/calls.lua" <<'LUA'
 redis.call('TIME')
 redis.call('GET', KEYS[1])
@@ -49,13 +50,32 @@ redis.call('SET', KEYS[1], "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "PX", "8
 redis.call('GET', KEYS[2])
 redis.call('SET', KEYS[2], "1796134374102", "PX", "50")
 for i = 3, 4 do
-  redis.call('ZREMRANGEBYSCORE', KEYS[i], '-inf', '1796047974052')
   redis.call('ZCARD', KEYS[i])
   redis.call('ZADD', KEYS[i], '1796134374052', ARGV[i - 2])
   redis.call('PEXPIRE', KEYS[i], '86400000')
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '1796047974052')
 redis.call('ZCARD', KEYS[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '1796047974052')
+redis.call('ZSCORE', KEYS[5], ARGV[1])
+redis.call('ZCOUNT', KEYS[5], '(1796130774052', '+inf')
+redis.call('ZADD', KEYS[5], '1796134374052', ARGV[1])
+redis.call('ZREMRANGEBYRANK', KEYS[5], 0, 0)
+redis.call('PEXPIRE', KEYS[5], '86400000')
+return 1
+LUA
+# The same check with one key per subject (not built: docs/design.md, "Where
+# the Redis CPU goes"): the address's bucket and both its logs in one sorted
+# set, each rule in a score range of its own, so a fresh address costs one
+# ZCARD, one ZADD of three members and one PEXPIRE. 13 commands, 2 keys made.
+cat >"$dir/merged.lua" <<'LUA'
+redis.call('TIME')
+redis.call('GET', KEYS[1])
+redis.call('SET', KEYS[1], "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "PX", "86400000")
+redis.call('ZCARD', KEYS[2])
+redis.call('ZADD', KEYS[2], '10592227396102', 'r', '1796134374052', 's' .. ARGV[1], '6194180885156', 'f' .. ARGV[2])
+redis.call('PEXPIRE', KEYS[2], '86400000')
+redis.call('ZCARD', KEYS[5])
+redis.call('ZREMRANGEBYSCORE', KEYS[5], '-inf', '1796047974052')
 redis.call('ZSCORE', KEYS[5], ARGV[1])
 redis.call('ZCOUNT', KEYS[5], '(1796130774052', '+inf')
 redis.call('ZADD', KEYS[5], '1796134374052', ARGV[1])
@@ -92,6 +112,8 @@ run_case() { # SCRIPT CASE
       cli set "$acct:victim" "10|$now|$now||" px 600000 >/dev/null
       eval bench "$1" "$(login_args "$acct:victim")" ;;
     bucket) bench authguard/redisstore/rate.lua 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
+    merged) bench "$dir/merged.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:ip:__rand_int__J9yUIJz" "$ip:unused:1" \
+      "$ip:unused:2" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
     calls) bench "$dir/calls.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" \
       "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
   esac
@@ -105,6 +127,7 @@ for r in $(seq "$rounds"); do
   done
   got[bucket]+="$(run_case "" bucket) "
   got[calls]+="$(run_case "" calls) "
+  got[merged]+="$(run_case "" merged) "
 done
 b=$(echo "${got[bucket]}" | tr ' ' '\n' | grep . | median)
 echo "Redis CPU per EVALSHA (usec_per_call), median of $rounds rounds of $n calls; base $base, new = working tree"
@@ -120,3 +143,6 @@ echo "  rounds: ${got[bucket]}"
 k=$(echo "${got[calls]}" | tr ' ' '\n' | grep . | median)
 awk -v k="$k" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", "calls", "", k, "", k / b }'
 echo "  rounds: ${got[calls]}"
+m=$(echo "${got[merged]}" | tr ' ' '\n' | grep . | median)
+awk -v k="$m" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", "merged", "", k, "", k / b }'
+echo "  rounds: ${got[merged]}"

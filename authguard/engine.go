@@ -1062,19 +1062,8 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 	reads := make([]Op, 0, len(ops))
 	at := make([]int, 0, len(ops))
 	for i, op := range ops {
-		switch op := op.(type) {
-		case *BackoffOp:
-			r := *op
-			r.Action, r.Attempt = BackoffPeek, ""
-			reads, at = append(reads, &r), append(at, i)
-		case *LogOp:
-			r := *op
-			r.Action = LogPeek
-			reads, at = append(reads, &r), append(at, i)
-		case *RateOp:
-			r := *op
-			r.Action = RatePeek
-			reads, at = append(reads, &r), append(at, i)
+		if r := PeekOf(op); r != nil {
+			reads, at = append(reads, r), append(at, i)
 		}
 	}
 	got, err := e.store.Do(ctx, reads)
@@ -1163,7 +1152,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 // held state refused it): the gates' undos of the charged ops. It runs on
 // the store that answered the check; a failure here is left to expiry.
 func (e *Engine) refund(ctx context.Context, p *plan, gates []Gate, b batch) {
-	back := undos(p.ops, gates, b.res)
+	back := Undos(p.ops, gates, b.res)
 	if len(back) == 0 {
 		return
 	}

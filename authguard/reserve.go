@@ -48,7 +48,10 @@ type Reserver interface {
 	// BlockCaptcha or BlockDeny result has blocked the check, apply each later op whose
 	// gate says Undo as its peek instead: its reservation would be undone
 	// anyway, and a peek gives the same Wait and Over with Charged false and
-	// nothing written. (Reserve's results differ from such a store's only in
+	// nothing written. Likewise, when such a result does block the check,
+	// the ops before it whose gate says Undo may have been applied as their
+	// peeks (a store that expected the block, as the Redis store on a
+	// Cluster does). (Reserve's results differ from such a store's only in
 	// Charged and Count of those ops, which a refused check does not read,
 	// and in a log or counter at its cap, where a reservation and its undo
 	// push out the oldest entry and a peek does not.)
@@ -71,6 +74,27 @@ func Undo(op Op) Op {
 	case *RateOp:
 		r := *op
 		r.Action = RateRefund
+		return &r
+	}
+	return nil
+}
+
+// PeekOf returns op as its peek: the same key and parameters, read without
+// changing anything (a backoff peek carries no attempt); nil for an
+// operation that has none.
+func PeekOf(op Op) Op {
+	switch op := op.(type) {
+	case *BackoffOp:
+		r := *op
+		r.Action, r.Attempt = BackoffPeek, ""
+		return &r
+	case *LogOp:
+		r := *op
+		r.Action = LogPeek
+		return &r
+	case *RateOp:
+		r := *op
+		r.Action = RatePeek
 		return &r
 	}
 	return nil
@@ -114,9 +138,9 @@ func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 	return false
 }
 
-// undos returns Undo of every op whose gate says Undo and whose result is
-// Charged.
-func undos(ops []Op, gates []Gate, res []Result) []Op {
+// Undos returns Undo of every op whose gate says Undo and whose result is
+// Charged: what a blocked check gives back.
+func Undos(ops []Op, gates []Gate, res []Result) []Op {
 	var back []Op
 	for i, g := range gates {
 		if g.Undo && res[i].Charged {
@@ -139,7 +163,7 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	if err != nil || len(res) != len(ops) || !Blocked(gates, res, captchaSolved) {
 		return res, false, err
 	}
-	if back := undos(ops, gates, res); len(back) > 0 {
+	if back := Undos(ops, gates, res); len(back) > 0 {
 		_, _ = st.Do(ctx, back) // a failure here is left to expiry
 	}
 	return res, true, nil

@@ -40,7 +40,7 @@ flows:
 				t.Fatal(err)
 			}
 			clock := testclock.New(time.Time{})
-			engines := memoryAndRedis(t, c, p, clock)
+			engines, rs := memoryAndRedis(t, c, p, clock)
 			ctx := context.Background()
 			var accounts []string
 			for i := range 15 {
@@ -91,6 +91,15 @@ flows:
 				}
 			}
 			t.Logf("checks answered: %v", actions)
+			// On a Cluster, checks expected to be refused peek instead of
+			// reserving (hints.go), with the same verdicts (a wrong hint:
+			// TestCluster_AWrongHintCostsARoundTripNotAVerdict).
+			if sent, wrong := rs.Hinted(); kind == "cluster" {
+				t.Logf("checks sent on a hint: %d, %d of them wrong", sent, wrong)
+				if sent < 20 {
+					t.Errorf("%d checks sent on a hint: the sequence must exercise them", sent)
+				}
+			}
 			for _, a := range []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha} {
 				if actions[a] < 20 {
 					t.Errorf("only %d checks answered %v: the sequence must exercise every verdict", actions[a], a)
@@ -113,7 +122,7 @@ func clientOf(t *testing.T, kind string) redis.UniversalClient {
 
 // memoryAndRedis returns two engines of policy p on one clock: one on a
 // memory store, one on Redis through c.
-func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, clock *testclock.Clock) []*authguard.Engine {
+func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, clock *testclock.Clock) ([]*authguard.Engine, *redisstore.Store) {
 	t.Helper()
 	rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
 	if err != nil {
@@ -125,7 +134,7 @@ func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, 
 			t.Fatal(err)
 		}
 	}
-	return engines
+	return engines, rs
 }
 
 func devicesKeys(m map[string]string) []string {
@@ -165,7 +174,7 @@ flows:
 				t.Fatal(err)
 			}
 			clock := testclock.New(time.Time{})
-			engines := memoryAndRedis(t, c, p, clock)
+			engines, _ := memoryAndRedis(t, c, p, clock)
 			dests := []struct{ d, ch string }{
 				{"+44 7400 123001", "sms"}, {"+44 7400 123002", "sms"}, {"+44 7400 123003", "voice"},
 				{"+44 7400 555001", "sms"}, {"+44 7400 555002", "whatsapp"}, {"+449012345678", "voice"},

@@ -88,6 +88,7 @@ type Store struct {
 	timeout time.Duration
 	now     func() time.Time
 	breaker breaker
+	hints   hints // keys expected to block a check, on a Cluster (hints.go)
 }
 
 // New returns a Store on cfg.Client.
@@ -418,12 +419,13 @@ var scriptKinds = map[*redis.Script]string{backoffScript: "b", logScript: "l", r
 // round trip whatever the verdict, and nobody sees a reservation that is
 // about to be undone. Once a delay, queue or CAPTCHA gate has decided the
 // check, the script peeks instead of reserving, so refused checks write only
-// what counts every check (check.lua). On a Cluster, where a check's keys live on different
-// nodes, it is authguard.Reserve's pipeline and, for a refused check, a
-// second one.
+// what counts every check (check.lua). On a Cluster, where a check's keys
+// live on different nodes, it is authguard.Reserve's pipeline and, for a
+// refused check, a second one, unless an op is expected to block: then one
+// pipeline that peeks the rest (hints.go).
 func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
 	if _, single := s.client.(*redis.Client); !single {
-		return authguard.Reserve(ctx, pipelined{s}, ops, gates, solved)
+		return s.doClusterCheck(ctx, ops, gates, solved)
 	}
 	if !s.breaker.allow() {
 		return nil, false, fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, ErrCircuitOpen)

@@ -1,0 +1,12 @@
+package redisstore
+
+// Hinted returns how many checks were sent on a hint that an op would
+// block, and how many of those hints were wrong (hints.go).
+func (s *Store) Hinted() (sent, wrong int64) {
+	r, w := s.hints.right.Load(), s.hints.wrong.Load()
+	return r + w, w
+}
+
+// WithoutHints makes s answer every Cluster check with Reserve, for
+// benchmarks that compare the two.
+func (s *Store) WithoutHints() { s.hints.off = true }

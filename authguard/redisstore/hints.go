@@ -1,0 +1,165 @@
+package redisstore
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// On a Cluster a check's keys live on different nodes, so no one script can
+// decide it; authguard.Reserve's pipeline reserves everything, and a refused
+// check needs a second pipeline to undo it: two round trips, and writes it
+// undoes, on exactly the path an attack takes. So the store remembers, per
+// key, until when an op of that key last blocked a check (a delay gate's
+// Wait; an unsolved CAPTCHA or deny gate's Over, for a second). A check
+// whose op is expected to block sends every other op it would undo as its
+// peek: one pipeline, the same Wait and Over (the Reserver contract), and
+// nothing written but what counts every check. When the hint was wrong (the
+// account was cleared on another instance, say), the peeked ops are applied
+// for real in a second pipeline and the check goes on as Reserve would,
+// later by one round trip: a hint costs time when wrong, never a verdict.
+
+// maxHints bounds the hints one Store keeps; past it they are dropped all at
+// once (a flood of accounts in backoff then costs Reserve's two round trips,
+// no more).
+const maxHints = 10_000
+
+// captchaHint is how long an unsolved CAPTCHA or deny gate is expected to
+// keep blocking: its window's end is not in the result.
+const captchaHint = time.Second
+
+// hints are the keys expected to block a check, with until when. The keys
+// are store keys: identifier hashes, never an identifier.
+type hints struct {
+	mu    sync.Mutex
+	until map[string]time.Time
+	// right and wrong count the checks sent on a hint, by whether it held.
+	right, wrong atomic.Int64
+	off          bool // tests only: always Reserve
+}
+
+// blocker returns the index of the first op expected to block the check at
+// now, or -1.
+func (h *hints) blocker(ops []authguard.Op, gates []authguard.Gate, solved bool, now time.Time) int {
+	if h.off {
+		return -1
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, op := range ops {
+		if !predicts(gates[i].Block, solved) {
+			continue
+		}
+		if t, ok := h.until[op.StoreKey()]; ok && now.Before(t) {
+			return i
+		}
+	}
+	return -1
+}
+
+// predicts reports whether a gate's block can be foretold by a hint: a
+// delay, a CAPTCHA nobody solved, a deny. (Queue, allowance and shared
+// gates depend on more than their own key.)
+func predicts(b authguard.Block, solved bool) bool {
+	return b == authguard.BlockDelay || b == authguard.BlockDeny || (b == authguard.BlockCaptcha && !solved)
+}
+
+// learn records what res says about each predicting op's key: blocking
+// until when, or not blocking (the hint goes).
+func (h *hints) learn(ops []authguard.Op, gates []authguard.Gate, res []authguard.Result, solved bool, now time.Time) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, op := range ops {
+		g := gates[i].Block
+		if !predicts(g, solved) || i >= len(res) {
+			continue
+		}
+		var until time.Time
+		switch r := res[i]; {
+		case g == authguard.BlockDelay && r.Wait > 0:
+			until = now.Add(r.Wait)
+		case g != authguard.BlockDelay && r.Over:
+			until = now.Add(captchaHint)
+		}
+		key := op.StoreKey()
+		if until.IsZero() {
+			delete(h.until, key)
+			continue
+		}
+		if h.until == nil || len(h.until) >= maxHints {
+			h.until = make(map[string]time.Time)
+		}
+		h.until[key] = until
+	}
+}
+
+// clock is the time hints are read against: the store's explicit time in
+// tests, else the local clock (a hint only has to be about right).
+func (s *Store) clock() time.Time {
+	if s.now != nil {
+		return s.now()
+	}
+	return time.Now()
+}
+
+// doClusterCheck is DoCheck where the batch cannot be one script: Reserve,
+// or, when an op is expected to block, the speculative pipeline above.
+func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
+	now := s.clock()
+	b := s.hints.blocker(ops, gates, solved, now)
+	if b < 0 {
+		res, blocked, err := authguard.Reserve(ctx, pipelined{s}, ops, gates, solved)
+		if err == nil {
+			s.hints.learn(ops, gates, res, solved, now)
+		}
+		return res, blocked, err
+	}
+	sent := make([]authguard.Op, len(ops))
+	var peeked []int
+	for i, op := range ops {
+		sent[i] = op
+		if i != b && gates[i].Undo {
+			if p := authguard.PeekOf(op); p != nil {
+				sent[i] = p
+				peeked = append(peeked, i)
+			}
+		}
+	}
+	res, err := s.Do(ctx, sent)
+	if err != nil {
+		return nil, false, err
+	}
+	s.hints.learn(ops, gates, res, solved, now)
+	if authguard.Blocked(gates, res, solved) {
+		s.hints.right.Add(1)
+	} else {
+		s.hints.wrong.Add(1)
+		// The hint was wrong: what was peeked is applied for real, and the
+		// check goes on as Reserve goes on from its first pipeline.
+		real := make([]authguard.Op, len(peeked))
+		for j, i := range peeked {
+			real[j] = ops[i]
+		}
+		got, err := s.Do(ctx, real)
+		if err != nil {
+			// ops[b] and the ops not peeked are applied; leave them to
+			// expiry, as Reserve leaves a failed undo.
+			return nil, false, err
+		}
+		for j, i := range peeked {
+			res[i] = got[j]
+		}
+		if !authguard.Blocked(gates, res, solved) {
+			return res, false, nil
+		}
+	}
+	// Blocked: undo what was charged (with a right hint, normally nothing
+	// but the blocking op's own charge, which a blocked op does not make).
+	if back := authguard.Undos(ops, gates, res); len(back) > 0 {
+		_, _ = s.Do(ctx, back) // a failure here is left to expiry
+	}
+	return res, true, nil
+}

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -71,8 +72,11 @@ func resetStats(b *testing.B, c *redis.ClusterClient) {
 // EVAL since the last reset.
 func clusterScriptMicros(b *testing.B, c *redis.ClusterClient) float64 {
 	var total float64
+	var mu sync.Mutex // ForEachMaster calls on every master at once
 	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
 		info, err := n.Info(ctx, "commandstats").Result()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, line := range strings.Split(info, "\n") {
 			line = strings.TrimSpace(line)
 			if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {

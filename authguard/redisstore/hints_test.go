@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -68,8 +69,11 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 		t.Errorf("checks sent on a hint: %d (%d wrong), want %d (0)", sent, wrong, checks)
 	}
 	calls := map[string]int{}
+	var mu sync.Mutex // ForEachMaster calls on every master at once
 	err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		info, err := n.Info(ctx, "commandstats").Result()
+		mu.Lock()
+		defer mu.Unlock()
 		for _, line := range strings.Split(info, "\n") {
 			name, rest, ok := strings.Cut(strings.TrimPrefix(strings.TrimSpace(line), "cmdstat_"), ":calls=")
 			if ok {

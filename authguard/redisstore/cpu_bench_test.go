@@ -3,10 +3,15 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
@@ -86,4 +91,65 @@ func BenchmarkRedisCPU(b *testing.B) {
 			b.ReportMetric(float64(proceeded)/float64(b.N), "proceeded/op")
 		})
 	}
+}
+
+// BenchmarkRedisCPULogin is a whole login on one node — a check and the
+// failure report of its attempt, fresh subjects — with the report's ops sent
+// as a pipeline of op scripts ("pipeline", as before) or as one call of the
+// batch script ("script"). redis-µs/login is Redis's CPU in EVALSHA per
+// login (the check's is the same in both).
+//
+//	go test -run '^$' -bench BenchmarkRedisCPULogin -count 6 ./authguard/redisstore/
+func BenchmarkRedisCPULogin(b *testing.B) {
+	ctx := context.Background()
+	for _, mode := range []string{"pipeline", "script"} {
+		b.Run(mode, func(b *testing.B) {
+			c := singleClient(b)
+			st := benchRedis(b, c)
+			if mode == "pipeline" {
+				st.(*redisstore.Store).PipelineBatches()
+			}
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c.ConfigResetStat(ctx)
+			for i := 0; b.Loop(); i++ {
+				req := authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("user", i, "@example.com"),
+					IP: fmt.Sprintf("203.0.%d.%d", i/250%256, i%250), PasswordFingerprint: fmt.Sprint("fp", i)}
+				v, err := e.Check(ctx, req)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v.Action != authguard.Proceed {
+					b.Fatalf("check %d: %v", i, v.Action)
+				}
+				if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: req.Account, IP: req.IP,
+					PasswordFingerprint: req.PasswordFingerprint, Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(evalshaTotalMicros(b, c)/float64(b.N), "redis-µs/login")
+		})
+	}
+}
+
+// evalshaTotalMicros is the time Redis spent in EVALSHA since the last reset.
+func evalshaTotalMicros(b *testing.B, c *redis.Client) float64 {
+	info, err := c.Info(context.Background(), "commandstats").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, line := range strings.Split(info, "\n") {
+		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
+			for _, f := range strings.Split(rest, ",") {
+				if v, ok := strings.CutPrefix(f, "usec="); ok {
+					n, _ := strconv.ParseFloat(v, 64)
+					return n
+				}
+			}
+		}
+	}
+	b.Fatal("no cmdstat_evalsha in INFO commandstats")
+	return 0
 }

@@ -10,3 +10,7 @@ func (s *Store) Hinted() (sent, wrong int64) {
 // WithoutHints makes s answer every Cluster check with Reserve, for
 // benchmarks that compare the two.
 func (s *Store) WithoutHints() { s.hints.off = true }
+
+// PipelineBatches makes s send every batch as a pipeline of op scripts, as
+// before a batch on one node was one script.
+func (s *Store) PipelineBatches() { s.pipelineBatches = true }

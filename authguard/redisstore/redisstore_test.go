@@ -245,7 +245,7 @@ func TestEngine_OneRoundTripPerCall(t *testing.T) {
 	}
 	// One round trip: a check is one script call on one node, whatever its
 	// verdict (a refused check undoes its reservations in the same script);
-	// a report is one pipeline.
+	// so is a report (its ops in the same script, with no gates).
 	type call struct {
 		do                  func() error
 		pipelines, commands int64
@@ -268,11 +268,11 @@ func TestEngine_OneRoundTripPerCall(t *testing.T) {
 		{func() error {
 			_, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "rt@example.com", IP: "192.0.2.1", Outcome: authguard.Failure})
 			return err
-		}, 1, 0},
+		}, 0, 1},
 		{func() error {
 			_, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "rt@example.com", IP: "192.0.2.1", Outcome: authguard.Success})
 			return err
-		}, 1, 0},
+		}, 0, 1},
 	}
 	for i, c := range calls {
 		p0, c0 := counter.pipelines.Load(), counter.commands.Load()

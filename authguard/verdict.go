@@ -1,6 +1,7 @@
 package authguard
 
 import (
+	"encoding/json"
 	"strconv"
 	"time"
 )
@@ -123,8 +124,25 @@ func (v Verdict) AppendJSON(b []byte) []byte {
 		b = append(b, '"')
 	}
 	b = append(b, `],"attempt":`...)
-	b = strconv.AppendQuote(b, v.Attempt) // tokens are base64url and dots: no escaping happens
+	b = appendToken(b, v.Attempt)
 	b = append(b, `,"device_token":`...)
-	b = strconv.AppendQuote(b, v.DeviceToken)
+	b = appendToken(b, v.DeviceToken)
 	return append(b, '}')
+}
+
+// appendToken appends s as a JSON string. Tokens are base64url and dots,
+// which need no escaping, so they are copied as they are; anything else is
+// escaped as encoding/json escapes strings. (strconv.AppendQuote, used
+// before, writes Go escapes such as \x00, which are not JSON.)
+func appendToken(b []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
+			q, _ := json.Marshal(s) // a string always marshals
+			return append(b, q...)
+		}
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
 }

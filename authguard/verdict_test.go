@@ -62,3 +62,26 @@ func ExampleVerdict_MarshalJSON() {
 	fmt.Println(string(b))
 	// Output: {"action":"delay","delay_ms":2000,"retry_after":2,"reasons":["account_backoff"],"attempt":"","device_token":""}
 }
+
+// Tokens are copied into the JSON as they are when they are base64url and
+// dots; anything else is escaped, so a verdict's JSON stays valid and
+// says exactly its tokens whatever they hold.
+func TestVerdict_TokensInTheJSONAreExactlyTheTokens(t *testing.T) {
+	for _, tok := range []string{"", "AQAAAABrDtg-AAAAAAAA_x.-Q_PdeQ", `a"b`, `back\slash`, "new\nline", "é", "\x00", "</script>", "a b"} {
+		v := authguard.Verdict{Attempt: tok, DeviceToken: tok + "x"}
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got struct {
+			Attempt     string `json:"attempt"`
+			DeviceToken string `json:"device_token"`
+		}
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("token %q: invalid JSON %s: %v", tok, b, err)
+		}
+		if got.Attempt != tok || got.DeviceToken != tok+"x" {
+			t.Errorf("token %q: JSON %s reads back as %q, %q", tok, b, got.Attempt, got.DeviceToken)
+		}
+	}
+}

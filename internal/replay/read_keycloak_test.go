@@ -2,6 +2,7 @@ package replay
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -310,4 +311,27 @@ func FuzzReadKeycloak(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRead(t, b, Options{Format: FormatKeycloak, Key: readKey})
 	})
+}
+
+// The report says how many events of a Keycloak export were not logins, so
+// a short replay of a long export is not a mystery.
+func TestRun_ReportsKeycloakEventsThatAreNotLogins(t *testing.T) {
+	in := strings.Join(kcWeek, "\n") + "\n"
+	rep, err := Run(context.Background(), Config{Candidates: candidates(t)[:1], Inputs: []Input{{
+		Name: "events.json",
+		Open: func() (Source, error) { return Open("events.json", strings.NewReader(in), Options{Format: FormatKeycloak, Key: readKey}) },
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.NotLogins != 3 || rep.Events != 7 {
+		t.Errorf("%d events, %d not logins; want 7 and 3 (CODE_TO_TOKEN, LOGOUT, an error naming no user)", rep.Events, rep.NotLogins)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "; 3 events that are not logins read past") {
+		t.Errorf("the table does not say so:\n%s", b.String())
+	}
 }

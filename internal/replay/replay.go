@@ -367,8 +367,13 @@ func (m *merger) advance(in *input) error {
 	}
 }
 
+// close closes the inputs, counting first in rep (when not nil) the events
+// each read past as not logins.
 func (m *merger) close() {
 	for _, in := range m.inputs {
+		if s, ok := in.src.(interface{ Skipped() int }); ok && m.rep != nil {
+			m.rep.NotLogins += int64(s.Skipped())
+		}
 		if c, ok := in.src.(io.Closer); ok {
 			_ = c.Close()
 		}

@@ -33,6 +33,10 @@ type Report struct {
 	// says why for the first few.
 	Skipped         int64    `json:"skipped_lines"`
 	SkippedExamples []string `json:"skipped_examples,omitempty"`
+	// NotLogins counts the events of the inputs that are not login
+	// attempts (a Keycloak export's other event types, and errors naming
+	// no user), which replay reads past.
+	NotLogins int64 `json:"events_not_logins,omitempty"`
 	// Baseline is what the original answers did, when the inputs recorded
 	// them (tollgate's decision log); nil otherwise.
 	Baseline *Result `json:"baseline,omitempty"`
@@ -312,6 +316,9 @@ func WriteText(w io.Writer, r *Report) error {
 	}
 	if r.Skipped > 0 {
 		fmt.Fprintf(&b, "; %d bad lines skipped", r.Skipped)
+	}
+	if r.NotLogins > 0 {
+		fmt.Fprintf(&b, "; %d events that are not logins read past", r.NotLogins)
 	}
 	b.WriteString("\n")
 	for _, e := range r.SkippedExamples {

@@ -142,3 +142,29 @@ func ExampleResponder_Accept() {
 	// proceed: 200 If this number can receive codes, one is on its way.
 	// deny: 200 If this number can receive codes, one is on its way.
 }
+
+// Your own page for a delay: Respond sets the status fields, Delay writes
+// the page from the wait alone.
+func ExampleResponderConfig_delay() {
+	rs, err := client.NewResponder(client.ResponderConfig{
+		Delay: func(w http.ResponseWriter, r *http.Request, seconds int) {
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "<p>Too many attempts: try again in %d seconds.</p>\n", seconds)
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	rec := httptest.NewRecorder()
+	rs.Respond(rec, httptest.NewRequest("POST", "/login", nil), wire.Verdict{Action: wire.ActionDelay, DelayMS: 7200, RetryAfter: 8})
+	printAnswer(rec)
+	// Output:
+	// 429 Too Many Requests
+	// Cache-Control: no-store
+	// Content-Type: text/html; charset=utf-8
+	// Ratelimit: "login";r=0;t=8
+	// Retry-After: 8
+	//
+	// <p>Too many attempts: try again in 8 seconds.</p>
+}

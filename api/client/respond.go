@@ -46,6 +46,15 @@ type ResponderConfig struct {
 	// get the same status and bytes. It must write the same for every end
 	// user. The default writes 202 Accepted with an empty body.
 	Accepted http.Handler
+	// Delay writes the answer to a delay verdict: your page saying how long
+	// to wait. Respond calls it with the wait in whole seconds (at least 1)
+	// once it has set Retry-After, RateLimit and Cache-Control: no-store on
+	// w; Delay writes the status, 429 Too Many Requests, and the body. Like
+	// Captcha it gets the request but never the verdict, and it must not
+	// tell end users apart by anything in the request: the wait is all an
+	// answer may depend on. The default writes an RFC 9457 problem document
+	// whose detail says how many seconds to wait.
+	Delay func(w http.ResponseWriter, r *http.Request, seconds int)
 }
 
 // Responder turns tollgate's verdicts into the HTTP answers end users get. It
@@ -60,6 +69,7 @@ type Responder struct {
 	title       string
 	captcha     http.Handler
 	accepted    http.Handler
+	delay       func(http.ResponseWriter, *http.Request, int)
 }
 
 // RespondResult says what Respond did.
@@ -90,7 +100,7 @@ const maxDelaySeconds = 1 << 31
 // NewResponder returns a Responder with cfg's answers, or an error naming
 // the field that cannot be sent as configured.
 func NewResponder(cfg ResponderConfig) (*Responder, error) {
-	rs := &Responder{captcha: cfg.Captcha, accepted: cfg.Accepted}
+	rs := &Responder{captcha: cfg.Captcha, accepted: cfg.Accepted, delay: cfg.Delay}
 	if cfg.Policy != "" {
 		if len(cfg.Policy) > 64 || !printableASCII(cfg.Policy) {
 			return nil, errors.New("client: responder: Policy must be 1 to 64 printable ASCII characters")
@@ -115,7 +125,8 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 //   - delay: 429 Too Many Requests with Retry-After in whole seconds, at
 //     least 1 (RFC 9110 §10.2.3), a RateLimit field (below), Cache-Control:
 //     no-store and an RFC 9457 application/problem+json body whose detail
-//     says only how many seconds to wait.
+//     says only how many seconds to wait; with ResponderConfig.Delay, the
+//     same fields and Delay's status and body.
 //   - captcha: serves ResponderConfig.Captcha.
 //   - deny: serves Accept, the answer a sent code gets. Only send flows
 //     answer deny; what the end user sees must not reveal it.
@@ -164,15 +175,24 @@ func (rs *Responder) Respond(w http.ResponseWriter, r *http.Request, v wire.Verd
 	case wire.ActionDeny:
 		rs.Accept(w, r)
 	default: // delay, and any action this client does not know: fail closed
-		secs := strconv.FormatInt(retryAfterOf(v), 10)
+		wait := retryAfterOf(v)
+		secs := strconv.FormatInt(wait, 10)
+		limitHeaders := func(h http.Header) {
+			h.Set("Retry-After", secs)
+			h.Set("RateLimit", rs.policyItem()+";r=0;t="+secs)
+		}
+		if rs != nil && rs.delay != nil {
+			h := w.Header()
+			limitHeaders(h)
+			h.Set("Cache-Control", "no-store")
+			rs.delay(w, r, int(min(wait, 1<<31-1))) // an int even where int has 32 bits
+			break
+		}
 		unit := " seconds."
 		if secs == "1" {
 			unit = " second."
 		}
-		rs.writeProblem(w, http.StatusTooManyRequests, "Try again in "+secs+unit, func(h http.Header) {
-			h.Set("Retry-After", secs)
-			h.Set("RateLimit", rs.policyItem()+";r=0;t="+secs)
-		})
+		rs.writeProblem(w, http.StatusTooManyRequests, "Try again in "+secs+unit, limitHeaders)
 	}
 	return RespondResult{}
 }

@@ -1,10 +1,12 @@
 package client_test
 
 import (
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -277,6 +279,57 @@ func TestRespond_CaptchaHandlerWritesTheAnswer(t *testing.T) {
 	}
 	if got := rec.Header().Get("Retry-After"); got != "" {
 		t.Errorf("Respond added Retry-After %q to the handler's answer", got)
+	}
+}
+
+// A Delay hook writes the page, and only the wait decides it: the fields
+// that say when to come back are Respond's, set before the hook runs, the
+// same for an unknown account as for a wrong password.
+func TestRespond_DelayHookWritesThePageWithRespondsFields(t *testing.T) {
+	var got []int
+	rs, err := client.NewResponder(client.ResponderConfig{
+		Policy: "signin",
+		Delay: func(w http.ResponseWriter, r *http.Request, seconds int) {
+			got = append(got, seconds)
+			if w.Header().Get("Retry-After") != strconv.Itoa(seconds) {
+				t.Errorf("Delay(%d) called before Retry-After was set: %q", seconds, w.Header().Get("Retry-After"))
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			w.WriteHeader(http.StatusTooManyRequests)
+			fmt.Fprintf(w, "<p>Wait %d seconds.</p>", seconds)
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var bodies []string
+	for _, account := range []string{"alice", "nobody-at-all"} {
+		rec := httptest.NewRecorder()
+		v := wire.Verdict{Action: wire.ActionDelay, DelayMS: 2500, RetryAfter: 3, Reasons: []string{"account_backoff"}}
+		if account == "nobody-at-all" {
+			v.Reasons = []string{"ip_rate"}
+		}
+		if res := rs.Respond(rec, formRequest(account, "pw"), v); res.Proceed {
+			t.Fatal("a delay proceeded")
+		}
+		h := rec.Header()
+		if rec.Code != http.StatusTooManyRequests || h.Get("Retry-After") != "3" || h.Get("RateLimit") != `"signin";r=0;t=3` || h.Get("Cache-Control") != "no-store" {
+			t.Errorf("%s: status %d, headers %v", account, rec.Code, h)
+		}
+		bodies = append(bodies, fmt.Sprint(h, rec.Body.String()))
+	}
+	if !slices.Equal(got, []int{3, 3}) {
+		t.Errorf("Delay called with %v, want [3 3]", got)
+	}
+	if bodies[0] != bodies[1] || !strings.Contains(bodies[0], "Wait 3 seconds") {
+		t.Errorf("answers differ or lack the page:\n%s\n%s", bodies[0], bodies[1])
+	}
+	// A captcha or a deny never reaches the hook.
+	for _, a := range []string{wire.ActionCaptcha, wire.ActionDeny} {
+		rs.Respond(httptest.NewRecorder(), formRequest("a", "b"), wire.Verdict{Action: a})
+	}
+	if len(got) != 2 {
+		t.Errorf("Delay called for a captcha or a deny: %v", got)
 	}
 }
 

@@ -13,7 +13,6 @@ import (
 	"html/template"
 	"io"
 	"log/slog"
-	"maps"
 	"math/big"
 	"net/http"
 	"net/netip"
@@ -149,11 +148,15 @@ func New(cfg Config) (*App, error) {
 	if a.otpDevice, err = client.NewDeviceCookie(client.DeviceCookieConfig{Name: OTPDeviceCookieName}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
-	// The CAPTCHA pages get the request, never the verdict: they show the
-	// same form to everyone the flow asks.
+	// The CAPTCHA and delay pages get the request, never the verdict: they
+	// show the same page to everyone the flow asks, the delay page with
+	// only the wait.
 	if a.loginRS, err = client.NewResponder(client.ResponderConfig{
 		Policy:  flowLogin,
 		Captcha: http.HandlerFunc(a.loginCaptcha),
+		Delay: func(w http.ResponseWriter, r *http.Request, seconds int) {
+			a.render(w, http.StatusTooManyRequests, loginPage(tooManyAttempts(seconds)))
+		},
 	}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -161,12 +164,14 @@ func New(cfg Config) (*App, error) {
 		Policy:   flowSend,
 		Captcha:  a.otpCaptcha("send"),
 		Accepted: http.HandlerFunc(codeOnItsWay),
+		Delay:    a.otpDelay(resendWait),
 	}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	if a.verifyRS, err = client.NewResponder(client.ResponderConfig{
 		Policy:  flowVerify,
 		Captcha: a.otpCaptcha("verify"),
+		Delay:   a.otpDelay(tooManyAttempts),
 	}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -277,66 +282,20 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// respond answers verdict v through rs, with the page delay renders for a
-// delay, and reports whether to go ahead. The Responder writes the status
-// and headers of every answer (429, Retry-After, RateLimit, Cache-Control);
-// its delay body is a problem document for programs, which respond replaces
-// with an HTML page saying how long to wait.
-func (a *App) respond(w http.ResponseWriter, r *http.Request, rs *client.Responder, v wire.Verdict, delay func(seconds int) page) bool {
-	var c captured
-	res := rs.Respond(&c, r, v)
-	if res.Proceed {
-		if res.Hold > 0 {
-			t := time.NewTimer(res.Hold)
-			defer t.Stop()
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				return false
-			}
+// respond answers verdict v through rs (its Delay and Captcha hooks write
+// the pages) and reports whether to go ahead, after holding a queued call.
+func (a *App) respond(w http.ResponseWriter, r *http.Request, rs *client.Responder, v wire.Verdict) bool {
+	res := rs.Respond(w, r, v)
+	if res.Proceed && res.Hold > 0 {
+		t := time.NewTimer(res.Hold)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-r.Context().Done():
+			return false
 		}
-		return true
 	}
-	seconds, err := strconv.Atoi(c.header.Get("Retry-After"))
-	isDelay := c.status == http.StatusTooManyRequests && err == nil &&
-		strings.HasPrefix(c.header.Get("Content-Type"), "application/problem+json")
-	if isDelay {
-		c.header.Del("Content-Type")
-		c.header.Del("Content-Length")
-	}
-	maps.Copy(w.Header(), c.header)
-	if isDelay {
-		a.render(w, c.status, delay(seconds))
-		return false
-	}
-	w.WriteHeader(c.status)
-	w.Write(c.body.Bytes())
-	return false
-}
-
-// captured is a ResponseWriter that keeps the answer for respond.
-type captured struct {
-	header http.Header
-	status int
-	body   bytes.Buffer
-}
-
-func (c *captured) Header() http.Header {
-	if c.header == nil {
-		c.header = make(http.Header)
-	}
-	return c.header
-}
-
-func (c *captured) WriteHeader(status int) {
-	if c.status == 0 {
-		c.status = status
-	}
-}
-
-func (c *captured) Write(b []byte) (int, error) {
-	c.WriteHeader(http.StatusOK)
-	return c.body.Write(b)
+	return res.Proceed
 }
 
 // readForm parses a small urlencoded form body.
@@ -429,7 +388,7 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if !a.respond(w, r, a.loginRS, v.Verdict, func(s int) page { return loginPage(tooManyAttempts(s)) }) {
+	if !a.respond(w, r, a.loginRS, v.Verdict) {
 		return
 	}
 	acct := a.users.verify(name, password)
@@ -492,6 +451,17 @@ func codeOnItsWay(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, "/otp?sent=1", http.StatusSeeOther)
 }
 
+// otpDelay is the delay page of the code step, with message's text.
+func (a *App) otpDelay(message func(seconds int) string) func(http.ResponseWriter, *http.Request, int) {
+	return func(w http.ResponseWriter, r *http.Request, seconds int) {
+		s, ok := a.pending(w, r)
+		if !ok {
+			return
+		}
+		a.render(w, http.StatusTooManyRequests, a.otpPageFor(s, message(seconds), true))
+	}
+}
+
 // otpCaptcha is a CAPTCHA page of the code step, on form ("send" or
 // "verify").
 func (a *App) otpCaptcha(form string) http.Handler {
@@ -528,8 +498,7 @@ func (a *App) sendCode(w http.ResponseWriter, r *http.Request) {
 		CaptchaSolved: r.PostForm.Get("captcha") == "yes",
 	}, client.FailDelay)
 	a.logErr("send", err)
-	delay := func(sec int) page { return a.otpPageFor(s, resendWait(sec), true) }
-	if !a.respond(w, r, a.sendRS, v.Verdict, delay) {
+	if !a.respond(w, r, a.sendRS, v.Verdict) {
 		return
 	}
 	code, err := newCode()
@@ -581,8 +550,7 @@ func (a *App) verifyCode(w http.ResponseWriter, r *http.Request) {
 		Destination:   s.phone, Channel: wire.ChannelSMS,
 	}, client.FailDelay)
 	a.logErr("check", err)
-	delay := func(sec int) page { return a.otpPageFor(s, tooManyAttempts(sec), true) }
-	if !a.respond(w, r, a.verifyRS, v.Verdict, delay) {
+	if !a.respond(w, r, a.verifyRS, v.Verdict) {
 		return
 	}
 	got := strings.TrimSpace(r.PostForm.Get("code"))

@@ -27,13 +27,14 @@ type Line struct {
 	Call   string `json:"call"`
 	// Outcome is a report's: "failure" or "success".
 	Outcome string `json:"outcome,omitempty"`
-	// Action, DelayMS and Reasons are the verdict answered; Computed and
-	// ComputedReasons the one the policy computed (they differ in shadow
-	// mode only).
+	// Action, DelayMS and Reasons are the verdict answered; Computed,
+	// ComputedDelayMS and ComputedReasons the one the policy computed (they
+	// differ in shadow mode only; ComputedDelayMS is written only then).
 	Action          string   `json:"action"`
 	DelayMS         int64    `json:"delay_ms,omitempty"`
 	Reasons         []string `json:"reasons,omitempty"`
 	Computed        string   `json:"computed"`
+	ComputedDelayMS int64    `json:"computed_delay_ms,omitempty"`
 	ComputedReasons []string `json:"computed_reasons,omitempty"`
 	// Source is which store answered: "store", "fallback" or "none".
 	Source string `json:"source"`
@@ -78,6 +79,9 @@ func FromEvent(ev authguard.Event, t time.Time) Line {
 		Action: ev.Answer.Action.String(), DelayMS: ev.Answer.Delay.Milliseconds(), Reasons: reasons(ev.Answer.Reasons),
 		Computed: ev.Computed.Action.String(), ComputedReasons: reasons(ev.Computed.Reasons), Source: ev.Source.String(),
 		Region: ev.Region,
+	}
+	if ev.Computed.Action != ev.Answer.Action || ev.Computed.Delay != ev.Answer.Delay {
+		l.ComputedDelayMS = ev.Computed.Delay.Milliseconds()
 	}
 	if ev.Call == "report" {
 		l.Outcome = ev.Outcome.String()

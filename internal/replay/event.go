@@ -70,9 +70,12 @@ type Event struct {
 	// reserved and its report settled ("" when unknown). Inputs other than
 	// tollgate's log have none, unless a CSV maps a device column.
 	Device, Issued, Attempt string
-	// Action and Reasons are what tollgate answered at the time (its own
-	// log only; empty otherwise).
+	// Action, DelayMS and Reasons are what tollgate's policy decided at the
+	// time (its own log only; empty otherwise). DelayMS is 0 for a delay
+	// whose length the line did not record (a shadow verdict logged before
+	// computed_delay_ms).
 	Action  string
+	DelayMS int64
 	Reasons []string
 }
 

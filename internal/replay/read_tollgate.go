@@ -110,13 +110,15 @@ func parseTollgate(b []byte) (Event, error) {
 		Account: l.Account, Fingerprint: l.Fingerprint,
 		IP:     IPKey{V6: l.IPv6, P: l.IP, P56: l.IP56, P48: l.IP48},
 		Device: l.Device, Issued: l.Issued, Attempt: l.Attempt,
-		Action: l.Computed, Reasons: l.ComputedReasons,
+		Action: l.Computed, DelayMS: l.ComputedDelayMS, Reasons: l.ComputedReasons,
 	}
 	if ev.Tenant == "" {
 		ev.Tenant = authguard.DefaultTenant
 	}
-	if ev.Action == "" {
-		ev.Action, ev.Reasons = l.Action, l.Reasons
+	if ev.Action == "" || (ev.Action == l.Action && ev.DelayMS == 0) {
+		// enforce mode: the verdict computed is the one answered, whose
+		// delay the line always has
+		ev.Action, ev.DelayMS, ev.Reasons = l.Action, l.DelayMS, l.Reasons
 	}
 	switch l.Call {
 	case "check":

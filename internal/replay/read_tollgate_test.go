@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/decisionlog"
 )
 
@@ -114,4 +115,53 @@ func FuzzReadTollgate(f *testing.F) {
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRead(t, b, Options{Format: FormatTollgate})
 	})
+}
+
+// A verdict's delay is read with it: the answered delay_ms in enforce mode,
+// computed_delay_ms for a shadow verdict (answered proceed), and 0 for a
+// shadow delay logged before computed_delay_ms existed.
+func TestReadTollgate_ReadsTheDelayOfTheVerdictItTakes(t *testing.T) {
+	in := `{"time":"2026-11-16T09:00:00Z","flow":"login","call":"check","action":"delay","delay_ms":4000,"reasons":["account_backoff"],"computed":"delay","computed_reasons":["account_backoff"],"source":"store"}` + "\n" +
+		`{"time":"2026-11-16T09:00:01Z","flow":"login","call":"check","action":"proceed","computed":"delay","computed_delay_ms":2000,"computed_reasons":["account_backoff"],"source":"store"}` + "\n" +
+		`{"time":"2026-11-16T09:00:02Z","flow":"login","call":"check","action":"proceed","computed":"delay","computed_reasons":["account_backoff"],"source":"store"}` + "\n" +
+		`{"time":"2026-11-16T09:00:03Z","flow":"login","call":"check","action":"delay","delay_ms":8000,"reasons":["account_backoff"],"source":"store"}` + "\n"
+	evs, les, _ := readString(t, "d.log", in, Options{Format: FormatTollgate})
+	checkLineErrors(t, "d.log", les, nil)
+	var got []int64
+	for _, ev := range evs {
+		if ev.Action != "delay" {
+			t.Errorf("line %d: action %q, want delay", ev.Line, ev.Action)
+		}
+		got = append(got, ev.DelayMS)
+	}
+	if want := []int64{4000, 2000, 0, 8000}; !reflect.DeepEqual(got, want) {
+		t.Errorf("delays %v, want %v", got, want)
+	}
+}
+
+// decisionlog writes computed_delay_ms exactly when the computed verdict is
+// not the one answered, and replay reads the computed delay back.
+func TestReadTollgate_ReadsTheShadowDelayDecisionlogWrites(t *testing.T) {
+	shadow := authguard.Event{Call: "check", Flow: "login", Tenant: "default",
+		Answer:   authguard.Verdict{Action: authguard.Proceed},
+		Computed: authguard.Verdict{Action: authguard.Delay, Delay: 3 * time.Second, Reasons: []authguard.Reason{authguard.ReasonAccountBackoff}}}
+	enforce := shadow
+	enforce.Answer = enforce.Computed
+	for _, tc := range []struct {
+		ev       authguard.Event
+		computed int64
+	}{{shadow, 3000}, {enforce, 0}} {
+		l := decisionlog.FromEvent(tc.ev, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC))
+		if l.ComputedDelayMS != tc.computed {
+			t.Errorf("answer %v: computed_delay_ms %d, want %d", tc.ev.Answer.Action, l.ComputedDelayMS, tc.computed)
+		}
+		b, err := json.Marshal(l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, _, _ := readString(t, "d", string(b)+"\n", Options{Format: FormatTollgate})
+		if len(evs) != 1 || evs[0].Action != "delay" || evs[0].DelayMS != 3000 {
+			t.Errorf("answer %v: read back %+v, want a 3 s delay", tc.ev.Answer.Action, evs)
+		}
+	}
 }

@@ -169,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 		rep.Inputs = append(rep.Inputs, in.Name)
 	}
 	base := newTally("original", cfg.PrefixCounters)
-	hasBase := false
+	hasBase, baseDelayUnknown := false, false
 	syn := newSynth()
 	prog = newProgress(cfg.Progress, "pass 2")
 
@@ -224,7 +224,10 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 			}
 			if ev.Action != "" {
 				hasBase = true
-				v := authguard.Verdict{Action: parseAction(ev.Action)}
+				v := authguard.Verdict{Action: parseAction(ev.Action), Delay: time.Duration(ev.DelayMS) * time.Millisecond}
+				if v.Action == authguard.Delay && ev.DelayMS <= 0 {
+					baseDelayUnknown = true
+				}
 				for _, r := range ev.Reasons {
 					v.Reasons = append(v.Reasons, authguard.Reason(r))
 				}
@@ -249,7 +252,7 @@ func Run(ctx context.Context, cfg Config) (Report, error) {
 	}
 	if hasBase {
 		res := base.result()
-		res.DelayUnknown = true
+		res.DelayUnknown = baseDelayUnknown
 		rep.Baseline = &res
 	}
 	for _, r := range runners {

@@ -285,7 +285,7 @@ func TestReplay_DecisionLog(t *testing.T) {
 	if rep.Sends != 1 || rep.Attempts != 24 || rep.RealAttempts != 3 {
 		t.Errorf("sends %d, attempts %d, real %d; want 1, 24, 3", rep.Sends, rep.Attempts, rep.RealAttempts)
 	}
-	if rep.Baseline == nil || !rep.Baseline.DelayUnknown || rep.Baseline.Total.OtherStopped != 1 || rep.Baseline.Total.StoppedBy["ip_spray"] != 1 {
+	if rep.Baseline == nil || rep.Baseline.DelayUnknown || rep.Baseline.Total.OtherStopped != 1 || rep.Baseline.Total.StoppedBy["ip_spray"] != 1 {
 		t.Fatalf("baseline = %+v, want the original's one captcha for ip_spray", rep.Baseline)
 	}
 	for _, c := range rep.Candidates {
@@ -399,7 +399,7 @@ func TestWriteJSON(t *testing.T) {
 	if back.Candidates[1].Name != "strict" || back.Candidates[1].Total.OtherStopped != rep.Candidates[1].Total.OtherStopped {
 		t.Errorf("read back %+v", back.Candidates)
 	}
-	for _, key := range []string{`"sends_not_replayed": 1`, `"baseline": {`, `"delay_unknown": true`, `"top_prefixes": [`, `"real_delay_ms": `, `"stopped_by": {`} {
+	for _, key := range []string{`"sends_not_replayed": 1`, `"baseline": {`, `"top_prefixes": [`, `"real_delay_ms": `, `"stopped_by": {`} {
 		if !strings.Contains(buf.String(), key) {
 			t.Errorf("JSON lacks %s", key)
 		}
@@ -929,4 +929,50 @@ func BenchmarkReplay(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(n)*float64(b.N)/b.Elapsed().Seconds(), "events/s")
+}
+
+// The original's delays count in the baseline with their recorded lengths;
+// a shadow delay logged without its length makes the baseline's delay
+// figures unknown rather than zero.
+func TestReplay_BaselineDelaysHaveTheirRecordedLengths(t *testing.T) {
+	evs := decisionLog()
+	late := evs[len(evs)-1].Time
+	owner, home := "k-owner", v4("p-home")
+	add := func(ev Event) {
+		late = late.Add(time.Minute)
+		ev.File, ev.Line, ev.Time, ev.Tenant, ev.Flow = "decisions.jsonl", len(evs)+1, late, "default", "login"
+		evs = append(evs, ev)
+	}
+	// The owner, a real user (she succeeded from home), delayed twice.
+	add(Event{Call: CallCheck, Account: owner, IP: home, Action: "delay", DelayMS: 4000, Reasons: []string{"account_backoff"}})
+	add(Event{Call: CallCheck, Account: owner, IP: home, Action: "delay", DelayMS: 1000, Reasons: []string{"account_backoff"}})
+	// and then in from home: that makes her delayed attempts a real user's
+	add(Event{Call: CallCheck, Account: owner, IP: home, Attempt: "a9", Action: "proceed"})
+	add(Event{Call: CallReport, Outcome: OutcomeSuccess, Account: owner, IP: home, Attempt: "a9"})
+	rep, err := Run(context.Background(), Config{Candidates: candidates(t)[:1], Inputs: []Input{inputOf("decisions.jsonl", evs, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := rep.Baseline
+	if b == nil || b.DelayUnknown || b.Total.RealDelayed != 2 || b.Total.RealDelayMS != 5000 || b.Total.RealDelayMaxMS != 4000 {
+		t.Fatalf("baseline %+v: want 2 real delays, 5 s in total, 4 s the longest, known", b)
+	}
+	evs = evs[:len(evs)-2] // before her success, so that it counts as hers too
+	add(Event{Call: CallCheck, Account: owner, IP: home, Action: "delay", Reasons: []string{"account_backoff"}}) // no length
+	add(Event{Call: CallCheck, Account: owner, IP: home, Attempt: "a9", Action: "proceed"})
+	add(Event{Call: CallReport, Outcome: OutcomeSuccess, Account: owner, IP: home, Attempt: "a9"})
+	rep, err = Run(context.Background(), Config{Candidates: candidates(t)[:1], Inputs: []Input{inputOf("decisions.jsonl", evs, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rep.Baseline.DelayUnknown {
+		t.Error("a delay without its length left the baseline's delays known")
+	}
+	var text bytes.Buffer
+	if err := WriteText(&text, &rep); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(text.String(), "?") {
+		t.Errorf("the table shows the unknown delays as figures:\n%s", text.String())
+	}
 }

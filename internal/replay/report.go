@@ -55,8 +55,9 @@ type Result struct {
 	// TopPrefixes are the IP prefixes with the most refused attempts,
 	// most first.
 	TopPrefixes []PrefixCount `json:"top_prefixes"`
-	// DelayUnknown is true for the baseline: the recorded verdicts carry
-	// no delays, so its delay figures are zero.
+	// DelayUnknown is true for a baseline some of whose recorded delays
+	// have no length (shadow verdicts logged before computed_delay_ms), so
+	// its delay figures are not to be read.
 	DelayUnknown bool `json:"delay_unknown,omitempty"`
 	// Unreported counts checks this policy let proceed that have no
 	// recorded outcome (the original refused them): left unsettled, which

@@ -319,7 +319,9 @@ func TestRun_ReportsKeycloakEventsThatAreNotLogins(t *testing.T) {
 	in := strings.Join(kcWeek, "\n") + "\n"
 	rep, err := Run(context.Background(), Config{Candidates: candidates(t)[:1], Inputs: []Input{{
 		Name: "events.json",
-		Open: func() (Source, error) { return Open("events.json", strings.NewReader(in), Options{Format: FormatKeycloak, Key: readKey}) },
+		Open: func() (Source, error) {
+			return Open("events.json", strings.NewReader(in), Options{Format: FormatKeycloak, Key: readKey})
+		},
 	}}})
 	if err != nil {
 		t.Fatal(err)

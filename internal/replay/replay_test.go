@@ -957,7 +957,7 @@ func TestReplay_BaselineDelaysHaveTheirRecordedLengths(t *testing.T) {
 	if b == nil || b.DelayUnknown || b.Total.RealDelayed != 2 || b.Total.RealDelayMS != 5000 || b.Total.RealDelayMaxMS != 4000 {
 		t.Fatalf("baseline %+v: want 2 real delays, 5 s in total, 4 s the longest, known", b)
 	}
-	evs = evs[:len(evs)-2] // before her success, so that it counts as hers too
+	evs = evs[:len(evs)-2]                                                                                       // before her success, so that it counts as hers too
 	add(Event{Call: CallCheck, Account: owner, IP: home, Action: "delay", Reasons: []string{"account_backoff"}}) // no length
 	add(Event{Call: CallCheck, Account: owner, IP: home, Attempt: "a9", Action: "proceed"})
 	add(Event{Call: CallReport, Outcome: OutcomeSuccess, Account: owner, IP: home, Attempt: "a9"})

@@ -96,6 +96,29 @@ func (h *hints) learn(ops []authguard.Op, gates []authguard.Gate, res []authguar
 	}
 }
 
+// learnFailures records, from a batch that is not a check (a report), the
+// backoff counters its failures left waiting: the next check on such a key
+// is refused by its delay gate until the wait ends. So the check after the
+// failure that put an account in backoff is already one pipeline when the
+// same instance saw that failure.
+func (h *hints) learnFailures(ops []authguard.Op, res []authguard.Result, now time.Time) {
+	if h.off {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for i, op := range ops {
+		b, ok := op.(*authguard.BackoffOp)
+		if !ok || i >= len(res) || res[i].Wait <= 0 || (b.Action != authguard.BackoffFail && b.Action != authguard.BackoffConfirm) {
+			continue
+		}
+		if h.until == nil || len(h.until) >= maxHints {
+			h.until = make(map[string]time.Time)
+		}
+		h.until[b.Key] = now.Add(res[i].Wait)
+	}
+}
+
 // clock is the time hints are read against: the store's explicit time in
 // tests, else the local clock (a hint only has to be about right).
 func (s *Store) clock() time.Time {

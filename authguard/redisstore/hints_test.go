@@ -12,35 +12,45 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
-// A credential-stuffing run against one account in backoff, on a Cluster:
-// the first refused check is Reserve's two pipelines (reserve, undo); every
-// later one is one pipeline that peeks what it would undo, and writes
-// nothing but its ip_rate take.
+// A credential-stuffing run against one account in backoff, on a Cluster.
+// The account's failures were reported through another instance, so this
+// one's first refused check is Reserve's two pipelines (reserve, undo);
+// every later one is one pipeline that peeks what it would undo, and
+// writes nothing but its ip_rate take. An instance that saw the failures
+// itself sends even the first as one pipeline.
 func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 	c := clusterClient(t)
 	counter := &pipelineCounter{}
 	c.AddHook(counter)
-	s := newStore(t, c, nil)
 	ctx := context.Background()
-	if err := s.Preload(ctx); err != nil { // no NOSCRIPT round trips below
-		t.Fatal(err)
-	}
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for range 10 { // 10 failures: 32 s of delay
-		if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure}); err != nil {
+	engine := func() (*authguard.Engine, *redisstore.Store) {
+		s := newStore(t, c, nil)
+		if err := s.Preload(ctx); err != nil { // no NOSCRIPT round trips below
 			t.Fatal(err)
 		}
+		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, s
 	}
-	check := func(i int) {
+	e, s := engine()
+	other, _ := engine()
+	fail := func(e *authguard.Engine, account string) {
+		for range 10 { // 10 failures: 32 s of delay
+			if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: account, IP: "192.0.2.9", Outcome: authguard.Failure}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	check := func(account string, i int) {
 		t.Helper()
-		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com",
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: account,
 			IP: fmt.Sprintf("198.51.100.%d", i+1), PasswordFingerprint: fmt.Sprint("guess", i)})
 		if err != nil {
 			t.Fatal(err)
@@ -49,10 +59,17 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 			t.Fatalf("check %d: %v, want delay", i, v.Action)
 		}
 	}
+	fail(e, "seen@example.com")
 	p0 := counter.pipelines.Load()
-	check(0)
+	check("seen@example.com", 0)
+	if p := counter.pipelines.Load() - p0; p != 1 {
+		t.Errorf("first refused check after failures this instance saw: %d pipelines, want 1", p)
+	}
+	fail(other, "victim@example.com")
+	p0 = counter.pipelines.Load()
+	check("victim@example.com", 0)
 	if p := counter.pipelines.Load() - p0; p != 2 {
-		t.Errorf("first refused check: %d pipelines, want 2 (reserve, undo)", p)
+		t.Errorf("first refused check after failures another instance saw: %d pipelines, want 2 (reserve, undo)", p)
 	}
 	if err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error { return n.ConfigResetStat(ctx).Err() }); err != nil {
 		t.Fatal(err)
@@ -60,17 +77,17 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 	const checks = 10
 	p0 = counter.pipelines.Load()
 	for i := 1; i <= checks; i++ {
-		check(i)
+		check("victim@example.com", i)
 	}
 	if p := counter.pipelines.Load() - p0; p != checks {
 		t.Errorf("%d refused checks expected to be refused: %d pipelines, want %d", checks, p, checks)
 	}
-	if sent, wrong := s.Hinted(); sent != checks || wrong != 0 {
-		t.Errorf("checks sent on a hint: %d (%d wrong), want %d (0)", sent, wrong, checks)
+	if sent, wrong := s.Hinted(); sent != checks+1 || wrong != 0 {
+		t.Errorf("checks sent on a hint: %d (%d wrong), want %d (0)", sent, wrong, checks+1)
 	}
 	calls := map[string]int{}
 	var mu sync.Mutex // ForEachMaster calls on every master at once
-	err = c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
+	err := c.ForEachMaster(ctx, func(ctx context.Context, n *redis.Client) error {
 		info, err := n.Info(ctx, "commandstats").Result()
 		mu.Lock()
 		defer mu.Unlock()
@@ -161,8 +178,10 @@ func TestCluster_AWrongHintCostsARoundTripNotAVerdict(t *testing.T) {
 	if p := counter.pipelines.Load() - p0; p != 2 {
 		t.Errorf("check on a wrong hint: %d pipelines, want 2 (the peeks, then what they peeked)", p)
 	}
-	if sent, wrong := rs.Hinted(); sent != 2 || wrong != 1 {
-		t.Errorf("checks sent on a hint: %d (%d wrong), want 2 (1)", sent, wrong)
+	// (the first refused check was already sent on a hint: this instance
+	// saw the failures)
+	if sent, wrong := rs.Hinted(); sent != 3 || wrong != 1 {
+		t.Errorf("checks sent on a hint: %d (%d wrong), want 3 (1)", sent, wrong)
 	}
 	// That check stays in flight. Ten accounts fail from the same address:
 	// with it, the tenth is the eleventh distinct account of the hour.

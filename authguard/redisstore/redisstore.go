@@ -135,6 +135,9 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	if err != nil {
 		return nil, unavailable(err)
 	}
+	if _, single := s.client.(*redis.Client); !single {
+		s.hints.learnFailures(ops, res, s.clock())
+	}
 	return res, nil
 }
 

@@ -3,9 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
-	"sync"
 	"testing"
 
 	"github.com/redis/go-redis/v9"
@@ -55,7 +52,8 @@ func BenchmarkClusterRefusedCheck(b *testing.B) {
 					b.Fatalf("check %d: %v, want delay", i, v.Action)
 				}
 			}
-			b.ReportMetric(clusterScriptMicros(b, c)/float64(b.N), "redis-µs/op")
+			stats := commandStats(b, c) // every master
+			b.ReportMetric((stats["evalsha"]["usec"]+stats["eval"]["usec"])/float64(b.N), "redis-µs/op")
 			b.ReportMetric(float64(counter.pipelines.Load()-p0)/float64(b.N), "pipelines/op")
 		})
 	}
@@ -66,33 +64,4 @@ func resetStats(b *testing.B, c *redis.ClusterClient) {
 	if err != nil {
 		b.Fatal(err)
 	}
-}
-
-// clusterScriptMicros is the total time every master spent in EVALSHA and
-// EVAL since the last reset.
-func clusterScriptMicros(b *testing.B, c *redis.ClusterClient) float64 {
-	var total float64
-	var mu sync.Mutex // ForEachMaster calls on every master at once
-	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
-		info, err := n.Info(ctx, "commandstats").Result()
-		mu.Lock()
-		defer mu.Unlock()
-		for _, line := range strings.Split(info, "\n") {
-			line = strings.TrimSpace(line)
-			if !strings.HasPrefix(line, "cmdstat_evalsha:") && !strings.HasPrefix(line, "cmdstat_eval:") {
-				continue
-			}
-			for _, f := range strings.Split(line[strings.IndexByte(line, ':')+1:], ",") {
-				if v, ok := strings.CutPrefix(f, "usec="); ok {
-					n, _ := strconv.ParseFloat(v, 64)
-					total += n
-				}
-			}
-		}
-		return err
-	})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return total
 }

@@ -3,8 +3,6 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -77,24 +75,4 @@ func TestMemoryPerRateKey(t *testing.T) {
 			t.Errorf("%v key uses %d bytes", r.Algorithm, n)
 		}
 	}
-}
-
-// evalshaMicros reads usec_per_call of EVALSHA from INFO commandstats.
-func evalshaMicros(b *testing.B, c *redis.Client) float64 {
-	info, err := c.Info(context.Background(), "commandstats").Result()
-	if err != nil {
-		b.Fatal(err)
-	}
-	for _, line := range strings.Split(info, "\n") {
-		if rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:"); ok {
-			for _, f := range strings.Split(rest, ",") {
-				if v, ok := strings.CutPrefix(f, "usec_per_call="); ok {
-					n, _ := strconv.ParseFloat(v, 64)
-					return n
-				}
-			}
-		}
-	}
-	b.Fatal("no cmdstat_evalsha in INFO commandstats")
-	return 0
 }

@@ -61,20 +61,24 @@ type Reserver interface {
 // Undo returns the operation that undoes what op reserved: a backoff
 // charge's refund, a log admission's removal, a rate take's give-back; nil
 // for any other operation. It is op with the action UndoAction names.
-func Undo(op Op) Op {
+func Undo(op Op) Op { return withAction(op, BackoffRefund, LogRemove, RateRefund) }
+
+// withAction returns a copy of op with the action of its kind; nil for an
+// operation that is none of the three.
+func withAction(op Op, b BackoffAction, l LogAction, r RateAction) Op {
 	switch op := op.(type) {
 	case *BackoffOp:
-		r := *op
-		r.Action = BackoffRefund
-		return &r
+		c := *op
+		c.Action = b
+		return &c
 	case *LogOp:
-		r := *op
-		r.Action = LogRemove
-		return &r
+		c := *op
+		c.Action = l
+		return &c
 	case *RateOp:
-		r := *op
-		r.Action = RateRefund
-		return &r
+		c := *op
+		c.Action = r
+		return &c
 	}
 	return nil
 }
@@ -83,21 +87,11 @@ func Undo(op Op) Op {
 // changing anything (a backoff peek carries no attempt); nil for an
 // operation that has none.
 func PeekOf(op Op) Op {
-	switch op := op.(type) {
-	case *BackoffOp:
-		r := *op
-		r.Action, r.Attempt = BackoffPeek, ""
-		return &r
-	case *LogOp:
-		r := *op
-		r.Action = LogPeek
-		return &r
-	case *RateOp:
-		r := *op
-		r.Action = RatePeek
-		return &r
+	p := withAction(op, BackoffPeek, LogPeek, RatePeek)
+	if b, ok := p.(*BackoffOp); ok {
+		b.Attempt = ""
 	}
-	return nil
+	return p
 }
 
 // UndoAction names the action of Undo(op) without building it ("" when op

@@ -431,6 +431,25 @@ func (a *App) pending(w http.ResponseWriter, r *http.Request) (session, bool) {
 	return session{}, false
 }
 
+// pendingPost is a code step's POST: the pending session, its form read
+// and the client's address; false when it has answered already (a redirect
+// or a bad request).
+func (a *App) pendingPost(w http.ResponseWriter, r *http.Request) (session, string, bool) {
+	s, ok := a.pending(w, r)
+	if !ok {
+		return session{}, "", false
+	}
+	ip := ""
+	if readForm(w, r) {
+		ip = a.clientIP(r)
+	}
+	if ip == "" {
+		a.badRequest(w)
+		return session{}, "", false
+	}
+	return s, ip, true
+}
+
 func (a *App) otpPage(w http.ResponseWriter, r *http.Request) {
 	s, ok := a.pending(w, r)
 	if !ok {
@@ -479,17 +498,8 @@ func (a *App) otpCaptcha(form string) http.Handler {
 // sendCode asks tollgate whether a code may go to the account's phone and
 // "sends" it to the page's phone panel.
 func (a *App) sendCode(w http.ResponseWriter, r *http.Request) {
-	s, ok := a.pending(w, r)
+	s, ip, ok := a.pendingPost(w, r)
 	if !ok {
-		return
-	}
-	if !readForm(w, r) {
-		a.badRequest(w)
-		return
-	}
-	ip := a.clientIP(r)
-	if ip == "" {
-		a.badRequest(w)
 		return
 	}
 	v, err := a.tg.SendOTP(r.Context(), wire.SendRequest{
@@ -529,17 +539,8 @@ func newCode() (string, error) {
 // verifyCode is the code step: check on otp_verify, compare, report, and
 // on success sign in and set the device cookies.
 func (a *App) verifyCode(w http.ResponseWriter, r *http.Request) {
-	s, ok := a.pending(w, r)
+	s, ip, ok := a.pendingPost(w, r)
 	if !ok {
-		return
-	}
-	if !readForm(w, r) {
-		a.badRequest(w)
-		return
-	}
-	ip := a.clientIP(r)
-	if ip == "" {
-		a.badRequest(w)
 		return
 	}
 	token := a.otpDevice.Token(r)

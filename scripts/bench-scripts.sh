@@ -13,9 +13,14 @@
 #          password fingerprint shared by every call (its log stays full);
 #   hot    the same on one account held in backoff (every check refused);
 #   bucket one token-bucket take (rate.lua) on one key: the reference;
+#   bucketnew the same take on a key never seen (as a fresh check's keys are);
 #   calls  the Redis commands a fresh check sends, with no Lua around them:
 #          what the key layout costs by itself, whatever the scripts do;
-#   merged the same for one key per subject (a layout not built), to size it.
+#   merged the same for one key per subject (a layout not built), to size it;
+#   floor5 one GET and one SET ... PX per key on the fresh check's five keys and
+#          nothing else: what touching today's keys costs with no logic at all;
+#   floor3 the same on three keys (account, address, password fingerprint), the
+#          fewest a check with every signal can touch.
 # Prints the median of the rounds per case and the ratios. Bounded: fixed
 # call counts; the redis-server it starts listens on loopback and is stopped
 # by PID at exit.
@@ -81,6 +86,16 @@ redis.call('ZADD', KEYS[2], '10592227396102', 'r', '1796134374052', 's' .. ARGV[
 redis.call('PEXPIRE', KEYS[2], '86400000')
 LUA
 
+# The floors: read and write each key once, with no logic and no sorted sets.
+cat <<'LUA' >"$dir/floor.lua"
+redis.call('TIME')
+for i = 1, #KEYS do
+  redis.call('GET', KEYS[i])
+  redis.call('SET', KEYS[i], ARGV[1], 'PX', '86400000')
+end
+return 1
+LUA
+
 cli() { redis-cli -p "$port" "$@"; }
 usec() { cli info commandstats | grep -i '^cmdstat_evalsha:' | sed 's/.*usec_per_call=\([0-9.]*\).*/\1/'; }
 bench() { # SCRIPT_FILE numkeys args... -> usec_per_call
@@ -109,8 +124,13 @@ run_case() { # SCRIPT CASE
       cli set "$acct:victim" "10|$now|$now||" px 600000 >/dev/null
       eval bench "$1" "$(login_args "$acct:victim")" ;;
     bucket) bench authguard/redisstore/rate.lua 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
+    bucketnew) bench authguard/redisstore/rate.lua 1 "$ip:iprate:__rand_int__J9yUIJz" token_bucket take 0 50 200 1 "" 1 0 ;;
     merged) bench "$dir/merged.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:ip:__rand_int__J9yUIJz" "$ip:unused:1" \
       "$ip:unused:2" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
+    floor5) bench "$dir/floor.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" \
+      "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:__rand_int__Q340A_zFfhBI" "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ" ;;
+    floor3) bench "$dir/floor.lua" 3 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:ip:__rand_int__J9yUIJz" \
+      "$ip:pwspray:__rand_int__Q340A_zFfhBI" "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ" ;;
     calls) bench "$dir/calls.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" \
       "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
   esac
@@ -123,8 +143,11 @@ for r in $(seq "$rounds"); do
     got[$c,new]+="$(run_case "$dir/new.lua" $c) "
   done
   got[bucket]+="$(run_case "" bucket) "
+  got[bucketnew]+="$(run_case "" bucketnew) "
   got[calls]+="$(run_case "" calls) "
   got[merged]+="$(run_case "" merged) "
+  got[floor5]+="$(run_case "" floor5) "
+  got[floor3]+="$(run_case "" floor3) "
 done
 b=$(echo "${got[bucket]}" | tr ' ' '\n' | grep . | median)
 echo "Redis CPU per EVALSHA (usec_per_call), median of $rounds rounds of $n calls; base $base, new = working tree"
@@ -137,9 +160,8 @@ for c in fresh hot; do
 done
 printf '%-8s %10s %10.2f\n' bucket "" "$b"
 echo "  rounds: ${got[bucket]}"
-k=$(echo "${got[calls]}" | tr ' ' '\n' | grep . | median)
-awk -v k="$k" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", "calls", "", k, "", k / b }'
-echo "  rounds: ${got[calls]}"
-m=$(echo "${got[merged]}" | tr ' ' '\n' | grep . | median)
-awk -v k="$m" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", "merged", "", k, "", k / b }'
-echo "  rounds: ${got[merged]}"
+for c in bucketnew calls merged floor5 floor3; do
+  m=$(echo "${got[$c]}" | tr ' ' '\n' | grep . | median)
+  awk -v c=$c -v k="$m" -v b="$b" 'BEGIN { printf "%-8s %10s %10.2f %10s %11.1fx\n", c, "", k, "", k / b }'
+  echo "  rounds: ${got[$c]}"
+done

@@ -134,7 +134,9 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 //     retry_after (at least a second), never as proceed.
 //
 // The RateLimit field follows draft-ietf-httpapi-ratelimit-headers-10
-// (September 2025; drafts -08 and -09 have the same structured-field syntax):
+// (September 2025; drafts -08, -09 and -11 of May 2026 have the same
+// structured-field syntax, -11 rewording r as the quota available and t as
+// the window it holds for; -12 was not read):
 // `RateLimit: "<Policy>";r=0;t=<seconds>`, with r=0 (nothing may be
 // attempted now) and t equal to Retry-After (when the next attempt may go
 // ahead, which the draft asks Retry-After never to undercut). tollgate tells

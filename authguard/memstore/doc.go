@@ -23,17 +23,25 @@
 //     an account counter in backoff, a log at a limit, an empty bucket;
 //   - probation: everything else.
 //
-// A full shard drops an expired key if one is at the end of either class's
-// least-recently-used list; else it evicts its least recently used
-// probation key; and only when it holds no probation key at all, its least
-// recently used protected key. So a flood of fresh subjects (a check on a
-// made-up account charges one failure: probation) cannot evict a counter in
-// backoff. To evict a protected key an attacker must make protected keys of
-// the whole shard's share of MaxEntries, each of them costing real checks
-// (Free of them for an account counter) that pass the IP rules, and the key
-// must be the shard's least recently used. Stats counts evictions by class;
-// a protected eviction means MaxEntries is too small for the attack in
-// progress.
+// and in one group: the key up to its last ':', which for authguard's keys
+// (prefix:tenant:flow:rule:subject) is one rule of one flow of one tenant
+// (at most 256 groups; the rest share one).
+//
+// A full shard drops an expired key if one is at the end of any of its
+// lists; else it evicts a probation key, the least recently used of the
+// group holding the most keys among those with a probation key; and only
+// when it holds no probation key at all, the least recently used protected
+// key of the group holding the most keys. So a flood of fresh subjects (a
+// check on a made-up account charges one failure: probation) cannot evict a
+// counter in backoff, and neither can a flood that makes protected keys
+// cheaply in one rule (a code sent to a made-up address leaves its
+// destination counter at its limit): it turns over its own rule's keys. To
+// evict a counter in backoff an attacker must make the shard hold nothing
+// but protected keys and the counter's own rule hold the most of them, each
+// costing real checks (Free of them for an account counter) that pass the
+// IP rules, and the counter must be the rule's least recently used. Stats
+// counts evictions by class; a protected eviction means MaxEntries is too
+// small for the attack in progress.
 //
 // Protected keys have no cap of their own: one below MaxEntries would let
 // an attacker evict a protected key by making fewer protected keys, and an

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/maphash"
 	"path"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -34,6 +35,7 @@ type Store struct {
 	evicted [classes]atomic.Int64
 	closed  atomic.Bool
 	sets    entrySets
+	groups  groups
 }
 
 // class is an entry's eviction class. Every Do puts the key it touches in
@@ -50,20 +52,21 @@ const (
 	classes
 )
 
-// A shard keeps its entries in one slice, linked into an LRU list per class
-// by index rather than by pointer: a million entries are then a few large
-// objects for the garbage collector to scan instead of millions of small
-// ones.
+// A shard keeps its entries in one slice, linked into LRU lists by index
+// rather than by pointer: a million entries are then a few large objects for
+// the garbage collector to scan instead of millions of small ones. There is
+// one list per group and class (lists[2*group+class]), for the groups the
+// shard has held.
 type shard struct {
 	mu    sync.Mutex
 	index map[string]int32
 	slots []slot
-	lists [classes]lru
+	lists []lru
 	free  int32 // first free slot (linked through next), or none
 	cap   int
 }
 
-// lru is one class's list.
+// lru is one group's list of one class.
 type lru struct {
 	head int32 // most recently used, or none
 	tail int32 // least recently used, or none
@@ -75,7 +78,53 @@ type slot struct {
 	state      any
 	expires    int64 // Unix nanoseconds
 	prev, next int32
-	class      class
+	list       int32 // its index in shard.lists
+}
+
+// A group is the rule a key belongs to: the key up to its last ':', which
+// for authguard's keys (prefix:tenant:flow:rule:subject) is one rule of one
+// flow of one tenant. A full shard makes room in the group that holds the
+// most keys, so a flood of one rule's keys turns over that rule's keys
+// rather than another's (docs/design.md, "The memory store when it is full").
+// Groups are numbered as they first come; past maxGroups, the rest share
+// the last number.
+const maxGroups = 256
+
+// groups numbers groups. Lookups read an immutable map without locking;
+// adding a group copies it, at most maxGroups times.
+type groups struct {
+	mu sync.Mutex
+	m  atomic.Pointer[map[string]int32]
+}
+
+// of returns key's group number.
+func (g *groups) of(key string) int32 {
+	name := key[:max(strings.LastIndexByte(key, ':'), 0)]
+	if m := g.m.Load(); m != nil {
+		if n, ok := (*m)[name]; ok {
+			return n
+		}
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	old := map[string]int32{}
+	if m := g.m.Load(); m != nil {
+		old = *m
+	}
+	if n, ok := old[name]; ok {
+		return n
+	}
+	if len(old) >= maxGroups-1 {
+		return maxGroups - 1
+	}
+	m := make(map[string]int32, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	n := int32(len(old))
+	m[strings.Clone(name)] = n
+	g.m.Store(&m)
+	return n
 }
 
 const none = -1
@@ -103,9 +152,6 @@ func New(cfg Config) *Store {
 		sh.index, sh.free, sh.cap = make(map[string]int32), none, per
 		if i < rest {
 			sh.cap++
-		}
-		for c := range sh.lists {
-			sh.lists[c] = lru{head: none, tail: none}
 		}
 	}
 	return s
@@ -149,38 +195,66 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 		c = protected
 	}
 	if ok {
-		sh.slots[i].state, sh.slots[i].expires = next, ns+int64(ttl)
+		sl := &sh.slots[i]
+		sl.state, sl.expires = next, ns+int64(ttl)
+		g := sl.list / int32(classes)
 		sh.unlink(i)
-		sh.pushFront(i, c)
+		sh.pushFront(i, listOf(g, c))
 		return r
 	}
+	g := s.groups.of(key)
 	for len(sh.index) >= sh.cap {
-		s.evict(sh, ns)
+		s.evict(sh, ns, g)
 	}
-	sh.insert(key, next, ns+int64(ttl), c)
+	sh.insert(key, next, ns+int64(ttl), listOf(g, c))
 	return r
 }
 
-// evict makes room for one entry in sh: an expired entry at the end of
-// either list if there is one, else the least recently used probation
-// entry, else (only when the shard holds nothing but protected entries) the
-// least recently used protected one.
-func (s *Store) evict(sh *shard, ns int64) {
-	for c := range sh.lists {
-		if t := sh.lists[c].tail; t != none && ns >= sh.slots[t].expires {
-			sh.remove(t)
-			return
+// listOf is the index in shard.lists of group g's list of class c.
+func listOf(g int32, c class) int32 { return g*int32(classes) + int32(c) }
+
+// evict makes room in sh for an entry of group g: an expired entry at the
+// end of any list if there is one; else the least recently used probation
+// entry of the group holding the most entries among those that hold a
+// probation entry; else (only when the shard holds nothing but protected
+// entries) the least recently used entry of the group holding the most.
+// Ties go to g, the group that needs the room.
+func (s *Store) evict(sh *shard, ns int64, g int32) {
+	size := func(x int32) int {
+		if listOf(x, protected) >= int32(len(sh.lists)) {
+			return 0
+		}
+		return sh.lists[listOf(x, probation)].len + sh.lists[listOf(x, protected)].len
+	}
+	bestP, nP := int32(-1), 0                            // largest group with a probation entry
+	best, n := g, size(g)                                // largest group
+	if n > 0 && sh.lists[listOf(g, probation)].len > 0 { // n > 0: sh has g's lists
+		bestP, nP = g, n
+	}
+	for x := int32(0); x < int32(len(sh.lists))/int32(classes); x++ {
+		for c := range classes {
+			if t := sh.lists[listOf(x, c)].tail; t != none && ns >= sh.slots[t].expires {
+				sh.remove(t)
+				return
+			}
+		}
+		k := size(x)
+		if k > n {
+			best, n = x, k
+		}
+		if k > nP && sh.lists[listOf(x, probation)].len > 0 {
+			bestP, nP = x, k
 		}
 	}
-	c := probation
-	if sh.lists[probation].tail == none {
-		c = protected
+	l, c := listOf(best, protected), protected
+	if bestP >= 0 {
+		l, c = listOf(bestP, probation), probation
 	}
-	sh.remove(sh.lists[c].tail)
+	sh.remove(sh.lists[l].tail)
 	s.evicted[c].Add(1)
 }
 
-func (sh *shard) insert(key string, state any, expires int64, c class) {
+func (sh *shard) insert(key string, state any, expires int64, l int32) {
 	i := sh.free
 	if i == none {
 		i = int32(len(sh.slots))
@@ -190,7 +264,7 @@ func (sh *shard) insert(key string, state any, expires int64, c class) {
 	}
 	sh.slots[i] = slot{key: key, state: state, expires: expires}
 	sh.index[key] = i
-	sh.pushFront(i, c)
+	sh.pushFront(i, l)
 }
 
 func (sh *shard) remove(i int32) {
@@ -202,7 +276,7 @@ func (sh *shard) remove(i int32) {
 
 func (sh *shard) unlink(i int32) {
 	sl := &sh.slots[i]
-	l := &sh.lists[sl.class]
+	l := &sh.lists[sl.list]
 	if sl.prev != none {
 		sh.slots[sl.prev].next = sl.next
 	} else {
@@ -216,10 +290,13 @@ func (sh *shard) unlink(i int32) {
 	l.len--
 }
 
-func (sh *shard) pushFront(i int32, c class) {
-	l := &sh.lists[c]
+func (sh *shard) pushFront(i, list int32) {
+	for int32(len(sh.lists)) <= list { // whole groups: both classes' lists
+		sh.lists = append(sh.lists, lru{head: none, tail: none}, lru{head: none, tail: none})
+	}
+	l := &sh.lists[list]
 	sl := &sh.slots[i]
-	sl.class, sl.prev, sl.next = c, none, l.head
+	sl.list, sl.prev, sl.next = list, none, l.head
 	if l.head != none {
 		sh.slots[l.head].prev = i
 	}
@@ -278,7 +355,9 @@ func (s *Store) Stats() Stats {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		st.Entries += len(sh.index)
-		st.Protected += sh.lists[protected].len
+		for l := int(protected); l < len(sh.lists); l += int(classes) {
+			st.Protected += sh.lists[l].len
+		}
 		sh.mu.Unlock()
 	}
 	return st

@@ -224,6 +224,69 @@ func TestMemory_ProtectedOverflowEvictsLeastRecentlyUsedProtected(t *testing.T) 
 	}
 }
 
+// TestMemory_AFloodOfOneRulesProtectedKeysTurnsOverOnlyItsOwn: an attacker
+// who can make protected keys cheaply in one rule (a code sent to a made-up
+// address leaves its counter at its limit) fills a shard with them to evict
+// a victim's counter in another rule. Ordinary keys go first, whichever rule
+// they are in; then the shard makes room in the rule holding the most keys,
+// the flood's own, and the victim's counter stays.
+func TestMemory_AFloodOfOneRulesProtectedKeysTurnsOverOnlyItsOwn(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 10, Shards: 1})
+	ctx := context.Background()
+	protect := func(k string) { // storetest.Backoff: free 2
+		t.Helper()
+		for range storetest.Backoff.Free {
+			if _, err := s.Do(ctx, []authguard.Op{charge(k)}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	const victim, ordinary = "tg:default:login:acct:victim", "tg:default:login:acct:ordinary"
+	protect(victim)
+	s.Do(ctx, []authguard.Op{charge(ordinary)})
+	for i := range 100 {
+		protect(fmt.Sprintf("tg:default:otp_send:dest:made-up-%d", i))
+	}
+	st := s.Stats()
+	if st.Entries != 10 || st.Protected != 10 || st.EvictedProbation != 1 || st.EvictedProtected != 100-9 {
+		t.Errorf("stats %+v, want 10 protected entries, the ordinary key and 91 of the flood's evicted", st)
+	}
+	want := []string{victim}
+	for i := 91; i < 100; i++ {
+		want = append(want, fmt.Sprintf("tg:default:otp_send:dest:made-up-%d", i))
+	}
+	assertKeys(t, s, want...)
+
+	// The victim's rule is not spared for being the victim's: once it holds
+	// the most keys of a shard with nothing but protected keys, it makes the room.
+	for i := range 10 {
+		protect(fmt.Sprintf("tg:default:login:acct:other-%d", i))
+	}
+	if keys := s.Keys(); slices.Contains(keys, victim) {
+		t.Errorf("live keys %v: the victim's counter is the least recently used of the largest rule and should have gone", keys)
+	}
+}
+
+// TestMemory_GroupsAreBounded: keys of more rules than maxGroups (256)
+// share the last group; the store still holds at most MaxEntries keys and
+// evicts the least recently used of a group.
+func TestMemory_GroupsAreBounded(t *testing.T) {
+	s := memstore.New(memstore.Config{MaxEntries: 50, Shards: 1})
+	ctx := context.Background()
+	for i := range 5000 {
+		if _, err := s.Do(ctx, []authguard.Op{charge(fmt.Sprintf("rule-%d:k", i))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if st := s.Stats(); st.Entries != 50 || st.Evicted != 5000-50 {
+		t.Errorf("stats %+v, want 50 entries and the rest evicted", st)
+	}
+	if keys := s.Keys(); !slices.Contains(keys, "rule-4999:k") {
+		t.Errorf("live keys %v, want the newest key among them", keys)
+	}
+}
+
 // TestMemory_EveryTouchReclassifies: a counter refunded below free is
 // ordinary again and goes before older protected entries; an expired
 // protected entry at the end of its list is dropped, not counted as evicted.

@@ -310,6 +310,62 @@ func TestLogin_OwnersSuccessIsInvisibleToTheAttacker(t *testing.T) {
 	}
 }
 
+// TestLogin_AnOwnersLoginInProgressIsInvisibleWithItsDevice: an attacker
+// keeps an account one failure short of its delays and probes it while its
+// owner may be logging in, to learn whether the owner is there and whether
+// the password was right. The owner's check reserves a failure until its
+// report, so without a device token the probes do tell: that is the limit
+// README states. With the device token its owner's success returned, the
+// owner's check counts on the device's own allowance, and the attacker's
+// view is the same whether the owner logs in and succeeds, fails, or is not
+// there at all.
+func TestLogin_AnOwnersLoginInProgressIsInvisibleWithItsDevice(t *testing.T) {
+	const account = "victim@example.com"
+	views := func(withDevice bool) (succeeds, fails, absent string) {
+		var seen [3][]string
+		for w := range 3 {
+			h := newHarness(t, "")
+			device := h.attempt(account, "198.51.100.1", authguard.Success, "").DeviceToken
+			if !withDevice {
+				device = ""
+			}
+			h.clock.Advance(time.Hour)
+			for i := range 4 {
+				h.attempt(account, addr(i), authguard.Failure, "")
+			}
+			h.clock.Advance(time.Minute)
+			var owner authguard.Verdict
+			if w < 2 {
+				owner = h.check(authguard.CheckRequest{Account: account, IP: "198.51.100.1", DeviceToken: device})
+			}
+			h.clock.Advance(100 * time.Millisecond)
+			v := h.check(authguard.CheckRequest{Account: account, IP: addr(50)})
+			seen[w] = append(seen[w], fmt.Sprintf("%v %v", v.Action, v.Delay))
+			if v.Action == authguard.Proceed {
+				h.report(authguard.ReportRequest{Account: account, IP: addr(50), Outcome: authguard.Failure, Attempt: v.Attempt})
+			}
+			if w < 2 {
+				out := []authguard.Outcome{authguard.Success, authguard.Failure}[w]
+				h.report(authguard.ReportRequest{Account: account, IP: "198.51.100.1", Outcome: out, Attempt: owner.Attempt, DeviceToken: device})
+			}
+			h.clock.Advance(100 * time.Millisecond)
+			v = h.check(authguard.CheckRequest{Account: account, IP: addr(51)})
+			seen[w] = append(seen[w], fmt.Sprintf("%v %v", v.Action, v.Delay))
+		}
+		return fmt.Sprint(seen[0]), fmt.Sprint(seen[1]), fmt.Sprint(seen[2])
+	}
+	s, f, a := views(true)
+	t.Logf("with the device: success %s, failure %s, nobody %s", s, f, a)
+	if s != f || s != a {
+		t.Errorf("with the owner's device the attacker tells apart a success %s, a failure %s and nobody %s", s, f, a)
+	}
+	s, f, a = views(false)
+	t.Logf("without a device: success %s, failure %s, nobody %s", s, f, a)
+	if s == a {
+		t.Errorf("without a device a login in progress no longer shows (%s): README's limit is out of date", s)
+	}
+}
+
 // Hole 4: 41 spellings of one account (invisible characters, bidi
 // controls, tags, variation selectors, stacked marks, case and width) must
 // not get 41 budgets: each is either the same counter or refused.
@@ -368,6 +424,49 @@ func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
 	}
 	if st := mem.Stats(); st.Entries > 2000 || st.Evicted < 90_000 {
 		t.Fatalf("store: %+v, want at most 2000 entries and the flood evicted", st)
+	}
+	if v := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(98)}); v.Action != authguard.Delay || v.Delay < before.Delay-time.Second {
+		t.Errorf("victim after the flood: %v %v, want still the delay of about %v", v.Action, v.Delay, before.Delay)
+	}
+}
+
+// Hole 2b: the same flood through the send flow. An e-mail code sent to a
+// made-up address leaves that address's destination_backoff (free 1) at its
+// limit: a key that restricts its subject, protected, one for each send, and
+// nothing per address holds e-mail back. Before keys were grouped by rule a
+// shard full of them evicted its least recently used protected key, the
+// victim's login counter among them.
+func TestMemory_EmailSendFloodCannotResetAVictim(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, e: e, clock: clock, mem: mem}
+	for i := range 10 {
+		h.clock.Advance(h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(i)}).Delay)
+		h.attempt("victim@example.com", addr(i), authguard.Failure, "")
+	}
+	before := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(99)})
+	if before.Action != authguard.Delay {
+		t.Fatalf("victim after 10 failures: %v, want delay", before.Action)
+	}
+	sent := 0
+	for i := range 6000 { // three times the store's size, each from a /64 of its own
+		a := [16]byte{0x2a, 0x00, byte(i >> 8), byte(i)}
+		v, err := e.Send(t.Context(), authguard.SendRequest{Destination: fmt.Sprintf("made-up-%d@example.com", i), Channel: "email", IP: netip.AddrFrom16(a).String()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action == authguard.Proceed {
+			sent++
+		}
+	}
+	st := mem.Stats()
+	t.Logf("%d of 6000 codes sent; store %+v", sent, st)
+	if sent < 5000 || st.Protected < 1500 || st.EvictedProtected == 0 {
+		t.Fatalf("the flood did not fill the store with protected keys (%d sent, %+v): the test no longer tests the attack", sent, st)
 	}
 	if v := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(98)}); v.Action != authguard.Delay || v.Delay < before.Delay-time.Second {
 		t.Errorf("victim after the flood: %v %v, want still the delay of about %v", v.Action, v.Delay, before.Delay)

@@ -195,11 +195,18 @@ const (
 // in an assigned range and of the right length for its region.
 //
 // On the email channel raw must be an address with one "@": a local part
-// of at most 64 bytes once normalised, without white space, and a domain
-// name (Unicode or ASCII, with at least one dot and a last label that is
-// not all digits) of at most 253 bytes in ASCII. One trailing dot on the
-// domain is dropped. Quoted local parts and address literals
-// ("[192.0.2.1]") are refused.
+// of at most 64 bytes once normalised, and a domain name (Unicode or ASCII,
+// with at least one dot and a last label that is not all digits) of at most
+// 253 bytes in ASCII. One trailing dot on the domain is dropped. Once
+// normalised, the local part must be a dot-atom: words of letters (any
+// script), digits and !#$%&'*+-/=?^_`{|}~, joined by single dots. So white
+// space, quoted strings ("alice"@, "a b"@), quoted-pairs (al\ice@),
+// comments (alice(1)@), the other specials (< > [ ] : ; and comma) and a
+// dot at the start, at the end or next to another (.alice@, alice.@,
+// al..ice@) are refused, and so are their full-width forms; so are address
+// literals ("[192.0.2.1]"). Most of these spell a mailbox that has a
+// dot-atom address ("\a\l\i\c\e"@ and alice(1)@ are alice@), so taking
+// them would give one mailbox any number of budgets.
 //
 // Every input that is refused gives an *InputError for the field
 // "destination", or "channel" for a channel that is not one of the
@@ -394,8 +401,24 @@ func normalizeLocalPart(raw string) (string, error) {
 		return "", destinationError("must not hold white space in its local part")
 	case strings.IndexByte(local, '@') >= 0: // a full-width @ folds to one
 		return "", destinationError("must hold exactly one @")
+	case !dotAtom(local):
+		return "", destinationError("must have a local part of letters, digits and !#$%&'*+-/=?^_`{|}~ in words joined by single dots: quotes, backslashes, comments and other punctuation are refused")
 	}
 	return local, nil
+}
+
+// dotAtom reports whether local, a non-empty local part as
+// normalizeLocalPart has it so far, is a dot-atom of RFC 5322 (with RFC
+// 6532's non-ASCII characters): it holds none of the specials and no dot
+// at its ends or next to another. NormalizeAccount has refused the rest of
+// what is not atext (controls, white space, non-ASCII punctuation), and
+// checking after it catches full-width forms of the specials. A quoted
+// string, a quoted-pair or a comment spells a mailbox that has a dot-atom
+// spelling, or one that no one hands out ("a..b"@): each would be a
+// destination with a budget of its own.
+func dotAtom(local string) bool {
+	return !strings.ContainsAny(local, `"(),:;<>@[\]`) &&
+		local[0] != '.' && local[len(local)-1] != '.' && !strings.Contains(local, "..")
 }
 
 // normalizeDomain converts an e-mail address's domain to lower-case ASCII

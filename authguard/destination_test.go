@@ -3,6 +3,7 @@ package authguard
 import (
 	"errors"
 	"maps"
+	"net/mail"
 	"slices"
 	"strings"
 	"testing"
@@ -109,8 +110,16 @@ func validEmailCases() []destCase {
 		{"local part of 64 bytes", ChannelEmail, local64 + "@example.com", 3, email(local64+"@example.com", "example.com")},
 		{"domain of 253 bytes", ChannelEmail, "x@" + domain253, 3, email("x@"+domain253, domain253)},
 		{"digits and hyphens in the domain", ChannelEmail, "a@0-9.example-1.net", 3, email("a@0-9.example-1.net", "0-9.example-1.net")},
+		{"dots inside the local part", ChannelEmail, "Alice.B.Smith@example.com", 3, email("alice.b.smith@example.com", "example.com")},
+		{"full-width dot inside the local part", ChannelEmail, "alice．smith@example.com", 3, email("alice.smith@example.com", "example.com")},
+		{"every ASCII symbol of a dot-atom", ChannelEmail, "a!#$%&'*+-/=?^_`{|}~z@example.com", 3, email("a!#$%&'*+-/=?^_`{|}~z@example.com", "example.com")},
+		{"unicode local part", ChannelEmail, "Ünïcödé.ñame@example.com", 3, email("ünïcödé.ñame@example.com", "example.com")},
 	}
 }
+
+// dotAtomDetail is a fragment of the detail for a local part that is not a
+// dot-atom.
+const dotAtomDetail = "joined by single dots"
 
 func destErrorCases() []destErrorCase {
 	return []destErrorCase{
@@ -143,6 +152,29 @@ func destErrorCases() []destErrorCase {
 		{"space in the local part", ChannelEmail, "al ice@example.com", "destination", "white space", false},
 		{"space before the at", ChannelEmail, "alice @example.com", "destination", "white space", false},
 		{"quoted local part", ChannelEmail, `"a b"@example.com`, "destination", "white space", false},
+		// RFC 5321 and 5322 spell the mailbox alice@example.com in many more
+		// ways, each of which would get a budget of its own.
+		{"quoted local part without white space", ChannelEmail, `"alice"@example.com`, "destination", dotAtomDetail, false},
+		{"quoted-pair in a quoted local part", ChannelEmail, `"al\ice"@example.com`, "destination", dotAtomDetail, false},
+		{"quoted-pair on every letter", ChannelEmail, `"\a\l\i\c\e"@example.com`, "destination", dotAtomDetail, false},
+		{"quoted dot-atom after a dot", ChannelEmail, `alice."b"@example.com`, "destination", dotAtomDetail, false},
+		{"backslash without quotes", ChannelEmail, `al\ice@example.com`, "destination", dotAtomDetail, false},
+		{"comment after the local part", ChannelEmail, "alice(1)@example.com", "destination", dotAtomDetail, false},
+		{"comment before the local part", ChannelEmail, "(x)alice@example.com", "destination", dotAtomDetail, false},
+		{"unclosed comment", ChannelEmail, "alice(@example.com", "destination", dotAtomDetail, false},
+		{"comment in the domain", ChannelEmail, "alice@example.com(1)", "destination", "domain", false},
+		{"full-width quotes", ChannelEmail, "＂alice＂@example.com", "destination", dotAtomDetail, false},
+		{"full-width parentheses", ChannelEmail, "alice（1）@example.com", "destination", dotAtomDetail, false},
+		{"full-width backslash", ChannelEmail, "al＼ice@example.com", "destination", dotAtomDetail, false},
+		{"angle brackets", ChannelEmail, "<alice>@example.com", "destination", dotAtomDetail, false},
+		{"comma", ChannelEmail, "bob,alice@example.com", "destination", dotAtomDetail, false},
+		{"colon and semicolon", ChannelEmail, "x:alice;@example.com", "destination", dotAtomDetail, false},
+		{"square brackets", ChannelEmail, "[alice]@example.com", "destination", dotAtomDetail, false},
+		{"leading dot in the local part", ChannelEmail, ".alice@example.com", "destination", dotAtomDetail, false},
+		{"trailing dot in the local part", ChannelEmail, "alice.@example.com", "destination", dotAtomDetail, false},
+		{"two dots in a row", ChannelEmail, "al..ice@example.com", "destination", dotAtomDetail, false},
+		{"dot alone", ChannelEmail, ".@example.com", "destination", dotAtomDetail, false},
+		{"full-width dots in a row", ChannelEmail, "al．．ice@example.com", "destination", dotAtomDetail, false},
 		{"zero-width space in the local part", ChannelEmail, "ali\u200bce@example.com", "destination", "local part must hold only", false},
 		{"space in the domain", ChannelEmail, "alice@exa mple.com", "destination", "domain", false},
 		{"underscore in the domain", ChannelEmail, "alice@exa_mple.com", "destination", "domain", false},
@@ -425,6 +457,12 @@ func checkParseDestination(t *testing.T, ch Channel, s string) {
 		at := strings.LastIndexByte(d.Normalized, '@')
 		if at <= 0 || d.Normalized[at+1:] != d.Prefix || d.Region != "" || d.CallingCode != 0 || d.Type != 0 {
 			t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: not an e-mail destination", ch, s, d)
+		}
+		// net/mail reads a quoted or commented address as the dot-atom
+		// address of its mailbox; reading Normalized as itself shows it is
+		// that one spelling.
+		if a, err := mail.ParseAddress(d.Normalized); err != nil || a.Address != d.Normalized {
+			t.Fatalf("ParseDestination(%v, %+q, 3) = %+v, but net/mail reads it as %v, %v", ch, s, d, a, err)
 		}
 	}
 	again, err := ParseDestination(ch, d.Normalized, 3)

@@ -777,3 +777,42 @@ func TestSend_OneMailDomainIsNotABlock(t *testing.T) {
 		}
 	}
 }
+
+// TestSend_QuotedAndCommentedSpellingsOfOneMailboxAreRefused: RFC 5321 and
+// 5322 spell the mailbox alice@example.com as a quoted string ("alice"),
+// with quoted-pairs ("\a\l\i\c\e", 32 ways) or with comments (alice(1),
+// alice(2) and so on without end). Were each a destination of its own, each
+// would get its own destination_daily and destination_backoff, and an
+// attacker could bomb one mailbox without limit. Each is refused as input
+// and runs no store operation; the plain address still gets its code.
+func TestSend_QuotedAndCommentedSpellingsOfOneMailboxAreRefused(t *testing.T) {
+	h := newHarness(t, "")
+	spellings := []string{
+		`"alice"@example.com`,
+		`"al\ice"@example.com`,
+		`"\a\l\i\c\e"@example.com`,
+		`al\ice@example.com`,
+		"alice(1)@example.com",
+		"alice(2)@example.com",
+		"(x)alice@example.com",
+		"＂alice＂@example.com",
+		".alice@example.com",
+		"alice.@example.com",
+		"al..ice@example.com",
+	}
+	for i, s := range spellings {
+		req := authguard.SendRequest{Destination: s, Channel: "email", IP: addr(i)}
+		ops := h.store.ops.Load()
+		_, err := h.e.Send(context.Background(), req)
+		var ie *authguard.InputError
+		if !errors.As(err, &ie) || ie.Field != "destination" {
+			t.Errorf("%q: %v, want an input error on destination", s, err)
+		}
+		if n := h.store.ops.Load() - ops; n != 0 {
+			t.Errorf("%q: %d store operations", s, n)
+		}
+	}
+	if v := h.send(authguard.SendRequest{Destination: "alice@example.com", Channel: "email", IP: addr(100)}); v.Action != authguard.Proceed {
+		t.Errorf("alice@example.com after its refused spellings: %v %v, want proceed", v.Action, v.Reasons)
+	}
+}

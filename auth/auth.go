@@ -48,9 +48,19 @@ type Key struct {
 	Public crypto.PublicKey
 	// Secret is the key for HS256: at least 32 bytes.
 	Secret []byte
+	// Tenants are the tenants whose tokens the key verifies: a token it
+	// verifies must claim one of them, with that tenant's issuer (RFC 8725
+	// section 3.8: the key must belong to the issuer). Each is named once.
+	// A key serves no tenant it is not listed for, so a key shared on
+	// purpose (one HS256 secret for every tenant) lists each of them. With
+	// one tenant configured, the default is that tenant; with several
+	// there is none, and New refuses a key without Tenants.
+	Tenants []string
 }
 
-// Tenant is a configured tenant and the issuer its tokens must carry.
+// Tenant is a configured tenant and the issuer its tokens must carry. Its
+// tokens verify only with the keys listed for it (Key.Tenants,
+// Config.JWKSTenants).
 type Tenant struct {
 	// Name is a tollgate tenant name: ^[a-z0-9][a-z0-9_-]{0,63}$.
 	Name string
@@ -72,6 +82,11 @@ type Config struct {
 	// kid no key has. It must be https (http only on a loopback address).
 	// A configured key's kid in the set is ignored there.
 	JWKSURL string
+	// JWKSTenants are the tenants whose tokens the keys of JWKSURL verify,
+	// as Key.Tenants are a key's. With one tenant configured, the default
+	// is that tenant; with several there is none, and New refuses a
+	// JWKSURL without JWKSTenants.
+	JWKSTenants []string
 	// JWKSRefresh is how often Run fetches JWKSURL. The default is 5m; at
 	// least 10s.
 	JWKSRefresh time.Duration
@@ -173,6 +188,7 @@ type Verifier struct {
 	static      []*verifyKey           // the configured keys
 	keys        atomic.Pointer[keySet] // the configured keys and the JWKS's
 	jwks        *jwksFetcher           // nil without a JWKS URL
+	jwksTenants []string               // the tenants of the JWKS's keys
 	issuers     map[string]string      // tenant name → issuer
 	maxLifetime time.Duration
 	leeway      time.Duration
@@ -192,7 +208,8 @@ type keySet struct {
 type verifyKey struct {
 	id       string
 	alg      string
-	material any // the Secret or the Public key, boxed once
+	material any      // the Secret or the Public key, boxed once
+	tenants  []string // the tenants whose tokens it verifies
 }
 
 // New returns a Verifier for cfg after checking it: an audience, at least one
@@ -200,8 +217,10 @@ type verifyKey struct {
 // for it (RSA of at least 2048 bits, P-256 for ES256, an HS256 secret of at
 // least 32 bytes), a unique kid on every key when there are several, at
 // least one tenant, tenant names valid and unique, each issuer serving one
-// tenant only, and MaxLifetime and Leeway within bounds. New copies the
-// secrets; the public keys must not be modified afterwards.
+// tenant only, the tenants of every key and of the JWKS configured tenants
+// (and given, when there are several tenants), and MaxLifetime and Leeway
+// within bounds. New copies the secrets; the public keys must not be
+// modified afterwards.
 func New(cfg Config) (*Verifier, error) {
 	if cfg.Audience == "" {
 		return nil, fmt.Errorf("auth: an audience is required")
@@ -215,24 +234,6 @@ func New(cfg Config) (*Verifier, error) {
 		maxLifetime: cfg.MaxLifetime,
 		leeway:      cfg.Leeway,
 		now:         cfg.Now,
-	}
-	seen := map[string]bool{}
-	for i, k := range cfg.Keys {
-		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
-		}
-		if k.ID == "" && (len(cfg.Keys) > 1 || cfg.JWKSURL != "") {
-			return nil, fmt.Errorf("auth: keys[%d]: an ID (kid) is required when more than one key is configured", i)
-		}
-		if seen[k.ID] {
-			return nil, fmt.Errorf("auth: keys[%d]: kid %q is configured twice", i, k.ID)
-		}
-		seen[k.ID] = true
-		vk := &verifyKey{id: k.ID, alg: k.Alg, material: k.Public}
-		if k.Alg == algHS256 {
-			vk.material = slices.Clone(k.Secret)
-		}
-		v.static = append(v.static, vk)
 	}
 	if len(cfg.Tenants) == 0 {
 		return nil, fmt.Errorf("auth: at least one tenant is required")
@@ -253,6 +254,28 @@ func New(cfg Config) (*Verifier, error) {
 		}
 		v.issuers[t.Name] = t.Issuer
 		tenantOf[t.Issuer] = t.Name
+	}
+	seen := map[string]bool{}
+	for i, k := range cfg.Keys {
+		if err := checkKey(k); err != nil {
+			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
+		}
+		if k.ID == "" && (len(cfg.Keys) > 1 || cfg.JWKSURL != "") {
+			return nil, fmt.Errorf("auth: keys[%d]: an ID (kid) is required when more than one key is configured", i)
+		}
+		if seen[k.ID] {
+			return nil, fmt.Errorf("auth: keys[%d]: kid %q is configured twice", i, k.ID)
+		}
+		seen[k.ID] = true
+		tenants, err := v.keyTenants(k.Tenants)
+		if err != nil {
+			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
+		}
+		vk := &verifyKey{id: k.ID, alg: k.Alg, material: k.Public, tenants: tenants}
+		if k.Alg == algHS256 {
+			vk.material = slices.Clone(k.Secret)
+		}
+		v.static = append(v.static, vk)
 	}
 	switch {
 	case v.maxLifetime == 0:
@@ -275,6 +298,9 @@ func New(cfg Config) (*Verifier, error) {
 		if err != nil {
 			return nil, err
 		}
+		if v.jwksTenants, err = v.keyTenants(cfg.JWKSTenants); err != nil {
+			return nil, fmt.Errorf("auth: JWKS: %w", err)
+		}
 		v.jwks = f
 		if err := v.refresh(context.Background()); err != nil && len(v.static) == 0 {
 			return nil, err
@@ -283,8 +309,33 @@ func New(cfg Config) (*Verifier, error) {
 	return v, nil
 }
 
+// keyTenants checks the tenants a key is listed for (Key.Tenants or
+// Config.JWKSTenants) against the configured ones and returns a copy; when
+// none are listed, the tenant if only one is configured. A key is never
+// taken for every tenant by default: with several, the list is required.
+func (v *Verifier) keyTenants(listed []string) ([]string, error) {
+	if len(listed) == 0 {
+		if len(v.issuers) != 1 {
+			return nil, errors.New("name the tenants whose tokens it verifies: with several tenants configured, a key serves only those it is listed for")
+		}
+		for name := range v.issuers {
+			return []string{name}, nil
+		}
+	}
+	for i, name := range listed {
+		if _, ok := v.issuers[name]; !ok {
+			return nil, fmt.Errorf("tenant %q is not configured", name)
+		}
+		if slices.Contains(listed[:i], name) {
+			return nil, fmt.Errorf("tenant %q is listed twice", name)
+		}
+	}
+	return slices.Clone(listed), nil
+}
+
 // keySet is the configured keys and fetched, less any fetched key whose
-// kid a configured key has or that this package does not verify.
+// kid a configured key has or that this package does not verify. The
+// fetched keys verify the tokens of the JWKS's tenants.
 func (v *Verifier) keySet(fetched []Key) *keySet {
 	ks := &keySet{byID: map[string]*verifyKey{}}
 	add := func(k *verifyKey) {
@@ -300,7 +351,7 @@ func (v *Verifier) keySet(fetched []Key) *keySet {
 		if _, taken := ks.byID[k.ID]; taken || k.ID == "" || checkKey(k) != nil {
 			continue
 		}
-		add(&verifyKey{id: k.ID, alg: k.Alg, material: k.Public})
+		add(&verifyKey{id: k.ID, alg: k.Alg, material: k.Public, tenants: v.jwksTenants})
 	}
 	if len(ks.byID) == 1 && v.jwks == nil {
 		for _, k := range ks.byID {
@@ -351,7 +402,9 @@ func validTenant(name string) bool {
 // ("unknown_key"); the kid's key's algorithm ("algorithm"); the signature
 // ("signature"); exp ("expired", or "lifetime" when it is absent); nbf and
 // iat ("not_yet_valid"); aud ("audience"); the lifetime ("lifetime"); the
-// tenant ("tenant"); the issuer ("issuer"); and the scope ("scope").
+// tenant ("tenant"); the issuer ("issuer"); that the key which verified
+// the signature is listed for the tenant ("issuer" too: RFC 8725 section
+// 3.8, the key must belong to the issuer); and the scope ("scope").
 func (v *Verifier) Verify(authorization string, need Scope) (Caller, error) {
 	raw, refused := bearerToken(authorization)
 	if refused != nil {
@@ -380,6 +433,11 @@ func (v *Verifier) Verify(authorization string, need Scope) (Caller, error) {
 	}
 	if c.Issuer != issuer {
 		return Caller{}, unauthenticated(reasonIssuer, "iss is not the issuer of the token's tenant")
+	}
+	// Without this, one tenant's key could sign a token claiming another
+	// tenant and its issuer: both claims are the signer's to choose.
+	if k, _ := ks.named(tok); k == nil || !slices.Contains(k.tenants, c.Tenant) {
+		return Caller{}, unauthenticated(reasonIssuer, "the key that verified the token is not one of its tenant's keys")
 	}
 	caller := Caller{Tenant: c.Tenant, Subject: c.Subject, Scopes: parseScopes(c.Scope)}
 	if !caller.Has(need) {
@@ -448,26 +506,35 @@ func (ks *keySet) keyFor(t *jwt.Token) (any, error) {
 			return nil, unauthenticated(reasonType, `typ is neither "JWT" nor "at+jwt"`)
 		}
 	}
-	var k *verifyKey
-	kid, hasKid := t.Header["kid"]
-	switch {
-	case !hasKid && ks.only == nil:
-		return nil, unauthenticated(reasonUnknownKey, "the token has no kid and several keys are configured")
-	case !hasKid || ks.only != nil && ks.only.id == "":
-		k = ks.only
-	default:
-		s, ok := kid.(string)
-		if !ok {
-			return nil, unauthenticated(reasonMalformed, "kid is not a string")
-		}
-		if k = ks.byID[s]; k == nil {
-			return nil, unauthenticated(reasonUnknownKey, "kid names no configured key")
-		}
+	k, refused := ks.named(t)
+	if refused != nil {
+		return nil, refused
 	}
 	if t.Method == nil || t.Method.Alg() != k.alg {
 		return nil, unauthenticated(reasonAlgorithm, "alg is not the algorithm of the key kid names")
 	}
 	return k.material, nil
+}
+
+// named returns the key t's kid names, or the only key when there is one
+// and the token has no kid or the key no ID.
+func (ks *keySet) named(t *jwt.Token) (*verifyKey, *Error) {
+	kid, hasKid := t.Header["kid"]
+	switch {
+	case !hasKid && ks.only == nil:
+		return nil, unauthenticated(reasonUnknownKey, "the token has no kid and several keys are configured")
+	case !hasKid || ks.only != nil && ks.only.id == "":
+		return ks.only, nil
+	}
+	s, ok := kid.(string)
+	if !ok {
+		return nil, unauthenticated(reasonMalformed, "kid is not a string")
+	}
+	k := ks.byID[s]
+	if k == nil {
+		return nil, unauthenticated(reasonUnknownKey, "kid names no configured key")
+	}
+	return k, nil
 }
 
 // refusal turns an error of jwt/v5 into an *Error. tok and c are what the

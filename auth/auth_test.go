@@ -125,7 +125,7 @@ func TestVerify_RS256ToHS256KeyConfusionWithOnlyRSAConfigured(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	k := testKeys()
 	cfg := testConfig(clock)
-	cfg.Keys = []auth.Key{{ID: "rsa", Alg: "RS256", Public: k.rsa.Public()}}
+	cfg.Keys = []auth.Key{{ID: "rsa", Alg: "RS256", Public: k.rsa.Public(), Tenants: []string{"acme"}}}
 	v := newVerifier(t, cfg)
 	der, err := x509.MarshalPKIXPublicKey(k.rsa.Public())
 	if err != nil {
@@ -146,7 +146,7 @@ func TestVerify_InjectedJWKHeaderWithOneKey(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	k := testKeys()
 	cfg := testConfig(clock)
-	cfg.Keys = []auth.Key{{Alg: "EdDSA", Public: k.ed.Public()}}
+	cfg.Keys = []auth.Key{{Alg: "EdDSA", Public: k.ed.Public(), Tenants: []string{"acme"}}}
 	v := newVerifier(t, cfg)
 	evilJWK := map[string]any{"kty": "OKP", "crv": "Ed25519", "x": base64.RawURLEncoding.EncodeToString(k.evilEd.Public().(ed25519.PublicKey))}
 	for _, kid := range []string{"", "evil"} {
@@ -403,6 +403,11 @@ func TestNew_RefusesBadConfig(t *testing.T) {
 		{"InvalidECPoint", func(c *auth.Config) { c.Keys[1].Public = &ecdsa.PublicKey{Curve: elliptic.P256()} }, "not a point"},
 		{"DuplicateKids", func(c *auth.Config) { c.Keys[1].ID = "ed" }, "twice"},
 		{"MissingKidWithSeveralKeys", func(c *auth.Config) { c.Keys[2].ID = "" }, "ID (kid) is required"},
+		{"KeyWithoutTenantsWithSeveralTenants", func(c *auth.Config) { c.Keys[1].Tenants = nil }, `keys[1] (kid "ec"): name the tenants`},
+		{"KeyForUnknownTenant", func(c *auth.Config) { c.Keys[0].Tenants = []string{"acme", "initech"} }, `tenant "initech" is not configured`},
+		{"KeyTenantTwice", func(c *auth.Config) { c.Keys[0].Tenants = []string{"acme", "acme"} }, `tenant "acme" is listed twice`},
+		{"JWKSWithoutTenantsWithSeveralTenants", func(c *auth.Config) { c.JWKSURL = "https://idp.example/jwks" }, "JWKS: name the tenants"},
+		{"JWKSForUnknownTenant", func(c *auth.Config) { c.JWKSURL, c.JWKSTenants = "https://idp.example/jwks", []string{"initech"} }, `tenant "initech" is not configured`},
 		{"NoTenants", func(c *auth.Config) { c.Tenants = nil }, "at least one tenant"},
 		{"TenantUpperCase", func(c *auth.Config) { c.Tenants[0].Name = "Acme" }, "not a tenant name"},
 		{"TenantLeadingDash", func(c *auth.Config) { c.Tenants[0].Name = "-acme" }, "not a tenant name"},
@@ -514,4 +519,123 @@ func TestVerify_ClaimsDecoding(t *testing.T) {
 			wantRefusal(t, err, 401, tt.reason)
 		})
 	}
+}
+
+// TestVerify_OneTenantsKeyCannotMintAnotherTenantsToken: acme's and globex's
+// identity providers each have keys of their own. A token signed with one
+// tenant's key that claims the other tenant and its issuer (with the admin
+// scopes) is refused like any invalid token, 401 "issuer", with a detail
+// that names no tenant; each key still verifies its own tenant's tokens.
+// A config that leaves it unsaid which tenants a key serves is refused.
+func TestVerify_OneTenantsKeyCannotMintAnotherTenantsToken(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	acmeKey := ed25519.NewKeyFromSeed([]byte("acme's own identity provider key"))
+	globexKey := ed25519.NewKeyFromSeed([]byte("globex own identity provider key"))
+	acmeSecret := []byte("acme's own HS256 secret, 32 bytes+")
+	cfg := auth.Config{
+		Audience: audience,
+		Keys: []auth.Key{
+			{ID: "acme-idp", Alg: "EdDSA", Public: acmeKey.Public(), Tenants: []string{"acme"}},
+			{ID: "globex-idp", Alg: "EdDSA", Public: globexKey.Public(), Tenants: []string{"globex"}},
+			{ID: "acme-local", Alg: "HS256", Secret: acmeSecret, Tenants: []string{"acme"}},
+		},
+		Tenants: []auth.Tenant{{Name: "acme", Issuer: acmeIssuer}, {Name: "globex", Issuer: globexIssuer}},
+		Now:     clock.Now,
+	}
+	v := newVerifier(t, cfg)
+	acme := with(claimsAt(clock.Now()), "scope", "verdicts admin:read admin:write")
+	globex := with(acme, "tenant", "globex", "iss", globexIssuer)
+	tests := []struct {
+		name   string
+		token  string
+		tenant string // "" when refused
+	}{
+		{"AcmeKeyMintsGlobex", forge(hdr("EdDSA", "acme-idp"), globex, jwt.SigningMethodEdDSA, acmeKey), ""},
+		{"AcmeSecretMintsGlobex", forge(hdr("HS256", "acme-local"), globex, jwt.SigningMethodHS256, acmeSecret), ""},
+		{"GlobexKeyMintsAcme", forge(hdr("EdDSA", "globex-idp"), acme, jwt.SigningMethodEdDSA, globexKey), ""},
+		{"AcmeKeyForAcme", forge(hdr("EdDSA", "acme-idp"), acme, jwt.SigningMethodEdDSA, acmeKey), "acme"},
+		{"AcmeSecretForAcme", forge(hdr("HS256", "acme-local"), acme, jwt.SigningMethodHS256, acmeSecret), "acme"},
+		{"GlobexKeyForGlobex", forge(hdr("EdDSA", "globex-idp"), globex, jwt.SigningMethodEdDSA, globexKey), "globex"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := "Bearer " + tt.token
+			got, err := v.Verify(h, auth.ScopeAdminWrite)
+			if tt.tenant != "" {
+				if err != nil || got.Tenant != tt.tenant || !got.Has(auth.ScopeAdminWrite) {
+					t.Fatalf("Verify = %+v, %v; want tenant %s with admin:write", got, err, tt.tenant)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("accepted for tenant %q with scopes %v", got.Tenant, got.Scopes)
+			}
+			wantRefusal(t, err, 401, "issuer")
+			checkError(t, h, err)
+			if msg := err.Error(); strings.Contains(msg, "acme") || strings.Contains(msg, "globex") {
+				t.Errorf("the refusal %q names a tenant", msg)
+			}
+			if got.Tenant != "" || got.Scopes != nil {
+				t.Errorf("a refusal returned the caller %+v", got)
+			}
+		})
+	}
+	t.Run("KeysWithoutTenantsAreNotShared", func(t *testing.T) {
+		unsaid := cfg
+		unsaid.Keys = slices.Clone(cfg.Keys)
+		unsaid.Keys[0].Tenants = nil
+		if _, err := auth.New(unsaid); err == nil || !strings.Contains(err.Error(), "name the tenants") {
+			t.Errorf("New with a key of no tenant and two tenants: %v, want a refusal", err)
+		}
+	})
+}
+
+// TestVerify_KeySharedOnPurposeVerifiesTheTenantsItIsSharedWith: a secret
+// listed for acme and globex verifies both tenants' tokens, and not those of
+// initech, which has a key of its own; a one-tenant config needs no list.
+func TestVerify_KeySharedOnPurposeVerifiesTheTenantsItIsSharedWith(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	k := testKeys()
+	const initechIssuer = "https://initech.example/"
+	v := newVerifier(t, auth.Config{
+		Audience: audience,
+		Keys: []auth.Key{
+			{ID: "shared", Alg: "HS256", Secret: k.hs, Tenants: []string{"globex", "acme"}},
+			{ID: "initech", Alg: "EdDSA", Public: k.ed.Public(), Tenants: []string{"initech"}},
+		},
+		Tenants: []auth.Tenant{{Name: "acme", Issuer: acmeIssuer}, {Name: "globex", Issuer: globexIssuer}, {Name: "initech", Issuer: initechIssuer}},
+		Now:     clock.Now,
+	})
+	acme := claimsAt(clock.Now())
+	globex := with(acme, "tenant", "globex", "iss", globexIssuer)
+	initech := with(acme, "tenant", "initech", "iss", initechIssuer)
+	for _, tt := range []struct {
+		name   string
+		token  string
+		tenant string // "" when refused
+	}{
+		{"SharedForAcme", forge(hdr("HS256", "shared"), acme, jwt.SigningMethodHS256, k.hs), "acme"},
+		{"SharedForGlobex", forge(hdr("HS256", "shared"), globex, jwt.SigningMethodHS256, k.hs), "globex"},
+		{"InitechsKeyForInitech", forge(hdr("EdDSA", "initech"), initech, jwt.SigningMethodEdDSA, k.ed), "initech"},
+		{"SharedForInitech", forge(hdr("HS256", "shared"), initech, jwt.SigningMethodHS256, k.hs), ""},
+		{"InitechsKeyForAcme", forge(hdr("EdDSA", "initech"), acme, jwt.SigningMethodEdDSA, k.ed), ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := v.Verify("Bearer "+tt.token, auth.ScopeVerdicts)
+			if tt.tenant == "" {
+				wantRefusal(t, err, 401, "issuer")
+				return
+			}
+			if err != nil || got.Tenant != tt.tenant {
+				t.Errorf("Verify = %+v, %v; want tenant %s", got, err, tt.tenant)
+			}
+		})
+	}
+	t.Run("OneTenantNeedsNoList", func(t *testing.T) {
+		one := newVerifier(t, auth.Config{Audience: audience, Keys: []auth.Key{{ID: "hs", Alg: "HS256", Secret: k.hs}},
+			Tenants: []auth.Tenant{{Name: "acme", Issuer: acmeIssuer}}, Now: clock.Now})
+		if got, err := one.Verify("Bearer "+forge(hdr("HS256", "hs"), acme, jwt.SigningMethodHS256, k.hs), auth.ScopeVerdicts); err != nil || got.Tenant != "acme" {
+			t.Errorf("Verify = %+v, %v; want tenant acme", got, err)
+		}
+	})
 }

@@ -17,8 +17,12 @@
 //     Config.MaxLifetime. nbf and iat may not lie in the future. Clock skew
 //     up to Config.Leeway is allowed.
 //   - aud must contain Config.Audience; the "tenant" claim must name a
-//     configured tenant and iss must be that tenant's issuer, so one
-//     tenant's issuer cannot mint tokens for another.
+//     configured tenant, iss must be that tenant's issuer, and the key
+//     that verified the signature must be listed for that tenant
+//     (Key.Tenants, Config.JWKSTenants; RFC 8725 section 3.8), so one
+//     tenant's issuer or key cannot mint tokens for another. With several
+//     tenants every key must say which it serves: none is shared unless
+//     listed for each tenant that shares it.
 //   - Claim names are case-sensitive, each claim may appear once, and
 //     NumericDate claims must be JSON numbers.
 //

@@ -56,16 +56,18 @@ var testKeys = sync.OnceValue(func() keys {
 })
 
 // testConfig is a Config with one key of each algorithm (kids "ed", "ec",
-// "rsa", "hs"), tenants acme and globex, and clock's time.
+// "rsa", "hs"), each shared on purpose by tenants acme and globex, and
+// clock's time.
 func testConfig(clock *testclock.Clock) auth.Config {
 	k := testKeys()
+	both := []string{"acme", "globex"}
 	return auth.Config{
 		Audience: audience,
 		Keys: []auth.Key{
-			{ID: "ed", Alg: "EdDSA", Public: k.ed.Public()},
-			{ID: "ec", Alg: "ES256", Public: k.ec.Public()},
-			{ID: "rsa", Alg: "RS256", Public: k.rsa.Public()},
-			{ID: "hs", Alg: "HS256", Secret: k.hs},
+			{ID: "ed", Alg: "EdDSA", Public: k.ed.Public(), Tenants: both},
+			{ID: "ec", Alg: "ES256", Public: k.ec.Public(), Tenants: both},
+			{ID: "rsa", Alg: "RS256", Public: k.rsa.Public(), Tenants: both},
+			{ID: "hs", Alg: "HS256", Secret: k.hs, Tenants: both},
 		},
 		Tenants: []auth.Tenant{
 			{Name: "acme", Issuer: acmeIssuer},

@@ -146,3 +146,44 @@ func TestJWKS_Config(t *testing.T) {
 		t.Errorf("a provider down at start, with a configured key: %v", err)
 	}
 }
+
+// TestJWKS_ProviderKeysVerifyOnlyTheirTenants: the provider's keys serve
+// shop (JWKSTenants); bank has a secret of its own. A provider key's token
+// claiming bank and bank's issuer is refused, and so is bank's secret's
+// claiming shop; each verifies its own tenant. Two tenants and no
+// JWKSTenants is refused before anything is fetched.
+func TestJWKS_ProviderKeysVerifyOnlyTheirTenants(t *testing.T) {
+	p := newIDP(t, "idp-1")
+	secret := auth.SigningKey{ID: "bank", Alg: "HS256", Secret: []byte("the bank's own secret of 32 bytes+")}
+	cfg := jwksConfig(p.srv.URL)
+	cfg.Tenants = append(cfg.Tenants, auth.Tenant{Name: "bank", Issuer: "https://login.bank.example"})
+	cfg.Keys = []auth.Key{{ID: "bank", Alg: "HS256", Secret: secret.Secret, Tenants: []string{"bank"}}}
+	if _, err := auth.New(cfg); err == nil || !strings.Contains(err.Error(), "JWKS: name the tenants") || p.fetches.Load() != 0 {
+		t.Fatalf("New with two tenants and no JWKSTenants: %v after %d fetches, want a refusal before any", err, p.fetches.Load())
+	}
+	cfg.JWKSTenants = []string{"shop"}
+	v, err := auth.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(k auth.SigningKey, iss, tenant string) string {
+		tok, err := auth.Sign(k, iss, "tollgate", tenant, "svc", []auth.Scope{auth.ScopeVerdicts}, time.Minute, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return "Bearer " + tok
+	}
+	p.mu.Lock()
+	provider := auth.SigningKey{ID: "idp-1", Alg: "EdDSA", Private: p.keys["idp-1"]}
+	p.mu.Unlock()
+	if c, err := v.Verify(sign(provider, "https://idp.example", "shop"), auth.ScopeVerdicts); err != nil || c.Tenant != "shop" {
+		t.Errorf("the provider's key for shop: %+v, %v", c, err)
+	}
+	if c, err := v.Verify(sign(secret, "https://login.bank.example", "bank"), auth.ScopeVerdicts); err != nil || c.Tenant != "bank" {
+		t.Errorf("bank's secret for bank: %+v, %v", c, err)
+	}
+	_, err = v.Verify(sign(provider, "https://login.bank.example", "bank"), auth.ScopeVerdicts)
+	wantRefusal(t, err, 401, "issuer")
+	_, err = v.Verify(sign(secret, "https://idp.example", "shop"), auth.ScopeVerdicts)
+	wantRefusal(t, err, 401, "issuer")
+}

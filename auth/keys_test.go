@@ -223,6 +223,9 @@ func TestParseJWKS_ThreeKinds(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	cfg := testConfig(clock)
 	cfg.Keys = keys
+	for i := range cfg.Keys {
+		cfg.Keys[i].Tenants = []string{"acme"}
+	}
 	v := newVerifier(t, cfg)
 	for _, sk := range []auth.SigningKey{{ID: "ed", Private: k.ed}, {ID: "ec", Private: k.ec}, {ID: "rsa", Private: k.rsa}} {
 		tok, err := auth.Sign(sk, acmeIssuer, audience, "acme", "alice", []auth.Scope{auth.ScopeVerdicts}, time.Minute, clock.Now())

@@ -54,8 +54,8 @@ func authFixture(t *testing.T) (cfgPath, privFile, secretFile string) {
 auth:
   audience: tollgate
   keys:
-    - {id: ed, alg: EdDSA, public_key_file: %q}
-    - {id: hs, alg: HS256, secret_file: %q}
+    - {id: ed, alg: EdDSA, public_key_file: %q, tenants: [shop]}
+    - {id: hs, alg: HS256, secret_file: %q, tenants: [bank]}
   tenants:
     - {name: shop, issuer: "https://auth.shop.example"}
     - {name: bank, issuer: "https://auth.bank.example"}

@@ -138,6 +138,7 @@ type fileAuth struct {
 	JWKSFile    string       `yaml:"jwks_file"`
 	JWKSURL     string       `yaml:"jwks_url"`
 	JWKSRefresh Duration     `yaml:"jwks_refresh"`
+	JWKSTenants []string     `yaml:"jwks_tenants"` // of jwks_file's and jwks_url's keys
 	Tenants     []fileTenant `yaml:"tenants"`
 }
 
@@ -147,10 +148,11 @@ type fileTLS struct {
 }
 
 type fileKey struct {
-	ID            string `yaml:"id"`
-	Alg           string `yaml:"alg"`
-	PublicKeyFile string `yaml:"public_key_file"`
-	SecretFile    string `yaml:"secret_file"`
+	ID            string   `yaml:"id"`
+	Alg           string   `yaml:"alg"`
+	PublicKeyFile string   `yaml:"public_key_file"`
+	SecretFile    string   `yaml:"secret_file"`
+	Tenants       []string `yaml:"tenants"`
 }
 
 type fileTenant struct {
@@ -176,9 +178,9 @@ func authConfig(fa *fileAuth) (*auth.Config, error) {
 // readAuth reads the key files of fa into an auth.Config.
 func readAuth(fa *fileAuth) (*auth.Config, error) {
 	c := &auth.Config{Audience: fa.Audience, MaxLifetime: time.Duration(fa.MaxLifetime), Leeway: time.Duration(fa.Leeway),
-		JWKSURL: fa.JWKSURL, JWKSRefresh: time.Duration(fa.JWKSRefresh)}
+		JWKSURL: fa.JWKSURL, JWKSRefresh: time.Duration(fa.JWKSRefresh), JWKSTenants: fa.JWKSTenants}
 	for i, k := range fa.Keys {
-		key := auth.Key{ID: k.ID, Alg: k.Alg}
+		key := auth.Key{ID: k.ID, Alg: k.Alg, Tenants: k.Tenants}
 		switch {
 		case (k.PublicKeyFile == "") == (k.SecretFile == ""):
 			return nil, fmt.Errorf("keys[%d]: give public_key_file (EdDSA, ES256, RS256) or secret_file (HS256)", i)
@@ -200,6 +202,9 @@ func readAuth(fa *fileAuth) (*auth.Config, error) {
 		c.Keys = append(c.Keys, key)
 	}
 	if fa.JWKSFile != "" {
+		if len(fa.JWKSTenants) == 0 && len(fa.Tenants) > 1 {
+			return nil, errors.New("jwks_tenants: name the tenants whose tokens the JWK Set's keys verify")
+		}
 		data, err := os.ReadFile(fa.JWKSFile)
 		if err != nil {
 			return nil, fmt.Errorf("jwks_file: %w", err)
@@ -207,6 +212,9 @@ func readAuth(fa *fileAuth) (*auth.Config, error) {
 		keys, err := auth.ParseJWKS(data)
 		if err != nil {
 			return nil, fmt.Errorf("jwks_file: %s: %w", fa.JWKSFile, err)
+		}
+		for i := range keys {
+			keys[i].Tenants = fa.JWKSTenants
 		}
 		c.Keys = append(c.Keys, keys...)
 	}

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -237,6 +238,37 @@ func TestParse_Auth(t *testing.T) {
 	}
 }
 
+// TestParse_AuthKeyTenants: with several tenants each key, and a JWK Set's
+// keys, name the tenants they verify tokens for (a key shared on purpose
+// names each); a key that names none is refused, not shared.
+func TestParse_AuthKeyTenants(t *testing.T) {
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "hs.key")
+	jwks := filepath.Join(dir, "jwks.json")
+	os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600)
+	os.WriteFile(jwks, []byte(`{"keys":[{"kty":"OKP","crv":"Ed25519","kid":"idp","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}]}`), 0o600)
+	yaml := func(keyTenants, jwksTenants string) string {
+		return fmt.Sprintf("auth:\n  audience: tollgate\n  keys: [{id: k, alg: HS256, secret_file: %q%s}]\n  jwks_file: %q\n%s  tenants: [{name: shop, issuer: a}, {name: bank, issuer: b}]\n",
+			secret, keyTenants, jwks, jwksTenants)
+	}
+	cfg, err := Parse([]byte(yaml(", tenants: [bank, shop]", "  jwks_tenants: [shop]\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Auth.Keys; len(got) != 2 || !slices.Equal(got[0].Tenants, []string{"bank", "shop"}) || !slices.Equal(got[1].Tenants, []string{"shop"}) {
+		t.Errorf("keys %+v, want k for bank and shop, idp for shop", got)
+	}
+	for _, c := range []struct{ name, yaml, want string }{
+		{"a key of no tenant", yaml("", "  jwks_tenants: [shop]\n"), `line 1: auth: keys[0] (kid "k"): name the tenants`},
+		{"a key of an unknown tenant", yaml(", tenants: [shop, initech]", "  jwks_tenants: [shop]\n"), `tenant "initech" is not configured`},
+		{"a JWK Set of no tenant", yaml(", tenants: [shop]", ""), "line 1: auth: jwks_tenants: name the tenants"},
+	} {
+		if _, err := Parse([]byte(c.yaml)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want an error with %q", c.name, err, c.want)
+		}
+	}
+}
+
 // TestParse_TLS: tls needs both files, and a pair that loads.
 func TestParse_TLS(t *testing.T) {
 	for _, c := range []struct{ yaml, want string }{
@@ -257,7 +289,7 @@ func TestParse_TenantPolicy(t *testing.T) {
 	os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef"), 0o600)
 	yaml := fmt.Sprintf(`auth:
   audience: tollgate
-  keys: [{id: k, alg: HS256, secret_file: %q}]
+  keys: [{id: k, alg: HS256, secret_file: %q, tenants: [shop, bank]}]
   tenants:
     - {name: shop, issuer: a}
     - name: bank

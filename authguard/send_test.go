@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"maps"
 	"math/rand/v2"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
@@ -228,6 +229,51 @@ func TestSend_NATOfficeOfThreeHundredIsNeverSlowed(t *testing.T) {
 	}
 	if sent != 330 {
 		t.Errorf("%d codes sent, want 330", sent)
+	}
+}
+
+// TestSend_FreshSlash64sOfOneSlash48ShareOneDestinationBudget: an attacker
+// holding one IPv6 /48 asks for codes to made-up e-mail addresses, each
+// from a /64 of its own, to send mail in bulk (or to fill a store with
+// destination counters). ip_destinations counts per /64, so each /64 had 60
+// an hour; ip_destinations_48 counts the /48's distinct destinations.
+func TestSend_FreshSlash64sOfOneSlash48ShareOneDestinationBudget(t *testing.T) {
+	h := newHarness(t, "")
+	sent, held := 0, 0
+	for i := range 1000 { // one an hour's 3.6 s apart
+		a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0x00, 0x42, byte(i >> 8), byte(i), 15: 1}
+		v := h.send(authguard.SendRequest{Destination: fmt.Sprintf("made-up-%d@example.com", i), Channel: "email", IP: netip.AddrFrom16(a).String()})
+		switch {
+		case v.Action == authguard.Proceed:
+			sent++
+		case v.Action == authguard.Captcha && slices.Equal(v.Reasons, []authguard.Reason{"ip_destinations"}):
+			held++
+		default:
+			t.Fatalf("send %d: %v %v", i, v.Action, v.Reasons)
+		}
+		h.clock.Advance(3600 * time.Millisecond)
+	}
+	if sent != 120 || held != 880 {
+		t.Errorf("%d codes sent and %d held in an hour from one /48, want 120 and 880", sent, held)
+	}
+}
+
+// TestSend_IPv6OfficeOfThreeHundredIsNeverSlowed: the NAT office's day on
+// IPv6, where each of the 300 has a /64 of the office's /48.
+func TestSend_IPv6OfficeOfThreeHundredIsNeverSlowed(t *testing.T) {
+	h := newHarness(t, "")
+	for i := range 300 {
+		a := [16]byte{0x20, 0x01, 0x0d, 0xb8, 0x00, 0x43, byte(i >> 8), byte(i), 15: 1}
+		number := fmt.Sprintf("+44 7400 %06d", i*1000+i%1000)
+		for try := range 1 + btoi(i%10 == 0) {
+			if try > 0 {
+				h.clock.Advance(time.Minute)
+			}
+			if v := h.send(authguard.SendRequest{Destination: number, Channel: "sms", IP: netip.AddrFrom16(a).String()}); v.Action != authguard.Proceed {
+				t.Fatalf("person %d, try %d: %v %v", i, try, v.Action, v.Reasons)
+			}
+		}
+		h.clock.Advance(96 * time.Second)
 	}
 }
 

@@ -71,8 +71,10 @@ type State struct {
 	Failures int
 	// Last is when the last failure was counted.
 	Last int64
-	// Prev is the value Last had before the last charge, so that a refund can
-	// restore it.
+	// Prev is where a refund of the newest pending charge puts Last back:
+	// the value Last had before that charge, or Last itself once a failure
+	// newer than the pending charges stays counted for good (a Fail, or a
+	// Confirm of the newest pending attempt).
 	Prev int64
 	// Seen lists the password fingerprints of recent failures, newest last,
 	// for "same wrong password once".
@@ -81,7 +83,21 @@ type State struct {
 	// at most MaxPending: an attempt is refunded only while it is here, so
 	// a report sent twice settles it once (see Hold and Release).
 	Pending []string
+
+	// taken is what the last Release took off the pending list, for the
+	// Refund or Confirm that follows it. Current clears it, so no
+	// transition returns it set and it is never stored.
+	taken taken
 }
+
+// taken says which pending attempt a Release took off.
+type taken uint8
+
+const (
+	takenNone   taken = iota
+	takenNewest       // the last one pending: the newest charge held
+	takenOlder        // one with newer charges pending after it
+)
 
 // Seen is one remembered password fingerprint.
 type Seen struct {
@@ -101,6 +117,7 @@ const MaxPending = 8
 // period has passed, and with fingerprints older than window dropped.
 func (p Policy) Current(s State, now time.Time, window time.Duration) State {
 	ms := now.UnixMilli()
+	s.taken = takenNone
 	if s.Failures > 0 && ms-s.Last >= p.ForgetAfter.Milliseconds() {
 		s.Failures, s.Last, s.Prev, s.Pending = 0, 0, 0, nil
 	}
@@ -158,15 +175,29 @@ func (p Policy) Charge(s State, now time.Time, fingerprint string, window time.D
 }
 
 // Refund undoes one Charge: the attempt it reserved did not happen, or was not
-// a failure that counts. The count is restored exactly and Last goes back to
-// Prev. When several charges are refunded one after the other only the last
-// one's Prev is known, so Last may stay later than the true last failure: a
-// refund can leave a wait longer than it was, never shorter.
+// a failure that counts. The count goes down by one. Right after Release of
+// an attempt that was not the newest pending one, Last and Prev stay as they
+// are: the charges made after it still count from their own times, so an
+// owner's success cannot move the wait of an attacker's later failure
+// earlier. Otherwise (right after Release of the newest pending attempt, or
+// with no attempt released: "the last charge") Last goes back to Prev, which
+// Fail and Confirm keep from going back past a failure counted for good.
+//
+// So a refund can leave a wait longer than it was, never shorter, with one
+// exception. When several charges are refunded only the newest one's Prev is
+// known, so Last may stay later than the true last failure (a longer wait).
+// But a charge that held no attempt is not on the pending list: refunding
+// the newest pending attempt, charged before it, puts Last back past it and
+// can shorten the wait that charge set. The engine names an attempt in every
+// charge, so only callers of Charge without Hold meet this.
 func (p Policy) Refund(s State, now time.Time, window time.Duration) (State, Decision) {
+	older := s.taken == takenOlder
 	s = p.Current(s, now, window)
 	if s.Failures > 0 {
 		s.Failures--
-		s.Last = s.Prev
+		if !older {
+			s.Last = s.Prev
+		}
 		if s.Failures == 0 {
 			s.Last, s.Prev, s.Pending = 0, 0, nil
 		}
@@ -175,23 +206,32 @@ func (p Policy) Refund(s State, now time.Time, window time.Duration) (State, Dec
 }
 
 // Confirm settles an attempt that went ahead and failed: the failure was
-// counted when it was charged, so Confirm only remembers the fingerprint. It is
-// idempotent, so a report sent twice does no harm.
+// counted when it was charged, so Confirm remembers the fingerprint and,
+// right after Release of the newest pending attempt, sets Prev to Last: that
+// failure stays counted, so a refund of an older pending attempt, now the
+// newest one, puts Last back no earlier than it. It is idempotent, so a
+// report sent twice does no harm.
 func (p Policy) Confirm(s State, now time.Time, fingerprint string, window time.Duration) (State, Decision) {
+	newest := s.taken == takenNewest
 	s = p.Current(s, now, window)
+	if newest {
+		s.Prev = s.Last
+	}
 	s = remember(s, now, fingerprint)
 	return s, Decision{Wait: p.Wait(s, now)}
 }
 
 // Fail counts a failure that no Charge reserved (a report without a valid
 // attempt token). A fingerprint already seen within window is not counted again.
+// Prev moves to now with Last: a refund of a charge made before this failure
+// puts Last back no earlier than it.
 func (p Policy) Fail(s State, now time.Time, fingerprint string, window time.Duration) (State, Decision) {
 	s = p.Current(s, now, window)
 	if fingerprint != "" && seen(s, fingerprint) {
 		return s, Decision{Wait: p.Wait(s, now)}
 	}
 	s.Failures++
-	s.Prev, s.Last = s.Last, now.UnixMilli()
+	s.Prev, s.Last = now.UnixMilli(), now.UnixMilli()
 	s = remember(s, now, fingerprint)
 	return s, Decision{Charged: true, Wait: p.Wait(s, now)}
 }
@@ -214,10 +254,15 @@ func (s State) Hold(attempt string) State {
 
 // Release takes attempt off the pending list and reports whether it was
 // there. Settling an attempt releases it, so a second report of the same
-// attempt finds nothing to settle.
+// attempt finds nothing to settle. The Refund or Confirm that comes next
+// depends on whether attempt was the newest pending one (see them).
 func (s State) Release(attempt string) (State, bool) {
 	for i, a := range s.Pending {
 		if a == attempt && attempt != "" {
+			s.taken = takenNewest
+			if i < len(s.Pending)-1 {
+				s.taken = takenOlder
+			}
 			pending := make([]string, 0, len(s.Pending)-1)
 			pending = append(pending, s.Pending[:i]...)
 			s.Pending = append(pending, s.Pending[i+1:]...)
@@ -231,9 +276,10 @@ func (s State) Release(attempt string) (State, bool) {
 }
 
 // Settle settles attempt, which a Charge reserved, as a success: while the
-// attempt is pending its charge is refunded, exactly as if it had never been
-// made; otherwise (a report sent twice, an attempt that was not charged)
-// nothing changes. A success never clears failures that other attempts
+// attempt is pending it is released and its charge refunded (Refund: the
+// count goes down by one, and Last goes back only when attempt was the
+// newest pending one); otherwise (a report sent twice, an attempt that was
+// not charged) nothing changes. A success never clears failures that other attempts
 // made: an attacker's view of a counter is then the same whether or not
 // its owner logged in meanwhile, and the owner's success never hands an
 // attacker fresh free attempts.

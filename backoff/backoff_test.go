@@ -1,9 +1,12 @@
 package backoff_test
 
 import (
+	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -720,4 +723,183 @@ func FuzzTransitions(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestRefund_TheOwnersSuccessCannotRewindAnAttackersLaterFailure: the owner's
+// attempt is charged at +0s, an attacker's failure is counted at +1s, and
+// the owner's success refunds her charge at +1.5s. Five failures remain, the
+// last the attacker's at +1s, so the next attempt waits until +2s: the
+// refund must not move Last back to the owner's charge at +0s.
+func TestRefund_TheOwnersSuccessCannotRewindAnAttackersLaterFailure(t *testing.T) {
+	settle := func(s backoff.State, now time.Time) backoff.State {
+		s, _ = login.Settle(s, now, "owner", window)
+		return s
+	}
+	tests := []struct {
+		name   string
+		attack func(s backoff.State, now time.Time) backoff.State // at +1s
+		refund func(s backoff.State, now time.Time) backoff.State // the owner's, at +1.5s
+		last   time.Duration                                      // Last after the refund
+		wait   time.Duration                                      // at +1.5s
+	}{
+		{
+			name: "a guess charged with its attempt, Settle",
+			attack: func(s backoff.State, now time.Time) backoff.State {
+				s, _ = login.Charge(s, now, "fp-attacker", window)
+				return s.Hold("attacker")
+			},
+			refund: settle,
+			last:   time.Second, wait: 500 * time.Millisecond,
+		},
+		{
+			name: "a guess charged with its attempt, Release then Refund",
+			attack: func(s backoff.State, now time.Time) backoff.State {
+				s, _ = login.Charge(s, now, "fp-attacker", window)
+				return s.Hold("attacker")
+			},
+			refund: func(s backoff.State, now time.Time) backoff.State {
+				s, ok := login.Current(s, now, window).Release("owner")
+				if !ok {
+					t.Fatal("the owner's attempt is not pending")
+				}
+				s, _ = login.Refund(s, now, window)
+				return s
+			},
+			last: time.Second, wait: 500 * time.Millisecond,
+		},
+		{
+			name: "a guess charged and confirmed",
+			attack: func(s backoff.State, now time.Time) backoff.State {
+				s, _ = login.Charge(s, now, "fp-attacker", window)
+				s, _ = login.Current(s.Hold("attacker"), now, window).Release("attacker")
+				s, _ = login.Confirm(s, now, "fp-attacker", window)
+				return s
+			},
+			refund: settle,
+			last:   time.Second, wait: 500 * time.Millisecond,
+		},
+		{
+			name: "a failure reported without an attempt (Fail)",
+			attack: func(s backoff.State, now time.Time) backoff.State {
+				s, _ = login.Fail(s, now, "fp-attacker", window)
+				return s
+			},
+			refund: settle,
+			last:   time.Second, wait: 500 * time.Millisecond,
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := backoff.State{Failures: 4, Last: ms(-time.Minute), Prev: ms(-2 * time.Minute)}
+			s, d := login.Charge(s, at(0), "", window)
+			if !d.Charged {
+				t.Fatalf("the owner's charge: %+v, want charged", d)
+			}
+			s = s.Hold("owner")
+			s = tt.attack(s, at(time.Second))
+			if s.Failures != 6 {
+				t.Fatalf("after the attack: %d failures, want 6", s.Failures)
+			}
+			now := at(1500 * time.Millisecond)
+			s = tt.refund(s, now)
+			if got, want := s.Failures, 5; got != want {
+				t.Errorf("after the owner's success: Failures = %d, want %d", got, want)
+			}
+			if got, want := s.Last, ms(tt.last); got != want {
+				t.Errorf("after the owner's success: Last = %+v, want %+v (the attacker's failure)", time.Duration(got-ms(0))*time.Millisecond, tt.last)
+			}
+			if got := login.Wait(s, now); got != tt.wait {
+				t.Errorf("after the owner's success: Wait = %v, want %v", got, tt.wait)
+			}
+		})
+	}
+}
+
+// TestRefund_TheNewestChargeStillRewinds: refunding the newest charge puts
+// Last back to the failure before it, whoever made the older charges.
+func TestRefund_TheNewestChargeStillRewinds(t *testing.T) {
+	s := backoff.State{Failures: 4, Last: ms(-time.Minute), Prev: ms(-2 * time.Minute)}
+	s, _ = login.Charge(s, at(0), "", window) // the attacker's guess
+	s = s.Hold("attacker")
+	s, _ = login.Charge(s, at(time.Second), "", window) // the owner's attempt
+	s = s.Hold("owner")
+	s, d := login.Settle(s, at(1500*time.Millisecond), "owner", window)
+	if s.Failures != 5 || s.Last != ms(0) {
+		t.Errorf("after the owner's success: %+v, want 5 failures, the last at +0s", s)
+	}
+	if got, want := d.Wait, time.Duration(0); got != want { // 5 failures from +0s: due at +1s
+		t.Errorf("Settle's Wait = %v, want %v", got, want)
+	}
+}
+
+// TestRefund_NeverMovesLastBeforeACountedFailure: over random histories of
+// held charges, successes, confirmed failures and failures without an
+// attempt, as the engine makes them, Last is never earlier than a failure
+// that is still counted, so no refund shortens a wait.
+func TestRefund_NeverMovesLastBeforeACountedFailure(t *testing.T) {
+	r := rand.New(rand.NewPCG(7, 8))
+	for seq := range 300 {
+		var s backoff.State
+		pending := map[string]int64{} // charged and not settled, by attempt
+		var kept []int64              // failures that stay counted
+		now := base
+		for i := range 80 {
+			now = now.Add(time.Duration(r.IntN(3000)) * time.Millisecond)
+			id := fmt.Sprint("a", r.IntN(i+1)) // often one charged before
+			op := "charge"
+			switch r.IntN(5) {
+			case 1:
+				op = "settle"
+			case 2:
+				op = "refund"
+			case 3:
+				op = "confirm"
+			case 4:
+				op = "fail"
+			}
+			_, held := pending[id]
+			switch op {
+			case "charge":
+				id = fmt.Sprint("a", i)
+				var d backoff.Decision
+				if s, d = login.Charge(s, now, "", window); d.Charged {
+					s = s.Hold(id)
+					pending[id] = now.UnixMilli()
+				}
+			case "settle":
+				s, _ = login.Settle(s, now, id, window)
+			case "refund": // the store's BackoffRefund
+				var ok bool
+				if s, ok = login.Current(s, now, window).Release(id); ok {
+					s, _ = login.Refund(s, now, window)
+				}
+			case "confirm": // the store's BackoffConfirm
+				s, _ = login.Current(s, now, window).Release(id)
+				s, _ = login.Confirm(s, now, "", window)
+			case "fail":
+				s, _ = login.Fail(s, now, "", window)
+				kept = append(kept, now.UnixMilli())
+			}
+			if held && (op == "settle" || op == "refund") {
+				delete(pending, id)
+			}
+			if held && op == "confirm" {
+				kept = append(kept, pending[id])
+				delete(pending, id)
+			}
+			for a, at := range pending { // pushed out past MaxPending: counted for good
+				if !slices.Contains(s.Pending, a) {
+					kept = append(kept, at)
+					delete(pending, a)
+				}
+			}
+			newest := slices.Max(append(slices.Collect(maps.Values(pending)), append(kept, 0)...))
+			if got, want := s.Failures, len(pending)+len(kept); got != want {
+				t.Fatalf("seq %d step %d (%s %s): %d failures, want %d", seq, i, op, id, got, want)
+			}
+			if s.Last < newest {
+				t.Fatalf("seq %d step %d (%s %s): Last %d is before a counted failure at %d: %+v", seq, i, op, id, s.Last-ms(0), newest-ms(0), s)
+			}
+		}
+	}
 }

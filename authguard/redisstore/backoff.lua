@@ -73,11 +73,14 @@ if fp ~= "" then
   end
 end
 
--- released: attempt was pending and is taken off the list (Release).
+-- released: attempt was pending and is taken off the list (Release);
+-- newest: it was the last one pending, the newest charge held.
+local newest = false
 local function release()
   if attempt == "" then return false end
   for i = 1, #pending do
     if pending[i] == attempt then
+      newest = i == #pending
       table.remove(pending, i)
       return true
     end
@@ -92,21 +95,26 @@ if action == "charge" then
   end
 elseif action == "peek" then
 elseif action == "succeed" then
+  -- Refund: Last goes back to Prev unless a newer charge is still pending.
   if release() and n > 0 then
-    n, last = n - 1, prev
+    n = n - 1
+    if newest then last = prev end
     if n == 0 then last, prev, pending = 0, 0, {} end
   end
 elseif action == "refund" then
   if (attempt == "" or release()) and n > 0 then
-    n, last = n - 1, prev
+    n = n - 1
+    if attempt == "" or newest then last = prev end
     if n == 0 then last, prev, pending = 0, 0, {} end
   end
 elseif action == "confirm" then
-  release()
+  -- The newest pending failure stays counted: no refund goes back past it.
+  if release() and newest then prev = last end
   remember = fp ~= ""
 elseif action == "fail" then
   if not known then
-    n, prev, last, charged = n + 1, last, now, 1
+    -- prev moves with last: no refund goes back past a failure no charge held.
+    n, prev, last, charged = n + 1, now, now, 1
     remember = fp ~= ""
   end
 else

@@ -453,12 +453,53 @@ func boundaryStep(rng *rand.Rand) time.Duration {
 	}
 }
 
-func testRandom(t *testing.T, newStore NewStore) {
-	t.Run("AnyTime", func(t *testing.T) { testRandomWith(t, newStore, RandomStep, false) })
-	t.Run("AtBoundariesPastCaps", func(t *testing.T) { testRandomWith(t, newStore, boundaryStep, true) })
+// attemptOps returns n backoff ops on two account counters, each on behalf
+// of one of a few attempts: charges, and their settlements in any order
+// (refund, confirm, succeed), with failures no charge held. Interleaved
+// attempts settled out of order are how an owner's success could move an
+// attacker's wait (backoff.Refund); the general mix draws them too rarely
+// to catch a twin that gets it wrong.
+func attemptOps(rng *rand.Rand, n int) []authguard.Op {
+	ops := make([]authguard.Op, n)
+	actions := []authguard.BackoffAction{
+		authguard.BackoffCharge, authguard.BackoffCharge, authguard.BackoffCharge,
+		authguard.BackoffRefund, authguard.BackoffConfirm, authguard.BackoffConfirm,
+		authguard.BackoffSucceed, authguard.BackoffSucceed, authguard.BackoffFail, authguard.BackoffPeek,
+	}
+	for i := range ops {
+		op := bo(fmt.Sprint("tg:t:login:acct:", rng.IntN(2)), actions[rng.IntN(len(actions))], "").(*authguard.BackoffOp)
+		if rng.IntN(8) > 0 {
+			op.Attempt = fmt.Sprint("A", 1+rng.IntN(4))
+		}
+		ops[i] = op
+	}
+	return ops
 }
 
-func testRandomWith(t *testing.T, newStore NewStore, next func(*rand.Rand) time.Duration, wide bool) {
+// attemptStep moves the clock by about one of Backoff's delays (1 s, 2 s,
+// 4 s) or less, so that charges go ahead past free, several are pending at
+// once, and a later op lands inside the wait a settlement left.
+func attemptStep(rng *rand.Rand) time.Duration {
+	switch rng.IntN(3) {
+	case 0:
+		return 0
+	case 1:
+		return time.Duration(rng.IntN(1000)) * time.Millisecond
+	}
+	return time.Duration(1000+rng.IntN(3000)) * time.Millisecond
+}
+
+func testRandom(t *testing.T, newStore NewStore) {
+	t.Run("AnyTime", func(t *testing.T) {
+		testRandomWith(t, newStore, RandomStep, func(rng *rand.Rand, n int) []authguard.Op { return randomOps(rng, n, false) })
+	})
+	t.Run("AtBoundariesPastCaps", func(t *testing.T) {
+		testRandomWith(t, newStore, boundaryStep, func(rng *rand.Rand, n int) []authguard.Op { return randomOps(rng, n, true) })
+	})
+	t.Run("AttemptsSettledOutOfOrder", func(t *testing.T) { testRandomWith(t, newStore, attemptStep, attemptOps) })
+}
+
+func testRandomWith(t *testing.T, newStore NewStore, next func(*rand.Rand) time.Duration, ops func(*rand.Rand, int) []authguard.Op) {
 	const seqs, length = 20, 300
 	for seq := range seqs {
 		rng := rand.New(rand.NewPCG(uint64(seq), 42))
@@ -467,7 +508,7 @@ func testRandomWith(t *testing.T, newStore NewStore, next func(*rand.Rand) time.
 		ref := &reference{state: map[string]any{}, expires: map[string]time.Time{}}
 		for i := 0; i < length; {
 			clock.Advance(next(rng))
-			batch := randomOps(rng, 1+rng.IntN(4), wide)
+			batch := ops(rng, 1+rng.IntN(4))
 			i += len(batch)
 			got, err := s.Do(context.Background(), batch)
 			if err != nil {

@@ -64,6 +64,7 @@ type shard struct {
 	lists []lru
 	free  int32 // first free slot (linked through next), or none
 	cap   int
+	sweep int32 // the list whose tail the next eviction checks for expiry
 }
 
 // lru is one group's list of one class.
@@ -213,36 +214,35 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 // listOf is the index in shard.lists of group g's list of class c.
 func listOf(g int32, c class) int32 { return g*int32(classes) + int32(c) }
 
-// evict makes room in sh for an entry of group g: an expired entry at the
-// end of any list if there is one; else the least recently used probation
-// entry of the group holding the most entries among those that hold a
-// probation entry; else (only when the shard holds nothing but protected
-// entries) the least recently used entry of the group holding the most.
-// Ties go to g, the group that needs the room.
+// evict makes room in sh for an entry of group g: the least recently used
+// probation entry of the group holding the most entries among those that
+// hold a probation entry; else (only when the shard holds nothing but
+// protected entries) the least recently used entry of the group holding
+// the most. Ties go to g, the group that needs the room.
+//
+// Expired entries go first, uncounted: the end of one list, taken in turn
+// (and the same list again while its end is expired, so an expired group
+// drains), and the end of the list chosen. Choosing looks only at the
+// lists' lengths, so an eviction reads at most two entries: a full store's
+// slots are far bigger than the CPU's caches.
 func (s *Store) evict(sh *shard, ns int64, g int32) {
-	size := func(x int32) int {
-		if listOf(x, protected) >= int32(len(sh.lists)) {
-			return 0
+	if k := sh.sweep; k < int32(len(sh.lists)) {
+		if t := sh.lists[k].tail; t != none && ns >= sh.slots[t].expires {
+			sh.remove(t)
+			return
 		}
-		return sh.lists[listOf(x, probation)].len + sh.lists[listOf(x, protected)].len
 	}
-	bestP, nP := int32(-1), 0                            // largest group with a probation entry
-	best, n := g, size(g)                                // largest group
-	if n > 0 && sh.lists[listOf(g, probation)].len > 0 { // n > 0: sh has g's lists
-		bestP, nP = g, n
-	}
-	for x := int32(0); x < int32(len(sh.lists))/int32(classes); x++ {
-		for c := range classes {
-			if t := sh.lists[listOf(x, c)].tail; t != none && ns >= sh.slots[t].expires {
-				sh.remove(t)
-				return
-			}
-		}
-		k := size(x)
-		if k > n {
+	sh.sweep = (sh.sweep + 1) % int32(len(sh.lists))
+	groups := int32(len(sh.lists)) / int32(classes)
+	bestP, nP := int32(-1), 0 // largest group with a probation entry
+	best, n := int32(-1), 0   // largest group
+	for x := range groups {
+		p := sh.lists[listOf(x, probation)].len
+		k := p + sh.lists[listOf(x, protected)].len
+		if k > n || k == n && x == g {
 			best, n = x, k
 		}
-		if k > nP && sh.lists[listOf(x, probation)].len > 0 {
+		if p > 0 && (k > nP || k == nP && x == g) {
 			bestP, nP = x, k
 		}
 	}
@@ -250,8 +250,12 @@ func (s *Store) evict(sh *shard, ns int64, g int32) {
 	if bestP >= 0 {
 		l, c = listOf(bestP, probation), probation
 	}
-	sh.remove(sh.lists[l].tail)
-	s.evicted[c].Add(1)
+	t := sh.lists[l].tail
+	live := ns < sh.slots[t].expires
+	sh.remove(t)
+	if live {
+		s.evicted[c].Add(1)
+	}
 }
 
 func (sh *shard) insert(key string, state any, expires int64, l int32) {

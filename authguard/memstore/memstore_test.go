@@ -268,6 +268,29 @@ func TestMemory_AFloodOfOneRulesProtectedKeysTurnsOverOnlyItsOwn(t *testing.T) {
 	}
 }
 
+// TestMemory_AnExpiredRuleIsDrainedBeforeLiveKeysGo: the keys of a flood
+// that has stopped expire in their rule's lists; new keys of another rule
+// take their room before any live key is evicted, as they would in one list.
+func TestMemory_AnExpiredRuleIsDrainedBeforeLiveKeysGo(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 10, Shards: 1})
+	ctx := context.Background()
+	for i := range 10 {
+		s.Do(ctx, []authguard.Op{charge(fmt.Sprintf("tg:default:otp_send:dest:flood-%d", i))})
+	}
+	clock.Advance(storetest.Backoff.ForgetAfter) // the flood's counters have expired
+	var want []string
+	for i := range 10 {
+		k := fmt.Sprintf("tg:default:login:acct:user-%d", i)
+		s.Do(ctx, []authguard.Op{charge(k)})
+		want = append(want, k)
+	}
+	assertKeys(t, s, want...)
+	if st := s.Stats(); st.Entries != 10 || st.Evicted != 0 {
+		t.Errorf("stats %+v, want the 10 users and no eviction", st)
+	}
+}
+
 // TestMemory_GroupsAreBounded: keys of more rules than maxGroups (256)
 // share the last group; the store still holds at most MaxEntries keys and
 // evicts the least recently used of a group.

@@ -27,8 +27,10 @@
 // (prefix:tenant:flow:rule:subject) is one rule of one flow of one tenant
 // (at most 256 groups; the rest share one).
 //
-// A full shard drops an expired key if one is at the end of any of its
-// lists; else it evicts a probation key, the least recently used of the
+// A full shard drops an expired key at the end of its lists if it finds
+// one (it looks at one list's end in turn, and stays on a list while its end
+// is expired, so a rule whose keys have all expired drains first); else it
+// evicts a probation key, the least recently used of the
 // group holding the most keys among those with a probation key; and only
 // when it holds no probation key at all, the least recently used protected
 // key of the group holding the most keys. So a flood of fresh subjects (a

@@ -399,10 +399,11 @@ func TestNormalisation_InvisibleSpellingsShareOneBudget(t *testing.T) {
 	}
 }
 
-// Hole 2: a flood of checks on made-up accounts from fresh IPv6 /64s tries
-// to push a victim's counter, in backoff, out of a full memory store so that
-// its next check has free attempts again.
-func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
+// victimInBackoff returns an engine on a small memory store (2,000 keys, 4
+// shards) whose victim@example.com has 10 failures, the delays waited out,
+// and the delay its next check gets.
+func victimInBackoff(t *testing.T) (*harness, *memstore.Store, authguard.Verdict) {
+	t.Helper()
 	clock := testclock.New(time.Time{})
 	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
 	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, Now: clock.Now})
@@ -410,7 +411,7 @@ func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &harness{t: t, e: e, clock: clock, mem: mem}
-	for i := range 10 { // the victim: 10 failures, waiting out the delays
+	for i := range 10 {
 		h.clock.Advance(h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(i)}).Delay)
 		h.attempt("victim@example.com", addr(i), authguard.Failure, "")
 	}
@@ -418,6 +419,14 @@ func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
 	if before.Action != authguard.Delay {
 		t.Fatalf("victim after 10 failures: %v, want delay", before.Action)
 	}
+	return h, mem, before
+}
+
+// Hole 2: a flood of checks on made-up accounts from fresh IPv6 /64s tries
+// to push a victim's counter, in backoff, out of a full memory store so that
+// its next check has free attempts again.
+func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
+	h, mem, before := victimInBackoff(t)
 	for i := range 100_000 { // 50 times the store's size in fresh subjects
 		a := [16]byte{0x2a, 0x00, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)} // a /48 of its own: no aggregate limit refuses it
 		h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("made-up-%d@example.com", i), IP: netip.AddrFrom16(a).String()})
@@ -437,21 +446,8 @@ func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
 // shard full of them evicted its least recently used protected key, the
 // victim's login counter among them.
 func TestMemory_EmailSendFloodCannotResetAVictim(t *testing.T) {
-	clock := testclock.New(time.Time{})
-	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, Now: clock.Now})
-	if err != nil {
-		t.Fatal(err)
-	}
-	h := &harness{t: t, e: e, clock: clock, mem: mem}
-	for i := range 10 {
-		h.clock.Advance(h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(i)}).Delay)
-		h.attempt("victim@example.com", addr(i), authguard.Failure, "")
-	}
-	before := h.check(authguard.CheckRequest{Account: "victim@example.com", IP: addr(99)})
-	if before.Action != authguard.Delay {
-		t.Fatalf("victim after 10 failures: %v, want delay", before.Action)
-	}
+	h, mem, before := victimInBackoff(t)
+	e := h.e
 	sent := 0
 	for i := range 6000 { // three times the store's size, each from a /64 of its own
 		a := [16]byte{0x2a, 0x00, byte(i >> 8), byte(i)}

@@ -190,6 +190,17 @@ func TestMemory_FreshSubjectFloodCannotEvictCounterInBackoff(t *testing.T) {
 	}
 }
 
+// protect charges k's counter up to storetest.Backoff's free (2): its key
+// is then protected.
+func protect(t *testing.T, s *memstore.Store, k string) {
+	t.Helper()
+	for range storetest.Backoff.Free {
+		if res, err := s.Do(context.Background(), []authguard.Op{charge(k)}); err != nil || !res[0].Charged {
+			t.Fatalf("charging %s: %+v %v", k, res, err)
+		}
+	}
+}
+
 // TestMemory_ProtectedOverflowEvictsLeastRecentlyUsedProtected: protected
 // entries have no cap of their own. When they fill a shard, a new key evicts
 // the least recently used protected one, and that is counted apart.
@@ -197,17 +208,9 @@ func TestMemory_ProtectedOverflowEvictsLeastRecentlyUsedProtected(t *testing.T) 
 	clock := testclock.New(time.Time{})
 	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 3, Shards: 1})
 	ctx := context.Background()
-	backoff := func(k string) { // storetest.Backoff: free 2
-		t.Helper()
-		for range storetest.Backoff.Free {
-			if res, err := s.Do(ctx, []authguard.Op{charge(k)}); err != nil || !res[0].Charged {
-				t.Fatalf("charging %s: %+v %v", k, res, err)
-			}
-		}
-	}
-	backoff("a")
-	backoff("b")
-	backoff("c")
+	protect(t, s, "a")
+	protect(t, s, "b")
+	protect(t, s, "c")
 	s.Do(ctx, []authguard.Op{charge("a")}) // refused (a waits), but touched: b is now the LRU
 	if st := s.Stats(); st.Protected != 3 || st.Evicted != 0 {
 		t.Fatalf("stats %+v, want 3 protected entries and no eviction", st)
@@ -234,19 +237,11 @@ func TestMemory_AFloodOfOneRulesProtectedKeysTurnsOverOnlyItsOwn(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	s := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 10, Shards: 1})
 	ctx := context.Background()
-	protect := func(k string) { // storetest.Backoff: free 2
-		t.Helper()
-		for range storetest.Backoff.Free {
-			if _, err := s.Do(ctx, []authguard.Op{charge(k)}); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
 	const victim, ordinary = "tg:default:login:acct:victim", "tg:default:login:acct:ordinary"
-	protect(victim)
+	protect(t, s, victim)
 	s.Do(ctx, []authguard.Op{charge(ordinary)})
 	for i := range 100 {
-		protect(fmt.Sprintf("tg:default:otp_send:dest:made-up-%d", i))
+		protect(t, s, fmt.Sprintf("tg:default:otp_send:dest:made-up-%d", i))
 	}
 	st := s.Stats()
 	if st.Entries != 10 || st.Protected != 10 || st.EvictedProbation != 1 || st.EvictedProtected != 100-9 {
@@ -261,7 +256,7 @@ func TestMemory_AFloodOfOneRulesProtectedKeysTurnsOverOnlyItsOwn(t *testing.T) {
 	// The victim's rule is not spared for being the victim's: once it holds
 	// the most keys of a shard with nothing but protected keys, it makes the room.
 	for i := range 10 {
-		protect(fmt.Sprintf("tg:default:login:acct:other-%d", i))
+		protect(t, s, fmt.Sprintf("tg:default:login:acct:other-%d", i))
 	}
 	if keys := s.Keys(); slices.Contains(keys, victim) {
 		t.Errorf("live keys %v: the victim's counter is the least recently used of the largest rule and should have gone", keys)

@@ -4,12 +4,17 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/redistest"
 )
 
 // fillRedis writes junk until Redis refuses writes with OOM (maxmemory with
@@ -108,5 +113,91 @@ func TestFullRedis_CannotResetAVictimInBackoff(t *testing.T) {
 	}
 	if v := guess("otp_verify", "fresh@example.com"); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonUnavailable {
 		t.Errorf("otp_verify, fresh account, Redis full: %v %v, want delay unavailable", v.Action, v.Reasons)
+	}
+}
+
+// TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker: Redis is full and
+// an attacker floods checks on made-up accounts, whose writes Redis refuses,
+// to open the circuit breaker: an open breaker fails calls before they reach
+// Redis, so the engine could no longer read the victim's counter in backoff
+// and would answer from the empty fallback. Refusals are answers, not
+// failures: the breaker stays closed, every victim check is answered full,
+// and none proceeds.
+func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, err := redisstore.New(redisstore.Config{Client: c}) // the default breaker: 5 failures, a 1 s cooldown
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := config.LoadPolicy([]byte(`flows:
+  login:
+    rules:
+      - {name: account_backoff, free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	kinds := map[string]int{} // the victim's checks' store error kinds
+	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		MaxInFlight: s.PoolSize(),
+		Observe: func(ev authguard.Event) {
+			if ev.Call == "check" && ev.Flow == "login" && ev.StoreErr != nil { // the victim's; the flood's are otp_verify's
+				mu.Lock()
+				kinds[authguard.StoreErrorKind(ev.StoreErr)]++
+				mu.Unlock()
+			}
+		}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	guess := func() authguard.Verdict {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action == authguard.Proceed {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		return v
+	}
+	for range 2 {
+		guess()
+	}
+	if v := guess(); v.Action != authguard.Delay {
+		t.Fatalf("victim after 2 failures: %v, want delay", v.Action)
+	}
+	fillRedis(t, c)
+
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for g := range 16 {
+		wg.Go(func() {
+			for i := 0; ; i++ {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				e.Check(ctx, authguard.CheckRequest{Flow: "otp_verify", Account: fmt.Sprintf("junk%d-%d@example.com", g, i), IP: "198.51.100.7"})
+			}
+		})
+	}
+	proceeded := 0
+	for range 500 {
+		if guess().Action == authguard.Proceed {
+			proceeded++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	mu.Lock()
+	defer mu.Unlock()
+	t.Logf("the victim's checks' store errors: %v", kinds)
+	if proceeded > 0 || kinds["full"] != 500 || len(kinds) != 1 || s.Open() {
+		t.Errorf("%d of 500 victim checks proceeded, store errors %v, breaker open %v: want none, every one full, closed", proceeded, kinds, s.Open())
 	}
 }

@@ -131,7 +131,7 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, err := s.do(ctx, ops)
-	s.breaker.record(err == nil)
+	s.breaker.record(answered(err))
 	if err != nil {
 		return nil, unavailable(err)
 	}
@@ -398,6 +398,14 @@ func (b *breaker) record(ok bool) {
 	}
 }
 
+// answered reports whether a batch's Redis answered: it did unless err is
+// something other than a refusal to write past maxmemory. A full Redis
+// answers, and its reads are what keep a counter in backoff delayed while
+// it is full (authguard's full path peeks it), so refusals must not open
+// the breaker: a flood of writes refused while full would otherwise shut
+// those reads off and leave only the empty fallback.
+func answered(err error) bool { return err == nil || errors.Is(err, authguard.ErrStoreFull) }
+
 // Open reports whether the breaker is failing batches at once.
 func (s *Store) Open() bool { return !s.breaker.allow() }
 
@@ -458,7 +466,7 @@ func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	res, undone, err := s.doCheck(ctx, ops, gates, solved)
-	s.breaker.record(err == nil)
+	s.breaker.record(answered(err))
 	if err != nil {
 		return nil, false, unavailable(err)
 	}

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -73,19 +75,21 @@ var resetFields = fields{
 
 // reset serves POST /v1/admin/reset: it clears one subject's state in a
 // flow and writes an audit line (who, tenant, flow, which kind of subject,
-// reason, keys deleted; never the identifier).
+// reason, keys deleted, outcome; never the identifier). A reset that fails
+// once the engine has called a store is audited too, as failed, with the
+// keys the store reports deleted before it failed: part of the state, and
+// the fallback store's, may be gone.
 func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 	var body resetBody
 	if err := decode(w, r, resetFields, &body); err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	tenant := tenantOf(r.Context())
 	n, err := a.engine.Reset(r.Context(), authguard.ResetRequest{
-		Tenant: tenant, Flow: body.Flow, Account: body.Account, IP: body.IP,
+		Tenant: tenantOf(r.Context()), Flow: body.Flow, Account: body.Account, IP: body.IP,
 		Destination: body.Destination, Channel: body.Channel, Reason: body.Reason,
 	})
-	if err != nil {
+	if refusedBeforeStore(err) {
 		a.engineError(w, r, "reset", err)
 		return
 	}
@@ -96,16 +100,23 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 	case body.Destination != "":
 		subject = "destination"
 	}
-	if tenant == "" {
-		tenant = authguard.DefaultTenant
-	}
-	a.metrics.adminWrite("reset")
-	a.log.LogAttrs(r.Context(), slog.LevelWarn, "admin reset",
-		slog.String("request_id", RequestID(r.Context())), slog.String("by", callerOf(r.Context())),
-		slog.String("tenant", tenant), slog.String("flow", body.Flow), slog.String("subject", subject),
+	a.audit(r, "admin reset", body.Flow, err, slog.String("subject", subject),
 		slog.String("reason", body.Reason), slog.Int("deleted", n))
+	if err != nil {
+		a.engineError(w, r, "reset", err)
+		return
+	}
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, "{\"deleted\":%d}\n", n)
+}
+
+// refusedBeforeStore reports whether err refused an admin write before the
+// engine called a store (invalid input, no slot to run it in, a store that
+// keeps no entries): nothing can have changed, so no audit line is due. Any
+// other error may come after the write took effect, in whole or in part.
+func refusedBeforeStore(err error) bool {
+	return err != nil && (errors.Is(err, authguard.ErrInvalidInput) ||
+		errors.Is(err, authguard.ErrOverloaded) || errors.Is(err, authguard.ErrNoEntryStore))
 }
 
 var (
@@ -143,8 +154,9 @@ func (a *API) deny(w http.ResponseWriter, r *http.Request) { a.addEntry(w, r, de
 
 // addEntry adds an allow entry (fs is allowFields) or a block or captcha
 // entry, writes an audit line (who, tenant, flow, kind, subject and its
-// length, reason, expiry; never the range or prefix) and answers 201 with
-// the entry.
+// length, reason, expiry, outcome; never the range or prefix) and answers
+// 201 with the entry. A store's failure after the entry may have been kept is
+// audited too, as failed.
 func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
 	var body wire.EntryRequest
 	if err := decode(w, r, fs, &body); err != nil {
@@ -172,28 +184,66 @@ func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
 		DestinationPrefix: body.DestinationPrefix, Country: body.Country, TTL: ttl,
 		Reason: body.Reason, By: callerOf(r.Context()),
 	})
-	if err != nil {
+	if refusedBeforeStore(err) {
 		a.engineError(w, r, "entry", err)
 		return
 	}
-	a.audit(r, "admin "+kind.String(), x.Flow, slog.String("id", x.ID), slog.String("subject", x.Scope.String()),
+	if err != nil {
+		// The store may have kept the entry; the engine returned none, so
+		// the line says what was asked (the engine has validated it), not
+		// the id.
+		scope, length, country := requestedScope(&body)
+		a.audit(r, "admin "+kind.String(), body.Flow, err, slog.String("subject", scope.String()),
+			slog.Int("length", length), slog.String("country", country), slog.String("reason", body.Reason),
+			slog.String("expires_in", body.ExpiresIn))
+		a.engineError(w, r, "entry", err)
+		return
+	}
+	a.audit(r, "admin "+kind.String(), x.Flow, nil, slog.String("id", x.ID), slog.String("subject", x.Scope.String()),
 		slog.Int("length", x.Length), slog.String("country", x.Country), slog.String("reason", x.Reason),
 		slog.Time("expires", x.Expires.UTC()))
 	a.writeJSON(w, r, http.StatusCreated, entryJSON(&x))
 }
 
-// audit writes an admin write's audit line at warn, with who and the
-// tenant, and counts it.
-func (a *API) audit(r *http.Request, msg, flow string, attrs ...slog.Attr) {
+// requestedScope is what an entry request matches, as its audit line says
+// it: the scope, the range's prefix length or the prefix's digits, and the
+// country (upper case). The engine has accepted the request's subject.
+func requestedScope(b *wire.EntryRequest) (scope authguard.EntryScope, length int, country string) {
+	switch {
+	case b.IPRange != "":
+		if p, err := netip.ParsePrefix(b.IPRange); err == nil {
+			return authguard.ScopeIPRange, p.Bits(), ""
+		}
+		if ip, err := netip.ParseAddr(b.IPRange); err == nil {
+			return authguard.ScopeIPRange, ip.BitLen(), ""
+		}
+		return authguard.ScopeIPRange, 0, ""
+	case b.DestinationPrefix != "":
+		return authguard.ScopeDestinationPrefix, len(b.DestinationPrefix) - 1, ""
+	default:
+		return authguard.ScopeCountry, 0, strings.ToUpper(b.Country)
+	}
+}
+
+// audit writes an admin write's audit line at warn, with who, the tenant
+// and the outcome: "ok", or "failed" with the problem's kind when err (a
+// store's failure after the write may have taken effect) is not nil. Only
+// writes that succeeded are counted in tollgate_admin_writes_total.
+func (a *API) audit(r *http.Request, msg, flow string, err error, attrs ...slog.Attr) {
 	tenant := tenantOf(r.Context())
 	if tenant == "" {
 		tenant = authguard.DefaultTenant
 	}
-	a.metrics.adminWrite(strings.TrimPrefix(msg, "admin "))
-	a.log.LogAttrs(r.Context(), slog.LevelWarn, msg, append([]slog.Attr{
+	outcome := []slog.Attr{slog.String("outcome", "ok")}
+	if err != nil {
+		outcome = []slog.Attr{slog.String("outcome", "failed"), slog.String("problem", toProblem(err).kind.slug)}
+	} else {
+		a.metrics.adminWrite(strings.TrimPrefix(msg, "admin "))
+	}
+	a.log.LogAttrs(r.Context(), slog.LevelWarn, msg, slices.Concat([]slog.Attr{
 		slog.String("request_id", RequestID(r.Context())), slog.String("by", callerOf(r.Context())),
 		slog.String("tenant", tenant), slog.String("flow", flow),
-	}, attrs...)...)
+	}, attrs, outcome)...)
 }
 
 // entries serves GET /v1/admin/entries[?flow=F]: the tenant's unexpired
@@ -202,7 +252,11 @@ func (a *API) entries(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k := range q {
 		if k != "flow" {
-			a.writeError(w, r, newProblem(kindUnknownField, k, "is not a parameter of this route; only flow is"))
+			if nameable(k) {
+				a.writeError(w, r, newProblem(kindUnknownField, k, "is not a parameter of this route; only flow is"))
+			} else {
+				a.writeError(w, r, newProblem(kindUnknownField, "", "the query has a parameter that this route does not take; only flow is"))
+			}
 			return
 		}
 	}
@@ -219,7 +273,7 @@ func (a *API) entries(w http.ResponseWriter, r *http.Request) {
 }
 
 // remove serves POST /v1/admin/remove: it deletes an entry by id and writes
-// an audit line.
+// an audit line, also when the store fails after it may have removed it.
 func (a *API) remove(w http.ResponseWriter, r *http.Request) {
 	var body wire.RemoveRequest
 	if err := decode(w, r, removeFields, &body); err != nil {
@@ -231,11 +285,17 @@ func (a *API) remove(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ok, err := a.engine.RemoveEntry(r.Context(), tenantOf(r.Context()), body.ID)
-	if err != nil {
+	if refusedBeforeStore(err) {
 		a.engineError(w, r, "remove", err)
 		return
 	}
-	a.audit(r, "admin remove", "", slog.String("id", body.ID), slog.Bool("removed", ok), slog.String("reason", body.Reason))
+	if err != nil {
+		// The store may have removed the entry before it failed.
+		a.audit(r, "admin remove", "", err, slog.String("id", body.ID), slog.String("reason", body.Reason))
+		a.engineError(w, r, "remove", err)
+		return
+	}
+	a.audit(r, "admin remove", "", nil, slog.String("id", body.ID), slog.Bool("removed", ok), slog.String("reason", body.Reason))
 	a.writeJSON(w, r, http.StatusOK, wire.Removed{Removed: ok})
 }
 

@@ -136,7 +136,7 @@ func (a *API) routes() *chi.Mux {
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)
 	r.Method(http.MethodGet, "/metrics", promhttp.HandlerFor(a.metrics.reg, promhttp.HandlerOpts{
-		ErrorLog:          slog.NewLogLogger(a.log.Handler(), slog.LevelError),
+		ErrorLog:          NewErrorLog(a.log.Handler(), slog.LevelError),
 		EnableOpenMetrics: true,
 	}))
 	r.Get("/openapi.yaml", a.openAPI)

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"mime"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -224,9 +223,26 @@ func topKey(path string) string {
 	return k
 }
 
-// keyRE is what an unknown key must look like to be named in a problem;
-// other keys are not echoed back.
-var keyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+// nameable reports whether an unknown key may be named in a problem: only
+// when it is, in some case, a field name of one of the API's requests (a
+// field sent to the wrong route, "Flow" for "flow"). Any other key may be
+// a submitted value put where a key goes (an e-mail address, an IP
+// address, a phone number) and is not echoed back.
+func nameable(key string) bool {
+	for _, fs := range allFields {
+		for _, f := range fs {
+			if strings.EqualFold(key, f.name) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// allFields are the keys of every request the API decodes.
+var allFields = []fields{
+	checkFields, reportFields, sendFields, explainFields, resetFields, denyFields, removeFields,
+}
 
 // scanKeys walks the top level of body, which json.Valid has accepted, and
 // returns the set of fs's keys present with a non-null value. It rejects a
@@ -263,7 +279,7 @@ func scanKeys(body []byte, fs fields) (present uint64, err error) {
 		if k < 0 {
 			var key string
 			_ = json.Unmarshal(raw, &key)
-			if keyRE.MatchString(key) {
+			if nameable(key) {
 				return 0, newProblem(kindUnknownField, key, "is not a field of this request (keys are case-sensitive)")
 			}
 			return 0, newProblem(kindUnknownField, "", "the body has a key that is not a field of this request")

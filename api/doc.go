@@ -16,7 +16,9 @@
 //   - it must be exactly one JSON object in UTF-8, with nothing but white
 //     space after it, else 400 malformed-json;
 //   - keys are case-sensitive; a key the schema does not list is 400
-//     unknown-field, and a key given twice is 400 duplicate-field
+//     unknown-field, naming it only when it is a field name of some
+//     request (any other key may be an identifier), and a key given twice
+//     is 400 duplicate-field
 //     (encoding/json alone would silently keep the last one, which lets two
 //     parsers of one body disagree);
 //   - null for an optional field means absent; null or absence for a

@@ -180,7 +180,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		WriteTimeout:      cfg.Timeouts.Write,
 		IdleTimeout:       cfg.Timeouts.Idle,
 		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          slog.NewLogLogger(log.Handler(), slog.LevelWarn),
+		ErrorLog:          api.NewErrorLog(log.Handler(), slog.LevelWarn),
 	}
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),

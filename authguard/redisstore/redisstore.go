@@ -367,8 +367,11 @@ func (s *Store) Ping(ctx context.Context) error {
 func (s *Store) Close() error { return s.client.Close() }
 
 // breaker opens after `after` failed batches in a row and then fails batches
-// at once for `cooldown`; after that the next batches try Redis again, and
-// one success closes it.
+// at once for `cooldown`. After that it lets one batch through to try Redis
+// (half-open) and keeps failing the others at once until that one ends: its
+// success closes the breaker, its failure opens it for another cooldown. So
+// a Redis that is still down costs one batch's timeout a cooldown, not
+// every waiting batch's.
 type breaker struct {
 	after    int
 	cooldown time.Duration
@@ -377,17 +380,26 @@ type breaker struct {
 	mu        sync.Mutex
 	failures  int
 	openUntil time.Time
+	trying    bool // the half-open trial batch is in flight
 }
 
 func (b *breaker) allow() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.failures < b.after || !b.clock().Before(b.openUntil)
+	switch {
+	case b.failures < b.after:
+		return true
+	case b.trying || b.clock().Before(b.openUntil):
+		return false
+	}
+	b.trying = true
+	return true
 }
 
 func (b *breaker) record(ok bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	b.trying = false
 	if ok {
 		b.failures = 0
 		return
@@ -398,6 +410,14 @@ func (b *breaker) record(ok bool) {
 	}
 }
 
+// Open reports whether the breaker is failing batches at once.
+func (s *Store) Open() bool {
+	b := &s.breaker
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.failures >= b.after && (b.trying || b.clock().Before(b.openUntil))
+}
+
 // answered reports whether a batch's Redis answered: it did unless err is
 // something other than a refusal to write past maxmemory. A full Redis
 // answers, and its reads are what keep a counter in backoff delayed while
@@ -405,9 +425,6 @@ func (b *breaker) record(ok bool) {
 // the breaker: a flood of writes refused while full would otherwise shut
 // those reads off and leave only the empty fallback.
 func answered(err error) bool { return err == nil || errors.Is(err, authguard.ErrStoreFull) }
-
-// Open reports whether the breaker is failing batches at once.
-func (s *Store) Open() bool { return !s.breaker.allow() }
 
 // PoolSize is the client's connection pool size per node (go-redis fills in
 // its default of 10 per CPU): how many batches can be in flight at once

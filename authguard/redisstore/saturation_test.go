@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
 // flood sends n checks at once, each on a fresh account and address, through
@@ -151,5 +154,81 @@ func TestBreaker_ClientsHangingUpCannotOpenIt(t *testing.T) {
 	}
 	if n := len(c.Keys(context.Background(), "*:acct:*").Val()); n != 21 {
 		t.Errorf("Redis counts %d accounts, want the 20 hung-up checks and the owner's: a call once started completes", n)
+	}
+}
+
+// TestBreaker_AStillDownRedisCostsOneTrialACooldown: Redis hangs (it
+// accepts connections and never answers). Once the breaker's cooldown ends,
+// every call waiting would try Redis and wait out its timeout, so that a
+// flood of checks meets a wall of timeouts once a second. Half-open, the
+// breaker lets one trial call through and fails the others at once until it
+// ends; the trial's timeout opens it again.
+func TestBreaker_AStillDownRedisCostsOneTrialACooldown(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	var held sync.WaitGroup
+	held.Go(func() { // a Redis that accepts and never answers
+		var conns []net.Conn
+		defer func() {
+			for _, c := range conns {
+				c.Close()
+			}
+		}()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			conns = append(conns, c)
+		}
+	})
+	defer held.Wait()
+	defer ln.Close()
+	clock := testclock.New(time.Time{})
+	c := redis.NewClient(&redis.Options{Addr: ln.Addr().String(), MaxRetries: -1, ContextTimeoutEnabled: true})
+	defer c.Close()
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second, BreakAfter: 2, Cooldown: time.Second, Clock: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(i int) error {
+		_, err := s.Do(context.Background(), []authguard.Op{&authguard.BackoffOp{Key: fmt.Sprint("tg:t:login:acct:", i), Action: authguard.BackoffPeek, Policy: storetest.Backoff}})
+		return err
+	}
+	for i := range 2 {
+		if err := op(i); authguard.StoreErrorKind(err) != "timeout" {
+			t.Fatalf("call %d on a hung Redis: %v, want a timeout", i, err)
+		}
+	}
+	if !s.Open() {
+		t.Fatal("two timeouts did not open the breaker")
+	}
+	clock.Advance(time.Second)
+	trial := make(chan error, 1)
+	go func() { trial <- op(99) }()
+	time.Sleep(200 * time.Millisecond) // the trial is waiting on Redis (for 1 s)
+	var mu sync.Mutex
+	kinds := map[string]int{}
+	var calls sync.WaitGroup
+	for i := range 20 {
+		calls.Go(func() {
+			kind := authguard.StoreErrorKind(op(100 + i))
+			mu.Lock()
+			kinds[kind]++
+			mu.Unlock()
+		})
+	}
+	calls.Wait()
+	if err := <-trial; authguard.StoreErrorKind(err) != "timeout" {
+		t.Errorf("the trial call: %v, want a timeout", err)
+	}
+	if kinds["circuit_open"] != 20 {
+		t.Errorf("20 calls during the trial: %v, want every one failed at once (circuit_open)", kinds)
+	}
+	if !s.Open() {
+		t.Error("the trial's timeout did not open the breaker again")
 	}
 }

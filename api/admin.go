@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/netip"
+	"net/url"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,9 +31,18 @@ var explainFields = fields{
 // come in the body, never in the URL, and are not logged.
 func (a *API) explain(w http.ResponseWriter, r *http.Request) {
 	var body explainBody
-	if err := decode(w, r, explainFields, &body); err != nil {
+	present, err := decodePresent(w, r, explainFields, &body)
+	if err != nil {
 		a.writeError(w, r, err)
 		return
+	}
+	// The engine takes "" for a part left out; an empty account or ip sent
+	// is refused as a check refuses it (openapi.yaml: minLength 1).
+	for _, f := range []struct{ name, value string }{{"account", body.Account}, {"ip", body.IP}} {
+		if present&(1<<explainFields.index(f.name)) != 0 && f.value == "" {
+			a.writeError(w, r, &authguard.InputError{Field: f.name, Detail: "is empty: give one or leave the key out", Missing: true})
+			return
+		}
 	}
 	x, err := a.engine.Explain(r.Context(), authguard.ExplainRequest{
 		Tenant: tenantOf(r.Context()), Flow: body.Flow, Account: body.Account, IP: body.IP,
@@ -129,12 +139,19 @@ var (
 )
 
 // parseExpiresIn parses a duration as the policy file writes them: Go's
-// (90m, 12h) or whole days (7d).
+// (90m, 12h) or whole days (7d), unsigned: strconv.Atoi and
+// time.ParseDuration would take "+1d" and "+1h".
 func parseExpiresIn(s string) (time.Duration, error) {
 	bad := &authguard.InputError{Field: "expires_in", Detail: `must be a duration such as "90m", "12h" or "7d"`}
+	if s == "" || s[0] == '+' || s[0] == '-' {
+		return 0, bad
+	}
 	if days, ok := strings.CutSuffix(s, "d"); ok {
-		n, err := strconv.Atoi(days)
-		if err != nil || n < 0 || n > 3650 {
+		if days == "" || len(days) > 4 || strings.Trim(days, "0123456789") != "" {
+			return 0, bad
+		}
+		n, _ := strconv.Atoi(days) // at most four digits
+		if n > 3650 {
 			return 0, bad
 		}
 		return time.Duration(n) * 24 * time.Hour, nil
@@ -247,9 +264,14 @@ func (a *API) audit(r *http.Request, msg, flow string, err error, attrs ...slog.
 }
 
 // entries serves GET /v1/admin/entries[?flow=F]: the tenant's unexpired
-// entries, oldest first.
+// entries, oldest first. The query is as strict as a body: r.URL.Query
+// would drop a pair it cannot parse and take the first of two flows.
 func (a *API) entries(w http.ResponseWriter, r *http.Request) {
-	q := r.URL.Query()
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		a.writeError(w, r, newProblem(kindInvalidField, "", "the query does not parse (a bad %-escape, or ';' where '&' separates parameters); only flow is a parameter"))
+		return
+	}
 	for k := range q {
 		if k != "flow" {
 			if nameable(k) {
@@ -259,6 +281,10 @@ func (a *API) entries(w http.ResponseWriter, r *http.Request) {
 			}
 			return
 		}
+	}
+	if len(q["flow"]) > 1 {
+		a.writeError(w, r, newProblem(kindDuplicateField, "flow", "appears more than once"))
+		return
 	}
 	l, err := a.engine.ListEntries(r.Context(), tenantOf(r.Context()), q.Get("flow"))
 	if err != nil {

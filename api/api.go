@@ -110,9 +110,7 @@ func (a *API) routes() *chi.Mux {
 	// GetHead serves HEAD on a GET route with its GET handler; net/http
 	// sends the headers and drops the body.
 	r.Use(a.instrument, a.recoverer, middleware.GetHead)
-	r.NotFound(func(w http.ResponseWriter, r *http.Request) {
-		a.writeError(w, r, newProblem(kindNotFound, "", "there is no such route; see /openapi.yaml"))
-	})
+	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 
 	r.Group(func(r chi.Router) {
@@ -143,9 +141,16 @@ func (a *API) routes() *chi.Mux {
 	return r
 }
 
+// notFound answers 404.
+func (a *API) notFound(w http.ResponseWriter, r *http.Request) {
+	a.writeError(w, r, newProblem(kindNotFound, "", "there is no such route; see /openapi.yaml"))
+}
+
 // methodNotAllowed answers 405 with the Allow header chi's default handler
 // would set (a custom handler does not get the list, so it asks the router),
-// HEAD included wherever GET is, as middleware.GetHead serves it.
+// HEAD included wherever GET is, as middleware.GetHead serves it. chi calls
+// it for any method it does not know (FOO, PROPFIND), whatever the path: a
+// path no method matches is answered 404, as for the methods chi knows.
 func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 	var allow []string
 	for _, m := range []string{http.MethodGet, http.MethodPost} {
@@ -155,6 +160,10 @@ func (a *API) methodNotAllowed(w http.ResponseWriter, r *http.Request) {
 				allow = append(allow, http.MethodHead)
 			}
 		}
+	}
+	if len(allow) == 0 {
+		a.notFound(w, r)
+		return
 	}
 	w.Header().Set("Allow", strings.Join(allow, ", "))
 	a.writeError(w, r, newProblem(kindMethodNotAllowed, "", "this route does not accept the method; see the Allow header"))

@@ -153,17 +153,44 @@ func checkContentType(r *http.Request) error {
 	return nil
 }
 
+// checkContentEncoding accepts a body with no content coding: no
+// Content-Encoding, or only "identity". tollgate decodes no coding, and a
+// body read as plain that claims one may not be what the caller meant.
+func checkContentEncoding(r *http.Request) error {
+	for _, v := range r.Header.Values("Content-Encoding") {
+		for c := range strings.SplitSeq(v, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return newProblem(kindUnsupportedType, "", "the body must not be encoded (Content-Encoding: identity or none)")
+			}
+		}
+	}
+	return nil
+}
+
 var bufPool = sync.Pool{New: func() any { return new(bytes.Buffer) }}
 
 // decode reads r's body into v strictly (see the package doc). The body is
 // read through http.MaxBytesReader, so a client cannot make it buffer more
 // than MaxBodyBytes.
 func decode(w http.ResponseWriter, r *http.Request, fs fields, v any) error {
+	_, err := decodePresent(w, r, fs, v)
+	return err
+}
+
+// decodePresent is decode that also returns the set of fs's keys present
+// with a non-null value (bit i for fs[i]): where "" and an absent key
+// differ.
+func decodePresent(w http.ResponseWriter, r *http.Request, fs fields, v any) (present uint64, err error) {
 	if err := checkContentType(r); err != nil {
-		return err
+		return 0, err
+	}
+	if err := checkContentEncoding(r); err != nil {
+		// RFC 9110, section 15.5.16: say which codings would do.
+		w.Header().Set("Accept-Encoding", "identity")
+		return 0, err
 	}
 	if r.ContentLength > MaxBodyBytes {
-		return newProblem(kindBodyTooLarge, "", "the body must be at most "+strconv.Itoa(MaxBodyBytes)+" bytes")
+		return 0, newProblem(kindBodyTooLarge, "", "the body must be at most "+strconv.Itoa(MaxBodyBytes)+" bytes")
 	}
 	buf := bufPool.Get().(*bytes.Buffer)
 	buf.Reset()
@@ -175,31 +202,32 @@ func decode(w http.ResponseWriter, r *http.Request, fs fields, v any) error {
 	if _, err := buf.ReadFrom(http.MaxBytesReader(w, r.Body, MaxBodyBytes)); err != nil {
 		var mbe *http.MaxBytesError
 		if errors.As(err, &mbe) {
-			return err
+			return 0, err
 		}
-		return newProblem(kindMalformedJSON, "", "the body could not be read completely")
+		return 0, newProblem(kindMalformedJSON, "", "the body could not be read completely")
 	}
 	return decodeJSON(buf.Bytes(), fs, v)
 }
 
 // decodeJSON decodes one JSON object with exactly the keys fs names, each at
 // most once, into v, and checks that required keys are present and not null.
-func decodeJSON(body []byte, fs fields, v any) error {
+// It returns the keys present with a non-null value, as scanKeys does.
+func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
 	if !utf8.Valid(body) {
-		return newProblem(kindMalformedJSON, "", "the body must be UTF-8")
+		return 0, newProblem(kindMalformedJSON, "", "the body must be UTF-8")
 	}
 	// json.Valid checks the syntax of exactly one value with nothing but
 	// white space around it, without allocating.
 	if !json.Valid(body) {
-		return syntaxProblem(body)
+		return 0, syntaxProblem(body)
 	}
-	present, err := scanKeys(body, fs)
+	present, err = scanKeys(body, fs)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	for i, f := range fs {
 		if f.required && present&(1<<i) == 0 {
-			return newProblem(kindMissingField, f.name, "is required")
+			return 0, newProblem(kindMissingField, f.name, "is required")
 		}
 	}
 	dec := json.NewDecoder(bytes.NewReader(body))
@@ -208,14 +236,14 @@ func decodeJSON(body []byte, fs fields, v any) error {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			if i := fs.index(topKey(te.Field)); i >= 0 {
-				return newProblem(kindInvalidField, fs[i].name, "must be "+fs[i].want)
+				return 0, newProblem(kindInvalidField, fs[i].name, "must be "+fs[i].want)
 			}
 		}
 		// scanKeys has seen every key and json.Valid the syntax: nothing
 		// else is expected here.
-		return newProblem(kindMalformedJSON, "", "the body does not match the request schema")
+		return 0, newProblem(kindMalformedJSON, "", "the body does not match the request schema")
 	}
-	return nil
+	return present, nil
 }
 
 func topKey(path string) string {

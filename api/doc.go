@@ -12,6 +12,9 @@
 //
 //   - the content type must be application/json (a charset parameter, if
 //     any, must be utf-8), else 415;
+//   - the body must not be encoded: a Content-Encoding other than identity
+//     is 415 (tollgate decodes none, and a plain body that claims one may
+//     not be what the caller sent);
 //   - the body must be at most MaxBodyBytes (8 KiB), else 413;
 //   - it must be exactly one JSON object in UTF-8, with nothing but white
 //     space after it, else 400 malformed-json;

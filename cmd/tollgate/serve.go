@@ -181,6 +181,8 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		IdleTimeout:       cfg.Timeouts.Idle,
 		MaxHeaderBytes:    16 << 10,
 		ErrorLog:          api.NewErrorLog(log.Handler(), slog.LevelWarn),
+		// OPTIONS * goes to the router (a 404 problem), not net/http's bare 200.
+		DisableGeneralOptionsHandler: true,
 	}
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),

@@ -1045,15 +1045,52 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 		b.err = fmt.Errorf("%w: the store's deadline passed while calls were queueing: %w", ErrOverloaded, b.err)
 		return b // no fail mode: the store is not at fault
 	}
+	local := ops
 	if errors.Is(b.err, ErrStoreFull) {
 		b.held = e.peek(ctx, ops)
+		local = continueHeld(ops, b.held)
 	}
 	if f.FailMode == FailOpen && e.fallback != nil {
-		if res, undone, ferr := r.run(ctx, e.fallback, ops); ferr == nil && len(res) == len(ops) {
+		if res, undone, ferr := r.run(ctx, e.fallback, local); ferr == nil && len(res) == len(ops) {
 			b.res, b.src, b.undone = res, SourceFallback, undone
 		}
 	}
 	return b
+}
+
+// continueHeld returns ops for the fallback while the store is full: each
+// backoff op whose counter the store still holds (held, from peek) counts
+// on from there, so that the fallback's m-th failure waits what the store's
+// (n+m)-th would (Policy.Delay) instead of starting again at Free free
+// attempts: Free less the n failures held, or past Free none, with the
+// delay of n as the base. A full store keeps the wait a counter has
+// (combine reads held), but cannot count past it: without this, once that
+// wait ran out each instance's fallback handed out Free guesses again.
+func continueHeld(ops []Op, held []Result) []Op {
+	if held == nil {
+		return ops
+	}
+	var out []Op
+	for i, op := range ops {
+		b, ok := op.(*BackoffOp)
+		if !ok || held[i].Count == 0 {
+			continue
+		}
+		if out == nil {
+			out = slices.Clone(ops)
+		}
+		c := *b
+		if n := held[i].Count; n < b.Policy.Free {
+			c.Policy.Free -= n
+		} else {
+			c.Policy.Free, c.Policy.Base = 0, b.Policy.Delay(n)
+		}
+		out[i] = &c
+	}
+	if out == nil {
+		return ops
+	}
+	return out
 }
 
 // peek reads, without changing anything, the counters, logs and rates that

@@ -201,3 +201,62 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 		t.Errorf("%d of 500 victim checks proceeded, store errors %v, breaker open %v: want none, every one full, closed", proceeded, kinds, s.Open())
 	}
 }
+
+// TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback: Redis is full
+// and the victim's counter in backoff cannot count any more. Once its delay
+// runs out the attacker bursts guesses: each instance's fallback, counting
+// from nothing, would hand out its free attempts again. It counts on from
+// the failures Redis holds instead, so the burst gets one guess, as on a
+// healthy Redis, and then the next delay.
+func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
+	needRedis(t)
+	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := config.LoadPolicy([]byte(`flows:
+  login:
+    rules:
+      - {name: account_backoff, free: 3, base: 1s, factor: 2, max: 1s, forget_after: 24h}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	guess := func() authguard.Verdict {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action == authguard.Proceed {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		return v
+	}
+	for failures := 0; failures < 4; { // 3 free, then one after its 1 s delay
+		if v := guess(); v.Action == authguard.Proceed {
+			failures++
+		} else {
+			time.Sleep(v.Delay + 50*time.Millisecond)
+		}
+	}
+	fillRedis(t, c)
+	for round := range 2 {
+		time.Sleep(1100 * time.Millisecond) // the delay runs out
+		went := 0
+		for range 10 {
+			if guess().Action == authguard.Proceed {
+				went++
+			}
+		}
+		if went != 1 {
+			t.Errorf("burst %d while Redis is full: %d of 10 guesses went ahead, want 1 (the fallback starting again gives 3)", round, went)
+		}
+	}
+}

@@ -272,12 +272,20 @@ func isPort(s string, xff bool) bool {
 	return true
 }
 
+// maxForwardedLine is the longest Forwarded line read: nginx's default
+// limit on a header line.
+const maxForwardedLine = 8 << 10
+
 // forwardedFors parses one Forwarded field line (RFC 7239 §4, with optional
 // whitespace around ";" and ",") and returns the for= value of each
 // non-empty element, unquoted. An element without for=, or with it twice,
 // gives "", which no address parses as. ok is false when the line is not
-// valid syntax.
+// valid syntax, or longer than maxForwardedLine: a proxy writes no such
+// line, and its elements would cost many times its size to hold.
 func forwardedFors(line string) (fors []string, ok bool) {
+	if len(line) > maxForwardedLine {
+		return nil, false
+	}
 	i := 0
 	for {
 		i = skipOWS(line, i)

@@ -160,6 +160,10 @@ func TestClientIP_Forwarded(t *testing.T) {
 		{"control byte in quotes: the proxy", "10.0.0.1:80", map[string][]string{fwdKey: {"for=\"203.0.113.9\x01\""}}, "10.0.0.1"},
 		{"empty elements are skipped", "10.0.0.1:80", map[string][]string{fwdKey: {", ,for=203.0.113.9,"}}, "203.0.113.9"},
 		{"empty line: the proxy", "10.0.0.1:80", map[string][]string{fwdKey: {""}}, "10.0.0.1"},
+		{"a line over 8 KiB (an attacker's, to cost memory) is not read: the proxy", "10.0.0.1:80",
+			map[string][]string{fwdKey: {strings.Repeat("a=b,", 2<<10) + "for=203.0.113.9"}}, "10.0.0.1"},
+		{"a line of 8 KiB is read", "10.0.0.1:80",
+			map[string][]string{fwdKey: {strings.Repeat("a=b,", 2<<10-4) + "for=203.0.113.9"}}, "203.0.113.9"},
 	})
 }
 

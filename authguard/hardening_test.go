@@ -468,3 +468,25 @@ func TestMemory_EmailSendFloodCannotResetAVictim(t *testing.T) {
 		t.Errorf("victim after the flood: %v %v, want still the delay of about %v", v.Action, v.Delay, before.Delay)
 	}
 }
+
+// TestOTPVerify_ARepeatedWrongCodeIsCountedAgain: "same wrong password
+// once" would let an attacker who gets a new code sent every few hours type
+// the same few values again and again uncharged: each was wrong against an
+// old code but is a new guess against the new one. otp_verify has no such
+// window: every wrong code is counted.
+func TestOTPVerify_ARepeatedWrongCodeIsCountedAgain(t *testing.T) {
+	h := newHarness(t, "")
+	const account = "victim@example.com"
+	var got []string
+	for i := range 5 {
+		req := authguard.CheckRequest{Flow: "otp_verify", Account: account, IP: addr(i), PasswordFingerprint: "000000"}
+		v := h.check(req)
+		got = append(got, fmt.Sprint(v.Action))
+		if v.Action == authguard.Proceed {
+			h.report(authguard.ReportRequest{Flow: "otp_verify", Account: account, IP: addr(i), Outcome: authguard.Failure, Attempt: v.Attempt, PasswordFingerprint: "000000"})
+		}
+	}
+	if want := "[proceed proceed proceed delay delay]"; fmt.Sprint(got) != want {
+		t.Errorf("one wrong code typed five times: %v, want %s (3 free, then delays)", got, want)
+	}
+}

@@ -154,3 +154,33 @@ func TestPending_ReleasingTheLastLeavesNone(t *testing.T) {
 		t.Error("an empty attempt is never pending")
 	}
 }
+
+// TestMaxFailuresIn_CyclesOfDifferentLengthsCanBeatIt holds the limit its
+// doc states: for a policy whose forget_after fits several cycles into a
+// day, an attacker who mixes cycle lengths (7, 7, 7, 7, 7, 8, 8 attempts,
+// each cycle ended by forget_after of quiet) gets 51 failures counted in
+// 24 hours, where MaxFailuresIn says 49. If MaxFailuresIn learns to find
+// such schedules this fails, and its doc and README should say so.
+func TestMaxFailuresIn_CyclesOfDifferentLengthsCanBeatIt(t *testing.T) {
+	p := backoff.Policy{Free: 4, Base: 45 * time.Second, Factor: 4, Max: 78 * time.Minute, ForgetAfter: 203 * time.Minute}
+	start := time.Unix(1_700_000_000, 0)
+	now, s, counted := start, backoff.State{}, 0
+	for _, k := range []int{7, 7, 7, 7, 7, 8, 8} {
+		for range k {
+			s = p.Current(s, now, 0)
+			now = now.Add(p.Wait(s, now))
+			var d backoff.Decision
+			s, d = p.Charge(s, now, "", 0)
+			if !d.Charged {
+				t.Fatalf("a charge after waiting out the delay was refused at %v", now.Sub(start))
+			}
+			if now.Sub(start) < 24*time.Hour {
+				counted++
+			}
+		}
+		now = now.Add(p.ForgetAfter) // quiet until the counter forgets
+	}
+	if got := p.MaxFailuresIn(24 * time.Hour); counted != 51 || got != 49 {
+		t.Errorf("mixed cycles counted %d in 24 h and MaxFailuresIn says %d; the doc says 51 and 49", counted, got)
+	}
+}

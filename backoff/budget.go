@@ -1,6 +1,7 @@
 package backoff
 
 import (
+	"math"
 	"sort"
 	"time"
 )
@@ -13,22 +14,19 @@ const MaxExact = 400
 
 // MaxFailuresIn is the most failures a counter with this policy lets an
 // attacker who knows the policy have counted within any span of length
-// window. It is the larger of:
-//   - waiting out every delay from a fresh counter (the ramp is the densest
-//     part, so a span starting with it holds the most), and
-//   - for every k, making k attempts as fast as allowed and then keeping
-//     quiet for ForgetAfter so the counter forgets them, over and over; the
-//     span may start at any attempt of a cycle.
-//
-// Delays never shrink as failures grow, so waiting longer than a delay
-// never buys a later attempt. Cycles of different lengths can do better
-// than cycles of one length when several fit in the window: {free 4, base
-// 45s, factor 4, max 78m, forget_after 203m} allows 51 in a day with
-// cycles of 7, 7, 7, 7, 7, 8 and 8 attempts, where this returns 49. So the
-// figure is exact for one cycle or a ramp (the default policies: their
-// forget_after is a day) and otherwise may fall short by a few. Figures
-// above MaxExact are lower bounds. The default policy's
-// figures are tested against NIST SP 800-63B's limit of 100.
+// window. An attacker gains nothing by waiting longer than a delay (delays
+// never shrink as failures grow), except to let the counter forget: so the
+// schedules that matter are cycles, each of k attempts as fast as allowed
+// followed by ForgetAfter of quiet, of any lengths in any order, with the
+// span starting at any attempt of a cycle and the last cycle cut off by its
+// end. MaxFailuresIn takes the best of them exactly, by dynamic
+// programming over the number of attempts: the earliest a fresh cycle can
+// start after c attempts in whole cycles, and the earliest the n-th attempt
+// can come. (It once tried cycles of one length only, and fell short for
+// policies that fit several forget cycles into the span: 49 where cycles of
+// 7, 7, 7, 7, 7, 8 and 8 attempts give 51.) Figures above MaxExact are
+// lower bounds. The default policy's figures are tested against NIST SP
+// 800-63B's limit of 100.
 func (p Policy) MaxFailuresIn(window time.Duration) int {
 	w := window.Milliseconds()
 	// Greedy attempt times from a fresh counter, within the window.
@@ -37,26 +35,35 @@ func (p Policy) MaxFailuresIn(window time.Duration) int {
 		times = append(times, t)
 		t += p.Delay(n + 1).Milliseconds()
 	}
-	best := len(times)
-	if best > MaxExact {
-		return best
+	if len(times) > MaxExact {
+		return len(times)
 	}
 	forget := p.ForgetAfter.Milliseconds()
-	// upTo counts the attempts of one cycle (its first k) made before x.
-	upTo := func(k int, x int64) int { return sort.Search(k, func(i int) bool { return times[i] >= x }) }
-	for k := 1; k < len(times); k++ {
-		last := times[k-1]
-		cycle := last + forget // the next cycle starts once the quiet period has passed
-		for j, start := range times[:k] {
-			end := start + w
-			n := max(0, upTo(k, end)-j) // the rest of this cycle
-			if full := (end - 1 - last) / cycle; full > 0 {
-				n += int(full) * k // whole cycles after it
+	const never = math.MaxInt64
+	n := 2*MaxExact + 1 // room for a span's first cycle and the whole cycles after it
+	// start[c]: the earliest a fresh cycle can start once c attempts were
+	// made in whole cycles; first[n]: the earliest the n-th attempt from a
+	// fresh start can be, whole cycles and then a ramp of the rest.
+	start, first := make([]int64, n+1), make([]int64, n+1)
+	for c := 1; c <= n; c++ {
+		start[c], first[c] = never, never
+		for k := 1; k <= min(c, len(times)); k++ {
+			if s := start[c-k]; s != never {
+				start[c] = min(start[c], s+times[k-1]+forget)
+				first[c] = min(first[c], s+times[k-1])
 			}
-			if c := max(1, (end-1-last)/cycle+1); c*cycle < end {
-				n += upTo(k, end-c*cycle) // the cycle the span ends in
+		}
+	}
+	// fits is how many attempts a fresh start leaves room for before r.
+	fits := func(r int64) int { return sort.Search(n, func(i int) bool { return first[i+1] >= r }) }
+	best := fits(w)
+	for k := 2; k <= len(times); k++ { // the span starts at attempt j of a cycle of k
+		for j := 1; j < k; j++ {
+			got := k - j
+			if next := times[k-1] - times[j] + forget; next < w {
+				got += fits(w - next)
 			}
-			best = max(best, n)
+			best = max(best, got)
 		}
 	}
 	return best

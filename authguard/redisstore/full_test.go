@@ -154,16 +154,7 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	guess := func() authguard.Verdict {
-		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Action == authguard.Proceed {
-			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt})
-		}
-		return v
-	}
+	guess := victimGuess(t, e)
 	for range 2 {
 		guess()
 	}
@@ -228,17 +219,7 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := context.Background()
-	guess := func() authguard.Verdict {
-		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9"})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Action == authguard.Proceed {
-			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt})
-		}
-		return v
-	}
+	guess := victimGuess(t, e)
 	for failures := 0; failures < 4; { // 3 free, then one after its 1 s delay
 		if v := guess(); v.Action == authguard.Proceed {
 			failures++
@@ -258,5 +239,22 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 		if went != 1 {
 			t.Errorf("burst %d while Redis is full: %d of 10 guesses went ahead, want 1 (the fallback starting again gives 3)", round, went)
 		}
+	}
+}
+
+// victimGuess returns one guess at victim@example.com's password on login
+// from 192.0.2.9: a check, and when it proceeds, the failure's report.
+func victimGuess(t *testing.T, e *authguard.Engine) func() authguard.Verdict {
+	return func() authguard.Verdict {
+		t.Helper()
+		ctx := context.Background()
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action == authguard.Proceed {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.9", Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		return v
 	}
 }

@@ -81,7 +81,10 @@ type RespondResult struct {
 	// Hold is, with Proceed, how long to hold the call before going ahead
 	// without checking again: a queued call's place in its queue (a proceed
 	// with delay_ms). Hold it with a timer that gives up when the request's
-	// context ends. Zero otherwise.
+	// context ends. Zero otherwise. On a send flow with a leaky_bucket rule
+	// (the only rule that queues), a held proceed answers later than a deny,
+	// which Respond answers at once: hold a deny as long, or keep queues off
+	// send flows, if the end user must not tell them apart by time.
 	Hold time.Duration
 }
 

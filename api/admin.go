@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"slices"
 	"strconv"
@@ -205,41 +204,18 @@ func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
 		a.engineError(w, r, "entry", err)
 		return
 	}
+	// A store's failure may come after it kept the entry: the engine
+	// returns the entry it tried to keep, and the line names it as the
+	// success's would, with the expiry asked for.
+	line := []slog.Attr{slog.String("id", x.ID), slog.String("subject", x.Scope.String()),
+		slog.Int("length", x.Length), slog.String("country", x.Country), slog.String("reason", x.Reason)}
 	if err != nil {
-		// The store may have kept the entry; the engine returned none, so
-		// the line says what was asked (the engine has validated it), not
-		// the id.
-		scope, length, country := requestedScope(&body)
-		a.audit(r, "admin "+kind.String(), body.Flow, err, slog.String("subject", scope.String()),
-			slog.Int("length", length), slog.String("country", country), slog.String("reason", body.Reason),
-			slog.String("expires_in", body.ExpiresIn))
+		a.audit(r, "admin "+kind.String(), x.Flow, err, append(line, slog.String("expires_in", body.ExpiresIn))...)
 		a.engineError(w, r, "entry", err)
 		return
 	}
-	a.audit(r, "admin "+kind.String(), x.Flow, nil, slog.String("id", x.ID), slog.String("subject", x.Scope.String()),
-		slog.Int("length", x.Length), slog.String("country", x.Country), slog.String("reason", x.Reason),
-		slog.Time("expires", x.Expires.UTC()))
+	a.audit(r, "admin "+kind.String(), x.Flow, nil, append(line, slog.Time("expires", x.Expires.UTC()))...)
 	a.writeJSON(w, r, http.StatusCreated, entryJSON(&x))
-}
-
-// requestedScope is what an entry request matches, as its audit line says
-// it: the scope, the range's prefix length or the prefix's digits, and the
-// country (upper case). The engine has accepted the request's subject.
-func requestedScope(b *wire.EntryRequest) (scope authguard.EntryScope, length int, country string) {
-	switch {
-	case b.IPRange != "":
-		if p, err := netip.ParsePrefix(b.IPRange); err == nil {
-			return authguard.ScopeIPRange, p.Bits(), ""
-		}
-		if ip, err := netip.ParseAddr(b.IPRange); err == nil {
-			return authguard.ScopeIPRange, ip.BitLen(), ""
-		}
-		return authguard.ScopeIPRange, 0, ""
-	case b.DestinationPrefix != "":
-		return authguard.ScopeDestinationPrefix, len(b.DestinationPrefix) - 1, ""
-	default:
-		return authguard.ScopeCountry, 0, strings.ToUpper(b.Country)
-	}
 }
 
 // audit writes an admin write's audit line at warn, with who, the tenant

@@ -158,7 +158,7 @@ func TestAdmin_AResetThatFailsMidwayIsStillAudited(t *testing.T) {
 // keeps before it fails applies, and its removal the store does before it
 // fails stops applying, though both answered 503 (once the entries are
 // refreshed, as every instance does): each is an audit line saying it
-// failed, without the range.
+// failed, naming the entry's id, without the range.
 func TestAdmin_AnEntryWriteThatFailsIsStillAudited(t *testing.T) {
 	h, fail := halfDoneHarness(t)
 	from := map[string]any{"flow": "login", "account": "a@example.com", "ip": "203.0.113.50"}
@@ -170,14 +170,14 @@ func TestAdmin_AnEntryWriteThatFailsIsStillAudited(t *testing.T) {
 	if v := h.check(t, from); v.Action != "delay" {
 		t.Errorf("a check from the range after the failed deny: %+v; the scenario needs the entry kept", v)
 	}
-	wantFailedAudit(t, h, res, "admin block", map[string]any{
-		"subject": "ip_range", "length": 24, "reason": "incident 93", "flow": "login", "expires_in": "4h",
-	}, "203.0.113")
-
 	l, err := h.engine.ListEntries(context.Background(), "", "")
 	if err != nil || len(l) != 1 {
 		t.Fatalf("entries: %v %v", l, err)
 	}
+	wantFailedAudit(t, h, res, "admin block", map[string]any{ // naming the entry the store kept
+		"id": l[0].ID, "subject": "ip_range", "length": 24, "reason": "incident 93", "flow": "login", "expires_in": "4h",
+	}, "203.0.113")
+
 	fail.Store(true)
 	res = h.post(t, "/v1/admin/remove", map[string]any{"id": l[0].ID, "reason": "incident 93 closed"})
 	fail.Store(false)

@@ -263,6 +263,8 @@ func (e *Engine) entryTenant(tenant string) (string, error) {
 // the store so that every instance applies it once it refreshes
 // (RefreshEntries; this engine applies it at once). Invalid input is an
 // *InputError; a tenant already holding MaxEntries gets ErrTooManyEntries.
+// When the store fails, the entry it was asked to keep (its id and subject)
+// comes with the error: the store may have kept it, and an audit says so.
 func (e *Engine) AddEntry(ctx context.Context, req EntryRequest) (Entry, error) {
 	tenant, err := e.entryTenant(req.Tenant)
 	if err != nil {
@@ -330,7 +332,7 @@ func (e *Engine) AddEntry(ctx context.Context, req EntryRequest) (Entry, error) 
 	x.Expires = x.Created.Add(req.TTL)
 	ctx = context.WithoutCancel(ctx)
 	if err := es.PutEntry(ctx, e.entriesKey(tenant), x.ID, x.encode(), req.TTL, MaxEntries); err != nil {
-		return Entry{}, err
+		return x, err
 	}
 	_, _ = e.loadEntries(ctx, tenant) // this instance applies it at once
 	return x, nil

@@ -250,11 +250,7 @@ func (a *API) entries(w http.ResponseWriter, r *http.Request) {
 	}
 	for k := range q {
 		if k != "flow" {
-			if nameable(k) {
-				a.writeError(w, r, newProblem(kindUnknownField, k, "is not a parameter of this route; only flow is"))
-			} else {
-				a.writeError(w, r, newProblem(kindUnknownField, "", "the query has a parameter that this route does not take; only flow is"))
-			}
+			a.writeError(w, r, unknownKey(k, "is not a parameter of this route; only flow is", "the query has a parameter that this route does not take; only flow is"))
 			return
 		}
 	}

@@ -251,20 +251,21 @@ func topKey(path string) string {
 	return k
 }
 
-// nameable reports whether an unknown key may be named in a problem: only
-// when it is, in some case, a field name of one of the API's requests (a
-// field sent to the wrong route, "Flow" for "flow"). Any other key may be
-// a submitted value put where a key goes (an e-mail address, an IP
-// address, a phone number) and is not echoed back.
-func nameable(key string) bool {
+// unknownKey is the problem of an unknown key in a body or a query: it
+// names the key (detail named) only when it is, in some case, a field name
+// of one of the API's requests (a field sent to the wrong route, "Flow" for
+// "flow"). Any other key may be a submitted value put where a key goes (an
+// e-mail address, an IP address, a phone number) and is not echoed back
+// (detail unnamed).
+func unknownKey(key, named, unnamed string) *problemError {
 	for _, fs := range allFields {
 		for _, f := range fs {
 			if strings.EqualFold(key, f.name) {
-				return true
+				return newProblem(kindUnknownField, key, named)
 			}
 		}
 	}
-	return false
+	return newProblem(kindUnknownField, "", unnamed)
 }
 
 // allFields are the keys of every request the API decodes.
@@ -307,10 +308,7 @@ func scanKeys(body []byte, fs fields) (present uint64, err error) {
 		if k < 0 {
 			var key string
 			_ = json.Unmarshal(raw, &key)
-			if nameable(key) {
-				return 0, newProblem(kindUnknownField, key, "is not a field of this request (keys are case-sensitive)")
-			}
-			return 0, newProblem(kindUnknownField, "", "the body has a key that is not a field of this request")
+			return 0, unknownKey(key, "is not a field of this request (keys are case-sensitive)", "the body has a key that is not a field of this request")
 		}
 		if seen&(1<<k) != 0 {
 			return 0, newProblem(kindDuplicateField, fs[k].name, "appears more than once")

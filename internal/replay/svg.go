@@ -9,10 +9,6 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/svgplot"
 )
 
-// palette is the Okabe–Ito palette (as the simulator's charts use), which
-// stays apart for colour-blind readers.
-var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
-
 // Chart geometry, in SVG user units: two panels side by side.
 const (
 	svgWidth, svgHeight = 960, 540
@@ -48,7 +44,7 @@ func SVG(r *Report) []byte {
 		stopped = append(stopped, bar{r.Baseline.Name, "#999999", float64(f.OtherStopped), fmt.Sprint(f.OtherStopped)})
 	}
 	for i, c := range r.Candidates {
-		color := palette[i%len(palette)]
+		color := svgplot.Palette[i%len(svgplot.Palette)]
 		secs := float64(c.Total.RealDelayMS) / 1000
 		delays = append(delays, bar{c.Name, color, secs, formatMS(c.Total.RealDelayMS)})
 		stopped = append(stopped, bar{c.Name, color, float64(c.Total.OtherStopped), fmt.Sprint(c.Total.OtherStopped)})

@@ -11,10 +11,6 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/svgplot"
 )
 
-// palette is the Okabe–Ito palette, which stays apart for colour-blind
-// readers; yellow comes last because it is faint on white.
-var palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
-
 // Chart geometry, in SVG user units.
 const (
 	svgWidth, svgHeight = 960, 540
@@ -79,7 +75,7 @@ func SVG(r *Result) []byte {
 
 	// One step line per actor, at most one vertical jump per pixel column.
 	for i, a := range r.Actors {
-		color := palette[i%len(palette)]
+		color := svgplot.Palette[i%len(svgplot.Palette)]
 		var d strings.Builder
 		fmt.Fprintf(&d, "M%.1f %.1f", x(0), y(0))
 		var pts []point

@@ -1,5 +1,5 @@
 // Package svgplot holds the small helpers the simulator's and the replay's
-// SVG charts share: XML escaping and round axis ticks.
+// SVG charts share: their palette, XML escaping and round axis ticks.
 package svgplot
 
 import (
@@ -8,6 +8,11 @@ import (
 	"math"
 	"strings"
 )
+
+// Palette is the Okabe–Ito palette, which stays apart for colour-blind
+// readers; yellow comes last because it is faint on white. Series take
+// its colours in turn.
+var Palette = []string{"#0072B2", "#D55E00", "#009E73", "#CC79A7", "#E69F00", "#56B4E9", "#000000", "#F0E442"}
 
 // Esc escapes s for XML text and attribute values.
 func Esc(s string) string {

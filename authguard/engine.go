@@ -551,23 +551,16 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, allowance, 
 		}, i, roleAllowance)
 	}
 	if slot != 0 {
-		e.deviceSlot(p, s, i, device, slot)
+		p.add(&LogOp{
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
+			Action: slot, Member: device,
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
+		}, i, roleAllowance)
 	}
 	p.add(&BackoffOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: attempt,
 	}, i, roleShared)
-}
-
-// deviceSlot adds a step of the device's slot among the account's devices
-// (the device rule at index i).
-func (e *Engine) deviceSlot(p *plan, s *subjects, i int, device string, action LogAction) {
-	r := &s.flow.Rules[i]
-	p.add(&LogOp{
-		Key:    storeKey(s.prefix, s.tenant, s.flow.Name, r.Key+".slots", s.account),
-		Action: action, Member: device,
-		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
-	}, i, roleAllowance)
 }
 
 // backoff adds a step of a Backoff rule on any subject but the device.
@@ -646,17 +639,19 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 					allowance = LogRemove
 				}
 				e.devices(&p, s, i, device, allowance, LogPeek, a.id, BackoffSucceed, a.id)
-			case tokened && a.exempt:
-				// A failure the device's own allowance paid for moves the
-				// device's slot to now (taken off, then admitted again), so
-				// that a slot lasts a day from the device's last such
-				// failure, not its first: no more than DeviceSlots devices
-				// spend allowances within any day. A slot that ran out
-				// meanwhile is admitted only if one is free.
-				e.devices(&p, s, i, device, LogPeek, LogRemove, id, BackoffConfirm, a.id)
-				e.deviceSlot(&p, s, i, device, LogAdmit)
 			case tokened:
-				e.devices(&p, s, i, device, LogPeek, LogPeek, id, BackoffConfirm, a.id)
+				// A failure the device's own allowance paid for renews the
+				// device's slot at now, so that a slot lasts a day from the
+				// device's last such failure, not its first: no more than
+				// DeviceSlots devices spend allowances within any day. A
+				// slot that ran out meanwhile is taken again only if one is
+				// free, in the same step, so no other device can take it in
+				// between.
+				slot := LogPeek
+				if a.exempt {
+					slot = LogRenew
+				}
+				e.devices(&p, s, i, device, LogPeek, slot, id, BackoffConfirm, a.id)
 			default:
 				e.devices(&p, s, i, device, LogAdd, LogAdmit, id, BackoffFail, "")
 			}

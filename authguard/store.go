@@ -116,9 +116,12 @@ const (
 	LogRemove
 	// LogPeek changes nothing.
 	LogPeek
+	// LogRenew records the member at now, a member already in the log
+	// included, unless a new one would exceed a limit.
+	LogRenew
 )
 
-var logActionNames = [...]string{"", "admit", "add", "remove", "peek"}
+var logActionNames = [...]string{"", "admit", "add", "remove", "peek", "renew"}
 
 func (a LogAction) String() string { return enumName(logActionNames[:], int(a)) }
 
@@ -192,6 +195,8 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 			l, r = op.Windows.Remove(l, op.Member, now)
 		case LogPeek:
 			l, r = op.Windows.Peek(l, op.Member, now)
+		case LogRenew:
+			l, r = op.Windows.Renew(l, op.Member, now)
 		}
 		return l, op.Windows.TTL(l, now), Result{Charged: r.Added, Over: r.Over, Count: r.Count}
 	case *RateOp:

@@ -135,6 +135,19 @@ func (w Windows) Add(l Log, member string, now time.Time) (Log, LogResult) {
 	return w.record(l, member, now, w.over(l, member, now.UnixMilli()))
 }
 
+// Renew records member at now as Admit does, except that a member already
+// in the log moves to now: it keeps its place (it never counts against
+// itself), and a new member is refused past a limit. One step, so nothing
+// can take the place between a removal and a new admission.
+func (w Windows) Renew(l Log, member string, now time.Time) (Log, LogResult) {
+	l = w.Current(l, now)
+	over := w.over(l, member, now.UnixMilli())
+	if over {
+		return l, LogResult{Over: true, Count: len(l.Entries)}
+	}
+	return w.record(l, member, now, false)
+}
+
 // Peek reports what Admit would say for member at now without changing l.
 func (w Windows) Peek(l Log, member string, now time.Time) (Log, LogResult) {
 	l = w.Current(l, now)

@@ -31,10 +31,11 @@ const (
 	add
 	peek
 	remove
+	renew
 )
 
 func (o logOp) String() string {
-	return [...]string{"Admit", "Admit(bypass)", "Add", "Peek", "Remove"}[o]
+	return [...]string{"Admit", "Admit(bypass)", "Add", "Peek", "Remove", "Renew"}[o]
 }
 
 func applyLog(w spraydetect.Windows, l spraydetect.Log, o logOp, member string, now time.Time) (spraydetect.Log, spraydetect.LogResult) {
@@ -47,6 +48,8 @@ func applyLog(w spraydetect.Windows, l spraydetect.Log, o logOp, member string, 
 		return w.Add(l, member, now)
 	case peek:
 		return w.Peek(l, member, now)
+	case renew:
+		return w.Renew(l, member, now)
 	default:
 		return w.Remove(l, member, now)
 	}
@@ -120,6 +123,24 @@ func TestWindows_AdmitUpToLimit(t *testing.T) {
 		{"t=+5m: dave with a solved CAPTCHA", 5 * time.Minute, bypass, "dave", forced(4), "alice bob carol dave"},
 		{"t=+5m: a bypass of a member already in is neither Added nor refreshed", 5 * time.Minute, bypass, "bob", spraydetect.LogResult{Over: true, Count: 4}, "alice bob carol dave"},
 		{"t=+6m: add refreshes bob", 6 * time.Minute, add, "bob", spraydetect.LogResult{Over: true, Count: 4}, "alice carol dave bob"},
+	})
+}
+
+// TestWindows_RenewKeepsAPlaceItHolds: device slots (3 a day) are renewed
+// at each failure a device's allowance pays for. A member renews at a full
+// log and moves to now; a new member is refused, as by Admit. In one step:
+// a removal then an admission would leave a moment in which another device
+// could take the place.
+func TestWindows_RenewKeepsAPlaceItHolds(t *testing.T) {
+	w := spraydetect.Windows{{Length: 24 * time.Hour, Limit: 3}}
+	runLog(t, w, spraydetect.Log{}, []logStep{
+		{"t=+0s: a", 0, admit, "a", ok(1), "a"},
+		{"t=+1m: b", time.Minute, admit, "b", ok(2), "a b"},
+		{"t=+2m: c fills the log", 2 * time.Minute, admit, "c", ok(3), "a b c"},
+		{"t=+1h: a renews at a full log and moves to now", time.Hour, renew, "a", again(3), "b c a"},
+		{"t=+1h: d is refused a renewal", time.Hour, renew, "d", over(3), "b c a"},
+		{"t=+24h1m: b slid out, d renews into its place", 24*time.Hour + time.Minute, renew, "d", ok(3), "c a d"},
+		{"t=+24h2m: c slid out; a, renewed at +1h, has not", 24*time.Hour + 2*time.Minute, peek, "e", again(2), "a d"},
 	})
 }
 

@@ -15,7 +15,7 @@ if redis.replicate_commands then redis.replicate_commands() end
 local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
 --- op body: check.lua runs what follows as op_l(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
 local action, member, bypass = A[o + 1], A[o + 2], A[o + 3] == "1"
-if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" then
+if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" and action ~= "renew" then
   return redis.error_reply("log.lua: unknown action " .. action)
 end
 -- now and the longest window also as the strings they came in (or one
@@ -76,9 +76,10 @@ for i = o + 6, last, 2 do
 end
 
 local added = 0
-if action == "admit" or action == "add" then
-  -- admit leaves an existing member as it is; add refreshes it
-  if (action == "add" or not isover or bypass) and not (action == "admit" and cur) then
+if action == "admit" or action == "add" or action == "renew" then
+  -- admit leaves an existing member as it is; add and renew refresh it
+  -- (renew, like admit, takes no new member past a limit and no bypass)
+  if (action == "add" or not isover or (bypass and action == "admit")) and not (action == "admit" and cur) then
     redis.call('ZADD', key, nows, member)
     if not cur then
       added, card = 1, card + 1

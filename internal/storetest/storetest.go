@@ -416,7 +416,7 @@ func randomOps(rng *rand.Rand, n int, wide bool) []authguard.Op {
 			op.Attempt = attempts[rng.IntN(len(attempts))]
 			ops[i] = op
 		case 1:
-			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(4)), members[rng.IntN(len(members))], rng.IntN(4) == 0)
+			ops[i] = lg("tg:t:login:ipspray:"+key, authguard.LogAction(1+rng.IntN(5)), members[rng.IntN(len(members))], rng.IntN(4) == 0)
 		default:
 			ops[i] = rt("tg:t:login:iprate:"+key, Rates[3], authguard.RateTake, 1)
 		}

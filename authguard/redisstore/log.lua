@@ -1,5 +1,5 @@
 -- One step of a sliding-window log of distinct members: the Lua twin of
--- spraydetect.Windows (Admit, Add, Remove, Peek) and authguard.Apply.
+-- spraydetect.Windows (Admit, Add, Remove, Peek, Renew) and authguard.Apply.
 --
 -- KEYS[1]  the log: a sorted set, member -> last recorded ms
 -- ARGV     action, member, bypass ("1"), now_ms ("" = Redis TIME),

@@ -60,12 +60,7 @@ func SVG(r *Report) []byte {
 		right := left + panelWidth
 		w(`<text x="%d" y="%d" font-size="14" font-weight="bold" fill="#222">%s</text>`+"\n", left, panelTop-16, svgplot.Esc(heading))
 		w(`<g font-size="12" fill="#444">` + "\n")
-		for v := 0.0; v <= top+step/2; v += step {
-			yy := y(v)
-			w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", left, yy, right, yy)
-			w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", left-5, yy, left, yy)
-			w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, yy+4, svgplot.FormatTick(v))
-		}
+		svgplot.YTicks(&b, left, right, top, step, y)
 		w("</g>\n")
 		w(`<path d="M%d %dV%dH%d" fill="none" stroke="#444"/>`+"\n", left, panelTop, panelBot, right)
 		if len(bars) == 0 {

@@ -51,12 +51,7 @@ func SVG(r *Result) []byte {
 
 	// Grid, ticks and tick labels.
 	w(`<g font-size="12" fill="#444">` + "\n")
-	for v := 0.0; v <= yTop+yStep/2; v += yStep {
-		yy := y(v)
-		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", plotLeft, yy, plotRight, yy)
-		w(`<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", plotLeft-5, yy, plotLeft, yy)
-		w(`<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", plotLeft-8, yy+4, svgplot.FormatTick(v))
-	}
+	svgplot.YTicks(&b, plotLeft, plotRight, yTop, yStep, y)
 	xStep := niceTimeStep(span)
 	for d := time.Duration(0); d <= span; d += xStep {
 		xx := x(d)

@@ -5,6 +5,7 @@ package svgplot
 import (
 	"encoding/xml"
 	"fmt"
+	"io"
 	"math"
 	"strings"
 )
@@ -42,4 +43,16 @@ func FormatTick(v float64) string {
 		return fmt.Sprintf("%.0fk", v/1000)
 	}
 	return fmt.Sprintf("%.0f", v)
+}
+
+// YTicks writes a chart's horizontal grid lines, tick marks and tick labels
+// from 0 to top every step, for a plot from left to right whose y maps a
+// value to its height.
+func YTicks(out io.Writer, left, right int, top, step float64, y func(float64) float64) {
+	for v := 0.0; v <= top+step/2; v += step {
+		yy := y(v)
+		fmt.Fprintf(out, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#e4e4e4"/>`+"\n", left, yy, right, yy)
+		fmt.Fprintf(out, `<line x1="%d" y1="%.1f" x2="%d" y2="%.1f" stroke="#444"/>`+"\n", left-5, yy, left, yy)
+		fmt.Fprintf(out, `<text x="%d" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, yy+4, FormatTick(v))
+	}
 }

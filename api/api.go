@@ -244,6 +244,9 @@ func (a *API) writeVerdict(w http.ResponseWriter, r *http.Request, flow string, 
 	if st := stateOf(r.Context()); st != nil {
 		st.flow, st.action, st.reasons = flow, v.Action.String(), v.Reasons
 	}
+	if len(v.Reasons) == 1 && v.Reasons[0] == authguard.ReasonOverloaded {
+		a.noteShed(r) // a shed check or send: one line a second says so
+	}
 	bp := verdictPool.Get().(*[]byte)
 	b := append(v.AppendJSON((*bp)[:0]), '\n')
 	w.Header().Set("Content-Type", "application/json")

@@ -22,10 +22,11 @@ func (s *blockingStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard
 	return s.Store.Do(ctx, ops)
 }
 
-// A flood beyond MaxInFlight is shed with 503 overloaded and Retry-After,
-// as openapi.yaml describes, with one warning line instead of an error line
-// per call; nothing is counted for a shed call.
-func TestOverload_ShedCallsAnswer503WithOneLogLine(t *testing.T) {
+// A flood beyond MaxInFlight is shed with a delay verdict of reason
+// overloaded, as openapi.yaml describes, with one warning line instead of a
+// line per call; nothing is counted for a shed call. Before, a shed check
+// was a 503, which a caller that fails open let through unchecked.
+func TestOverload_ShedChecksAnswerADelayWithOneLogLine(t *testing.T) {
 	bs := &blockingStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	h := newHarness(t, func(hc *harnessConfig) {
 		c := &hc.engine
@@ -42,8 +43,8 @@ func TestOverload_ShedCallsAnswer503WithOneLogLine(t *testing.T) {
 	for range 20 {
 		res := h.post(t, "/v1/check", map[string]any{"flow": "login", "account": "ann@example.com", "ip": "192.0.2.2"})
 		p := res.json(t)
-		if res.status != 503 || p["type"] != "https://tollgate.dev/problems/overloaded" || res.header.Get("Retry-After") != "1" {
-			t.Fatalf("a call beyond MaxInFlight: %d %v Retry-After %q, want 503 overloaded, Retry-After 1", res.status, p, res.header.Get("Retry-After"))
+		if reasons, _ := p["reasons"].([]any); res.status != 200 || p["action"] != "delay" || p["delay_ms"] != 2000.0 || len(reasons) != 1 || reasons[0] != "overloaded" {
+			t.Fatalf("a check beyond MaxInFlight: %d %v, want 200 delay 2000 ms, reason overloaded", res.status, p)
 		}
 	}
 	if got := h.keys(); len(got) != len(keys) {

@@ -57,10 +57,11 @@ var ErrStoreNotAnswering = errors.New("authguard: the store does not answer")
 // delayed?". It answers from the store only (never the fallback). Invalid
 // input is an *InputError; the answer holds no identifier.
 func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, error) {
-	if err := e.admit(); err != nil {
+	slot, err := e.admit()
+	if err != nil {
 		return Explanation{}, err
 	}
-	defer e.release()
+	defer release(slot)
 	f := e.policyFor(req.Tenant).Flow(req.Flow)
 	if f == nil {
 		return Explanation{}, &InputError{Field: "flow", Detail: "is not a configured flow"}
@@ -136,10 +137,11 @@ const MaxReasonBytes = 200
 // country) and compound subjects of an IP or destination are left alone:
 // they are other people's too. Invalid input is an *InputError.
 func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
-	if err := e.admit(); err != nil {
+	slot, err := e.admit()
+	if err != nil {
 		return 0, err
 	}
-	defer e.release()
+	defer release(slot)
 	f := e.policyFor(req.Tenant).Flow(req.Flow)
 	if f == nil {
 		return 0, &InputError{Field: "flow", Detail: "is not a configured flow"}
@@ -192,6 +194,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	if e.fallback != nil {
 		_, _ = e.fallback.Do(ctx, ops)
 	}
+	e.recall.learn(ops, make([]Result, len(ops)), false, e.now())
 	if _, err := e.store.Do(ctx, ops); err != nil {
 		return 0, err
 	}
@@ -208,5 +211,6 @@ func (e *Engine) deleteMatching(ctx context.Context, pattern string) (int, error
 	if fd, ok := e.fallback.(KeyDeleter); ok {
 		_, _ = fd.DeleteMatching(ctx, pattern)
 	}
+	e.recall.forgetMatching(pattern)
 	return d.DeleteMatching(ctx, pattern)
 }

@@ -76,14 +76,28 @@ type Config struct {
 	// refused. The default is DefaultTenant and the tenants named in
 	// TenantSecrets and TenantPolicies.
 	Tenants []string
+	// RecallBytes bounds what the engine remembers of the store's answers
+	// for keys that hold their subject back (a counter in backoff, a log
+	// at its limit, a rate that refused; see recall.go): while the store
+	// fails they are the batch's held state, so the fallback and the
+	// fail-closed answer start from them, and while the process is
+	// flooded a call they already refuse is answered without the store.
+	// Negative turns it off. The default is 32 MiB (about 150,000 keys).
+	RecallBytes int64
 }
 
-// ErrOverloaded is returned by Check and Report when the engine sheds a call
-// because MaxInFlight calls are already running and none finished within
-// QueueWait (nothing was counted), or when an admitted call's store deadline
-// passed while other calls were queueing: the process, not the store, was
-// too slow, so no fail mode answers (the store may have counted the call).
-// The caller should answer 503 and retry.
+// DefaultRecallBytes is Config.RecallBytes's default.
+const DefaultRecallBytes = 32 << 20
+
+// ErrOverloaded is returned by Report (and the administrators' calls) when
+// the engine sheds it because MaxInFlight calls are already running and
+// none finished within QueueWait (nothing was counted), or when an
+// admitted call's store deadline passed while other calls were queueing:
+// the process, not the store, was too slow, so no fail mode answers (the
+// store may have counted the call). The caller should answer 503 and retry.
+// Check and Send never return it: they answer a shed call with a delay
+// verdict of reason ReasonOverloaded, which no caller can mistake for
+// tollgate being down and fail open on.
 var ErrOverloaded = errors.New("authguard: overloaded: too many calls in flight")
 
 // Source says where the state behind a verdict came from.
@@ -95,12 +109,17 @@ const (
 	// SourceFallback: the store failed and a fail-open flow answered from the
 	// local fallback store.
 	SourceFallback
-	// SourceNone: no store answered (the verdict is the fail-closed one), or
-	// none was asked (a report of an attempt shadow mode refused).
+	// SourceNone: no store answered (the verdict is the fail-closed one, or
+	// a shed call's), or none was asked (a report of an attempt shadow mode
+	// refused).
 	SourceNone
+	// SourceRecall: the process was flooded, and what the store last
+	// answered for the call's keys (the recall) refuses it: answered
+	// without the store.
+	SourceRecall
 )
 
-func (s Source) String() string { return [...]string{"store", "fallback", "none"}[s] }
+func (s Source) String() string { return [...]string{"store", "fallback", "none", "recall"}[s] }
 
 // Event describes one decided call. It holds no identifier.
 type Event struct {
@@ -178,9 +197,15 @@ type Engine struct {
 	tokens   *signer
 	observe  func(Event)
 	slots    chan struct{} // one token per call running; nil for no bound
-	wait     time.Duration
-	waiting  atomic.Int64 // calls waiting to be admitted
-	shedAt   atomic.Int64 // when a call was last shed, in Unix ns
+	// priority are slots only calls from known devices and reports may
+	// take when slots are all taken; nil for none.
+	priority chan struct{}
+	recall   *recall
+	// writeBack queues what the fallback counted for the store.
+	writeBack writeBack
+	wait      time.Duration
+	waiting   atomic.Int64 // calls waiting to be admitted
+	shedAt    atomic.Int64 // when a call was last shed, in Unix ns
 	// tenantList are the tenants whose entries are kept; entries their
 	// entries.
 	tenantList []string
@@ -235,12 +260,21 @@ func New(cfg Config) (*Engine, error) {
 	}
 	slices.Sort(tenantList)
 	tenantList = slices.Compact(tenantList)
-	var slots chan struct{}
-	if cfg.MaxInFlight > 0 {
-		slots = make(chan struct{}, cfg.MaxInFlight)
+	var slots, priority chan struct{}
+	if n := cfg.MaxInFlight; n > 0 {
+		kept := n / 4 // for known devices and reports, from 4 slots on
+		slots = make(chan struct{}, n-kept)
+		if kept > 0 {
+			priority = make(chan struct{}, kept)
+		}
+	}
+	if cfg.RecallBytes == 0 {
+		cfg.RecallBytes = DefaultRecallBytes
 	}
 	return &Engine{
 		slots:    slots,
+		priority: priority,
+		recall:   newRecall(cfg.RecallBytes),
 		wait:     cfg.QueueWait,
 		policy:   cfg.Policy,
 		store:    cfg.Store,
@@ -259,17 +293,33 @@ func New(cfg Config) (*Engine, error) {
 	}, nil
 }
 
-// admit waits for a slot to run a call, for at most the queue wait; release
-// gives it back. Waiting goroutines are parked, so a flood does not compete
-// for the CPU that admitted calls need.
-func (e *Engine) admit() error {
+// acquire takes a call slot, returned to release: at once when one is free,
+// or (wait true) waiting at most the queue wait. A priority call (a known
+// device's, a report) may also take a slot kept for such calls, so that a
+// flood of unknown clients cannot keep the owner's known device or the
+// settlement of attempts out. Waiting goroutines are parked, so a flood
+// does not compete for the CPU that admitted calls need. It returns
+// ErrOverloaded when no slot was had.
+func (e *Engine) acquire(priority, wait bool) (chan struct{}, error) {
 	if e.slots == nil {
-		return nil
+		return nil, nil
 	}
 	select {
 	case e.slots <- struct{}{}:
-		return nil
+		return e.slots, nil
 	default:
+	}
+	var kept chan struct{} // nil, never ready, unless priority
+	if priority {
+		kept = e.priority
+	}
+	select {
+	case kept <- struct{}{}:
+		return kept, nil
+	default:
+	}
+	if !wait {
+		return nil, ErrOverloaded
 	}
 	e.waiting.Add(1)
 	defer e.waiting.Add(-1)
@@ -277,12 +327,17 @@ func (e *Engine) admit() error {
 	defer t.Stop()
 	select {
 	case e.slots <- struct{}{}:
-		return nil
+		return e.slots, nil
+	case kept <- struct{}{}:
+		return kept, nil
 	case <-t.C:
 	}
 	e.shedAt.Store(time.Now().UnixNano())
-	return ErrOverloaded
+	return nil, ErrOverloaded
 }
+
+// admit waits for an ordinary call slot; release gives it back.
+func (e *Engine) admit() (chan struct{}, error) { return e.acquire(false, true) }
 
 // overloaded reports whether this process is shedding or queueing calls:
 // some call waits to be admitted now, or one was shed within the last
@@ -292,9 +347,9 @@ func (e *Engine) overloaded() bool {
 	return e.slots != nil && (e.waiting.Load() > 0 || time.Now().UnixNano()-e.shedAt.Load() < int64(time.Second))
 }
 
-func (e *Engine) release() {
-	if e.slots != nil {
-		<-e.slots
+func release(slot chan struct{}) {
+	if slot != nil {
+		<-slot
 	}
 }
 
@@ -690,10 +745,8 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 // clients only: what others do from its address never slows it. Any other
 // client is counted by the rules for unknown clients.
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
-	if err := e.admit(); err != nil {
-		return Verdict{}, err
-	}
-	defer e.release()
+	slot, busy := e.acquire(false, false)
+	defer func() { release(slot) }()
 	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
@@ -711,9 +764,13 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
 	computed, refused := s.match.verdict(Attempts, e.now, req.CaptchaSolved)
+	if !refused && busy != nil {
+		computed, refused, slot = e.flooded(&s, device, id, req.CaptchaSolved, &b)
+	}
 	if !refused {
-		if p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
-			return Verdict{}, b.err
+		p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved)
+		if errors.Is(b.err, ErrOverloaded) {
+			computed = s.flow.shed()
 		}
 	}
 	answer := computed
@@ -749,10 +806,8 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // flow's fail mode. The verdict never depends on whether the destination
 // belongs to an account.
 func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
-	if err := e.admit(); err != nil {
-		return Verdict{}, err
-	}
-	defer e.release()
+	slot, busy := e.acquire(false, false)
+	defer func() { release(slot) }()
 	flow := req.Flow
 	if flow == "" {
 		flow = DefaultSendFlow
@@ -773,12 +828,17 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	device := e.deviceID(&s, req.DeviceToken)
 
 	computed, b := Verdict{}, batch{src: SourceNone}
+	refused := false
 	if reason := s.flow.Send.refuses(&d); reason != "" {
-		computed = Verdict{Action: Deny, Reasons: []Reason{reason}}
-	} else if v, refused := s.match.verdict(Sends, e.now, req.CaptchaSolved); refused {
-		computed = v
-	} else if _, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved); errors.Is(b.err, ErrOverloaded) {
-		return Verdict{}, b.err
+		computed, refused = Verdict{Action: Deny, Reasons: []Reason{reason}}, true
+	} else if computed, refused = s.match.verdict(Sends, e.now, req.CaptchaSolved); !refused && busy != nil {
+		computed, refused, slot = e.flooded(&s, device, "", req.CaptchaSolved, &b)
+	}
+	if !refused {
+		_, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved)
+		if errors.Is(b.err, ErrOverloaded) {
+			computed = s.flow.shed()
+		}
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -791,6 +851,27 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	e.observe(Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
+}
+
+// flooded decides a check or send that found no call slot free: answered
+// from the recall when what the store last said of its keys refuses it
+// (b's source then says so), else admitted once a slot frees up (a known
+// device first) and left to the store, or shed with the flow's shed
+// verdict. It returns the verdict, whether it is final, and the slot
+// taken (nil for none).
+func (e *Engine) flooded(s *subjects, device, id string, solved bool, b *batch) (Verdict, bool, chan struct{}) {
+	p := e.checkPlan(s, device, id, solved)
+	if held := e.recall.held(p.ops, e.now()); held != nil {
+		if v := e.combine(s.flow, &p, batch{res: held}, solved); v.Action != Proceed {
+			b.src = SourceRecall
+			return v, true, nil
+		}
+	}
+	slot, err := e.acquire(device != "", true)
+	if err != nil {
+		return s.flow.shed(), true, nil
+	}
+	return Verdict{}, false, slot
 }
 
 // reserve runs a check's (or send's) plan through Reserve and combines the
@@ -821,10 +902,11 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 // failure confirms the charge, or is counted on its own when the report
 // carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
-	if err := e.admit(); err != nil {
+	slot, err := e.acquire(true, true) // settlements go first: each follows a proceed
+	if err != nil {
 		return Verdict{}, err
 	}
-	defer e.release()
+	defer release(slot)
 	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
 	if err != nil {
 		return Verdict{}, err
@@ -1034,7 +1116,10 @@ func (r *reservation) run(ctx context.Context, st Store, ops []Op) ([]Result, bo
 // do runs a batch on the store, or on the fallback for a fail-open flow when
 // the store fails. When the store is full (it answers but refuses writes),
 // it also reads the state the plan touches, so that nobody the store holds
-// back goes free because it cannot record more.
+// back goes free because it cannot record more; when it does not answer at
+// all, what it last answered for the plan's keys (the recall) stands in for
+// that read. Either way the fallback counts on from that state and combine
+// reads it, so a blip forgets no delay.
 //
 // The store call does not inherit ctx's cancellation: a caller that hangs
 // up must neither leave a batch half applied nor count as a store failure
@@ -1050,33 +1135,40 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 	}
 	if b.err == nil {
 		b.res, b.src = res, SourceStore
+		e.recall.learn(ops, res, undone, e.now())
+		e.flush(ctx)
 		return b
 	}
 	if StoreErrorKind(b.err) == "timeout" && e.overloaded() {
 		b.err = fmt.Errorf("%w: the store's deadline passed while calls were queueing: %w", ErrOverloaded, b.err)
 		return b // no fail mode: the store is not at fault
 	}
-	local := ops
 	if errors.Is(b.err, ErrStoreFull) {
 		b.held = e.peek(ctx, ops)
-		local = continueHeld(ops, b.held)
+	} else {
+		b.held = e.recall.held(ops, e.now())
 	}
+	local := continueHeld(ops, b.held)
 	if f.FailMode == FailOpen && e.fallback != nil {
 		if res, undone, ferr := r.run(ctx, e.fallback, local); ferr == nil && len(res) == len(ops) {
 			b.res, b.src, b.undone = res, SourceFallback, undone
+			if !undone {
+				e.writeBack.add(ops, res)
+			}
 		}
 	}
 	return b
 }
 
-// continueHeld returns ops for the fallback while the store is full: each
-// backoff op whose counter the store still holds (held, from peek) counts
-// on from there, so that the fallback's m-th failure waits what the store's
-// (n+m)-th would (Policy.Delay) instead of starting again at Free free
-// attempts: Free less the n failures held, or past Free none, with the
-// delay of n as the base. A full store keeps the wait a counter has
-// (combine reads held), but cannot count past it: without this, once that
-// wait ran out each instance's fallback handed out Free guesses again.
+// continueHeld returns ops for the fallback while the store is full or
+// down: each backoff op whose counter the store holds (held, from a peek of
+// a full store or from the recall) counts on from there, so that the
+// fallback's m-th failure waits what the store's (n+m)-th would
+// (Policy.Delay) instead of starting again at Free free attempts: Free less
+// the n failures held, or past Free none, with the delay of n as the base.
+// combine reads the wait held, but the fallback must count past it: without
+// this, once that wait ran out each instance's fallback handed out Free
+// guesses again.
 func continueHeld(ops []Op, held []Result) []Op {
 	if held == nil {
 		return ops
@@ -1207,6 +1299,7 @@ func (e *Engine) refund(ctx context.Context, p *plan, gates []Gate, b batch) {
 	st := e.store
 	if b.src == SourceFallback {
 		st = e.fallback
+		e.writeBack.add(back, nil)
 	}
 	_, _ = st.Do(context.WithoutCancel(ctx), back)
 }

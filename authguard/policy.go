@@ -232,14 +232,26 @@ func (f *Flow) Rule(name string) *Rule {
 }
 
 // Reasons lists the reason codes the flow's verdicts can carry, in the
-// order a verdict lists them, ReasonUnavailable last (after a send flow's
-// ReasonNumberType and ReasonCountry).
+// order a verdict lists them, ReasonUnavailable and ReasonOverloaded last
+// (after a send flow's ReasonNumberType and ReasonCountry).
 func (f *Flow) Reasons() []Reason {
 	rs := append([]Reason(nil), f.reasons...)
 	if f.Kind == Sends {
 		rs = append(rs, ReasonNumberType, ReasonCountry)
 	}
-	return append(rs, ReasonUnavailable)
+	return append(rs, ReasonUnavailable, ReasonOverloaded)
+}
+
+// shed is the verdict of a check or send this instance had no call slot
+// for in time (Config.MaxInFlight): wait the fail-closed retry and try
+// again. A call shed before it started counted nothing; one whose store
+// deadline passed while calls were queueing may have been counted, which
+// errs on the safe side. It is a verdict, not an error, so that a
+// caller that fails open on errors cannot be flooded into letting guesses
+// through unchecked; and a delay, not a proceed, so that a flood cannot
+// wave anyone through.
+func (f *Flow) shed() Verdict {
+	return Verdict{Action: Delay, Delay: f.FailClosedRetry, Reasons: []Reason{ReasonOverloaded}}
 }
 
 // Requires lists the request fields the flow's rules count: "account"

@@ -283,8 +283,8 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 	if !nameRE.MatchString(r.Key) {
 		return errors.New("key is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
-	if !nameRE.MatchString(string(r.Reason)) || r.Reason == ReasonUnavailable || r.Reason == ReasonBlocked {
-		return fmt.Errorf(`reason is 1 to 32 lower-case letters, digits and '_', starting with a letter, and not %q or %q`, ReasonUnavailable, ReasonBlocked)
+	if !nameRE.MatchString(string(r.Reason)) || r.Reason == ReasonUnavailable || r.Reason == ReasonOverloaded || r.Reason == ReasonBlocked {
+		return fmt.Errorf(`reason is 1 to 32 lower-case letters, digits and '_', starting with a letter, and not %q, %q or %q`, ReasonUnavailable, ReasonOverloaded, ReasonBlocked)
 	}
 	if r.Subject.Parts == 0 {
 		return errors.New("subject is required")

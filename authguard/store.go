@@ -2,6 +2,7 @@ package authguard
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
@@ -73,7 +74,10 @@ const (
 	// BackoffConfirm settles a charged attempt that failed: it remembers the
 	// fingerprint and releases the Attempt, whose failure stays counted.
 	BackoffConfirm
-	// BackoffFail counts a failure no charge reserved.
+	// BackoffFail counts a failure no charge reserved. With an Attempt it
+	// counts it once: not when the Attempt is pending already, and else
+	// holds it as pending, so that a fallback's charge written back twice
+	// counts once and its report settles it as a charge's.
 	BackoffFail
 	// BackoffClear forgets the counter (an administrator's reset).
 	BackoffClear
@@ -173,7 +177,11 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 			s, _ = p.Current(s, now, w).Release(op.Attempt)
 			s, d = p.Confirm(s, now, op.Fingerprint, w)
 		case BackoffFail:
-			s, d = p.Fail(s, now, op.Fingerprint, w)
+			if s = p.Current(s, now, w); op.Attempt != "" && slices.Contains(s.Pending, op.Attempt) {
+				d.Wait = p.Wait(s, now) // written back already: counted once
+			} else if s, d = p.Fail(s, now, op.Fingerprint, w); d.Charged {
+				s = s.Hold(op.Attempt)
+			}
 		case BackoffClear:
 			return nil, 0, Result{}
 		case BackoffSucceed:

@@ -40,8 +40,8 @@ func (a Action) String() string {
 // exists.
 type Reason string
 
-// The built-in policy's reason codes, and ReasonUnavailable, which no rule
-// may take.
+// The built-in policy's reason codes, and ReasonUnavailable and
+// ReasonOverloaded, which no rule may take.
 const (
 	ReasonAccountBackoff Reason = "account_backoff" // the account's failure counter asks for a delay
 	ReasonDeviceBackoff  Reason = "device_backoff"  // a known device is past its own allowance and its devices' shared counter asks for a delay
@@ -50,6 +50,7 @@ const (
 	ReasonIPFailures     Reason = "ip_failures"     // too many failures from the IP prefix
 	ReasonPasswordSpray  Reason = "password_spray"  // one password tried across too many accounts
 	ReasonUnavailable    Reason = "unavailable"     // the store is down and the flow fails closed
+	ReasonOverloaded     Reason = "overloaded"      // this instance had no call slot free in time: retry after the delay
 	ReasonNumberType     Reason = "number_type"     // a send flow never sends to this type of number (premium rate, ...)
 	ReasonCountry        Reason = "country"         // a send flow never sends to this country
 )

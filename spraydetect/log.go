@@ -45,6 +45,17 @@ func (w Windows) Longest() time.Duration {
 	return d
 }
 
+// Shortest is the shortest window; zero for no window.
+func (w Windows) Shortest() time.Duration {
+	var d time.Duration
+	for i, x := range w {
+		if i == 0 || x.Length < d {
+			d = x.Length
+		}
+	}
+	return d
+}
+
 // Cap is the most entries a log keeps: one more than the largest limit, which
 // is enough to tell whether any limit is exceeded. The oldest entries go first.
 func (w Windows) Cap() int {

@@ -448,9 +448,10 @@ func (s *stalledStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard.
 	return s.Store.Do(ctx, ops)
 }
 
-// A tollgate shedding load answers 503 overloaded with Retry-After: an
-// *Error that is an unavailability, answered by the fail mode.
-func TestClient_Overloaded503IsUnavailable(t *testing.T) {
+// A tollgate shedding load answers a check with a delay verdict of reason
+// overloaded, whatever the caller's fail mode: before, it answered 503,
+// which FailOpen let through unchecked, so a flood was a bypass.
+func TestClient_AShedCheckIsADelayWhateverTheFailMode(t *testing.T) {
 	ss := &stalledStore{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	ts := startTollgate(t, func(c *authguard.Config) {
 		ss.Store = c.Store
@@ -470,20 +471,11 @@ func TestClient_Overloaded503IsUnavailable(t *testing.T) {
 		}
 	}()
 
-	for _, tt := range []struct {
-		mode client.FailMode
-		want string
-	}{{client.FailDelay, wire.ActionDelay}, {client.FailOpen, wire.ActionProceed}} {
-		v, err := c.Check(context.Background(), login(), tt.mode)
-		var e *client.Error
-		if !errors.As(err, &e) || e.Status != 503 || e.Type != wire.ProblemOverloaded || e.RetryAfter != time.Second {
-			t.Fatalf("%v: error = %v, want a 503 overloaded *Error with Retry-After 1s", tt.mode, err)
+	for _, mode := range []client.FailMode{client.FailDelay, client.FailOpen, client.FailCaptcha} {
+		v, err := c.Check(context.Background(), login(), mode)
+		if err != nil || v.Fallback || v.Action != wire.ActionDelay || v.DelayMS != 2000 || !slices.Equal(v.Reasons, []string{"overloaded"}) {
+			t.Errorf("%v: %+v %v, want tollgate's own delay of 2 s, reason overloaded, no error", mode, v, err)
 		}
-		if !errors.Is(err, client.ErrUnavailable) || errors.Is(err, client.ErrTimeout) {
-			t.Errorf("%v: a 503 overloaded is not ErrUnavailable (or is a timeout): %v", tt.mode, err)
-		}
-		wantFallback(t, v, tt.want)
-		noSecrets(t, err)
 	}
 }
 

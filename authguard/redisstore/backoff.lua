@@ -112,10 +112,22 @@ elseif action == "confirm" then
   if release() and newest then prev = last end
   remember = fp ~= ""
 elseif action == "fail" then
-  if not known then
+  -- With an attempt, once: not when it is pending already (a fallback's
+  -- charge written back twice), and else held as pending.
+  local held = false
+  if attempt ~= "" then
+    for i = 1, #pending do
+      if pending[i] == attempt then held = true end
+    end
+  end
+  if not known and not held then
     -- prev moves with last: no refund goes back past a failure no charge held.
     n, prev, last, charged = n + 1, now, now, 1
     remember = fp ~= ""
+    if attempt ~= "" then
+      pending[#pending + 1] = attempt
+      while #pending > 8 do table.remove(pending, 1) end
+    end
   end
 else
   return redis.error_reply("backoff.lua: unknown action " .. action)

@@ -141,8 +141,11 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 	}
 	var mu sync.Mutex
 	kinds := map[string]int{} // the victim's checks' store error kinds
+	// Without the recall, which would answer most of the victim's checks
+	// from what Redis last said whenever the flood holds every call slot:
+	// here every one must reach Redis, full, through a closed breaker.
 	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
-		MaxInFlight: s.PoolSize(),
+		MaxInFlight: s.PoolSize(), RecallBytes: -1,
 		Observe: func(ev authguard.Event) {
 			if ev.Call == "check" && ev.Flow == "login" && ev.StoreErr != nil { // the victim's; the flood's are otp_verify's
 				mu.Lock()

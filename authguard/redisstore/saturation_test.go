@@ -2,7 +2,6 @@ package redisstore_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -71,7 +70,7 @@ func flood(t *testing.T, n, maxInFlight int) floodResult {
 			mu.Lock()
 			defer mu.Unlock()
 			switch {
-			case errors.Is(err, authguard.ErrOverloaded):
+			case err == nil && v.Action == authguard.Delay && v.Reasons[0] == authguard.ReasonOverloaded:
 				r.shed++
 			case err == nil && v.Action == authguard.Proceed:
 				r.proceeded++
@@ -92,7 +91,7 @@ func flood(t *testing.T, n, maxInFlight int) floodResult {
 // a connection, and for the CPU, inside their deadline, miss it, and a
 // fail-open flow answers them from the local fallback store, never writing
 // them to Redis. With the bound, the excess is shed before it does any work
-// (503 overloaded, nothing counted), no check is answered from the fallback
+// (a delay of reason overloaded, nothing counted), no check is answered from the fallback
 // while Redis is healthy, and every check that proceeded is charged in
 // Redis.
 func TestSaturation_AFloodIsShedNotAnsweredFromTheFallback(t *testing.T) {

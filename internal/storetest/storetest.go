@@ -136,6 +136,13 @@ func testBackoffSteps(t *testing.T, newStore NewStore) {
 		{"t=+70s: a3 refunded", 70 * s, ba(k, refund, "a3"), res{Count: 1}},
 		{"t=+70s: a3 refunded again changes nothing", 70 * s, ba(k, refund, "a3"), res{Count: 1}},
 		{"t=+70s: peek of the same counter", 70 * s, ba(k, peekb, ""), res{Count: 1}},
+		// A fallback's charges written back (authguard's write-back): a
+		// failure that holds its attempt, once however often it is sent.
+		{"t=+70s: charge w1 written back: counted, w1 held", 70 * s, ba(k, fail, "w1"), res{Charged: true, Wait: s, Count: 2}},
+		{"t=+70s: w1 written back again counts nothing", 70 * s, ba(k, fail, "w1"), res{Wait: s, Count: 2}},
+		{"t=+70s: w1's failure report settles it, counted once", 70 * s, ba(k, confirm, "w1"), res{Wait: s, Count: 2}},
+		{"t=+70s: charge w2 written back", 70 * s, ba(k, fail, "w2"), res{Charged: true, Wait: 2 * s, Count: 3}},
+		{"t=+70s: w2's success refunds it as a charge's would", 70 * s, ba(k, succeed, "w2"), res{Wait: s, Count: 2}},
 	})
 }
 

@@ -1,0 +1,280 @@
+package authguard
+
+import (
+	"container/list"
+	"hash/maphash"
+	"path"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The recall is what an engine remembers of the store's answers, per store
+// key, for the keys whose state holds their subject back: a backoff counter
+// at or past Free (its count and until when it waits), a log at its limit,
+// a rate that refused. It is learned from every answer the store gives and
+// read in two cases only:
+//
+//   - the store fails: the remembered results are the batch's held state, as
+//     a full store's peeks are (combine reads them, continueHeld makes the
+//     fallback count on from them), so an account in backoff stays in
+//     backoff through a blip, on every instance that has seen it there;
+//   - the process is flooded (no call slot is free): a check or send whose
+//     remembered results already refuse it is answered from them, without
+//     the store and without waiting for a slot, so a flood against one
+//     account or from few addresses never reaches the queue.
+//
+// In steady state the store decides every call: an administrator's reset on
+// another instance, or a success that refunds, is seen at the next answer.
+// Keys are store keys (identifier hashes, never identifiers). Memory is
+// bounded in bytes (Config.RecallBytes), least recently learned first out:
+// a key under attack is learned again at every answer, so a flood of other
+// keys in backoff pushes it out only by outnumbering the whole budget since.
+type recall struct {
+	shards []recallShard
+	seed   maphash.Seed
+	budget int64        // bytes per shard
+	n      atomic.Int64 // entries in all shards: an empty recall costs no lock
+}
+
+type recallShard struct {
+	mu    sync.Mutex
+	m     map[string]*list.Element
+	lru   list.List // of *recalled, most recently learned first
+	bytes int64
+}
+
+// recalled is one key's remembered answer. Times are Unix milliseconds on
+// the engine's clock.
+type recalled struct {
+	key string
+	// count is a backoff counter's failures.
+	count int
+	// wait is when a backoff counter's or a rate's wait ends.
+	wait int64
+	// over is until when a log or rate is taken to stay over its limit.
+	over int64
+	// expires is when the entry says nothing any more: a counter's
+	// forget_after after it was learned, a log's or rate's over.
+	expires int64
+}
+
+// recallEntryBytes is what an entry costs beside its key: the list element
+// (48 bytes), the entry (56), the map's slot and its share of buckets (about
+// 40), rounded up.
+const recallEntryBytes = 160
+
+// recallShards is the number of independently locked parts.
+const recallShards = 16
+
+// recallOverMax bounds how long a log or a rate without a wait is taken to
+// stay over its limit after the store last said so.
+const recallOverMax = 10 * time.Minute
+
+func newRecall(bytes int64) *recall {
+	if bytes <= 0 {
+		return nil
+	}
+	r := &recall{shards: make([]recallShard, recallShards), seed: maphash.MakeSeed(), budget: max(bytes/recallShards, 1)}
+	for i := range r.shards {
+		r.shards[i].m = map[string]*list.Element{}
+	}
+	return r
+}
+
+func (r *recall) shard(key string) *recallShard {
+	return &r.shards[maphash.String(r.seed, key)%recallShards]
+}
+
+// learn records what res, the store's answer to ops at now, says of each
+// key: remembered while it holds its subject back, forgotten when it no
+// longer does. undone says the store undid the batch's reservations (a
+// refused check), so a charge it reports did not stay.
+func (r *recall) learn(ops []Op, res []Result, undone bool, now time.Time) {
+	if r == nil || len(res) != len(ops) {
+		return
+	}
+	ms := now.UnixMilli()
+	for i, op := range ops {
+		e, keep, forget := observe(op, res[i], undone, ms)
+		switch {
+		case keep:
+			r.put(e)
+		case forget && r.n.Load() > 0:
+			r.forget(op.StoreKey())
+		}
+	}
+}
+
+// observe reads one op's result: the entry to remember (keep), or whether
+// what was remembered of its key no longer holds (forget).
+func observe(op Op, res Result, undone bool, now int64) (e recalled, keep, forget bool) {
+	switch op := op.(type) {
+	case *BackoffOp:
+		if op.Action == BackoffClear {
+			return e, false, true
+		}
+		count, wait := res.Count, now+res.Wait.Milliseconds()
+		switch {
+		case res.Charged && undone: // the charge went ahead and was undone
+			count, wait = count-1, now
+		case res.Charged: // a charge or failure counted now
+			wait = now + op.Policy.Delay(count).Milliseconds()
+		}
+		if count < op.Policy.Free {
+			return e, false, true
+		}
+		return recalled{key: op.Key, count: count, wait: wait, expires: now + op.Policy.ForgetAfter.Milliseconds()}, true, false
+	case *LogOp:
+		switch {
+		case res.Over:
+			until := now + min(op.Windows.Shortest(), recallOverMax).Milliseconds()
+			return recalled{key: op.Key, over: until, expires: until}, true, false
+		case res.Charged, op.Action == LogRemove: // a new member went in: not full
+			return e, false, true
+		}
+	case *RateOp:
+		switch {
+		case op.Action == RateCredit, op.Action == RateRefund:
+		case res.Over && res.Wait > 0:
+			until := now + res.Wait.Milliseconds()
+			return recalled{key: op.Key, wait: until, over: until, expires: until}, true, false
+		case res.Over:
+			until := now + min(op.Rate.Window, recallOverMax).Milliseconds()
+			if op.Rate.Window <= 0 {
+				until = now + time.Second.Milliseconds()
+			}
+			return recalled{key: op.Key, over: until, expires: until}, true, false
+		case res.Charged:
+			return e, false, true
+		}
+	case *DeleteOp:
+		return e, false, true
+	}
+	return e, false, false
+}
+
+func (r *recall) put(e recalled) {
+	sh := r.shard(e.key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if el, ok := sh.m[e.key]; ok {
+		*el.Value.(*recalled) = e
+		sh.lru.MoveToFront(el)
+		return
+	}
+	sh.m[e.key] = sh.lru.PushFront(&e)
+	sh.bytes += int64(len(e.key)) + recallEntryBytes
+	r.n.Add(1)
+	for sh.bytes > r.budget && sh.lru.Len() > 1 {
+		sh.drop(sh.lru.Back(), r)
+	}
+}
+
+func (sh *recallShard) drop(el *list.Element, r *recall) {
+	e := sh.lru.Remove(el).(*recalled)
+	delete(sh.m, e.key)
+	sh.bytes -= int64(len(e.key)) + recallEntryBytes
+	r.n.Add(-1)
+}
+
+func (r *recall) forget(key string) {
+	sh := r.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	if el, ok := sh.m[key]; ok {
+		sh.drop(el, r)
+	}
+}
+
+// forgetMatching forgets every key that matches a glob pattern (an
+// administrator's reset of an account's keys).
+func (r *recall) forgetMatching(pattern string) {
+	if r == nil || r.n.Load() == 0 {
+		return
+	}
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		for key, el := range sh.m {
+			if ok, _ := path.Match(pattern, key); ok {
+				sh.drop(el, r)
+			}
+		}
+		sh.mu.Unlock()
+	}
+}
+
+// held returns what is remembered of ops' keys at now as the results the
+// store last gave, one per op (zero for a key with nothing remembered), or
+// nil when nothing is remembered of any of them.
+func (r *recall) held(ops []Op, now time.Time) []Result {
+	if r == nil || r.n.Load() == 0 {
+		return nil
+	}
+	ms := now.UnixMilli()
+	var out []Result
+	for i, op := range ops {
+		e, ok := r.get(op.StoreKey(), ms)
+		if !ok {
+			continue
+		}
+		var res Result
+		switch op.(type) {
+		case *BackoffOp:
+			res = Result{Count: e.count, Wait: time.Duration(max(e.wait-ms, 0)) * time.Millisecond}
+		case *LogOp:
+			res = Result{Over: e.over > ms}
+		case *RateOp:
+			res = Result{Over: e.over > ms, Wait: time.Duration(max(e.wait-ms, 0)) * time.Millisecond}
+		default:
+			continue
+		}
+		if out == nil {
+			out = make([]Result, len(ops))
+		}
+		out[i] = res
+	}
+	return out
+}
+
+func (r *recall) get(key string, now int64) (recalled, bool) {
+	sh := r.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	el, ok := sh.m[key]
+	if !ok {
+		return recalled{}, false
+	}
+	e := el.Value.(*recalled)
+	if now >= e.expires {
+		sh.drop(el, r)
+		return recalled{}, false
+	}
+	return *e, true
+}
+
+// RecallStats says what an engine's recall holds.
+type RecallStats struct {
+	// Keys is the number of store keys remembered.
+	Keys int64
+	// Bytes is what they are accounted to cost.
+	Bytes int64
+}
+
+// Recall reports what the engine remembers of the store's answers.
+func (e *Engine) Recall() RecallStats {
+	r := e.recall
+	if r == nil {
+		return RecallStats{}
+	}
+	var st RecallStats
+	for i := range r.shards {
+		sh := &r.shards[i]
+		sh.mu.Lock()
+		st.Keys += int64(sh.lru.Len())
+		st.Bytes += sh.bytes
+		sh.mu.Unlock()
+	}
+	return st
+}

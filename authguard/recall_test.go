@@ -1,0 +1,277 @@
+package authguard_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+)
+
+// instances are engines on one shared store, each with a fallback of its
+// own, on one test clock: a deployment of several tollgates on one Redis.
+type instances struct {
+	clock  *testclock.Clock
+	store  *countingStore
+	e      []*authguard.Engine
+	source []authguard.Source // the last event's source, per engine
+	mu     sync.Mutex
+}
+
+func newInstances(t *testing.T, n int, policyYAML string, recallBytes int64) *instances {
+	t.Helper()
+	in := &instances{clock: testclock.New(time.Time{}), source: make([]authguard.Source, n)}
+	in.store = &countingStore{Store: memstore.New(memstore.Config{Now: in.clock.Now})}
+	p, err := config.LoadPolicy([]byte(policyYAML))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range n {
+		e, err := authguard.New(authguard.Config{
+			Policy: p, Store: in.store, Fallback: memstore.New(memstore.Config{Now: in.clock.Now}),
+			Secret: secret, Now: in.clock.Now, RecallBytes: recallBytes,
+			Observe: func(ev authguard.Event) { in.mu.Lock(); in.source[i] = ev.Source; in.mu.Unlock() },
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		in.e = append(in.e, e)
+	}
+	return in
+}
+
+// bruteForce runs the attack for d on one account: checks at rate
+// per second from fresh addresses, alternating between the instances, each
+// proceed reported as a failure to the other instance. fault(t) says
+// whether the store is down at t since the start. It returns the proceeds.
+func (in *instances) bruteForce(t *testing.T, d time.Duration, perSecond int, fault func(time.Duration) bool) (proceeds int) {
+	t.Helper()
+	ctx := context.Background()
+	step := time.Second / time.Duration(perSecond)
+	for i := 0; time.Duration(i)*step < d; i++ {
+		in.store.fail.Store(fault(time.Duration(i) * step))
+		ip := fmt.Sprintf("198.18.%d.%d", i/250%250, i%250+1)
+		a, b := in.e[i%len(in.e)], in.e[(i+1)%len(in.e)]
+		v, err := a.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action == authguard.Proceed {
+			proceeds++
+			if _, err := b.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		in.clock.Advance(step)
+	}
+	in.store.fail.Store(false)
+	return proceeds
+}
+
+// counted is the store's failure count for the victim's account, read with
+// Explain; it fails the test while an instance still has ops to write back.
+func (in *instances) counted(t *testing.T) int {
+	t.Helper()
+	for i, e := range in.e {
+		if wb := e.WriteBack(); wb.Queued != 0 || wb.Dropped != 0 {
+			t.Errorf("instance %d: %+v, want every op written back", i, wb)
+		}
+	}
+	x, err := in.e[0].Explain(context.Background(), authguard.ExplainRequest{Flow: "login", Account: "victim@example.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range x.Rules {
+		if r.Rule == "account_backoff" {
+			return r.Count
+		}
+	}
+	t.Fatal("explain shows no account_backoff")
+	return 0
+}
+
+// failures has account fail n times through e from fresh addresses,
+// waiting out each delay, and leaves the clock at the last failure.
+func failures(t *testing.T, in *instances, e *authguard.Engine, account string, n int) {
+	t.Helper()
+	ctx := context.Background()
+	for i := 0; n > 0; i++ {
+		ip := fmt.Sprint("198.18.0.", i+1)
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: account, IP: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if v.Action != authguard.Proceed {
+			in.clock.Advance(v.Delay)
+			continue
+		}
+		if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: account, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt}); err != nil {
+			t.Fatal(err)
+		}
+		n--
+	}
+}
+
+// blips is a fault of length each every period, from 5 s on: the account
+// is in backoff by then. (An account not yet in backoff gets its free
+// attempts on each instance's fallback during an outage; README says so.)
+func blips(period, each time.Duration) func(time.Duration) bool {
+	return func(t time.Duration) bool { return t >= 5*time.Second && (t-5*time.Second)%period < each }
+}
+
+// The measurement: a blip made each instance's fallback start
+// empty, so an account the store held in an 8–16 s delay got its free
+// guesses again on every instance. With the recall the fallback starts from
+// what the store last said, and the attack gets no more proceeds through
+// blips than without them.
+func TestBlip_AnAccountInBackoffStaysInBackoffThroughStoreBlips(t *testing.T) {
+	const perSecond = 100
+	steady := newInstances(t, 2, "", 0).bruteForce(t, time.Minute, perSecond, func(time.Duration) bool { return false })
+	faults := []struct {
+		name  string
+		fault func(time.Duration) bool
+	}{
+		{"a 0.3s stall every 2s", blips(2*time.Second, 300*time.Millisecond)},
+		{"a 1s write pause every 5s", blips(5*time.Second, time.Second)},
+		{"a failover of 4s at 20s", func(t time.Duration) bool { return t >= 20*time.Second && t < 24*time.Second }},
+	}
+	for _, tt := range faults {
+		t.Run(tt.name, func(t *testing.T) {
+			in := newInstances(t, 2, "", 0)
+			got := in.bruteForce(t, time.Minute, perSecond, tt.fault)
+			forgetful := newInstances(t, 2, "", -1).bruteForce(t, time.Minute, perSecond, tt.fault)
+			t.Logf("proceeds in 60s: %d without a fault, %d through the faults, %d without the recall", steady, got, forgetful)
+			if got > steady {
+				t.Errorf("the faults gave the attacker %d proceeds, %d more than without them", got, got-steady)
+			}
+			if n := in.counted(t); n != got {
+				t.Errorf("the shared counter holds %d failures after the faults, want the %d proceeds (nothing lost, nothing twice)", n, got)
+			}
+			if forgetful <= steady {
+				t.Errorf("without the recall the faults gave %d proceeds, no more than %d: the test no longer measures a blip", forgetful, steady)
+			}
+		})
+	}
+}
+
+// A fail-closed flow answers a store outage with its short retry, but not
+// for an account the store held in a longer delay: that wait stands.
+func TestBlip_FailClosedKeepsTheRememberedWait(t *testing.T) {
+	in := newInstances(t, 1, "flows:\n  login:\n    fail_mode: closed\n", 0)
+	e, ctx := in.e[0], context.Background()
+	failures(t, in, e, "victim", 9) // the next attempt waits 16s
+	in.store.fail.Store(true)
+	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "198.18.1.1"})
+	if v.Action != authguard.Delay || v.Delay != 16*time.Second || v.Reasons[0] != authguard.ReasonAccountBackoff {
+		t.Errorf("store down, account in a 16s delay: %+v, want that delay", v)
+	}
+	v, _ = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "someone-else", IP: "198.18.1.2"})
+	if v.Action != authguard.Delay || v.Delay != 2*time.Second || v.Reasons[0] != authguard.ReasonUnavailable {
+		t.Errorf("store down, an account not in backoff: %+v, want the 2s unavailable retry", v)
+	}
+}
+
+// An administrator's reset through an instance clears what that instance
+// remembers, so the next outage does not bring the account's delay back.
+func TestBlip_AResetClearsTheRecall(t *testing.T) {
+	in := newInstances(t, 1, "", 0)
+	e, ctx := in.e[0], context.Background()
+	failures(t, in, e, "victim", 9)
+	if n := e.Recall().Keys; n == 0 {
+		t.Fatal("an account in backoff is not remembered")
+	}
+	if _, err := e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "victim", Reason: "owner called"}); err != nil {
+		t.Fatal(err)
+	}
+	in.store.fail.Store(true)
+	if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "198.18.1.1"}); v.Action != authguard.Proceed {
+		t.Errorf("after a reset, store down: %+v, want proceed from the fallback", v)
+	}
+}
+
+// gatedStore holds the first n calls (a slow store that fills the call
+// slots) until open is closed, and passes every later call through.
+type gatedStore struct {
+	authguard.Store
+	n      atomic.Int64
+	held   chan struct{} // receives one value per held call
+	open   chan struct{}
+	passes atomic.Int64
+}
+
+func (g *gatedStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	if g.n.Add(-1) >= 0 {
+		g.held <- struct{}{}
+		<-g.open
+	}
+	g.passes.Add(1)
+	return g.Store.Do(ctx, ops)
+}
+
+// The flood: 800 concurrent checks on one account already in
+// backoff were half shed with 503, which a caller in FailOpen lets through
+// unchecked. Now, with every call slot taken, a check the recall already
+// refuses is answered delay at once without the store, one that needs the
+// store and gets no slot in time is a delay with reason overloaded (never
+// an error), and the owner's known device takes a slot kept for it.
+func TestFlood_AnAccountInBackoffIsAnsweredWithoutTheQueue(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	gate := &gatedStore{Store: memstore.New(memstore.Config{Now: clock.Now}), held: make(chan struct{}, 8), open: make(chan struct{})}
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+		Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	// The owner logs in once and keeps her device token; then an attacker
+	// puts the account in backoff.
+	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "203.0.113.7"})
+	owner, _ := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim", IP: "203.0.113.7", Outcome: authguard.Success, Attempt: v.Attempt})
+	for i := range 9 {
+		ip := fmt.Sprint("198.18.0.", i+1)
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: ip})
+		if v.Action == authguard.Proceed {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim", IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		clock.Advance(v.Delay)
+	}
+	// A slow store: the next three calls hang and take every ordinary slot.
+	gate.n.Store(3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("slow", i), IP: "192.0.2.1"})
+		})
+	}
+	for range 3 {
+		<-gate.held
+	}
+	before := gate.passes.Load()
+	for i := range 800 {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: fmt.Sprintf("198.19.%d.%d", i/200, i%200+1)})
+		if err != nil || v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonAccountBackoff {
+			t.Fatalf("flooded check %d on the account in backoff: %+v %v, want its delay", i, v, err)
+		}
+	}
+	if n := gate.passes.Load() - before; n != 0 {
+		t.Errorf("the flood on the account in backoff reached the store %d times, want 0", n)
+	}
+	v, err = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fresh", IP: "192.0.2.9"})
+	if err != nil || v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonOverloaded || v.Delay != 2*time.Second {
+		t.Errorf("a check that needs the store and finds no slot: %+v %v, want delay 2s overloaded", v, err)
+	}
+	v, err = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "203.0.113.7", DeviceToken: owner.DeviceToken})
+	if err != nil || v.Action != authguard.Proceed {
+		t.Errorf("the owner's known device during the flood: %+v %v, want proceed", v, err)
+	}
+	close(gate.open)
+	wg.Wait()
+}

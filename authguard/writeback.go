@@ -1,0 +1,153 @@
+package authguard
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+)
+
+// While the store fails, a fail-open flow counts on the instance's fallback;
+// the write-back carries those counts to the store once it answers again,
+// so that after a blip the shared counters hold what was counted during it
+// and no instance's guesses are lost to the others. A backoff charge is
+// written as a failure that holds its attempt (BackoffFail with an Attempt,
+// which counts once however often it is written, and which the attempt's
+// report then settles as it would a charge); a log admission as an add of
+// its member (a set: once); settlements, refunds and removals as they were,
+// in order. Rate takes are not written back: a rate's window is short, and
+// a take is not idempotent. Written ops leave the fallback, which then holds
+// nothing the store does not.
+
+// maxWriteBack bounds the ops waiting to be written back. Past it new ones
+// are dropped and counted: the oldest are kept, since they are the ones
+// the store is furthest behind on.
+const maxWriteBack = 50_000
+
+// writeBackBatch is how many ops one write-back call sends.
+const writeBackBatch = 256
+
+type writeBack struct {
+	mu      sync.Mutex
+	ops     []Op
+	running atomic.Bool
+	queued  atomic.Int64 // len(ops), read without the lock
+	written atomic.Int64
+	dropped atomic.Int64
+}
+
+// writeBackOf is what the store must apply to hold what op did on the
+// fallback with result res, or nil for nothing.
+func writeBackOf(op Op, res Result) Op {
+	switch op := op.(type) {
+	case *BackoffOp:
+		switch op.Action {
+		case BackoffCharge:
+			if res.Charged {
+				c := *op
+				c.Action = BackoffFail
+				return &c
+			}
+		case BackoffFail:
+			if res.Charged {
+				return op
+			}
+		case BackoffConfirm, BackoffSucceed, BackoffRefund:
+			return op
+		}
+	case *LogOp:
+		switch op.Action {
+		case LogAdmit, LogRenew:
+			if res.Charged {
+				c := *op
+				c.Action, c.Bypass = LogAdd, false
+				return &c
+			}
+		case LogAdd, LogRemove:
+			return op
+		}
+	}
+	return nil
+}
+
+// add queues what ops did on the fallback (res, one per op; nil for ops
+// that are settlements or undos and carry no result that matters).
+func (w *writeBack) add(ops []Op, res []Result) {
+	var todo []Op
+	for i, op := range ops {
+		var r Result
+		if res != nil {
+			r = res[i]
+		}
+		if wb := writeBackOf(op, r); wb != nil {
+			todo = append(todo, wb)
+		}
+	}
+	if len(todo) == 0 {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	room := max(maxWriteBack-len(w.ops), 0)
+	if len(todo) > room {
+		w.dropped.Add(int64(len(todo) - room))
+		todo = todo[:room]
+	}
+	w.ops = append(w.ops, todo...)
+	w.queued.Store(int64(len(w.ops)))
+}
+
+// flush writes one batch of the queue back, from the call that found the
+// store answering again: the calls right after a blip each take one round
+// trip more until the queue is empty, and no goroutine outlives a call. At
+// most one call flushes at a time; what fails stays queued, first.
+func (e *Engine) flush(ctx context.Context) {
+	w := &e.writeBack
+	if w.queued.Load() == 0 || !w.running.CompareAndSwap(false, true) {
+		return
+	}
+	defer w.running.Store(false)
+	w.mu.Lock()
+	n := min(len(w.ops), writeBackBatch)
+	batch := w.ops[:n:n]
+	w.mu.Unlock()
+	if n == 0 {
+		return
+	}
+	res, err := e.store.Do(ctx, batch)
+	if err != nil || len(res) != n {
+		return
+	}
+	e.recall.learn(batch, res, false, e.now())
+	w.mu.Lock()
+	w.ops = w.ops[n:]
+	if len(w.ops) == 0 {
+		w.ops = nil
+	}
+	w.queued.Store(int64(len(w.ops)))
+	w.mu.Unlock()
+	w.written.Add(int64(n))
+	if e.fallback != nil {
+		dels := make([]Op, 0, n)
+		for _, op := range batch {
+			dels = append(dels, &DeleteOp{Key: op.StoreKey()})
+		}
+		_, _ = e.fallback.Do(ctx, dels)
+	}
+}
+
+// WriteBackStats says what the write-back did.
+type WriteBackStats struct {
+	// Queued is how many ops wait for the store to answer again.
+	Queued int64
+	// Written is how many were applied to the store.
+	Written int64
+	// Dropped is how many found the queue full (maxWriteBack).
+	Dropped int64
+}
+
+// WriteBack reports what the engine has written back to the store of what
+// its fallback counted while the store failed, and what waits.
+func (e *Engine) WriteBack() WriteBackStats {
+	w := &e.writeBack
+	return WriteBackStats{Queued: w.queued.Load(), Written: w.written.Load(), Dropped: w.dropped.Load()}
+}

@@ -69,6 +69,54 @@ type Config struct {
 	// UserAgent is sent as the User-Agent header. The default is
 	// DefaultUserAgent.
 	UserAgent string
+
+	// FailOpenPerAccount bounds FailOpen while tollgate gives no verdict:
+	// each account of a check's flow (and each destination of a send's)
+	// gets this many fallback proceeds at once, and they come back evenly
+	// over FailOpenWindow. Past them the call is answered as FailDelay
+	// would, with ReasonFallbackAllowance; a fallback never proceeds
+	// unbounded. The account is counted whatever address it comes from,
+	// so an attacker who rotates addresses during an outage gets no more
+	// guesses on it; the other side of that is that its owner, counted
+	// with the attacker, may find it spent (device tokens are not
+	// honoured: the client cannot verify them, and an attacker could make
+	// them up). The DefaultFailOpen constants' comment argues the
+	// defaults. A negative value turns this limit off. The default is
+	// DefaultFailOpenPerAccount (5).
+	FailOpenPerAccount int
+	// FailOpenPerAddress is the same allowance for each client address of
+	// a flow (an IPv4 address, an IPv6 /64), which stops one address from
+	// spraying many accounts during an outage. Users behind one NAT
+	// address share it. A negative value turns this limit off; with both
+	// limits off FailOpen proceeds on every call, as it did without them.
+	// The default is DefaultFailOpenPerAddress (50).
+	FailOpenPerAddress int
+	// FailOpenWindow is how long a spent allowance takes to come back
+	// whole: one proceed returns every FailOpenWindow/FailOpenPerAccount
+	// (and /FailOpenPerAddress). The default is DefaultFailOpenWindow
+	// (30 minutes).
+	FailOpenWindow time.Duration
+	// FailOpenSubjects caps how many accounts (with destinations) and,
+	// separately, how many addresses the allowance tracks, so that an
+	// attacker who makes up accounts or rotates addresses cannot make the
+	// client use unbounded memory: about 80 bytes a subject, 1.6 MB for
+	// both tables full at the default (measured). Subjects are kept as
+	// 128-bit HMACs under a random key made at New, never as identifiers.
+	// A subject whose allowance has refilled is dropped. When a table is
+	// full, a new subject takes the place of the one closest to a full
+	// allowance, which gets back what it had not yet regained (counted in
+	// Stats.Evicted): eviction does give allowance back, but the least any
+	// tracked subject would get. An attacker who wants d guesses back on
+	// an account must first hold every other tracked subject at d or more
+	// spent, about d x FailOpenSubjects fallback proceeds (on made-up or
+	// other accounts, each held to its address's allowance too); one guess
+	// on each of many made-up accounts wins back at most about one guess
+	// on an account under attack. The default is DefaultFailOpenSubjects
+	// (10,000).
+	FailOpenSubjects int
+	// Now is the clock of the FailOpen allowance (call timeouts use the
+	// context's). The default is time.Now.
+	Now func() time.Time
 }
 
 // Client calls one tollgate. It is safe for concurrent use; make one and
@@ -80,6 +128,8 @@ type Client struct {
 	http    *http.Client
 	timeout time.Duration
 	agent   string
+	now     func() time.Time
+	allow   *allowance
 }
 
 // New returns a Client for cfg, or an error when cfg is unusable.
@@ -103,6 +153,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	allow, err := newAllowance(cfg)
+	if err != nil {
+		return nil, err
+	}
 	return &Client{
 		base:    base,
 		token:   cfg.Token,
@@ -110,6 +167,8 @@ func New(cfg Config) (*Client, error) {
 		http:    cfg.HTTPClient,
 		timeout: cfg.Timeout,
 		agent:   cfg.UserAgent,
+		now:     cfg.Now,
+		allow:   allow,
 	}, nil
 }
 
@@ -166,10 +225,13 @@ func (c *Client) CloseIdleConnections() { c.http.CloseIdleConnections() }
 // answer, an *Error when it refused the request. On an *Error of type
 // wire.ProblemInvalidField for the field "account", do not check the
 // credential: answer the end user as for a wrong password.
+//
+// FailOpen proceeds within the allowance of req's account and address
+// (Config.FailOpenPerAccount, FailOpenPerAddress), and delays past it.
 func (c *Client) Check(ctx context.Context, req wire.CheckRequest, mode FailMode) (Verdict, error) {
 	var v wire.Verdict
 	if err := c.verdict(ctx, "check", "/v1/check", req, &v); err != nil {
-		return fallback(mode, req.CaptchaSolved, err), err
+		return c.fallbackFor(mode, checkSubject(req), err), err
 	}
 	return Verdict{Verdict: v}, nil
 }
@@ -182,7 +244,8 @@ func (c *Client) Check(ctx context.Context, req wire.CheckRequest, mode FailMode
 // A report may be sent again after an error: an attempt settles once. As
 // for Check, the Verdict is always usable and mode answers when tollgate
 // does not (FailCaptcha then asks for a CAPTCHA, as a report has no solved
-// one to pass).
+// one to pass). A report lets no one in, so FailOpen's allowance neither
+// holds nor counts it: FailOpen's fallback report always proceeds.
 func (c *Client) Report(ctx context.Context, req wire.ReportRequest, mode FailMode) (Verdict, error) {
 	var v wire.Verdict
 	if err := c.verdict(ctx, "report", "/v1/report", req, &v); err != nil {
@@ -196,12 +259,15 @@ func (c *Client) Report(ctx context.Context, req wire.ReportRequest, mode FailMo
 // the verdict, so that a deny tells an attacker nothing.
 //
 // As for Check, the Verdict is always usable and mode answers when tollgate
-// does not: FailOpen sends codes while tollgate is down, which an SMS
-// pumping attack can then spend; FailCaptcha asks for a CAPTCHA first.
+// does not: FailOpen sends codes while tollgate is down, within the
+// allowance of req's destination (counted like a check's account, by
+// Config.FailOpenPerAccount, whatever the channel) and address, which
+// still leaves an SMS pumping attack from many addresses to many numbers
+// its allowance per address; FailCaptcha asks for a CAPTCHA first.
 func (c *Client) SendOTP(ctx context.Context, req wire.SendRequest, mode FailMode) (Verdict, error) {
 	var v wire.Verdict
 	if err := c.verdict(ctx, "send", "/v1/otp/send", req, &v); err != nil {
-		return fallback(mode, req.CaptchaSolved, err), err
+		return c.fallbackFor(mode, sendSubject(req), err), err
 	}
 	return Verdict{Verdict: v}, nil
 }

@@ -32,13 +32,20 @@
 // mode's answer, marked Fallback (and with the reason ReasonFallback) and
 // returned together with the error so that the caller can log it:
 //
-//   - FailOpen: proceed, as if tollgate were not there;
+//   - FailOpen: proceed, as if tollgate were not there, but at most a small
+//     allowance per account and per client address (5 and 50, coming back
+//     over 30 minutes, by default); past it, delay as FailDelay does;
 //   - FailDelay (the zero FailMode): delay, so the end user retries shortly;
 //   - FailCaptcha: ask for a CAPTCHA, and proceed once one is solved.
 //
 // FailOpen applies only when tollgate is unavailable (ErrUnavailable): a
 // request tollgate refused (a 4xx problem, such as an account it will not
-// count or a wrong token) is never waved through.
+// count or a wrong token) is never waved through. Its allowance is the
+// safety net of a service that fails open: an attacker who takes tollgate
+// down, or floods it into shedding, gets a handful of guesses per account
+// rather than a bypass. It is kept in the Client's memory (keyed HMACs,
+// bounded by Config.FailOpenSubjects), so share one Client; Client.Stats
+// counts what it let through and what it refused.
 //
 // # End-user answers
 //

@@ -12,16 +12,19 @@ import (
 // call site picks its own: a login form may fail open while a password
 // reset or an SMS send fails closed.
 //
-// The answer is a Verdict with Fallback set and the single reason
-// ReasonFallback, returned with the call's error. Which answer:
+// The answer is a Verdict with Fallback set and the reason ReasonFallback,
+// returned with the call's error. Which answer:
 //
 //   - When tollgate is unavailable (errors.Is(err, ErrUnavailable): down,
 //     slow, shedding with 503 overloaded, failing with a 5xx), the mode's
-//     own: FailOpen proceeds; FailDelay delays by FallbackDelay, or by the
-//     Retry-After a 503 asked for, up to MaxFallbackDelay; FailCaptcha asks
-//     for a CAPTCHA, and proceeds when the request says the end user solved
-//     one (CaptchaSolved), so that a CAPTCHA stands in for tollgate while it
-//     is down.
+//     own: FailOpen proceeds within a local allowance per account (a
+//     send's destination) and per address, and past it answers as
+//     FailDelay, with ReasonFallbackAllowance after ReasonFallback (see
+//     Config.FailOpenPerAccount); FailDelay delays by FallbackDelay, or by
+//     the Retry-After a 503 asked for, up to MaxFallbackDelay; FailCaptcha
+//     asks for a CAPTCHA, and proceeds when the request says the end user
+//     solved one (CaptchaSolved), so that a CAPTCHA stands in for tollgate
+//     while it is down (no allowance: the CAPTCHA is the limit).
 //   - Otherwise (tollgate refused the request or the token with a 4xx, or
 //     the caller's context was canceled) the answer is closed whatever the
 //     mode: FailCaptcha asks for a CAPTCHA even when one was solved, and
@@ -40,8 +43,14 @@ const (
 	// FailCaptcha answers captcha, or proceed for a solved one while
 	// tollgate is unavailable. It fails closed behind a CAPTCHA.
 	FailCaptcha
-	// FailOpen answers proceed while tollgate is unavailable: logins go on
-	// unprotected, as they would without tollgate.
+	// FailOpen answers proceed while tollgate is unavailable, so logins
+	// go on, held to a safety net: each account (a send's destination) and
+	// each client address gets a small allowance of such proceeds
+	// (Config.FailOpenPerAccount, FailOpenPerAddress, FailOpenWindow), and
+	// past it the call is answered as FailDelay would. A credential
+	// stuffing run during an outage, or one that floods tollgate into
+	// shedding, so gets a handful of guesses per account, not all of them.
+	// Client.Stats counts both answers.
 	FailOpen
 )
 
@@ -73,8 +82,10 @@ const MaxFallbackDelay = time.Minute
 type Verdict struct {
 	wire.Verdict
 	// Fallback is true when tollgate gave no verdict and this is the
-	// FailMode's answer; the call's error then says why. It is not part of
-	// the wire form.
+	// FailMode's answer; the call's error then says why. A FailOpen call
+	// past its allowance is a Fallback delay whose Reasons are
+	// ReasonFallback and ReasonFallbackAllowance: answer it as any delay.
+	// It is not part of the wire form.
 	Fallback bool `json:"-"`
 }
 

@@ -29,6 +29,7 @@ type Metrics struct {
 	fallback  *prometheus.CounterVec
 	storeTime *prometheus.HistogramVec
 	closed    *prometheus.CounterVec
+	recalled  *prometheus.CounterVec
 	engErr    *prometheus.CounterVec
 	problems  *prometheus.CounterVec
 	latency   *prometheus.HistogramVec
@@ -77,6 +78,10 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Name: "tollgate_fail_closed_answers_total",
 			Help: "Verdicts answered without any store (the fail-closed delay).",
 		}, callFlow),
+		recalled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_recall_answers_total",
+			Help: "Checks and sends answered without the store while this instance was flooded, because what the store last answered for their keys refuses them.",
+		}, callFlow),
 		engErr: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_engine_errors_total",
 			Help: "Engine calls that failed other than on invalid input (answered 500; a bug).",
@@ -119,7 +124,7 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
-		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed,
+		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed, m.recalled,
 		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions,
 	)
 	// Start the counters operators alert on at zero, so rate() works from
@@ -182,6 +187,36 @@ func (m *Metrics) AddDecisionLog(dropped func() int64) {
 	}, func() float64 { return float64(dropped()) }))
 }
 
+// AddEngine exports what an engine keeps for store faults and floods: the
+// recall (tollgate_recall_keys, tollgate_recall_bytes) and the write-back
+// of what the fallback counted (tollgate_writeback_queued,
+// tollgate_writeback_written_total, tollgate_writeback_dropped_total), read
+// at every scrape.
+func (m *Metrics) AddEngine(e *authguard.Engine) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tollgate_recall_keys",
+			Help: "Store keys whose last answer held their subject back, remembered for store faults and floods.",
+		}, func() float64 { return float64(e.Recall().Keys) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tollgate_recall_bytes",
+			Help: "What the remembered answers are accounted to cost (bounded by the engine's recall budget).",
+		}, func() float64 { return float64(e.Recall().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tollgate_writeback_queued",
+			Help: "Operations the fail-open fallback counted that wait for the store to answer again.",
+		}, func() float64 { return float64(e.WriteBack().Queued) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tollgate_writeback_written_total",
+			Help: "Operations the fail-open fallback counted and wrote back to the store once it answered.",
+		}, func() float64 { return float64(e.WriteBack().Written) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tollgate_writeback_dropped_total",
+			Help: "Operations the fail-open fallback counted that found the write-back queue full: the store never learns them.",
+		}, func() float64 { return float64(e.WriteBack().Dropped) }),
+	)
+}
+
 // evictions is the collector of tollgate_store_evictions_total.
 type evictions struct {
 	desc   *prometheus.Desc
@@ -228,7 +263,9 @@ func (m *Metrics) Observe(ev authguard.Event) {
 	if m.shadow[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()
 	}
-	if ev.Source != authguard.SourceNone || ev.StoreErr != nil {
+	if ev.Source == authguard.SourceRecall {
+		m.recalled.WithLabelValues(ev.Call, ev.Flow).Inc()
+	} else if ev.Source != authguard.SourceNone || ev.StoreErr != nil {
 		m.storeTime.WithLabelValues(ev.Call).Observe(ev.StoreDuration.Seconds())
 	}
 	if ev.StoreErr != nil {

@@ -104,9 +104,11 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	// On Redis, at most as many calls run as the pool has connections per
 	// node, and a call waits for one as long as a store call may take; the
 	// memory store has no deadline to miss.
-	maxInFlight, queueWait := 0, time.Duration(0)
+	// The recall is for a store that can fail or be slow: the memory store
+	// does neither.
+	maxInFlight, queueWait, recall := 0, time.Duration(0), int64(-1)
 	if rs, ok := store.(*redisstore.Store); ok {
-		maxInFlight, queueWait = rs.PoolSize(), cfg.Redis.Timeout
+		maxInFlight, queueWait, recall = rs.PoolSize(), cfg.Redis.Timeout, authguard.DefaultRecallBytes
 	}
 	engine, err := authguard.New(authguard.Config{
 		Policy:         cfg.Policy,
@@ -116,6 +118,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		KeyPrefix:      cfg.KeyPrefix,
 		MaxInFlight:    maxInFlight,
 		QueueWait:      queueWait,
+		RecallBytes:    recall,
 		TenantSecrets:  cfg.TenantSecrets,
 		TenantPolicies: cfg.TenantPolicies,
 		Tenants:        tenantNames(cfg.Auth),
@@ -125,6 +128,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
+	metrics.AddEngine(engine)
 	// The administrators' entries: read once now, then every
 	// entries_refresh, so that one added on another instance applies here.
 	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)

@@ -121,3 +121,38 @@ func BenchmarkCheck(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkRecall is BenchmarkLoginCheckReport's login (a check that
+// proceeds, a success report) with the recall off, on and empty, and on
+// while it remembers 20,000 accounts in backoff: the cost of learning from
+// every answer on the normal path.
+func BenchmarkRecall(b *testing.B) {
+	for _, tt := range []struct {
+		name     string
+		bytes    int64
+		inBackoff int
+	}{{"off", -1, 0}, {"on/remembering=0", 0, 0}, {"on/remembering=20000", 0, 20_000}} {
+		b.Run(tt.name, func(b *testing.B) {
+			mem := memstore.New(memstore.Config{})
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, RecallBytes: tt.bytes})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			for i := range tt.inBackoff {
+				for range 5 {
+					e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: fmt.Sprintf("victim%d", i), IP: "198.18.0.1", Outcome: authguard.Failure})
+				}
+			}
+			if got := e.Recall().Keys; tt.inBackoff > 0 && got < int64(tt.inBackoff) {
+				b.Fatalf("the recall holds %d keys, want %d", got, tt.inBackoff)
+			}
+			accounts, ips := names("user%d@example.com", 4096), names("203.0.%d.%d", 4096)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; b.Loop(); i++ {
+				login(b, e, ctx, accounts[i%4096], ips[i%4096])
+			}
+		})
+	}
+}

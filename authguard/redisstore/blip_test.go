@@ -292,3 +292,92 @@ func TestBlip_ChargesCountedOnTheFallbackReachRedis(t *testing.T) {
 		t.Errorf("Redis holds %d failures for the account, want the 2 counted during the stall", c)
 	}
 }
+
+// The flood, on a real Redis: 20,000 checks, 800 at a time, on one
+// account already in backoff, with the pool of 2 connections the issue's
+// machine effectively had per core. Before, 9,863 were shed with 503, which
+// a FailOpen caller let through unchecked, and 6 proceeded. Now none is an
+// error and none proceeds, and the owner's known device, checking during
+// the flood, proceeds.
+func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
+	in := redistest.Server(t)
+	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr, PoolSize: 8})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p, err := config.LoadPolicy([]byte(blipPolicy))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var recalled, fromRedis atomic.Int64
+	e, err := authguard.New(authguard.Config{
+		Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret, MaxInFlight: s.PoolSize(),
+		Observe: func(ev authguard.Event) {
+			switch ev.Source {
+			case authguard.SourceRecall:
+				recalled.Add(1)
+			case authguard.SourceStore:
+				fromRedis.Add(1)
+			}
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7"})
+	owner, _ := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7", Outcome: authguard.Success, Attempt: v.Attempt})
+	for i := range 3 {
+		ip := fmt.Sprint("198.18.0.", i+1)
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: ip})
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
+	}
+	const n, concurrent = 20_000, 800
+	var proceeds, errs, delays atomic.Int64
+	var ownerOK atomic.Int64
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range concurrent {
+		wg.Go(func() {
+			for i := range work {
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: fmt.Sprintf("198.19.%d.%d", i/250%250, i%250+1)})
+				switch {
+				case err != nil:
+					errs.Add(1)
+				case v.Action == authguard.Proceed:
+					proceeds.Add(1)
+				case v.Action == authguard.Delay:
+					delays.Add(1)
+				}
+			}
+		})
+	}
+	wg.Go(func() { // the owner, on her known device, during the flood
+		for range 20 {
+			v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7", DeviceToken: owner.DeviceToken})
+			if err == nil && v.Action == authguard.Proceed {
+				ownerOK.Add(1)
+				e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7", Outcome: authguard.Success, Attempt: v.Attempt, DeviceToken: owner.DeviceToken})
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+	for i := range n {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	t.Logf("%d checks, %d at a time: %d proceeded, %d delayed (%d answered from the recall, %d by Redis), %d errors; the owner's device proceeded %d of 20 times",
+		n, concurrent, proceeds.Load(), delays.Load(), recalled.Load(), fromRedis.Load(), errs.Load(), ownerOK.Load())
+	if proceeds.Load() != 0 || errs.Load() != 0 || delays.Load() != n {
+		t.Errorf("the flood on the account in backoff: %d proceeded, %d errors, want every one of %d delayed", proceeds.Load(), errs.Load(), n)
+	}
+	if ownerOK.Load() < 15 {
+		t.Errorf("the owner's known device proceeded %d of 20 times during the flood, want nearly all", ownerOK.Load())
+	}
+}

@@ -128,8 +128,8 @@ func BenchmarkCheck(b *testing.B) {
 // every answer on the normal path.
 func BenchmarkRecall(b *testing.B) {
 	for _, tt := range []struct {
-		name     string
-		bytes    int64
+		name      string
+		bytes     int64
 		inBackoff int
 	}{{"off", -1, 0}, {"on/remembering=0", 0, 0}, {"on/remembering=20000", 0, 20_000}} {
 		b.Run(tt.name, func(b *testing.B) {

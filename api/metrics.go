@@ -119,7 +119,14 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 				"ordinary state; protected: state that restricted its subject, such as an account counter in "+
 				"backoff, evicted only when its shard held nothing else). Any protected eviction means the "+
 				"store is too small for the attack in progress.",
-			[]string{"store", "class"}, nil)},
+			[]string{"store", "class"}, nil),
+			bytes: prometheus.NewDesc("tollgate_store_bytes",
+				"Bytes a memory store's keys hold as it accounts them (key, state, slot and index share), by store; at most tollgate_store_memory_limit_bytes.",
+				[]string{"store"}, nil),
+			limit: prometheus.NewDesc("tollgate_store_memory_limit_bytes",
+				"A memory store's byte budget (memory_limit; 32 MiB for the fallback), by store.",
+				[]string{"store"}, nil),
+		},
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
@@ -220,6 +227,8 @@ func (m *Metrics) AddEngine(e *authguard.Engine) {
 // evictions is the collector of tollgate_store_evictions_total.
 type evictions struct {
 	desc   *prometheus.Desc
+	bytes  *prometheus.Desc // tollgate_store_bytes
+	limit  *prometheus.Desc // tollgate_store_memory_limit_bytes
 	mu     sync.Mutex
 	stores []namedStore
 }
@@ -229,7 +238,7 @@ type namedStore struct {
 	store *memstore.Store
 }
 
-func (e *evictions) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc }
+func (e *evictions) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc; ch <- e.bytes; ch <- e.limit }
 
 func (e *evictions) Collect(ch chan<- prometheus.Metric) {
 	e.mu.Lock()
@@ -239,6 +248,8 @@ func (e *evictions) Collect(ch chan<- prometheus.Metric) {
 		st := s.store.Stats()
 		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.CounterValue, float64(st.EvictedProbation), s.name, "probation")
 		ch <- prometheus.MustNewConstMetric(e.desc, prometheus.CounterValue, float64(st.EvictedProtected), s.name, "protected")
+		ch <- prometheus.MustNewConstMetric(e.bytes, prometheus.GaugeValue, float64(st.Bytes), s.name)
+		ch <- prometheus.MustNewConstMetric(e.limit, prometheus.GaugeValue, float64(st.MemoryLimit), s.name)
 	}
 }
 

@@ -138,3 +138,26 @@ func BenchmarkDo_FreshSubjectFlood(b *testing.B) {
 		b.Fatalf("stats %+v after %d fresh checks: nothing evicted", st, b.N)
 	}
 }
+
+// BenchmarkDo_SprayLogAtItsLimit is a check's admission on a /48 spray log
+// at its limit (201 members, refused): the fattest key of the login flow,
+// whose size the store estimates again at every call.
+func BenchmarkDo_SprayLogAtItsLimit(b *testing.B) {
+	s := memstore.New(memstore.Config{})
+	keys := make([]string, 1024)
+	for i := range keys {
+		keys[i] = fatLog(b, s, uint64(i))
+	}
+	ctx := context.Background()
+	ops := make([][]authguard.Op, len(keys))
+	for i, k := range keys {
+		ops[i] = []authguard.Op{&authguard.LogOp{Key: k, Action: authguard.LogAdmit, Member: hash22('x', uint64(i)), Windows: spray48}}
+	}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		res, err := s.Do(ctx, ops[i%len(ops)])
+		if err != nil || !res[0].Over {
+			b.Fatalf("%+v %v, want refused", res, err)
+		}
+	}
+}

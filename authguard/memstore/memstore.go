@@ -20,8 +20,24 @@ type Config struct {
 	// MaxEntries caps the number of keys kept: the store never holds more.
 	// The default is 1,000,000.
 	MaxEntries int
-	// Shards is the number of independently locked maps. The cap is split
-	// between them, and each evicts on its own. The default is 64.
+	// MemoryLimit caps the bytes the keys hold, as the store accounts them
+	// (Store.Bytes: each key's bytes, its state's heap and its share of the
+	// store's slots and index; within 2 % of the heap they take for fat keys,
+	// 20 % for thin ones): the store makes room before it would hold more. It
+	// bounds the store's live heap, not the process's RSS, a multiple of it
+	// that the garbage collector sets (see the package doc). Both caps apply,
+	// whichever binds first: MaxEntries keeps bounding the number of keys, and
+	// with it the slots and index (kept at their high-water mark), MemoryLimit
+	// what fat keys hold. A shard whose share of the limit is smaller than one
+	// key still keeps that key. The default is 320 MiB: the default 1,000,000
+	// keys of a flood of fresh subjects, about 260 bytes each, take 250 MiB,
+	// so such a flood fills MaxEntries first as it did before the limit, while
+	// fat keys (logs at their limit, up to 40 KB each) stop at 320 MiB. A
+	// store of fewer keys wants a limit to match (serve's fail-open fallback
+	// of 100,000 keys: 32 MiB).
+	MemoryLimit int64
+	// Shards is the number of independently locked maps. Both caps are
+	// split between them, and each evicts on its own. The default is 64.
 	Shards int
 	// Now is the store's clock. The default is time.Now.
 	Now func() time.Time
@@ -65,13 +81,20 @@ type shard struct {
 	free  int32 // first free slot (linked through next), or none
 	cap   int
 	sweep int32 // the list whose tail the next eviction checks for expiry
+	// bytes is what the shard holds as size accounts it: the size of every
+	// key held, and entryBytes for every free slot (a slot and its room in
+	// the index are kept once made). It is never more than budget, but
+	// for one key alone larger than budget.
+	bytes  int64
+	budget int64
 }
 
 // lru is one group's list of one class.
 type lru struct {
-	head int32 // most recently used, or none
-	tail int32 // least recently used, or none
-	len  int
+	head  int32 // most recently used, or none
+	tail  int32 // least recently used, or none
+	len   int
+	bytes int64 // the sizes of its entries
 }
 
 type slot struct {
@@ -80,6 +103,7 @@ type slot struct {
 	expires    int64 // Unix nanoseconds
 	prev, next int32
 	list       int32 // its index in shard.lists
+	bytes      int32 // size(key, state)
 }
 
 // A group is the rule a key belongs to: the key up to its last ':', which
@@ -138,6 +162,9 @@ func New(cfg Config) *Store {
 	if cfg.MaxEntries <= 0 {
 		cfg.MaxEntries = 1_000_000
 	}
+	if cfg.MemoryLimit <= 0 {
+		cfg.MemoryLimit = 320 << 20
+	}
 	if cfg.Shards <= 0 {
 		cfg.Shards = 64
 	}
@@ -146,13 +173,18 @@ func New(cfg Config) *Store {
 		cfg.Now = time.Now
 	}
 	s := &Store{shards: make([]shard, cfg.Shards), seed: maphash.MakeSeed(), now: cfg.Now}
-	// The shards' caps add up to MaxEntries exactly.
+	// The shards' caps add up to MaxEntries exactly, and their budgets to
+	// MemoryLimit.
 	per, rest := cfg.MaxEntries/cfg.Shards, cfg.MaxEntries%cfg.Shards
+	perB, restB := cfg.MemoryLimit/int64(cfg.Shards), cfg.MemoryLimit%int64(cfg.Shards)
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.index, sh.free, sh.cap = make(map[string]int32), none, per
+		sh.index, sh.free, sh.cap, sh.budget = make(map[string]int32), none, per, perB
 		if i < rest {
 			sh.cap++
+		}
+		if int64(i) < restB {
+			sh.budget++
 		}
 	}
 	return s
@@ -195,20 +227,44 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 	if authguard.Restricting(op, next, now) {
 		c = protected
 	}
+	var n int64
 	if ok {
 		sl := &sh.slots[i]
-		sl.state, sl.expires = next, ns+int64(ttl)
+		n = resize(key, next, state, int64(sl.bytes))
 		g := sl.list / int32(classes)
 		sh.unlink(i)
+		sh.bytes += n - int64(sl.bytes)
+		sl.state, sl.expires, sl.bytes = next, ns+int64(ttl), int32(n)
+		// A state that grew past the budget makes room as a new key does,
+		// while off its list: it cannot evict itself.
+		for sh.bytes > sh.budget && len(sh.index) > 1 {
+			s.evict(sh, ns, g, true)
+		}
 		sh.pushFront(i, listOf(g, c))
 		return r
 	}
 	g := s.groups.of(key)
-	for len(sh.index) >= sh.cap {
-		s.evict(sh, ns, g)
+	n = size(key, next)
+	for len(sh.index) > 0 {
+		if len(sh.index) >= sh.cap {
+			s.evict(sh, ns, g, false)
+		} else if sh.bytes+sh.adds(n) > sh.budget {
+			s.evict(sh, ns, g, true)
+		} else {
+			break
+		}
 	}
-	sh.insert(key, next, ns+int64(ttl), listOf(g, c))
+	sh.insert(key, next, ns+int64(ttl), listOf(g, c), n)
 	return r
+}
+
+// adds is what inserting a key of size n adds to sh.bytes: a free slot is
+// already counted.
+func (sh *shard) adds(n int64) int64 {
+	if sh.free != none {
+		return n - entryBytes
+	}
+	return n
 }
 
 // listOf is the index in shard.lists of group g's list of class c.
@@ -218,14 +274,18 @@ func listOf(g int32, c class) int32 { return g*int32(classes) + int32(c) }
 // probation entry of the group holding the most entries among those that
 // hold a probation entry; else (only when the shard holds nothing but
 // protected entries) the least recently used entry of the group holding
-// the most. Ties go to g, the group that needs the room.
+// the most. Ties go to g, the group that needs the room. The most is
+// counted in the resource the shard lacks: in keys when it holds MaxEntries
+// keys' share, in bytes (size) when it lacks bytes, so that a flood of a
+// few fat keys turns over its own rule's keys too, not the many thin keys
+// of another.
 //
 // Expired entries go first, uncounted: the end of one list, taken in turn
 // (and the same list again while its end is expired, so an expired group
 // drains), and the end of the list chosen. Choosing looks only at the
-// lists' lengths, so an eviction reads at most two entries: a full store's
-// slots are far bigger than the CPU's caches.
-func (s *Store) evict(sh *shard, ns int64, g int32) {
+// lists' lengths and bytes, so an eviction reads at most two entries: a
+// full store's slots are far bigger than the CPU's caches.
+func (s *Store) evict(sh *shard, ns int64, g int32, byBytes bool) {
 	if k := sh.sweep; k < int32(len(sh.lists)) {
 		if t := sh.lists[k].tail; t != none && ns >= sh.slots[t].expires {
 			sh.remove(t)
@@ -234,11 +294,14 @@ func (s *Store) evict(sh *shard, ns int64, g int32) {
 	}
 	sh.sweep = (sh.sweep + 1) % int32(len(sh.lists))
 	groups := int32(len(sh.lists)) / int32(classes)
-	bestP, nP := int32(-1), 0 // largest group with a probation entry
-	best, n := int32(-1), 0   // largest group
+	bestP, nP := int32(-1), int64(0) // largest group with a probation entry
+	best, n := int32(-1), int64(0)   // largest group
 	for x := range groups {
-		p := sh.lists[listOf(x, probation)].len
-		k := p + sh.lists[listOf(x, protected)].len
+		lp, lq := &sh.lists[listOf(x, probation)], &sh.lists[listOf(x, protected)]
+		p, k := lp.len, int64(lp.len+lq.len)
+		if byBytes {
+			k = lp.bytes + lq.bytes
+		}
 		if k > n || k == n && x == g {
 			best, n = x, k
 		}
@@ -258,7 +321,8 @@ func (s *Store) evict(sh *shard, ns int64, g int32) {
 	}
 }
 
-func (sh *shard) insert(key string, state any, expires int64, l int32) {
+func (sh *shard) insert(key string, state any, expires int64, l int32, n int64) {
+	sh.bytes += sh.adds(n)
 	i := sh.free
 	if i == none {
 		i = int32(len(sh.slots))
@@ -266,7 +330,7 @@ func (sh *shard) insert(key string, state any, expires int64, l int32) {
 	} else {
 		sh.free = sh.slots[i].next
 	}
-	sh.slots[i] = slot{key: key, state: state, expires: expires}
+	sh.slots[i] = slot{key: key, state: state, expires: expires, bytes: int32(n)}
 	sh.index[key] = i
 	sh.pushFront(i, l)
 }
@@ -274,7 +338,8 @@ func (sh *shard) insert(key string, state any, expires int64, l int32) {
 func (sh *shard) remove(i int32) {
 	sh.unlink(i)
 	delete(sh.index, sh.slots[i].key)
-	sh.slots[i] = slot{next: sh.free} // drop the references for the GC
+	sh.bytes -= int64(sh.slots[i].bytes) - entryBytes // the slot stays
+	sh.slots[i] = slot{next: sh.free}                 // drop the references for the GC
 	sh.free = i
 }
 
@@ -292,6 +357,7 @@ func (sh *shard) unlink(i int32) {
 		l.tail = sl.prev
 	}
 	l.len--
+	l.bytes -= int64(sl.bytes)
 }
 
 func (sh *shard) pushFront(i, list int32) {
@@ -309,6 +375,7 @@ func (sh *shard) pushFront(i, list int32) {
 		l.tail = i
 	}
 	l.len++
+	l.bytes += int64(sl.bytes)
 }
 
 // Sweep drops every expired entry. Expired entries are also dropped when
@@ -343,9 +410,15 @@ type Stats struct {
 	EvictedProbation int64
 	// EvictedProtected counts evicted keys whose state restricted their
 	// subject: each was the least recently used protected key of a shard
-	// that held no other kind. Above zero, MaxEntries is too small for the
-	// attack in progress.
+	// that held no other kind. Above zero, MaxEntries or MemoryLimit is too
+	// small for the attack in progress.
 	EvictedProtected int64
+	// Bytes is the memory the keys hold as the store accounts it
+	// (Store.Bytes). It is never more than MemoryLimit, but for a shard
+	// whose budget is smaller than the one key it holds.
+	Bytes int64
+	// MemoryLimit is the store's Config.MemoryLimit, its default applied.
+	MemoryLimit int64
 }
 
 // Stats returns the store's current Stats.
@@ -359,12 +432,29 @@ func (s *Store) Stats() Stats {
 		sh := &s.shards[i]
 		sh.mu.Lock()
 		st.Entries += len(sh.index)
+		st.Bytes += sh.bytes
+		st.MemoryLimit += sh.budget
 		for l := int(protected); l < len(sh.lists); l += int(classes) {
 			st.Protected += sh.lists[l].len
 		}
 		sh.mu.Unlock()
 	}
 	return st
+}
+
+// Bytes returns the memory the keys hold as the store accounts it: for each
+// key its bytes, its state's estimated heap and its share of the store's
+// slots and index (free slots included: the store keeps them). Reading it
+// locks each shard in turn, as Stats does.
+func (s *Store) Bytes() int64 {
+	var n int64
+	for i := range s.shards {
+		sh := &s.shards[i]
+		sh.mu.Lock()
+		n += sh.bytes
+		sh.mu.Unlock()
+	}
+	return n
 }
 
 // Keys returns every live key, for tests and the admin view.

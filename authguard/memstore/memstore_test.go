@@ -3,6 +3,7 @@ package memstore_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"slices"
 	"testing"
 	"time"
@@ -362,5 +363,176 @@ func assertKeys(t *testing.T, s *memstore.Store, want ...string) {
 	slices.Sort(want)
 	if !slices.Equal(got, want) {
 		t.Errorf("live keys %v, want %v", got, want)
+	}
+}
+
+// spray48 is the built-in login flow's ip_spray_48 rule: distinct accounts
+// failing from one IPv6 /48, at most 50 an hour and 200 a day, so a log at
+// its limit keeps 201 members (spraydetect.Windows.Cap), about 10 KB.
+var spray48 = loginFlow.Rule("ip_spray_48").Windows
+
+// fatLog fills the /48 spray log of prefix n to its cap with fresh account
+// hashes, as an attacker's failures from that /48 on as many made-up
+// accounts do (LogAdd: reported failures count whatever the limits say;
+// admissions spread over four hours make the same log), and returns its
+// key. The log is then at its limit: protected.
+func fatLog(t testing.TB, s *memstore.Store, n uint64) string {
+	t.Helper()
+	key := "tg:default:login:ipspray48:" + hash22('p', n)
+	for m := range spray48.Cap() {
+		res, err := s.Do(context.Background(), []authguard.Op{&authguard.LogOp{Key: key, Action: authguard.LogAdd, Member: hash22('a', n<<16|uint64(m)), Windows: spray48}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m == spray48.Cap()-1 && res[0].Count != spray48.Cap() {
+			t.Fatalf("log %s holds %d members, want %d", key, res[0].Count, spray48.Cap())
+		}
+	}
+	return key
+}
+
+// liveHeap returns the heap in use after a full collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return int64(ms.HeapAlloc)
+}
+
+// TestMemory_FatSprayLogsCannotGrowPastTheByteBudget: logs at their limit
+// are protected, and a key cap does not bound what they hold (a /48 spray
+// log at its limit takes 40 times a fresh subject's key). An attacker
+// failing on made-up accounts from many /48s fills a store with them; the
+// store holds at most MemoryLimit, accounted and measured, by turning over
+// the flood's own logs.
+func TestMemory_FatSprayLogsCannotGrowPastTheByteBudget(t *testing.T) {
+	const limit, logs = 1 << 20, 400 // room for about 100 logs
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	before := liveHeap()
+	s := memstore.New(memstore.Config{Now: clock.Now, MemoryLimit: limit, Shards: 4})
+	for i := range logs {
+		fatLog(t, s, uint64(i))
+		if b := s.Bytes(); b > limit {
+			t.Fatalf("after %d fat logs the store accounts %d bytes, MemoryLimit is %d", i+1, b, limit)
+		}
+	}
+	heap := liveHeap() - before
+	runtime.KeepAlive(s)
+	st := s.Stats()
+	t.Logf("%d fat logs: %d kept, accounted %d bytes, heap %d bytes; evicted %d protected", logs, st.Entries, st.Bytes, heap, st.EvictedProtected)
+	if heap > limit*11/10 {
+		t.Errorf("the store takes %d bytes of heap, want at most MemoryLimit (%d) + 10%%", heap, limit)
+	}
+	if st.Entries < logs/5 || st.Protected != st.Entries {
+		t.Errorf("stats %+v: want about a quarter of the %d logs kept, all protected", st, logs)
+	}
+	if st.EvictedProtected != int64(logs-st.Entries) {
+		t.Errorf("evicted %d protected, want every log not kept (%d)", st.EvictedProtected, logs-st.Entries)
+	}
+	for _, k := range s.Keys()[:1] { // the logs kept are whole
+		res, _ := s.Do(context.Background(), []authguard.Op{&authguard.LogOp{Key: k, Action: authguard.LogPeek, Member: "x", Windows: spray48}})
+		if !res[0].Over || res[0].Count != spray48.Cap() {
+			t.Errorf("kept log %s: %+v, want it at its limit", k, res[0])
+		}
+	}
+}
+
+// TestMemory_AFloodOfFatLogsCannotEvictACounterInBackoff: an attacker
+// drives a victim's counter into backoff, then fills the store with fat
+// protected logs (/48 spray logs at their limit) to evict it by bytes.
+// As under the key cap, ordinary keys go first, then the rule holding the
+// most, counted in bytes: the flood's own. Counted in keys it would be the
+// victim's: the accounts in backoff (here 60) outnumber the logs that fit
+// (25), and each log makes room for some 30 counters.
+func TestMemory_AFloodOfFatLogsCannotEvictACounterInBackoff(t *testing.T) {
+	const limit = 256 << 10
+	clock := testclock.New(time.Unix(1_800_000_000, 0))
+	s := memstore.New(memstore.Config{Now: clock.Now, MemoryLimit: limit, Shards: 1})
+	ctx := context.Background()
+	do := func(op authguard.Op) authguard.Result {
+		t.Helper()
+		res, err := s.Do(ctx, []authguard.Op{op})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res[0]
+	}
+	inBackoff := func(k string) { // Free (5) failures: the next attempt waits
+		t.Helper()
+		for range loginFlow.Rule("account_backoff").Backoff.Free {
+			if r := do(backoffCharge(k)); !r.Charged {
+				t.Fatalf("charging %s: %+v", k, r)
+			}
+		}
+	}
+	const victim, ordinary = "tg:default:login:acct:victim", "tg:default:login:acct:ordinary"
+	inBackoff(victim)
+	for i := range 59 {
+		inBackoff(fmt.Sprintf("tg:default:login:acct:other-%d", i))
+	}
+	do(backoffCharge(ordinary))
+	for i := range 100 {
+		fatLog(t, s, uint64(i))
+		if b := s.Bytes(); b > limit {
+			t.Fatalf("after %d fat logs the store accounts %d bytes, MemoryLimit is %d", i+1, b, limit)
+		}
+	}
+	st := s.Stats()
+	kept := st.Entries - 60 // the counters in backoff
+	t.Logf("stats %+v: %d logs kept", st, kept)
+	if st.EvictedProbation != 1 || st.EvictedProtected != int64(100-kept) || st.Protected != st.Entries {
+		t.Errorf("stats %+v, want the ordinary key and %d of the flood's logs evicted", st, 100-kept)
+	}
+	if keys := s.Keys(); !slices.Contains(keys, victim) || slices.Contains(keys, ordinary) {
+		t.Fatalf("the victim's counter kept: %v, the ordinary one kept: %v; want only the victim's", slices.Contains(keys, victim), slices.Contains(keys, ordinary))
+	}
+	if r := do(backoffCharge(victim)); r.Charged || r.Wait <= 0 || r.Count != 5 {
+		t.Errorf("victim's check after the flood = %+v, want a wait after 5 failures", r)
+	}
+
+	// The victim's rule is not spared for being the victim's: once it holds
+	// the most bytes of a shard with nothing but protected keys, it makes
+	// the room, and the victim's counter is its least recently used.
+	clock.Advance(time.Minute) // within the logs' windows and the counters' forget_after
+	for i := 59; slices.Contains(s.Keys(), victim); i++ {
+		if i > 2000 {
+			t.Fatal("the victim's counter outlived 2,000 more counters in backoff")
+		}
+		inBackoff(fmt.Sprintf("tg:default:login:acct:other-%d", i))
+	}
+}
+
+// TestMemory_ALogGrowingPastTheBudgetEvictsOthersNotItself: a key's state
+// that grows in place (a log gaining members) makes room like a new key,
+// and never by evicting itself.
+func TestMemory_ALogGrowingPastTheBudgetEvictsOthersNotItself(t *testing.T) {
+	const limit = 16 << 10 // a fat log and a few thin keys
+	s := memstore.New(memstore.Config{MemoryLimit: limit, Shards: 1})
+	ctx := context.Background()
+	for i := range 40 {
+		s.Do(ctx, []authguard.Op{charge(fmt.Sprintf("tg:default:login:acct:%d", i))})
+	}
+	key := fatLog(t, s, 1)
+	res, _ := s.Do(ctx, []authguard.Op{&authguard.LogOp{Key: key, Action: authguard.LogPeek, Member: "x", Windows: spray48}})
+	if res[0].Count != spray48.Cap() {
+		t.Errorf("the grown log holds %d members, want %d", res[0].Count, spray48.Cap())
+	}
+	if st := s.Stats(); st.Bytes > limit || st.EvictedProbation == 0 {
+		t.Errorf("stats %+v: want the counters evicted to stay within %d bytes", st, limit)
+	}
+}
+
+// TestMemory_AKeyLargerThanItsShardsBudgetIsKept: a shard whose share of
+// MemoryLimit is smaller than one key keeps that key alone rather than
+// forget it (forgetting errs towards letting attempts through).
+func TestMemory_AKeyLargerThanItsShardsBudgetIsKept(t *testing.T) {
+	s := memstore.New(memstore.Config{MemoryLimit: 4 << 10, Shards: 1})
+	ctx := context.Background()
+	s.Do(ctx, []authguard.Op{charge("tg:default:login:acct:a")})
+	key := fatLog(t, s, 1)
+	assertKeys(t, s, key)
+	fatLog(t, s, 2) // and the next such key takes its place
+	if st := s.Stats(); st.Entries != 1 || st.Evicted != 2 {
+		t.Errorf("stats %+v, want one key kept and two evicted", st)
 	}
 }

@@ -32,6 +32,10 @@ import (
 // after every ordinary key of its shard (see package memstore).
 const fallbackEntries = 100_000
 
+// fallbackMemoryLimit bounds the fallback's bytes as the main store's
+// memory_limit does: 100,000 keys of about 320 bytes.
+const fallbackMemoryLimit = 32 << 20
+
 // serve runs the service until ctx is cancelled, then stops accepting
 // connections, lets in-flight requests finish (within
 // cfg.Timeouts.Shutdown) and closes the store. ready, when set, is called
@@ -70,7 +74,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
-	fallback := memstore.New(memstore.Config{MaxEntries: fallbackEntries})
+	fallback := memstore.New(memstore.Config{MaxEntries: fallbackEntries, MemoryLimit: fallbackMemoryLimit})
 	defer fallback.Close()
 	defer store.Close()
 
@@ -227,7 +231,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 // and /readyz says so.
 func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authguard.Store, string, error) {
 	if cfg.Redis == nil {
-		return memstore.New(memstore.Config{}), "memory", nil
+		return memstore.New(memstore.Config{MemoryLimit: cfg.MemoryLimit}), "memory", nil
 	}
 	r := cfg.Redis
 	redisstore.SetLogger(log)

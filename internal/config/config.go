@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dustin/go-humanize"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-auth/tollgate/auth"
@@ -47,6 +48,10 @@ type Config struct {
 	Redis *RedisConfig
 	// KeyPrefix starts every store key. The default is "tg".
 	KeyPrefix string
+	// MemoryLimit bounds the bytes the embedded memory store's keys hold
+	// (memstore.Config.MemoryLimit), when there is no Redis. The default is
+	// 0: the memory store's own, 320 MiB.
+	MemoryLimit int64
 	// EntriesRefresh is how often an instance reads the administrators'
 	// allow and deny entries from the store, so that one added on another
 	// instance applies here. The default is 5s.
@@ -225,7 +230,8 @@ func readAuth(fa *fileAuth) (*auth.Config, error) {
 }
 
 type fileStore struct {
-	Redis *fileRedis `yaml:"redis"`
+	Redis       *fileRedis `yaml:"redis"`
+	MemoryLimit *string    `yaml:"memory_limit"`
 }
 
 type fileRedis struct {
@@ -330,6 +336,13 @@ func Parse(data []byte) (*Config, error) {
 		if err := checkRedis(cfg.Redis); err != nil {
 			return nil, fmt.Errorf("line %d: store.redis: %w", line("store"), err)
 		}
+	}
+	if m := fc.Store.MemoryLimit; m != nil {
+		n, err := ParseBytes(*m)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: store.memory_limit: %w", line("store"), err)
+		}
+		cfg.MemoryLimit = n
 	}
 	if fc.KeyPrefix != nil {
 		if !keyPrefixRE.MatchString(*fc.KeyPrefix) {
@@ -543,4 +556,21 @@ func parseLogLevel(s string) (slog.Level, error) {
 		return l, err
 	}
 	return l, fmt.Errorf("%q is not debug, info, warn or error", s)
+}
+
+// Memory limits a memory store may be given: below the lower one a shard's
+// budget holds a handful of keys; the upper one is past any machine's RAM.
+const (
+	MinMemoryLimit = 16 << 20
+	MaxMemoryLimit = 1 << 40
+)
+
+// ParseBytes reads a size such as "320MiB", "1 GiB" or "512000000" (bytes)
+// with go-humanize, between MinMemoryLimit and MaxMemoryLimit.
+func ParseBytes(s string) (int64, error) {
+	n, err := humanize.ParseBytes(s)
+	if err != nil || n < MinMemoryLimit || n > MaxMemoryLimit {
+		return 0, fmt.Errorf("must be a size between 16MiB and 1TiB, such as 320MiB")
+	}
+	return int64(n), nil
 }

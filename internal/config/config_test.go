@@ -314,3 +314,49 @@ flows:
 		t.Errorf("a tenant's bad flow: %v", err)
 	}
 }
+
+func TestParse_MemoryLimit(t *testing.T) {
+	tests := []struct {
+		in   string
+		want int64 // 0: refused
+	}{
+		{"320MiB", 320 << 20},
+		{"1 GiB", 1 << 30},
+		{"512000000", 512_000_000},
+		{"16MiB", MinMemoryLimit},
+		{"1TiB", MaxMemoryLimit},
+		{"15MiB", 0},
+		{"2TiB", 0},
+		{"-5MiB", 0},
+		{"lots", 0},
+		{"", 0},
+	}
+	for _, tt := range tests {
+		cfg, err := Parse([]byte(fmt.Sprintf("store:\n  memory_limit: %q\n", tt.in)))
+		switch {
+		case tt.want == 0 && err == nil:
+			t.Errorf("memory_limit %q: accepted as %d, want an error", tt.in, cfg.MemoryLimit)
+		case tt.want == 0 && !strings.Contains(err.Error(), "line 1: store.memory_limit: must be a size between 16MiB and 1TiB"):
+			t.Errorf("memory_limit %q: error %q does not say what is valid", tt.in, err)
+		case tt.want != 0 && (err != nil || cfg.MemoryLimit != tt.want):
+			t.Errorf("memory_limit %q: %d %v, want %d", tt.in, cfg.MemoryLimit, err, tt.want)
+		}
+	}
+	if cfg, _ := Parse(nil); cfg.MemoryLimit != 0 {
+		t.Errorf("default memory_limit %d, want 0 (the memory store's own)", cfg.MemoryLimit)
+	}
+}
+
+// FuzzParseBytes: any text is a size within the bounds or an error, never
+// a panic.
+func FuzzParseBytes(f *testing.F) {
+	for _, s := range []string{"320MiB", "1 GiB", "512000000", "1e3 kB", "-1", "9999999999999999999999 EiB", "NaN"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseBytes(s)
+		if err == nil && (n < MinMemoryLimit || n > MaxMemoryLimit) {
+			t.Errorf("ParseBytes(%q) = %d, outside the bounds", s, n)
+		}
+	})
+}

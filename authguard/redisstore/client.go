@@ -45,7 +45,12 @@ type ClientConfig struct {
 
 // NewClient returns a client for cfg. Retries are off: a failing call is
 // answered by the flow's fail mode at once rather than retried past its
-// deadline.
+// deadline. On a Cluster go-redis still follows MOVED and ASK redirects (up
+// to 3 a call), and does it at once, without its backoff between attempts:
+// waiting out a backoff for a dead master's ops only spends the batch's
+// deadline (a refused connection is refused again at once), and when the
+// deadline runs out during that wait go-redis marks every op of the
+// pipeline failed, those the healthy masters had answered too.
 func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
@@ -103,6 +108,8 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 		ContextTimeoutEnabled: true,
 		MaxRetries:            -1,
 		DialerRetries:         1,
+		MinRetryBackoff:       -1, // no wait between a pipeline's attempts
+		MaxRetryBackoff:       -1,
 		TLSConfig:             tlsConfig,
 	}
 	return redis.NewClusterClient(o), nil

@@ -16,5 +16,8 @@
 //
 // Each batch has a short deadline (50ms by default) and a circuit breaker
 // stops calling a Redis that keeps failing, so callers get the flow's fail
-// mode answer in bounded time while Redis is down.
+// mode answer in bounded time while Redis is down. On a Cluster each master
+// has a breaker of its own, and a dead or moved node's errors reload the
+// slot map at once (failover.go), so a failover costs seconds and keys on
+// healthy masters never fail with it.
 package redisstore

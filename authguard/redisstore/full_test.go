@@ -127,7 +127,7 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 	needRedis(t)
 	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
-	s, err := redisstore.New(redisstore.Config{Client: c}) // the default breaker: 5 failures, a 1 s cooldown
+	s, err := redisstore.New(redisstore.Config{Client: c}) // the default breaker: 5 failures, a 100 ms cooldown
 	if err != nil {
 		t.Fatal(err)
 	}

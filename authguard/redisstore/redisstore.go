@@ -68,10 +68,13 @@ type Config struct {
 	// default is 50ms.
 	Timeout time.Duration
 	// BreakAfter is how many batches in a row must fail before the circuit
-	// breaker opens. The default is 5.
+	// breaker opens. On a Cluster each master has a breaker of its own,
+	// which counts the batches that needed it (failover.go). The default
+	// is 5.
 	BreakAfter int
 	// Cooldown is how long an open breaker fails batches at once before it
-	// lets one through to try Redis again. The default is 1s.
+	// lets one through to try Redis again (one at a time: a Redis still
+	// down costs one batch's timeout a cooldown). The default is 100ms.
 	Cooldown time.Duration
 	// Now, when set, gives the scripts an explicit time instead of Redis
 	// TIME, and leaves expiry to the scripts' own logic (no PEXPIRE, since
@@ -89,6 +92,15 @@ type Store struct {
 	now     func() time.Time
 	breaker breaker
 	hints   hints // keys expected to block a check, on a Cluster (hints.go)
+	// cluster is the client when it is a Cluster's, with a breaker per
+	// master in nodes and the slot map reloaded on a lost node's errors
+	// (failover.go); nil otherwise, and the Store has the one breaker.
+	cluster    *redis.ClusterClient
+	nodes      *nodeBreakers
+	mapped     atomic.Bool // a batch went through: go-redis holds a slot map
+	reloadMu   sync.Mutex
+	reloadedAt time.Time    // when the slot map was last asked to reload
+	reloads    atomic.Int64 // how many times it was asked
 	// pipelineBatches sends every batch as a pipeline of op scripts, as
 	// before batches on one node were one script (tests compare the two).
 	pipelineBatches bool
@@ -106,25 +118,34 @@ func New(cfg Config) (*Store, error) {
 		cfg.BreakAfter = 5
 	}
 	if cfg.Cooldown <= 0 {
-		cfg.Cooldown = time.Second
+		cfg.Cooldown = 100 * time.Millisecond
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = time.Now
 	}
-	return &Store{
+	s := &Store{
 		client:  cfg.Client,
 		timeout: cfg.Timeout,
 		now:     cfg.Now,
 		breaker: breaker{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock},
-	}, nil
+	}
+	if c, ok := cfg.Client.(*redis.ClusterClient); ok {
+		s.cluster = c
+		s.nodes = &nodeBreakers{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock}
+	}
+	return s, nil
 }
 
 // ErrCircuitOpen is returned, wrapped with authguard.ErrStoreUnavailable,
 // while the breaker is open.
 var ErrCircuitOpen = authguard.ErrCircuitOpen
 
-// Do runs ops as one pipeline of EVALSHAs: one round trip.
+// Do runs ops as one pipeline of EVALSHAs: one round trip. On a Cluster it
+// fails at once only when a master the batch needs has its breaker open.
 func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	if s.cluster != nil && s.mapped.Load() {
+		return s.doCluster(ctx, ops)
+	}
 	if !s.breaker.allow() {
 		return nil, fmt.Errorf("%w: %w", authguard.ErrStoreUnavailable, ErrCircuitOpen)
 	}
@@ -133,7 +154,13 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	res, err := s.do(ctx, ops)
 	s.breaker.record(answered(err))
 	if err != nil {
+		if s.cluster != nil && nodeLost(err) {
+			s.reloadSlots()
+		}
 		return nil, unavailable(err)
+	}
+	if s.cluster != nil {
+		s.mapped.Store(true) // from now on, a breaker per master (failover.go)
 	}
 	if _, single := s.client.(*redis.Client); !single {
 		s.hints.learnFailures(ops, res, s.clock())
@@ -185,19 +212,32 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 		_, _ = pipe.Exec(ctx)
 	}
 
+	// Each op's error is kept (opErrors), so that on a Cluster only the
+	// masters whose ops failed count the failure (failover.go).
 	res := make([]authguard.Result, len(ops))
+	var errs []error
 	for i, cmd := range cmds {
 		r, err := decode(cmd)
-		if redis.HasErrorPrefix(err, "OOM") {
+		switch {
+		case redis.HasErrorPrefix(err, "OOM"):
 			// maxmemory reached with noeviction: Redis answers, reads work,
 			// writes are refused. Its own kind, so it is not mistaken for
 			// an outage.
-			return nil, fmt.Errorf("op %d on %s: %w: %w", i, calls[i].key, authguard.ErrStoreFull, err)
+			err = fmt.Errorf("op %d on %s: %w: %w", i, calls[i].key, authguard.ErrStoreFull, err)
+		case err != nil:
+			err = fmt.Errorf("op %d on %s: %w", i, calls[i].key, err)
 		}
 		if err != nil {
-			return nil, fmt.Errorf("op %d on %s: %w", i, calls[i].key, err)
+			if errs == nil {
+				errs = make([]error, len(cmds))
+			}
+			errs[i] = err
+			continue
 		}
 		res[i] = r
+	}
+	if errs != nil {
+		return nil, &opErrors{errs}
 	}
 	return res, nil
 }
@@ -384,16 +424,31 @@ type breaker struct {
 }
 
 func (b *breaker) allow() bool {
+	ok, _ := b.admit()
+	return ok
+}
+
+// admit is allow, and reports whether the batch let through is the
+// half-open trial.
+func (b *breaker) admit() (ok, trial bool) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	switch {
 	case b.failures < b.after:
-		return true
+		return true, false
 	case b.trying || b.clock().Before(b.openUntil):
-		return false
+		return false, false
 	}
 	b.trying = true
-	return true
+	return true, true
+}
+
+// release gives back a trial that admit granted to a batch that was then
+// not sent (another breaker it needed was open).
+func (b *breaker) release() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.trying = false
 }
 
 func (b *breaker) record(ok bool) {
@@ -410,12 +465,17 @@ func (b *breaker) record(ok bool) {
 	}
 }
 
-// Open reports whether the breaker is failing batches at once.
-func (s *Store) Open() bool {
-	b := &s.breaker
+// open reports whether b fails batches at once.
+func (b *breaker) open() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.failures >= b.after && (b.trying || b.clock().Before(b.openUntil))
+}
+
+// Open reports whether the breaker is failing batches at once: on a
+// Cluster, whether any master's is.
+func (s *Store) Open() bool {
+	return s.breaker.open() || (s.nodes != nil && s.nodes.open())
 }
 
 // answered reports whether a batch's Redis answered: it did unless err is

@@ -366,7 +366,7 @@ func (w *storeWatch) answered() {
 // health is api.Config.StoreHealth: an error wrapping
 // authguard.ErrStoreFull while the store has answered "full" within the
 // last storeSettle. A full store fails every write while it is full, at
-// least once a second with traffic (the circuit breaker's cooldown), so
+// least once a cooldown with traffic (the circuit breaker's, 100 ms), so
 // with traffic /readyz stays 503 for the whole episode. Without traffic it
 // is ready again after storeSettle, so an instance that its own 503 took
 // out of rotation comes back and tries the store again instead of waiting

@@ -251,3 +251,141 @@ func freePort() (int, error) {
 	defer l.Close()
 	return l.Addr().(*net.TCPAddr).Port, nil
 }
+
+// Kill sends the server SIGKILL by its PID, as a crash would, and waits for
+// it to exit. Unlike Stop it reports a failure to kill.
+func (in *Instance) Kill() error {
+	if in.cmd == nil || in.cmd.Process == nil {
+		return errors.New("redistest: the server is not running")
+	}
+	if err := syscall.Kill(in.PID(), syscall.SIGKILL); err != nil {
+		return fmt.Errorf("redistest: killing redis-server %d: %w", in.PID(), err)
+	}
+	in.cmd.Wait()
+	in.cmd = nil
+	return nil
+}
+
+// ReplicatedClusterInstances is a running Redis Cluster whose masters have
+// one replica each, so that it fails over when a master dies.
+type ReplicatedClusterInstances struct {
+	// Nodes are every node, masters first as they were created; a
+	// failover changes which is which.
+	Nodes []*Instance
+	// NodeTimeout is the nodes' cluster-node-timeout: a master that does
+	// not answer for that long is failed over.
+	NodeTimeout time.Duration
+}
+
+// Addrs lists every node's address (any of them is a seed).
+func (c *ReplicatedClusterInstances) Addrs() []string {
+	addrs := make([]string, len(c.Nodes))
+	for i, n := range c.Nodes {
+		addrs[i] = n.Addr
+	}
+	return addrs
+}
+
+// Node returns the node at addr, or nil.
+func (c *ReplicatedClusterInstances) Node(addr string) *Instance {
+	for _, n := range c.Nodes {
+		if n.Addr == addr {
+			return n
+		}
+	}
+	return nil
+}
+
+// Stop stops every node.
+func (c *ReplicatedClusterInstances) Stop() {
+	for _, n := range c.Nodes {
+		n.Stop()
+	}
+}
+
+// ReplicatedCluster starts a Redis Cluster of 3 masters with 1 replica each
+// for the test, with a node timeout of 1s (a dead master's replica takes
+// over within a few seconds), and stops it at cleanup. extra are more
+// redis-server arguments for every node.
+func ReplicatedCluster(tb testing.TB, extra ...string) *ReplicatedClusterInstances {
+	tb.Helper()
+	Require(tb)
+	c, err := StartReplicatedCluster(tb.TempDir(), 3, time.Second, extra...)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(c.Stop)
+	return c
+}
+
+// StartReplicatedCluster starts masters masters and as many replicas,
+// joins them with redis-cli --cluster create --cluster-replicas 1, and
+// waits until every node sees the whole cluster as ok and every replica is
+// in sync with its master (a replica that never synced would not take
+// over).
+func StartReplicatedCluster(dir string, masters int, nodeTimeout time.Duration, extra ...string) (*ReplicatedClusterInstances, error) {
+	if _, err := exec.LookPath("redis-cli"); err != nil {
+		return nil, ErrNotInstalled
+	}
+	c := &ReplicatedClusterInstances{NodeTimeout: nodeTimeout}
+	for i := range 2 * masters {
+		d := filepath.Join(dir, fmt.Sprint("node", i))
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			c.Stop()
+			return nil, err
+		}
+		args := append([]string{"--cluster-enabled", "yes", "--cluster-config-file", filepath.Join(d, "nodes.conf"),
+			"--cluster-node-timeout", strconv.FormatInt(nodeTimeout.Milliseconds(), 10)}, extra...)
+		in, err := Start(d, args...)
+		if err != nil {
+			c.Stop()
+			return nil, err
+		}
+		c.Nodes = append(c.Nodes, in)
+	}
+	args := append([]string{"--cluster", "create"}, c.Addrs()...)
+	args = append(args, "--cluster-replicas", "1", "--cluster-yes")
+	if out, err := exec.Command("redis-cli", args...).CombinedOutput(); err != nil {
+		c.Stop()
+		return nil, fmt.Errorf("redistest: redis-cli --cluster create: %v: %s", err, out)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for _, node := range c.Nodes {
+		cl := redis.NewClient(&redis.Options{Addr: node.Addr})
+		for {
+			ok, detail := replicatedNodeReady(cl, len(c.Nodes))
+			if ok {
+				break
+			}
+			if time.Now().After(deadline) {
+				cl.Close()
+				c.Stop()
+				return nil, fmt.Errorf("redistest: node %s not ready after 20s: %s", node.Addr, detail)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		cl.Close()
+	}
+	return c, nil
+}
+
+// replicatedNodeReady reports whether a node sees the cluster ok with all
+// nodes known and, on a replica, its link to its master up.
+func replicatedNodeReady(cl *redis.Client, nodes int) (bool, string) {
+	ctx := context.Background()
+	info, err := cl.ClusterInfo(ctx).Result()
+	if err != nil {
+		return false, err.Error()
+	}
+	if !strings.Contains(info, "cluster_state:ok") || !strings.Contains(info, fmt.Sprintf("cluster_known_nodes:%d\r", nodes)) {
+		return false, info
+	}
+	repl, err := cl.Info(ctx, "replication").Result()
+	if err != nil {
+		return false, err.Error()
+	}
+	if strings.Contains(repl, "role:slave") && !strings.Contains(repl, "master_link_status:up") {
+		return false, repl
+	}
+	return true, ""
+}

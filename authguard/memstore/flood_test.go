@@ -134,24 +134,24 @@ func procStatus(t *testing.T, field string) string {
 	return "unknown"
 }
 
-// budgetSize returns the MemoryLimit TOLLGATE_MEMORY_LIMIT names, in MiB,
+// budgetSize returns the MemoryLimit MEMSTORE_MEASURE_MIB names, in MiB,
 // and skips the test when it is unset. Like the flood measurements, these
 // measure, one process each, what a store at its byte budget takes in
 // RSS, for the fattest keys an attacker can make and for thin ones:
 //
-//	TOLLGATE_MEMORY_LIMIT=320 go test -run '^TestFlood_FatSprayLogsAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
-//	TOLLGATE_MEMORY_LIMIT=320 go test -run '^TestFlood_FatDestinationLogsAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
-//	TOLLGATE_MEMORY_LIMIT=320 go test -run '^TestFlood_ThinKeysAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
+//	MEMSTORE_MEASURE_MIB=320 go test -run '^TestFlood_FatSprayLogsAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
+//	MEMSTORE_MEASURE_MIB=320 go test -run '^TestFlood_FatDestinationLogsAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
+//	MEMSTORE_MEASURE_MIB=320 go test -run '^TestFlood_ThinKeysAtTheByteBudget$' -v -timeout 1h ./authguard/memstore/
 //
 // (320 MiB is the default MemoryLimit.)
 func budgetSize(t *testing.T) int64 {
-	v := os.Getenv("TOLLGATE_MEMORY_LIMIT")
+	v := os.Getenv("MEMSTORE_MEASURE_MIB")
 	if v == "" {
-		t.Skip("a measurement, not a test: set TOLLGATE_MEMORY_LIMIT to a budget in MiB (320, the default) to run it")
+		t.Skip("a measurement, not a test: set MEMSTORE_MEASURE_MIB to a budget in MiB (320, the default) to run it")
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil || n <= 0 {
-		t.Fatalf("TOLLGATE_MEMORY_LIMIT=%q: want a number of MiB", v)
+		t.Fatalf("MEMSTORE_MEASURE_MIB=%q: want a number of MiB", v)
 	}
 	return int64(n) << 20
 }

@@ -861,7 +861,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 // taken (nil for none).
 func (e *Engine) flooded(s *subjects, device, id string, solved bool, b *batch) (Verdict, bool, chan struct{}) {
 	p := e.checkPlan(s, device, id, solved)
-	if held := e.recall.held(p.ops, e.now()); held != nil {
+	if held := e.recall.held(p.ops, e.now(), false); held != nil {
 		if v := e.combine(s.flow, &p, batch{res: held}, solved); v.Action != Proceed {
 			b.src = SourceRecall
 			return v, true, nil
@@ -886,8 +886,14 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 		return p, b, Verdict{}
 	}
 	v := e.combine(s.flow, &p, b, solved)
-	if v.Action != Proceed && b.res != nil && !b.undone {
+	switch {
+	case b.undone || b.res == nil:
+	case v.Action != Proceed:
 		e.refund(ctx, &p, gates, b)
+	case b.src == SourceFallback && !errors.Is(b.err, ErrStoreFull):
+		// What a check the fallback let through counted, for the store; a
+		// refused one is refunded and leaves nothing to write back.
+		e.writeBack.add(p.ops, b.res)
 	}
 	return p, b, v
 }
@@ -1128,15 +1134,30 @@ func (r *reservation) run(ctx context.Context, st Store, ops []Op) ([]Result, bo
 func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batch {
 	ctx = context.WithoutCancel(ctx)
 	start := e.now()
-	res, undone, err := r.run(ctx, e.store, ops)
+	// Ops the fallback counted while the store failed ride ahead of this
+	// batch, in its round trip (writeback.go): no gate, nothing undone.
+	all, rr := ops, r
+	pre := e.writeBack.carry()
+	if pre != nil {
+		all = append(slices.Clip(pre), ops...)
+		if r != nil {
+			rr = &reservation{append(make([]Gate, len(pre)), r.gates...), r.solved}
+		}
+	}
+	res, undone, err := rr.run(ctx, e.store, all)
 	b := batch{took: e.now().Sub(start), err: err, src: SourceNone, undone: undone}
-	if err == nil && len(res) != len(ops) {
-		b.err = fmt.Errorf("authguard: store returned %d results for %d operations", len(res), len(ops))
+	if err == nil && len(res) != len(all) {
+		b.err = fmt.Errorf("authguard: store returned %d results for %d operations", len(res), len(all))
+	}
+	if pre != nil {
+		e.wroteBack(ctx, pre, res, b.err == nil, errors.Is(b.err, ErrStoreFull))
+		if b.err == nil {
+			res = res[len(pre):]
+		}
 	}
 	if b.err == nil {
 		b.res, b.src = res, SourceStore
 		e.recall.learn(ops, res, undone, e.now())
-		e.flush(ctx)
 		return b
 	}
 	if StoreErrorKind(b.err) == "timeout" && e.overloaded() {
@@ -1146,18 +1167,35 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 	if errors.Is(b.err, ErrStoreFull) {
 		b.held = e.peek(ctx, ops)
 	} else {
-		b.held = e.recall.held(ops, e.now())
+		b.held = e.recall.held(ops, e.now(), true)
 	}
 	local := continueHeld(ops, b.held)
 	if f.FailMode == FailOpen && e.fallback != nil {
 		if res, undone, ferr := r.run(ctx, e.fallback, local); ferr == nil && len(res) == len(ops) {
 			b.res, b.src, b.undone = res, SourceFallback, undone
-			if !undone {
+			if r == nil && !errors.Is(b.err, ErrStoreFull) { // a check's once its verdict is known (reserve)
 				e.writeBack.add(ops, res)
 			}
 		}
 	}
 	return b
+}
+
+// wroteBack settles carried write-back ops: when written, the store's
+// answers are learned and the ops' keys leave the fallback, which then
+// holds nothing the store does not (the next blip would count it twice).
+func (e *Engine) wroteBack(ctx context.Context, pre []Op, res []Result, written, full bool) {
+	if written {
+		e.recall.learn(pre, res[:len(pre)], false, e.now())
+	}
+	e.writeBack.settle(pre, written, full)
+	if written && e.fallback != nil {
+		dels := make([]Op, len(pre))
+		for i, op := range pre {
+			dels[i] = &DeleteOp{Key: op.StoreKey()}
+		}
+		_, _ = e.fallback.Do(ctx, dels)
+	}
 }
 
 // continueHeld returns ops for the fallback while the store is full or
@@ -1299,7 +1337,6 @@ func (e *Engine) refund(ctx context.Context, p *plan, gates []Gate, b batch) {
 	st := e.store
 	if b.src == SourceFallback {
 		st = e.fallback
-		e.writeBack.add(back, nil)
 	}
 	_, _ = st.Do(context.WithoutCancel(ctx), back)
 }

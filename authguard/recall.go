@@ -208,7 +208,14 @@ func (r *recall) forgetMatching(pattern string) {
 // held returns what is remembered of ops' keys at now as the results the
 // store last gave, one per op (zero for a key with nothing remembered), or
 // nil when nothing is remembered of any of them.
-func (r *recall) held(ops []Op, now time.Time) []Result {
+//
+// During an outage (outage true) a backoff counter is taken to hold one
+// failure more than the store last said, made when its wait ran out: the
+// attempt any other instance may have let through then, which this one
+// cannot see. So a fault shorter than a counter's current delay gives its
+// subject no attempt on any instance, however many there are; over a
+// longer outage each instance counts on its own from there.
+func (r *recall) held(ops []Op, now time.Time, outage bool) []Result {
 	if r == nil || r.n.Load() == 0 {
 		return nil
 	}
@@ -220,9 +227,14 @@ func (r *recall) held(ops []Op, now time.Time) []Result {
 			continue
 		}
 		var res Result
-		switch op.(type) {
+		switch op := op.(type) {
 		case *BackoffOp:
-			res = Result{Count: e.count, Wait: time.Duration(max(e.wait-ms, 0)) * time.Millisecond}
+			count, until := e.count, e.wait
+			if outage {
+				count++
+				until += op.Policy.Delay(count).Milliseconds()
+			}
+			res = Result{Count: count, Wait: time.Duration(max(until-ms, 0)) * time.Millisecond}
 		case *LogOp:
 			res = Result{Over: e.over > ms}
 		case *RateOp:

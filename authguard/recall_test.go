@@ -161,19 +161,50 @@ func TestBlip_AnAccountInBackoffStaysInBackoffThroughStoreBlips(t *testing.T) {
 }
 
 // A fail-closed flow answers a store outage with its short retry, but not
-// for an account the store held in a longer delay: that wait stands.
+// for an account the store held in a longer delay: that wait stands, one
+// step longer (16 s, then the 32 s after the attempt another instance may
+// let through when it ends, which this one cannot see).
 func TestBlip_FailClosedKeepsTheRememberedWait(t *testing.T) {
 	in := newInstances(t, 1, "flows:\n  login:\n    fail_mode: closed\n", 0)
 	e, ctx := in.e[0], context.Background()
 	failures(t, in, e, "victim", 9) // the next attempt waits 16s
 	in.store.fail.Store(true)
 	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "198.18.1.1"})
-	if v.Action != authguard.Delay || v.Delay != 16*time.Second || v.Reasons[0] != authguard.ReasonAccountBackoff {
-		t.Errorf("store down, account in a 16s delay: %+v, want that delay", v)
+	if v.Action != authguard.Delay || v.Delay != 48*time.Second || v.Reasons[0] != authguard.ReasonAccountBackoff {
+		t.Errorf("store down, account in a 16s delay: %+v, want 16 s + 32 s", v)
 	}
 	v, _ = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "someone-else", IP: "198.18.1.2"})
 	if v.Action != authguard.Delay || v.Delay != 2*time.Second || v.Reasons[0] != authguard.ReasonUnavailable {
 		t.Errorf("store down, an account not in backoff: %+v, want the 2s unavailable retry", v)
+	}
+}
+
+// Three instances cannot see each other's fallbacks during an outage. One
+// that spans the moment an account's wait runs out would let each of them
+// take the attempt then (three where the store gives one), so each counts
+// the attempt the others may take: a fault shorter than the delay gives the
+// account nothing on any instance.
+func TestBlip_InstancesThatCannotSeeEachOtherGiveNothingDuringAShortFault(t *testing.T) {
+	in := newInstances(t, 3, "", 0)
+	ctx := context.Background()
+	failures(t, in, in.e[0], "victim@example.com", 8) // the next attempt waits 8 s
+	for _, e := range in.e {                          // every instance has seen the delay
+		if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "198.18.9.9"}); v.Action != authguard.Delay {
+			t.Fatalf("before the fault: %v, want delay", v.Action)
+		}
+	}
+	in.clock.Advance(7500 * time.Millisecond)
+	in.store.fail.Store(true) // from 0.5 s before the wait's end to 3 s after it
+	proceeds := 0
+	for i := range 350 {
+		ip := fmt.Sprintf("198.18.10.%d", i%250+1)
+		if v, _ := in.e[i%3].Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: ip}); v.Action == authguard.Proceed {
+			proceeds++
+		}
+		in.clock.Advance(10 * time.Millisecond)
+	}
+	if proceeds != 0 {
+		t.Errorf("a 3.5 s outage across the end of an 8 s wait gave %d proceeds on 3 instances, want 0", proceeds)
 	}
 }
 

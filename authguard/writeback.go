@@ -1,7 +1,6 @@
 package authguard
 
 import (
-	"context"
 	"sync"
 	"sync/atomic"
 )
@@ -15,7 +14,9 @@ import (
 // report then settles as it would a charge); a log admission as an add of
 // its member (a set: once); settlements, refunds and removals as they were,
 // in order. Rate takes are not written back: a rate's window is short, and
-// a take is not idempotent. Written ops leave the fallback, which then holds
+// a take is not idempotent. Nor is what a fallback counted while the store
+// was full: a full store refuses the writes (it keeps the delays it holds,
+// and the fallback counts on from them: engine.go's continueHeld). Written ops leave the fallback, which then holds
 // nothing the store does not.
 
 // maxWriteBack bounds the ops waiting to be written back. Past it new ones
@@ -23,8 +24,8 @@ import (
 // the store is furthest behind on.
 const maxWriteBack = 50_000
 
-// writeBackBatch is how many ops one write-back call sends.
-const writeBackBatch = 256
+// writeBackCarry is how many queued ops one call carries ahead of its own.
+const writeBackCarry = 64
 
 type writeBack struct {
 	mu      sync.Mutex
@@ -96,42 +97,46 @@ func (w *writeBack) add(ops []Op, res []Result) {
 	w.queued.Store(int64(len(w.ops)))
 }
 
-// flush writes one batch of the queue back, from the call that found the
-// store answering again: the calls right after a blip each take one round
-// trip more until the queue is empty, and no goroutine outlives a call. At
-// most one call flushes at a time; what fails stays queued, first.
-func (e *Engine) flush(ctx context.Context) {
-	w := &e.writeBack
+// carry takes the first ops of the queue for a call to send ahead of its
+// own batch, in the same round trip: the call that finds the store
+// answering again writes them before its own ops are decided, so that the
+// store has counted the blip's failures when it decides that call. At most
+// one call carries at a time (ops leave the queue in order); carry returns
+// nil when the queue is empty or another call carries.
+func (w *writeBack) carry() []Op {
 	if w.queued.Load() == 0 || !w.running.CompareAndSwap(false, true) {
-		return
+		return nil
 	}
-	defer w.running.Store(false)
 	w.mu.Lock()
-	n := min(len(w.ops), writeBackBatch)
-	batch := w.ops[:n:n]
-	w.mu.Unlock()
+	defer w.mu.Unlock()
+	n := min(len(w.ops), writeBackCarry)
 	if n == 0 {
+		w.running.Store(false)
+		return nil
+	}
+	return w.ops[:n:n]
+}
+
+// settle ends a carry of ops: written, they leave the queue; refused by a
+// full store, they leave it too, counted as dropped (a full store cannot
+// count them, and carrying them on would fail every call that carries
+// them while it is full); else they stay first in it.
+func (w *writeBack) settle(ops []Op, written, full bool) {
+	defer w.running.Store(false)
+	if !written && !full {
 		return
 	}
-	res, err := e.store.Do(ctx, batch)
-	if err != nil || len(res) != n {
-		return
-	}
-	e.recall.learn(batch, res, false, e.now())
 	w.mu.Lock()
-	w.ops = w.ops[n:]
+	w.ops = w.ops[len(ops):]
 	if len(w.ops) == 0 {
 		w.ops = nil
 	}
 	w.queued.Store(int64(len(w.ops)))
 	w.mu.Unlock()
-	w.written.Add(int64(n))
-	if e.fallback != nil {
-		dels := make([]Op, 0, n)
-		for _, op := range batch {
-			dels = append(dels, &DeleteOp{Key: op.StoreKey()})
-		}
-		_, _ = e.fallback.Do(ctx, dels)
+	if written {
+		w.written.Add(int64(len(ops)))
+	} else {
+		w.dropped.Add(int64(len(ops)))
 	}
 }
 

@@ -126,6 +126,20 @@ func (d *blipDeployment) attack(t *testing.T, fault func()) int {
 	return proceeds
 }
 
+// untilBack waits, at most 30 s from now (a master's kill), until back says
+// the instances answer from Redis again, and returns how long that took.
+func (d *blipDeployment) untilBack(t *testing.T, back func() bool) time.Duration {
+	killed := time.Now()
+	for time.Since(killed) < 30*time.Second {
+		if back() {
+			return time.Since(killed)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Error("Redis did not answer again within 30 s of the master's kill")
+	return time.Since(killed)
+}
+
 // debugSleep stalls a Redis server for d (DEBUG SLEEP; redistest enables
 // the command for local connections).
 func debugSleep(t *testing.T, addr string, d time.Duration) {
@@ -217,17 +231,9 @@ func TestBlip_SentinelMasterKilledForgetsNoDelay(t *testing.T) {
 	d := newBlipDeployment(t, client, 0)
 	var back time.Duration
 	got := d.attack(t, func() {
-		before, killed := d.fromR.Load(), time.Now()
+		before := d.fromR.Load()
 		master.Stop()
-		// Until both instances write to the promoted replica, at most 30 s.
-		for time.Since(killed) < 30*time.Second {
-			if isMaster(replica.Addr) && d.fromR.Load() > before+50 {
-				back = time.Since(killed)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Error("Redis did not answer again within 30 s of the master's kill")
+		back = d.untilBack(t, func() bool { return isMaster(replica.Addr) && d.fromR.Load() > before+50 })
 	})
 	t.Logf("%d proceeds for the account in backoff through the failover; answers from Redis again %v after the kill", got, back)
 	if got != 0 {
@@ -414,19 +420,15 @@ func TestBlip_ClusterMasterKilledForgetsNoDelay(t *testing.T) {
 	var back time.Duration
 	got := d.attack(t, func() {
 		dead := masterOf(t, first.(*redis.ClusterClient), key)
-		before, killed := d.fromR.Load(), time.Now()
+		before := d.fromR.Load()
 		if err := rc.Node(dead).Kill(); err != nil {
 			t.Error(err)
 			return
 		}
-		for time.Since(killed) < 30*time.Second {
-			if m, err := first.(*redis.ClusterClient).MasterForKey(context.Background(), key); err == nil && m.Options().Addr != dead && d.fromR.Load() > before+200 {
-				back = time.Since(killed)
-				return
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-		t.Error("the Cluster did not answer again within 30 s of the master's kill")
+		back = d.untilBack(t, func() bool {
+			m, err := first.(*redis.ClusterClient).MasterForKey(context.Background(), key)
+			return err == nil && m.Options().Addr != dead && d.fromR.Load() > before+200
+		})
 	})
 	t.Logf("%d proceeds for the account in backoff through the Cluster failover; answered from the Cluster again %v after the kill", got, back)
 	if got != 0 {

@@ -199,7 +199,7 @@ func TestBlip_RealRedisStallsAndWritePausesForgetNoDelay(t *testing.T) {
 				}
 				d := newBlipDeployment(t, client, recall)
 				got := d.attack(t, func() { tt.fault(t, in.Addr) })
-				t.Logf("recall %d bytes: %d proceeds for the account in backoff through the faults", recall, got)
+				t.Logf("%s: %d proceeds for the account in backoff through the faults", map[int64]string{0: "with the recall", -1: "without it"}[recall], got)
 				switch {
 				case recall == 0 && got != 0:
 					t.Errorf("the faults gave the account in backoff %d proceeds, want 0", got)

@@ -146,19 +146,29 @@ const (
 )
 
 // Destination is a parsed, normalised destination for a one-time code. It
-// is never logged or stored: the engine hashes Normalized and Prefix.
+// is never logged or stored: the engine hashes Mailbox and Prefix.
 type Destination struct {
 	// Channel is the channel the destination was parsed for.
 	Channel Channel
-	// Normalized is the one spelling of the destination. For a phone it is
-	// the number in E.164 ("+14155550123"). For an e-mail address it is the
-	// local part as NormalizeAccount normalises it, "@", and the domain in
-	// lower-case ASCII, internationalised labels as IDNA A-labels
+	// Normalized is the one spelling of the destination, the address a
+	// code is sent to. For a phone it is the number in E.164
+	// ("+14155550123"). For an e-mail address it is the local part as
+	// NormalizeAccount normalises it, "@", and the domain in lower-case
+	// ASCII, internationalised labels as IDNA A-labels
 	// ("josé@xn--bcher-kva.example"). It holds valid UTF-8 of at most 318
 	// bytes. The local part is case-folded but otherwise kept: sub-addresses
 	// ("alice+1", "alice+2") and Gmail's dots stay apart, so a counter on
-	// Normalized gives each its own budget.
+	// Normalized would give each its own budget. Count on Mailbox.
 	Normalized string
+	// Mailbox is the mailbox the destination delivers to, the subject that
+	// its counters key on: every spelling of one mailbox has one Mailbox.
+	// For a phone it is Normalized. For an e-mail address it is Normalized
+	// without its "+" tag and with its provider's rules applied
+	// ("a.lice+1@googlemail.com" is "alice@gmail.com"); see
+	// ParseDestination. It holds valid UTF-8 of at most 318 bytes, no "+"
+	// in its local part, and is its own Normalized and Mailbox. It is for
+	// counting only: a code goes to Normalized.
+	Mailbox string
 	// Prefix is the block the destination belongs to. For a phone it is
 	// Normalized without its last prefixDigits digits ("+14155550"), but
 	// never shorter than "+" and the country calling code. For an e-mail
@@ -207,6 +217,31 @@ const (
 // literals ("[192.0.2.1]"). Most of these spell a mailbox that has a
 // dot-atom address ("\a\l\i\c\e"@ and alice(1)@ are alice@), so taking
 // them would give one mailbox any number of budgets.
+//
+// An e-mail address's Mailbox, the subject its quotas count, is Normalized
+// with these rules applied:
+//
+//   - On every domain, the local part ends before its first "+": a "+"
+//     tag (RFC 5233 sub-addressing, which Gmail, Outlook.com, iCloud,
+//     Fastmail, Proton and most mail servers deliver to the untagged
+//     mailbox) is dropped. Two mailboxes of one server that differ only
+//     after a "+" share one quota: that errs on the side of the mailbox
+//     that would otherwise get a budget per tag.
+//   - Providers that document which spellings reach one mailbox have a row
+//     in a table (README lists it): gmail.com and googlemail.com are one
+//     domain that ignores dots in the local part; proton.me,
+//     protonmail.com, protonmail.ch and pm.me are one domain that ignores
+//     dots, hyphens and underscores; icloud.com, me.com and mac.com are
+//     one domain; anything@alice.fastmail.com, or at any subdomain of
+//     alice.fastmail.com, is alice@fastmail.com (Fastmail's subdomain
+//     addressing), and likewise under fastmail.fm.
+//
+// What remains of the local part (its mailbox name) must itself be a valid
+// local part, or the address is refused: "+x@", "alice.+x@" (except where
+// dots are ignored) and a Proton "-_-@" name no mailbox. Other separators
+// (qmail's "-"), catch-all domains and a domain's own aliases are the
+// domain's configuration, which a parser cannot see: each such spelling
+// still has its own Mailbox.
 //
 // Every input that is refused gives an *InputError for the field
 // "destination", or "channel" for a channel that is not one of the
@@ -275,6 +310,7 @@ func parsePhone(channel Channel, s string, prefixDigits int) (Destination, error
 	return Destination{
 		Channel:     channel,
 		Normalized:  e164,
+		Mailbox:     e164,
 		Prefix:      e164[:end],
 		Region:      region,
 		CallingCode: cc,
@@ -373,9 +409,14 @@ func parseEmail(s string) (Destination, error) {
 	if local != rawLocal || domain != rawDomain {
 		normalized = local + "@" + domain
 	}
+	mailbox, err := mailboxOf(normalized, local, domain)
+	if err != nil {
+		return Destination{}, err
+	}
 	return Destination{
 		Channel:    ChannelEmail,
 		Normalized: normalized,
+		Mailbox:    mailbox,
 		Prefix:     normalized[len(normalized)-len(domain):],
 	}, nil
 }

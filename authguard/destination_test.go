@@ -45,11 +45,18 @@ func exampleE164(t testing.TB, region string, typ phonenumbers.PhoneNumberType) 
 
 // phone is the Destination of a phone number on ChannelSMS.
 func phone(e164, prefix, region string, cc int, typ NumberType) Destination {
-	return Destination{Channel: ChannelSMS, Normalized: e164, Prefix: prefix, Region: region, CallingCode: cc, Type: typ}
+	return Destination{Channel: ChannelSMS, Normalized: e164, Mailbox: e164, Prefix: prefix, Region: region, CallingCode: cc, Type: typ}
 }
 
+// email is the Destination of an e-mail address that is its own mailbox.
 func email(normalized, domain string) Destination {
-	return Destination{Channel: ChannelEmail, Normalized: normalized, Prefix: domain}
+	return Destination{Channel: ChannelEmail, Normalized: normalized, Mailbox: normalized, Prefix: domain}
+}
+
+// inMailbox is d with Mailbox mailbox.
+func inMailbox(d Destination, mailbox string) Destination {
+	d.Mailbox = mailbox
+	return d
 }
 
 func validPhoneCases(t testing.TB) []destCase {
@@ -100,7 +107,7 @@ func validEmailCases() []destCase {
 	return []destCase{
 		{"mixed case", ChannelEmail, "Alice@Example.COM", 3, email("alice@example.com", "example.com")},
 		{"already normal", ChannelEmail, "alice@example.com", 3, email("alice@example.com", "example.com")},
-		{"sub-address kept", ChannelEmail, "Alice+OTP@Mail.Example.co.uk", 3, email("alice+otp@mail.example.co.uk", "mail.example.co.uk")},
+		{"sub-address kept, dropped from the mailbox", ChannelEmail, "Alice+OTP@Mail.Example.co.uk", 3, inMailbox(email("alice+otp@mail.example.co.uk", "mail.example.co.uk"), "alice@mail.example.co.uk")},
 		{"internationalised domain", ChannelEmail, "josé@Bücher.example", 3, email("josé@xn--bcher-kva.example", "xn--bcher-kva.example")},
 		{"A-label domain", ChannelEmail, "josé@XN--BCHER-KVA.example", 3, email("josé@xn--bcher-kva.example", "xn--bcher-kva.example")},
 		{"trailing dot dropped", ChannelEmail, "bob@example.com.", 3, email("bob@example.com", "example.com")},
@@ -112,7 +119,12 @@ func validEmailCases() []destCase {
 		{"digits and hyphens in the domain", ChannelEmail, "a@0-9.example-1.net", 3, email("a@0-9.example-1.net", "0-9.example-1.net")},
 		{"dots inside the local part", ChannelEmail, "Alice.B.Smith@example.com", 3, email("alice.b.smith@example.com", "example.com")},
 		{"full-width dot inside the local part", ChannelEmail, "alice．smith@example.com", 3, email("alice.smith@example.com", "example.com")},
-		{"every ASCII symbol of a dot-atom", ChannelEmail, "a!#$%&'*+-/=?^_`{|}~z@example.com", 3, email("a!#$%&'*+-/=?^_`{|}~z@example.com", "example.com")},
+		{"every ASCII symbol of a dot-atom", ChannelEmail, "a!#$%&'*+-/=?^_`{|}~z@example.com", 3, inMailbox(email("a!#$%&'*+-/=?^_`{|}~z@example.com", "example.com"), "a!#$%&'*@example.com")},
+		{"every ASCII symbol but + in the mailbox", ChannelEmail, "a!#$%&'*-/=?^_`{|}~z+x@example.com", 3, inMailbox(email("a!#$%&'*-/=?^_`{|}~z+x@example.com", "example.com"), "a!#$%&'*-/=?^_`{|}~z@example.com")},
+		{"Gmail's dots and tag, in the mailbox only", ChannelEmail, "Al.Ice+OTP@GoogleMail.com", 3, inMailbox(email("al.ice+otp@googlemail.com", "googlemail.com"), "alice@gmail.com")},
+		{"Fastmail subdomain address", ChannelEmail, "shop@Alice.Fastmail.com", 3, inMailbox(email("shop@alice.fastmail.com", "alice.fastmail.com"), "alice@fastmail.com")},
+		{"dot before the tag where dots are ignored", ChannelEmail, "alice.+x@gmail.com", 3, inMailbox(email("alice.+x@gmail.com", "gmail.com"), "alice@gmail.com")},
+		{"empty tag", ChannelEmail, "alice+@example.com", 3, inMailbox(email("alice+@example.com", "example.com"), "alice@example.com")},
 		{"unicode local part", ChannelEmail, "Ünïcödé.ñame@example.com", 3, email("ünïcödé.ñame@example.com", "example.com")},
 	}
 }
@@ -120,6 +132,10 @@ func validEmailCases() []destCase {
 // dotAtomDetail is a fragment of the detail for a local part that is not a
 // dot-atom.
 const dotAtomDetail = "joined by single dots"
+
+// mailboxDetailFragment is a fragment of the detail for a local part whose
+// mailbox name names no mailbox.
+const mailboxDetailFragment = "must name a mailbox"
 
 func destErrorCases() []destErrorCase {
 	return []destErrorCase{
@@ -184,6 +200,16 @@ func destErrorCases() []destErrorCase {
 		{"empty label", ChannelEmail, "alice@example..com", "destination", "domain", false},
 		{"two trailing dots", ChannelEmail, "alice@example.com..", "destination", "domain", false},
 		{"A-label that is not Punycode", ChannelEmail, "alice@xn--a.example", "destination", "domain", false},
+		// What is left of a local part once its tag is dropped and its
+		// provider's rules are applied must name a mailbox.
+		{"local part that is only a tag", ChannelEmail, "+x@example.com", "destination", mailboxDetailFragment, false},
+		{"local part that is only a plus", ChannelEmail, "+@gmail.com", "destination", mailboxDetailFragment, false},
+		{"local part that is only tags", ChannelEmail, "++x@example.com", "destination", mailboxDetailFragment, false},
+		{"dot before the tag", ChannelEmail, "alice.+x@example.com", "destination", mailboxDetailFragment, false},
+		{"dot before the tag at Outlook", ChannelEmail, "alice.+x@outlook.com", "destination", mailboxDetailFragment, false},
+		{"only characters Proton ignores", ChannelEmail, "-_-@proton.me", "destination", mailboxDetailFragment, false},
+		{"only characters Proton ignores, and a tag", ChannelEmail, "_.-+x@pm.me", "destination", mailboxDetailFragment, false},
+		{"RTL mailbox name that breaks the Bidi Rule", ChannelEmail, "\u05d0-+1@example.com", "destination", mailboxDetailFragment, false},
 		{"empty", ChannelSMS, "", "destination", "is required", true},
 		{"white space only", ChannelEmail, " \t ", "destination", "is required", true},
 		{"over 256 bytes", ChannelEmail, strings.Repeat("a", 250) + "@example.com", "destination", "at most 256 bytes", false},
@@ -280,6 +306,7 @@ func TestParseDestination_EveryExampleNumber(t *testing.T) {
 		want := Destination{
 			Channel:     ChannelSMS,
 			Normalized:  e164,
+			Mailbox:     e164,
 			Prefix:      e164[:max(len(e164)-3, len(e164)-len(phonenumbers.GetNationalSignificantNumber(n)))],
 			Region:      phonenumbers.GetRegionCodeForNumber(n),
 			CallingCode: int(n.GetCountryCode()),
@@ -420,6 +447,10 @@ func FuzzParseDestination(f *testing.F) {
 		seeds = append(seeds, tt.in)
 	}
 	seeds = append(seeds, "+44 (0) 20 7946 0958", "alice@xn--bcher-kva.example.", "a@b.c", "x@١٢٣.example", "a@ß.example", "a@İ.example", "\u05d0@\u05d0.example")
+	for _, tt := range mailboxCases() {
+		seeds = append(seeds, tt.spellings...)
+	}
+	seeds = append(seeds, "a.\u0301b+x@gmail.com", "\u05d0.\u05d1+\u0661@gmail.com", "x@a.b.alice.fastmail.fm", "a+b@xn--bcher-kva.fastmail.com", "é-+x@proton.me")
 	for _, s := range seeds {
 		for c := Channel(0); c <= ChannelEmail+1; c++ {
 			f.Add(uint8(c), s)
@@ -431,7 +462,8 @@ func FuzzParseDestination(f *testing.F) {
 // checkParseDestination: s is either refused with an *InputError for
 // destination or channel, or becomes a Destination whose Normalized is valid
 // UTF-8 of at most 320 bytes with its Prefix as a prefix (phone) or as its
-// domain (e-mail), and which Normalized parses to again.
+// domain (e-mail), and which Normalized parses to again; see checkMailbox
+// for its Mailbox.
 func checkParseDestination(t *testing.T, ch Channel, s string) {
 	t.Helper()
 	d, err := ParseDestination(ch, s, 3)
@@ -469,6 +501,58 @@ func checkParseDestination(t *testing.T, ch Channel, s string) {
 	if err != nil || again != d {
 		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v, but ParseDestination(%v, %+q, 3) = %+v, %v", ch, s, d, ch, d.Normalized, again, err)
 	}
+	checkMailbox(t, s, d)
+}
+
+// checkMailbox: d, which s parsed to, has a Mailbox of at most 318 bytes of
+// valid UTF-8. A phone's is Normalized. An e-mail address's has no "+" in
+// its local part and none of the characters its provider ignores, is its
+// own Normalized and Mailbox, and is the Mailbox of Normalized with a tag
+// added.
+func checkMailbox(t *testing.T, s string, d Destination) {
+	t.Helper()
+	m := d.Mailbox
+	if m == "" || !utf8.ValidString(m) || len(m) > 318 {
+		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: Mailbox empty, invalid or too long", d.Channel, s, d)
+	}
+	if d.Channel.Phone() {
+		if m != d.Normalized {
+			t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: a phone's Mailbox is not its Normalized", d.Channel, s, d)
+		}
+		return
+	}
+	local, domain, ok := strings.Cut(m, "@")
+	if !ok || local == "" || strings.IndexByte(local, '+') >= 0 {
+		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: Mailbox has an empty local part or a + in it", d.Channel, s, d)
+	}
+	if r := mailboxRuleOf[domain]; r != nil && strings.ContainsAny(local, r.Ignore) {
+		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: Mailbox keeps a character of %q, which %s ignores", d.Channel, s, d, r.Ignore, r.Provider)
+	}
+	if r := mailboxRuleOf[domain]; r != nil && r.Canonical != "" && r.Canonical != domain {
+		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v: Mailbox domain is not %s's canonical %s", d.Channel, s, d, r.Provider, r.Canonical)
+	}
+	again, err := ParseDestination(d.Channel, m, 3)
+	if err != nil || again.Normalized != m || again.Mailbox != m {
+		t.Fatalf("ParseDestination(%v, %+q, 3) = %+v, but its Mailbox parses to %+v, %v", d.Channel, s, d, again, err)
+	}
+	// A tag never makes another mailbox. Adding one can break the Bidi
+	// Rule in a right-to-left word, or the 64-byte bound.
+	at := strings.LastIndexByte(d.Normalized, '@')
+	tagged := d.Normalized[:at] + "+9" + d.Normalized[at:]
+	td, err := ParseDestination(d.Channel, tagged, 3)
+	fits := at+2 <= maxLocalPartBytes && len(tagged) <= MaxDestinationBytes
+	if err == nil && td.Mailbox != m || err != nil && fits && isASCII(d.Normalized) {
+		t.Fatalf("ParseDestination(%v, %+q, 3) has Mailbox %q, but %+q parses to %+v, %v", d.Channel, s, m, tagged, td, err)
+	}
+}
+
+func isASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] >= 0x80 {
+			return false
+		}
+	}
+	return true
 }
 
 func BenchmarkParseDestination(b *testing.B) {
@@ -480,6 +564,7 @@ func BenchmarkParseDestination(b *testing.B) {
 		{"us-phone", ChannelSMS, "+1 415-555-0123"},
 		{"uk-phone", ChannelSMS, "+44 7400 123456"},
 		{"ascii-email", ChannelEmail, "alice@example.com"},
+		{"tagged-gmail", ChannelEmail, "Al.Ice+OTP@gmail.com"},
 	} {
 		b.Run(bb.name, func(b *testing.B) {
 			b.ReportAllocs()

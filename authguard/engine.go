@@ -1025,7 +1025,7 @@ func (e *Engine) destinationOf(s *subjects, sf *Flow, channel, destination strin
 		return Destination{}, err
 	}
 	h := e.hasher(s.tenant)
-	s.dest = h.subject(s.tenant, "destination", d.Normalized)
+	s.dest = h.subject(s.tenant, "destination", d.Mailbox) // one inbox, one destination, whatever its spelling
 	s.destPrefix, s.country = "", ""
 	if ch.Phone() {
 		s.destPrefix = h.subject(s.tenant, "destination_prefix", d.Prefix)

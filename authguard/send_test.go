@@ -115,6 +115,33 @@ func TestSend_OTPBombingSpellingsShareOneCounter(t *testing.T) {
 	}
 }
 
+// TestSend_OneInboxInManySpellingsGetsTenCodesADay: the bomber sent
+// one Gmail inbox 30 of 30 codes at once in 30 +tag spellings (1,000 a day
+// with 100 spellings, 32 times the budget with dots alone): each spelling
+// was a destination of its own. Now the quota subject is the mailbox, so a
+// day of sends through a hundred spellings, dots, tags and googlemail.com,
+// from a thousand addresses, delivers 10.
+func TestSend_OneInboxInManySpellingsGetsTenCodesADay(t *testing.T) {
+	h := newHarness(t, "")
+	spell := func(i int) string {
+		local := "victim"
+		if i%3 == 1 {
+			local = "vic.tim"
+		}
+		domain := "gmail.com"
+		if i%5 == 2 {
+			domain = "GoogleMail.com"
+		}
+		return fmt.Sprintf("%s+%d@%s", local, i%100, domain)
+	}
+	sent := h.insistent(func(i int) authguard.SendRequest {
+		return authguard.SendRequest{Destination: spell(i), Channel: "email", IP: addr(i % 1000)}
+	})
+	if sent != 10 {
+		t.Errorf("%d codes sent to one inbox in 24 hours through 100 spellings, want 10 (destination_daily)", sent)
+	}
+}
+
 // TestSend_ResendAfter30sGoesOut: a user who does not get the first code and
 // asks again 30 seconds later gets the second at once; asking again at once
 // waits out the rest of the 30 seconds, and nothing is counted for it.

@@ -600,6 +600,55 @@ func TestVerify_GuessingOnePhonesCodesUnderManyAccounts(t *testing.T) {
 	}
 }
 
+// TestVerify_DeviceTokensOfManyAccountsCannotMultiplyGuessesAtOnePhone:
+// the attacker owns 20 accounts, verifies each once on a phone of
+// its own (earning each an otp_verify device token), then points every
+// account's code step at the victim's phone. destination_backoff counted
+// only clients without a token, so each token skipped it: 60 immediate
+// guesses, 1,500 a day with 100 accounts. It counts every client now, so the
+// victim's codes get the destination's 59 a day, however many accounts and
+// tokens guess at them.
+func TestVerify_DeviceTokensOfManyAccountsCannotMultiplyGuessesAtOnePhone(t *testing.T) {
+	h := newHarness(t, "")
+	const accounts = 20
+	tokens := make([]string, accounts)
+	for i := range tokens {
+		account, own := fmt.Sprint("attacker-", i), fmt.Sprintf("+44 7400 %06d", 500_000+i)
+		v := h.check(authguard.CheckRequest{Flow: "otp_verify", Account: account, IP: addr(i)})
+		r := h.report(authguard.ReportRequest{Flow: "otp_verify", Account: account, IP: addr(i), Outcome: authguard.Success,
+			Attempt: v.Attempt, Destination: own, Channel: "sms"})
+		if r.DeviceToken == "" {
+			t.Fatalf("account %d earned no device token", i)
+		}
+		tokens[i] = r.DeviceToken
+	}
+	start, guesses := h.clock.Now(), 0
+	for i := 0; h.clock.Now().Sub(start) < day; i++ {
+		n := i % accounts
+		req := authguard.CheckRequest{Flow: "otp_verify", Account: fmt.Sprint("attacker-", n), IP: addr(1000 + i%1000),
+			DeviceToken: tokens[n], Destination: victim, Channel: "sms"}
+		v := h.check(req)
+		switch v.Action {
+		case authguard.Proceed:
+			guesses++
+			h.report(authguard.ReportRequest{Flow: req.Flow, Account: req.Account, IP: req.IP, Outcome: authguard.Failure,
+				Attempt: v.Attempt, DeviceToken: req.DeviceToken, Destination: victim, Channel: "sms"})
+		case authguard.Delay:
+			if n == accounts-1 { // every account has met the delay: wait it out
+				h.clock.Advance(v.Delay)
+			}
+		default:
+			t.Fatalf("guess %d: %v %v", i, v.Action, v.Reasons)
+		}
+		if i > 1_000_000 {
+			t.Fatal("runaway loop")
+		}
+	}
+	if guesses > 59 {
+		t.Errorf("%d guesses at one phone's codes in 24 hours through %d accounts' device tokens, want at most 59", guesses, accounts)
+	}
+}
+
 // TestSend_KnownDeviceBehindABusyNATGetsItsCode: once an address has asked
 // for codes to 60 numbers within the hour, its next request needs a
 // CAPTCHA (ip_destinations); a user behind it whose device token a login

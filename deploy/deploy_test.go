@@ -508,7 +508,7 @@ var descriptorName = regexp.MustCompile(`^Desc\{fqName: ("(?:[^"\\]|\\.)*")`)
 
 // tollgateMetrics builds tollgate as `tollgate serve` does on the memory
 // store — api.NewMetrics over the built-in policy, both memory stores added,
-// the engine observed — drives a check and a code send through its HTTP
+// the engine observed and added — drives a check and a code send through its HTTP
 // API, and returns what its /metrics exports: the names of all the
 // families registered on the registry the API serves (Registry().Describe),
 // with the types a scrape of GET /metrics shows. It fails unless every
@@ -533,6 +533,7 @@ func tollgateMetrics(tb testing.TB) exportedMetrics {
 	if err != nil {
 		tb.Fatal(err)
 	}
+	metrics.AddEngine(engine) // as serve does
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics})
 	if err != nil {
 		tb.Fatal(err)

@@ -560,10 +560,66 @@ const (
 	// roleAllowance: the device's own allowance or its slot; an Over makes
 	// the device not exempt, never a verdict on its own.
 	roleAllowance
-	// roleCredit: a verification credited to a send flow's conversion rule;
-	// never part of the verdict.
+	// roleCredit: a verification credited to a send flow's conversion rule,
+	// or the record that an account verified a destination; never part of
+	// the verdict.
 	roleCredit
+	// roleVerified: whether the account verified the send's destination
+	// before (a peek of its record: Over when it did); not Over makes the
+	// device not exempt, never a verdict on its own.
+	roleVerified
 )
+
+// The keys of SendPolicy.OwnerCodes, per account and destination of a send
+// flow: the record that the account verified the destination, and the
+// owner's allowance of codes to it.
+const (
+	verifiedKey = "vdst"
+	ownerKey    = "vdst.own"
+)
+
+// owner adds to a send's plan, for a known device of an account with a
+// destination, the ops of the owner's allowance (SendPolicy.OwnerCodes):
+// the record that the account verified the destination (a peek), and the
+// allowance itself (a log of the sends it let through). The delay rules on
+// the destination become shared: their waits hold the send back only when
+// the account has not verified the destination or its allowance is spent.
+func (e *Engine) owner(p *plan, s *subjects, id string) {
+	f := s.flow
+	if f.Kind != Sends || f.Send.OwnerCodes <= 0 || s.account == "" || s.dest == "" {
+		return
+	}
+	for i := range p.ops {
+		r := &f.Rules[p.meta[i].rule]
+		if p.meta[i].role == roleLimit && r.Subject.Parts == PartDestination && r.Subject.IPBits == 0 && r.Past == PastDelay {
+			p.meta[i].role = roleShared
+		}
+	}
+	pair := s.account + "." + s.dest
+	// The record holds one member, "v"; a peek of another is Over exactly
+	// when the record is there.
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
+		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+	}, 0, roleVerified)
+	p.allowance = len(p.ops)
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, ownerKey, pair), Action: LogAdmit, Member: id,
+		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
+	}, 0, roleAllowance)
+}
+
+// verifiedOp records, on a success report that names a destination of a
+// send flow with OwnerCodes, that the account verified that destination.
+func (e *Engine) verifiedOp(p *plan, v *subjects) {
+	if v.flow.Send.OwnerCodes <= 0 || v.account == "" || v.dest == "" {
+		return
+	}
+	p.add(&LogOp{
+		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, v.account+"."+v.dest), Action: LogAdd, Member: "v",
+		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+	}, 0, roleCredit)
+}
 
 // plan is a batch of operations with what each one stands for.
 type plan struct {
@@ -663,6 +719,12 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}, i, roleLimit)
 			}
 		}
+	}
+	if known {
+		if id == "" {
+			id = randomID()
+		}
+		e.owner(&p, s, id)
 	}
 	return p
 }
@@ -945,6 +1007,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
 		if verified != nil && tokened && req.Outcome == Success {
 			e.credit(&p, verified)
+			e.verifiedOp(&p, verified)
 		}
 		b = e.do(ctx, s.flow, p.ops, nil)
 		if errors.Is(b.err, ErrOverloaded) {
@@ -1274,13 +1337,24 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 			}
 		}
 	}
+	// A send's owner allowance needs the destination verified: read where
+	// the batch was answered (the held state only when nothing answered).
+	verified := b.res
+	if verified == nil {
+		verified = b.held
+	}
+	for i := range p.meta {
+		if p.meta[i].role == roleVerified && (verified == nil || !verified[i].Over) {
+			exempt = false
+		}
+	}
 	var wait, queue time.Duration
 	var delayed, captcha, queued, denied reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
 			m := p.meta[i]
 			switch m.role {
-			case roleAllowance, roleCredit:
+			case roleAllowance, roleCredit, roleVerified:
 				continue
 			case roleShared:
 				if exempt {

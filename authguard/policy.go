@@ -154,7 +154,24 @@ type SendPolicy struct {
 	// budget). A channel without prices costs 0, and a rule with PriceCost
 	// does not count such a send.
 	Prices map[Channel]Prices
+	// OwnerCodes is the owner's own allowance of codes to a destination her
+	// account has verified before (a success report of the flow that
+	// verifies this one, naming the destination, within
+	// VerifiedDestinationTTL): that many sends in any 24 hours, from a
+	// known device of the account, skip the waits of the rules on the
+	// destination, so that whoever else sent it codes cannot keep its
+	// owner from one. The devices of the account share it; an account that
+	// never verified the destination has none, so owning accounts buys an
+	// attacker nothing. 0 turns it off. The built-in otp_send has 3.
+	OwnerCodes int
 }
+
+// VerifiedDestinationTTL is how long a verified destination stays its
+// account's for SendPolicy.OwnerCodes after its last verification.
+const VerifiedDestinationTTL = 90 * 24 * time.Hour
+
+// MaxOwnerCodes bounds SendPolicy.OwnerCodes.
+const MaxOwnerCodes = 100
 
 // Prices are one channel's prices: by region ("GB") or calling code
 // ("+44"), the region first, else Default.
@@ -396,8 +413,8 @@ var (
 func (f *Flow) compileSend() error {
 	sp := &f.Send
 	if f.Kind != Sends {
-		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 || len(sp.Prices) > 0 {
-			return errors.New("deny_number_types, allow_countries, deny_countries, destination_prefix_digits and prices are for send flows (kind: send)")
+		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 || len(sp.Prices) > 0 || sp.OwnerCodes != 0 {
+			return errors.New("deny_number_types, allow_countries, deny_countries, destination_prefix_digits, prices and owner_codes are for send flows (kind: send)")
 		}
 		return nil
 	}
@@ -416,6 +433,9 @@ func (f *Flow) compileSend() error {
 				return fmt.Errorf("prices.%s.%s must be between 0 and %d, not %d", ch, c, MaxPrice, n)
 			}
 		}
+	}
+	if sp.OwnerCodes < 0 || sp.OwnerCodes > MaxOwnerCodes {
+		return fmt.Errorf("owner_codes must be between 0 (off) and %d, not %d", MaxOwnerCodes, sp.OwnerCodes)
 	}
 	if sp.PrefixDigits == 0 {
 		sp.PrefixDigits = 3

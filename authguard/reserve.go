@@ -24,6 +24,10 @@ const (
 	BlockShared
 	// BlockDeny blocks when the result is Over, CAPTCHA or not.
 	BlockDeny
+	// BlockVerified never blocks on its own; not Over makes the device not
+	// exempt from BlockShared (a send's destination that its account has
+	// not verified).
+	BlockVerified
 )
 
 // Gate is what a check's operation stands for when the check is decided: how
@@ -114,7 +118,7 @@ func UndoAction(op Op) string {
 func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 	exempt := true
 	for i, g := range gates {
-		if g.Block == BlockAllowance && res[i].Over {
+		if g.Block == BlockAllowance && res[i].Over || g.Block == BlockVerified && !res[i].Over {
 			exempt = false
 		}
 	}
@@ -175,6 +179,8 @@ func (p *plan) gates(f *Flow) []Gate {
 		switch {
 		case m.role == roleAllowance:
 			g.Block = BlockAllowance
+		case m.role == roleVerified:
+			g.Block = BlockVerified
 		case m.role == roleShared:
 			g.Block = BlockShared
 		case rule.Past == PastCaptcha:
@@ -187,7 +193,7 @@ func (p *plan) gates(f *Flow) []Gate {
 			g.Block = BlockDelay
 		}
 		_, isRate := op.(*RateOp)
-		g.Undo = !isRate || rule.Counts == OnProceed
+		g.Undo = (!isRate || rule.Counts == OnProceed) && m.role != roleVerified
 	}
 	return gates
 }

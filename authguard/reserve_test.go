@@ -44,7 +44,9 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 			{Name: "block", Subject: Subject{Parts: PartDestPrefix}, Algorithm: Distinct, Of: PartDestination, Windows: wins},
 			{Name: "pumping", Subject: Subject{Parts: PartIP}, Algorithm: Distinct, Of: PartDestination, Windows: wins, Past: PastDeny},
 			{Name: "flood", Subject: Subject{Parts: PartIP}, Algorithm: TokenBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}},
+			{Name: "daily", Subject: Subject{Parts: PartDestination}, Algorithm: SlidingLog, Rate: RateLimit{Window: time.Hour, Limit: 3}, Counts: OnProceed, Clients: AllClients},
 		},
+		Send: SendPolicy{OwnerCodes: 2},
 	}
 	p, err := NewPolicy(f, send)
 	if err != nil {
@@ -63,12 +65,14 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 		t.Fatal(err)
 	}
 	ss.dest, ss.destPrefix, ss.country = "d", "p", "c"
+	owned := ss // a known device's send, with the owner's allowance
+	owned.account = "a"
 	rng := rand.New(rand.NewPCG(1, 2))
 	for _, c := range []struct {
 		s      *subjects
 		f      *Flow
 		device string
-	}{{&s, f, ""}, {&s, f, randomID()}, {&ss, send, ""}} {
+	}{{&s, f, ""}, {&s, f, randomID()}, {&ss, send, ""}, {&owned, send, randomID()}} {
 		s, f, device := c.s, c.f, c.device
 		for _, solved := range []bool{false, true} {
 			plan := e.checkPlan(s, device, randomID(), solved)

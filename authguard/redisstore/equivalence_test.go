@@ -14,7 +14,9 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/storetest"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
 // TestEngine_RedisAnswersAsTheMemoryStore runs the same random calls —
@@ -272,5 +274,124 @@ func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore: the owner's
+// allowance (otp_send's owner_codes) on Redis, one node (check.lua's
+// verified gate) and a Cluster (authguard.Blocked): a bomber's sends to a
+// number interleaved with its owner's, with her login device token and her
+// number verified once, and with a token of an account that never verified
+// it, give the same verdicts as on the memory store, and the owner gets
+// codes the bomber's quota would have refused.
+func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
+	const number = "+44 7400 123456"
+	for _, kind := range []string{"single", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			clock := testclock.New(time.Time{})
+			engines, _ := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
+			ctx := context.Background()
+			login := func(e *authguard.Engine, account string) string {
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: account, IP: "203.0.113.7"})
+				if err != nil {
+					t.Fatal(err)
+				}
+				r, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: account, IP: "203.0.113.7", Outcome: authguard.Success, Attempt: v.Attempt})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return r.DeviceToken
+			}
+			var owner, stranger [2]string
+			for i, e := range engines {
+				owner[i], stranger[i] = login(e, "owner@example.com"), login(e, "stranger@example.com")
+				v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "otp_verify", Account: "owner@example.com", IP: "203.0.113.7"})
+				e.Report(ctx, authguard.ReportRequest{Flow: "otp_verify", Account: "owner@example.com", IP: "203.0.113.7", Outcome: authguard.Success,
+					Attempt: v.Attempt, Destination: number, Channel: "sms"})
+			}
+			rng := rand.New(rand.NewPCG(21, 23))
+			ownerPast := 0 // the owner's codes while the bomber's were refused
+			for step := range 400 {
+				clock.Advance(time.Duration(rng.IntN(90)) * time.Second)
+				who := rng.IntN(4) // 0, 1: the bomber; 2: the owner; 3: a stranger's token
+				var got, probe [2]string
+				var ownerSent, bomberRefused bool
+				for i, e := range engines {
+					req := authguard.SendRequest{Destination: number, Channel: "sms", IP: fmt.Sprintf("198.51.100.%d", step%200)}
+					switch who {
+					case 2:
+						req.Account, req.DeviceToken, req.IP = "owner@example.com", owner[i], "203.0.113.7"
+					case 3:
+						req.Account, req.DeviceToken = "stranger@example.com", stranger[i]
+					}
+					v, err := e.Send(ctx, req)
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] = fmt.Sprint(v.Action, v.Delay, v.Reasons)
+					if who != 2 {
+						continue
+					}
+					// The bomber, at the same instant as the owner.
+					b, err := e.Send(ctx, authguard.SendRequest{Destination: number, Channel: "sms", IP: "198.51.100.250"})
+					if err != nil {
+						t.Fatal(err)
+					}
+					probe[i] = fmt.Sprint(b.Action, b.Delay, b.Reasons)
+					ownerSent, bomberRefused = v.Action == authguard.Proceed, b.Action != authguard.Proceed
+				}
+				if got[0] != got[1] || probe[0] != probe[1] {
+					t.Fatalf("step %d (sender %d): memory %s then %s, Redis %s then %s", step, who, got[0], probe[0], got[1], probe[1])
+				}
+				if ownerSent && bomberRefused {
+					ownerPast++
+				}
+			}
+			t.Logf("the owner got %d codes at moments the bomber's were refused", ownerPast)
+			if ownerPast == 0 {
+				t.Error("the owner never got a code the bomber could not: the run shows nothing of her allowance")
+			}
+		})
+	}
+}
+
+// TestCheckScript_TheVerifiedGateDecidesAsBlocked: on one node check.lua
+// decides whether a check is blocked (and undoes it in place) as
+// authguard.Blocked does: a delay on a shared op holds the send back unless
+// the allowance is within its limit and the verified record is there.
+func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
+	c := singleClient(t)
+	clock := testclock.New(time.Time{})
+	s := newStore(t, c, clock.Now)
+	ctx := context.Background()
+	year := spraydetect.Windows{{Length: 365 * 24 * time.Hour, Limit: 1}}
+	waiting := &authguard.BackoffOp{Key: "tg:t:s:dst:d", Action: authguard.BackoffFail, Policy: storetest.Backoff}
+	for range 3 { // past free: the counter's next attempt waits
+		if _, err := s.Do(ctx, []authguard.Op{waiting}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, recorded := range []bool{false, true} {
+		if recorded {
+			if _, err := s.Do(ctx, []authguard.Op{&authguard.LogOp{Key: "tg:t:s:vdst:a.d", Action: authguard.LogAdd, Member: "v", Windows: year}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		ops := []authguard.Op{
+			&authguard.BackoffOp{Key: "tg:t:s:dst:d", Action: authguard.BackoffCharge, Policy: storetest.Backoff},
+			&authguard.LogOp{Key: "tg:t:s:vdst:a.d", Action: authguard.LogPeek, Member: "?", Windows: year},
+			&authguard.LogOp{Key: "tg:t:s:vdst.own:a.d", Action: authguard.LogAdmit, Member: fmt.Sprint("send-", recorded), Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}},
+		}
+		gates := []authguard.Gate{{Block: authguard.BlockShared, Undo: true}, {Block: authguard.BlockVerified}, {Block: authguard.BlockAllowance, Undo: true}}
+		res, undone, err := s.DoCheck(ctx, ops, gates, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := authguard.Blocked(gates, res, false); undone != want {
+			t.Errorf("recorded %v: the script undid %v, Blocked says %v (results %+v)", recorded, undone, want, res)
+		}
+		if undone == recorded {
+			t.Errorf("recorded %v: undone %v, want the send held back exactly when the destination is not verified", recorded, undone)
+		}
 	}
 }

@@ -282,8 +282,12 @@ func budgetLine(f *authguard.Flow) string {
 		if len(types) > 0 {
 			deny = strings.Join(types, ", ")
 		}
-		return fmt.Sprintf("%s: sends one-time codes to %s; denies %s numbers; destination prefixes leave out %d digits",
-			f.Name, countries, deny, sp.PrefixDigits)
+		owner := "no owner codes"
+		if sp.OwnerCodes > 0 {
+			owner = fmt.Sprintf("%d owner codes a day to a verified destination", sp.OwnerCodes)
+		}
+		return fmt.Sprintf("%s: sends one-time codes to %s; denies %s numbers; destination prefixes leave out %d digits; %s",
+			f.Name, countries, deny, sp.PrefixDigits, owner)
 	}
 	total, ok := f.MaxFailuresPerDay()
 	if !ok {

@@ -169,6 +169,7 @@ type flowFile struct {
 	AllowCountries          []string `yaml:"allow_countries"`
 	DenyCountries           []string `yaml:"deny_countries"`
 	DestinationPrefixDigits int      `yaml:"destination_prefix_digits"`
+	OwnerCodes              int      `yaml:"owner_codes"`
 	// Prices are by channel, then "default" or a region or calling code.
 	Prices map[string]map[string]int `yaml:"prices"`
 	Rules  []yaml.Node               `yaml:"rules"`
@@ -451,6 +452,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	}
 	out.Send = authguard.SendPolicy{
 		AllowCountries: f.AllowCountries, DenyCountries: f.DenyCountries, PrefixDigits: f.DestinationPrefixDigits,
+		OwnerCodes: f.OwnerCodes,
 	}
 	for name, table := range f.Prices {
 		ch, err := authguard.ParseChannel(name)

@@ -1,0 +1,112 @@
+package authguard_test
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// bombed has ten codes sent to victim from fresh addresses, waiting out each
+// delay, as the attacker did (1 h 40 min), and returns how long that
+// took.
+func (h *harness) bombed(t *testing.T) time.Duration {
+	t.Helper()
+	start, sent := h.clock.Now(), 0
+	for i := 0; sent < 10; i++ {
+		v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i)})
+		switch {
+		case v.Action == authguard.Proceed:
+			sent++
+		case v.Action == authguard.Delay:
+			h.clock.Advance(v.Delay)
+		default:
+			t.Fatalf("bombing: %v %v", v.Action, v.Reasons)
+		}
+		if h.clock.Now().Sub(start) > 3*time.Hour {
+			t.Fatalf("bombing: %d codes in 3 hours, want 10", sent)
+		}
+	}
+	return h.clock.Now().Sub(start)
+}
+
+// ownerWithDevice logs the owner in (her device token) and has her verify
+// her number once, on otp_verify.
+func (h *harness) ownerWithDevice(t *testing.T) string {
+	t.Helper()
+	r := h.attempt("owner@example.com", "203.0.113.7", authguard.Success, "")
+	if r.DeviceToken == "" {
+		t.Fatal("the owner's login returned no device token")
+	}
+	h.verify("owner@example.com", "203.0.113.7", victim, "sms")
+	return r.DeviceToken
+}
+
+// The lockout: ten requests to a number over 1 h 40 min, from any
+// addresses, left its owner without a code for 22 h 20 min, even with her
+// login device token. Now her known device, on an account that has
+// verified the number, has codes of its own: at 4 h she gets one at once,
+// and a resend 30 s later too, whatever the bomber sent.
+func TestSend_TheOwnersKnownDeviceGetsItsCodeWhateverOthersSent(t *testing.T) {
+	h := newHarness(t, "")
+	token := h.ownerWithDevice(t)
+	start := h.clock.Now()
+	h.bombed(t)
+	h.clock.Set(start.Add(4 * time.Hour))
+	owner := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com", DeviceToken: token}
+	if v := h.send(owner); v.Action != authguard.Proceed {
+		t.Fatalf("the owner's known device at 4 h: %v %v %v, want her code", v.Action, v.Delay, v.Reasons)
+	}
+	h.clock.Advance(30 * time.Second)
+	if v := h.send(owner); v.Action != authguard.Proceed {
+		t.Errorf("her resend 30 s later: %v %v %v, want it", v.Action, v.Delay, v.Reasons)
+	}
+	// Without the token, or from an account that never verified the
+	// number, the same request waits as everyone's does.
+	for _, req := range []authguard.SendRequest{
+		{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com"},
+		{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "someone@example.com", DeviceToken: h.attempt("someone@example.com", "198.51.100.9", authguard.Success, "").DeviceToken},
+	} {
+		if v := h.send(req); v.Action != authguard.Delay || !slices.Contains(v.Reasons, "destination_limit") {
+			t.Errorf("account %s, token %v: %v %v, want the destination's delay", req.Account, req.DeviceToken != "", v.Action, v.Reasons)
+		}
+	}
+}
+
+// The naive fix is a bombing licence: an attacker owns devices too, of
+// accounts of its own. Twenty accounts, each logged in with a device token
+// of its own, none of which ever verified the victim's number, send it
+// codes for a day: the number still receives 10.
+func TestSend_DevicesOfAccountsThatNeverVerifiedTheNumberGetNoAllowance(t *testing.T) {
+	h := newHarness(t, "")
+	const accounts = 20
+	tokens := make([]string, accounts)
+	for i := range tokens {
+		if tokens[i] = h.attempt(fmt.Sprint("bomber-", i), addr(i), authguard.Success, "").DeviceToken; tokens[i] == "" {
+			t.Fatal("no device token")
+		}
+	}
+	sent := h.insistent(func(i int) authguard.SendRequest {
+		n := i % accounts
+		return authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(1000 + i%1000), Account: fmt.Sprint("bomber-", n), DeviceToken: tokens[n]}
+	})
+	if sent != 10 {
+		t.Errorf("%d codes to one phone in 24 hours from %d accounts' device tokens, want 10", sent, accounts)
+	}
+}
+
+// A thief with a copy of the owner's device token shares her allowance: the
+// number receives at most the destination's 10 and her 3 in a day.
+func TestSend_AStolenTokenOfTheOwnerGetsAtMostHerCodes(t *testing.T) {
+	h := newHarness(t, "")
+	token := h.ownerWithDevice(t)
+	sent := h.insistent(func(i int) authguard.SendRequest {
+		return authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i % 1000), Account: "owner@example.com", DeviceToken: token}
+	})
+	t.Logf("%d codes in 24 hours with the owner's stolen token", sent)
+	if sent > 13 {
+		t.Errorf("%d codes to the owner's number in 24 hours with her stolen token, want at most 10 + 3", sent)
+	}
+}

@@ -568,6 +568,10 @@ const (
 	// before (a peek of its record: Over when it did); not Over makes the
 	// device not exempt, never a verdict on its own.
 	roleVerified
+	// roleAllowanceSolved: roleAllowance for a send without a known
+	// device: exempt only with a solved CAPTCHA, so that the shared rules'
+	// wait becomes a CAPTCHA to solve.
+	roleAllowanceSolved
 )
 
 // The keys of SendPolicy.OwnerCodes, per account and destination of a send
@@ -576,15 +580,20 @@ const (
 const (
 	verifiedKey = "vdst"
 	ownerKey    = "vdst.own"
+	captchaKey  = "vdst.cap"
 )
 
-// owner adds to a send's plan, for a known device of an account with a
-// destination, the ops of the owner's allowance (SendPolicy.OwnerCodes):
-// the record that the account verified the destination (a peek), and the
-// allowance itself (a log of the sends it let through). The delay rules on
-// the destination become shared: their waits hold the send back only when
-// the account has not verified the destination or its allowance is spent.
-func (e *Engine) owner(p *plan, s *subjects, id string) {
+// owner adds to a send's plan, for an account with a destination, the ops
+// of the owner's allowance (SendPolicy.OwnerCodes): the record that the
+// account verified the destination (a peek), and the allowance itself (a
+// log of the sends it let through). The delay rules on the destination
+// become shared: their waits hold the send back only when the account has
+// not verified the destination or its allowance is spent. A known device
+// has OwnerCodes of its own; a send without one as many more, each behind
+// a solved CAPTCHA (the shared wait is then answered with a CAPTCHA), so
+// that an owner without her device is never left waiting out the
+// destination's quota for a day.
+func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	f := s.flow
 	if f.Kind != Sends || f.Send.OwnerCodes <= 0 || s.account == "" || s.dest == "" {
 		return
@@ -602,11 +611,15 @@ func (e *Engine) owner(p *plan, s *subjects, id string) {
 		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleVerified)
+	key, ro := ownerKey, roleAllowance
+	if !known {
+		key, ro = captchaKey, roleAllowanceSolved
+	}
 	p.allowance = len(p.ops)
 	p.add(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, ownerKey, pair), Action: LogAdmit, Member: id,
+		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
 		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
-	}, 0, roleAllowance)
+	}, 0, ro)
 }
 
 // verifiedOp records, on a success report that names a destination of a
@@ -720,11 +733,11 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 			}
 		}
 	}
-	if known {
+	if s.flow.Kind == Sends {
 		if id == "" {
 			id = randomID()
 		}
-		e.owner(&p, s, id)
+		e.owner(&p, s, id, known)
 	}
 	return p
 }
@@ -1329,10 +1342,10 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 // (the store failed and the flow fails closed) it is the flow's fail-closed
 // delay, unless the store, full, still showed a longer wait.
 func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict {
-	exempt := true
+	exempt, needsSolve := true, false
 	for _, res := range [][]Result{b.res, b.held} {
 		for i, r := range res {
-			if p.meta[i].role == roleAllowance && r.Over {
+			if ro := p.meta[i].role; (ro == roleAllowance || ro == roleAllowanceSolved) && r.Over {
 				exempt = false
 			}
 		}
@@ -1344,20 +1357,37 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		verified = b.held
 	}
 	for i := range p.meta {
-		if p.meta[i].role == roleVerified && (verified == nil || !verified[i].Over) {
-			exempt = false
+		switch p.meta[i].role {
+		case roleVerified:
+			if verified == nil || !verified[i].Over {
+				exempt = false
+			}
+		case roleAllowanceSolved:
+			needsSolve = true
 		}
 	}
-	var wait, queue time.Duration
-	var delayed, captcha, queued, denied reasonSet
+	// Without a device the allowance takes a solved CAPTCHA: a send it
+	// would exempt is asked for one instead of waiting.
+	solvable := exempt && needsSolve && !captchaSolved
+	if solvable {
+		exempt = false
+	}
+	var wait, queue, sharedWait time.Duration
+	var delayed, captcha, queued, denied, shared reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
 			m := p.meta[i]
 			switch m.role {
-			case roleAllowance, roleCredit, roleVerified:
+			case roleAllowance, roleAllowanceSolved, roleCredit, roleVerified:
 				continue
 			case roleShared:
 				if exempt {
+					continue
+				}
+				if solvable && r.Wait > 0 && f.Rules[m.rule].Past == PastDelay {
+					// a CAPTCHA would exempt it
+					sharedWait = max(sharedWait, r.Wait)
+					shared.add(f.reasonOf[m.rule])
 					continue
 				}
 			}
@@ -1391,8 +1421,8 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		return Verdict{Action: Deny, Reasons: denied.list(f)}
 	case wait > 0:
 		return Verdict{Action: Delay, Delay: wait, Reasons: delayed.list(f)}
-	case captcha != 0:
-		return Verdict{Action: Captcha, Reasons: captcha.list(f)}
+	case captcha != 0 || sharedWait > 0:
+		return Verdict{Action: Captcha, Reasons: (captcha | shared).list(f)}
 	case queue > 0:
 		return Verdict{Delay: queue, Reasons: queued.list(f)}
 	}

@@ -63,15 +63,60 @@ func TestSend_TheOwnersKnownDeviceGetsItsCodeWhateverOthersSent(t *testing.T) {
 	if v := h.send(owner); v.Action != authguard.Proceed {
 		t.Errorf("her resend 30 s later: %v %v %v, want it", v.Action, v.Delay, v.Reasons)
 	}
-	// Without the token, or from an account that never verified the
-	// number, the same request waits as everyone's does.
+	// From an account that never verified the number, with a device token
+	// of its own or without one, the same request waits as everyone's does.
 	for _, req := range []authguard.SendRequest{
-		{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com"},
 		{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "someone@example.com", DeviceToken: h.attempt("someone@example.com", "198.51.100.9", authguard.Success, "").DeviceToken},
+		{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "someone@example.com"},
 	} {
 		if v := h.send(req); v.Action != authguard.Delay || !slices.Contains(v.Reasons, "destination_limit") {
 			t.Errorf("account %s, token %v: %v %v, want the destination's delay", req.Account, req.DeviceToken != "", v.Action, v.Reasons)
 		}
+	}
+}
+
+// An owner without her device token (a new phone, a passwordless first
+// login) is not left waiting out the destination's quota for a day either:
+// a send naming her account, which verified the number, is asked for a
+// CAPTCHA instead of the wait, and goes out once it is solved, 3 times a
+// day; then it waits as everyone's does.
+func TestSend_TheOwnerWithoutHerDeviceGetsHerCodeBehindACaptcha(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t) // her account verified the number once
+	start := h.clock.Now()
+	h.bombed(t)
+	h.clock.Set(start.Add(4 * time.Hour))
+	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "198.51.100.77", Account: "owner@example.com"}
+	for i := range 3 {
+		if v := h.send(req); v.Action != authguard.Captcha || !slices.Contains(v.Reasons, "destination_limit") {
+			t.Fatalf("code %d without her device: %v %v %v, want a CAPTCHA, not a wait", i, v.Action, v.Delay, v.Reasons)
+		}
+		solved := req
+		solved.CaptchaSolved = true
+		if v := h.send(solved); v.Action != authguard.Proceed {
+			t.Fatalf("code %d with the CAPTCHA solved: %v %v %v, want it", i, v.Action, v.Delay, v.Reasons)
+		}
+		h.clock.Advance(time.Minute)
+	}
+	solved := req
+	solved.CaptchaSolved = true
+	if v := h.send(solved); v.Action != authguard.Delay {
+		t.Errorf("a fourth code that day: %v %v, want the destination's wait", v.Action, v.Reasons)
+	}
+}
+
+// A bomber who knows the owner's account names it and solves every
+// CAPTCHA: the number receives at most 3 more than the destination's 10 a
+// day.
+func TestSend_ABomberNamingTheOwnersAccountGetsAtMostThreeMoreWithCaptchas(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t)
+	sent := h.insistent(func(i int) authguard.SendRequest {
+		return authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i % 1000), Account: "owner@example.com"}
+	})
+	t.Logf("%d codes in 24 hours to a bomber naming the owner's account and solving CAPTCHAs", sent)
+	if sent > 13 {
+		t.Errorf("%d codes to the owner's number in 24 hours, want at most 10 + 3", sent)
 	}
 }
 

@@ -28,6 +28,9 @@ const (
 	// exempt from BlockShared (a send's destination that its account has
 	// not verified).
 	BlockVerified
+	// BlockAllowanceSolved is BlockAllowance for a client without a device:
+	// it also makes the client not exempt unless a CAPTCHA was solved.
+	BlockAllowanceSolved
 )
 
 // Gate is what a check's operation stands for when the check is decided: how
@@ -118,7 +121,8 @@ func UndoAction(op Op) string {
 func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 	exempt := true
 	for i, g := range gates {
-		if g.Block == BlockAllowance && res[i].Over || g.Block == BlockVerified && !res[i].Over {
+		if g.Block == BlockAllowance && res[i].Over || g.Block == BlockVerified && !res[i].Over ||
+			g.Block == BlockAllowanceSolved && (res[i].Over || !captchaSolved) {
 			exempt = false
 		}
 	}
@@ -181,6 +185,8 @@ func (p *plan) gates(f *Flow) []Gate {
 			g.Block = BlockAllowance
 		case m.role == roleVerified:
 			g.Block = BlockVerified
+		case m.role == roleAllowanceSolved:
+			g.Block = BlockAllowanceSolved
 		case m.role == roleShared:
 			g.Block = BlockShared
 		case rule.Past == PastCaptcha:

@@ -72,7 +72,7 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 		s      *subjects
 		f      *Flow
 		device string
-	}{{&s, f, ""}, {&s, f, randomID()}, {&ss, send, ""}, {&owned, send, randomID()}} {
+	}{{&s, f, ""}, {&s, f, randomID()}, {&ss, send, ""}, {&owned, send, randomID()}, {&owned, send, ""}} {
 		s, f, device := c.s, c.f, c.device
 		for _, solved := range []bool{false, true} {
 			plan := e.checkPlan(s, device, randomID(), solved)

@@ -61,6 +61,7 @@ local exempt = true
 for i = 1, nk do
   if ARGV[at[i] + 1] == "a" and out[i][3] == 1 then exempt = false end
   if ARGV[at[i] + 1] == "v" and out[i][3] ~= 1 then exempt = false end
+  if ARGV[at[i] + 1] == "A" and (out[i][3] == 1 or not solved) then exempt = false end
 end
 for i = 1, nk do
   if ARGV[at[i] + 1] == "s" and out[i][2] > 0 and not exempt then blocked = true end

@@ -313,7 +313,7 @@ func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 			ownerPast := 0 // the owner's codes while the bomber's were refused
 			for step := range 400 {
 				clock.Advance(time.Duration(rng.IntN(90)) * time.Second)
-				who := rng.IntN(4) // 0, 1: the bomber; 2: the owner; 3: a stranger's token
+				who := rng.IntN(5) // 0, 1: the bomber; 2: the owner; 3: a stranger's token; 4: the owner's account without a token
 				var got, probe [2]string
 				var ownerSent, bomberRefused bool
 				for i, e := range engines {
@@ -323,6 +323,8 @@ func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 						req.Account, req.DeviceToken, req.IP = "owner@example.com", owner[i], "203.0.113.7"
 					case 3:
 						req.Account, req.DeviceToken = "stranger@example.com", stranger[i]
+					case 4:
+						req.Account, req.CaptchaSolved = "owner@example.com", step%2 == 0
 					}
 					v, err := e.Send(ctx, req)
 					if err != nil {
@@ -392,6 +394,18 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 		}
 		if undone == recorded {
 			t.Errorf("recorded %v: undone %v, want the send held back exactly when the destination is not verified", recorded, undone)
+		}
+		// Without a device the allowance also takes a solved CAPTCHA.
+		for _, solved := range []bool{false, true} {
+			ops[2] = &authguard.LogOp{Key: "tg:t:s:vdst.cap:a.d", Action: authguard.LogAdmit, Member: fmt.Sprint("send-", recorded, solved), Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}
+			gates[2] = authguard.Gate{Block: authguard.BlockAllowanceSolved, Undo: true}
+			res, undone, err := s.DoCheck(ctx, ops, gates, solved)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := authguard.Blocked(gates, res, solved); undone != want || undone == (recorded && solved) {
+				t.Errorf("recorded %v, solved %v: the script undid %v, Blocked says %v; want held back unless both", recorded, solved, undone, want)
+			}
 		}
 	}
 }

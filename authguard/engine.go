@@ -615,10 +615,12 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	if !known {
 		key, ro = captchaKey, roleAllowanceSolved
 	}
+	// One code per OwnerResend at most: the owner's codes skip what others
+	// made the destination wait, not the resend interval of her own.
 	p.allowance = len(p.ops)
 	p.add(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
-		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
+		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}, {Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
 	}, 0, ro)
 }
 

@@ -59,6 +59,11 @@ func TestSend_TheOwnersKnownDeviceGetsItsCodeWhateverOthersSent(t *testing.T) {
 	if v := h.send(owner); v.Action != authguard.Proceed {
 		t.Fatalf("the owner's known device at 4 h: %v %v %v, want her code", v.Action, v.Delay, v.Reasons)
 	}
+	// Her own codes skip what others made the number wait, not her resend
+	// interval: a resend at once meets the destination's rules.
+	if v := h.send(owner); v.Action != authguard.Delay {
+		t.Errorf("her resend at once: %v %v, want a wait", v.Action, v.Reasons)
+	}
 	h.clock.Advance(30 * time.Second)
 	if v := h.send(owner); v.Action != authguard.Proceed {
 		t.Errorf("her resend 30 s later: %v %v %v, want it", v.Action, v.Delay, v.Reasons)

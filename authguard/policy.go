@@ -166,6 +166,11 @@ type SendPolicy struct {
 	OwnerCodes int
 }
 
+// OwnerResend is the shortest time between two of the owner's codes
+// (SendPolicy.OwnerCodes): a resend sooner meets the destination's own
+// rules, as anyone's does.
+const OwnerResend = 30 * time.Second
+
 // VerifiedDestinationTTL is how long a verified destination stays its
 // account's for SendPolicy.OwnerCodes after its last verification.
 const VerifiedDestinationTTL = 90 * 24 * time.Hour

@@ -211,18 +211,19 @@ func TestBlip_RealRedisStallsAndWritePausesForgetNoDelay(t *testing.T) {
 	}
 }
 
-// Against a Sentinel group (master, replica, sentinel): the master is
-// killed mid-attack; writes move to the promoted replica a few seconds
-// later. Before the recall the issue measured +12 proceeds for the account
+// Against a Sentinel group (master, replica, three sentinels with a quorum
+// of two): the master is killed mid-attack; writes move to the promoted
+// replica a few seconds later. Before the recall the issue measured +12 proceeds for the account
 // in backoff; now none, and both instances answer from Redis again.
 func TestBlip_SentinelMasterKilledForgetsNoDelay(t *testing.T) {
 	master := redistest.Server(t)
 	host, port, _ := strings.Cut(master.Addr, ":")
 	replica := redistest.Server(t, "--replicaof", host, port)
 	waitReplicating(t, replica.Addr)
-	sentinel := redistest.Sentinel(t, master)
+	sentinels := redistest.Sentinels(t, master, 3, 2)
+	addrs := []string{sentinels[0].Addr, sentinels[1].Addr, sentinels[2].Addr}
 	client := func() redis.UniversalClient {
-		c, err := redisstore.NewClient(redisstore.ClientConfig{SentinelAddrs: []string{sentinel.Addr}, SentinelMaster: "tollgate"})
+		c, err := redisstore.NewClient(redisstore.ClientConfig{SentinelAddrs: addrs, SentinelMaster: "tollgate"})
 		if err != nil {
 			t.Fatal(err)
 		}

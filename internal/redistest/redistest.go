@@ -201,7 +201,24 @@ func StartCluster(dir string, n int) (*ClusterInstances, error) {
 
 // Sentinel starts a redis-server in Sentinel mode monitoring master under
 // the name "tollgate" for the test, and waits until it reports the master.
+// Alone it is its own quorum.
 func Sentinel(tb testing.TB, master *Instance) *Instance {
+	tb.Helper()
+	return sentinel(tb, master, 1)
+}
+
+// Sentinels starts n Sentinels monitoring master, of which quorum must
+// agree that it is down, as a production group does (3 and 2).
+func Sentinels(tb testing.TB, master *Instance, n, quorum int) []*Instance {
+	tb.Helper()
+	out := make([]*Instance, n)
+	for i := range out {
+		out[i] = sentinel(tb, master, quorum)
+	}
+	return out
+}
+
+func sentinel(tb testing.TB, master *Instance, quorum int) *Instance {
 	tb.Helper()
 	Require(tb)
 	dir := tb.TempDir()
@@ -214,8 +231,8 @@ func Sentinel(tb testing.TB, master *Instance) *Instance {
 		}
 		conf := filepath.Join(dir, "sentinel.conf") // Sentinel rewrites it: it must be writable
 		err = os.WriteFile(conf, []byte(fmt.Sprintf("port %d\nbind 127.0.0.1\ndir %s\nlogfile %s\n"+
-			"sentinel monitor tollgate %s 1\nsentinel down-after-milliseconds tollgate 2000\n",
-			port, dir, filepath.Join(dir, "sentinel.log"), strings.Replace(master.Addr, ":", " ", 1))), 0o600)
+			"sentinel monitor tollgate %s %d\nsentinel down-after-milliseconds tollgate 2000\n",
+			port, dir, filepath.Join(dir, "sentinel.log"), strings.Replace(master.Addr, ":", " ", 1), quorum)), 0o600)
 		if err != nil {
 			break
 		}

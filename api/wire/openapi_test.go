@@ -376,3 +376,38 @@ func jsonName(f reflect.StructField) (string, bool) {
 	}
 	return name, slices.Contains(strings.Split(opts, ","), "omitempty")
 }
+
+// TestOpenAPI_GeneratesOptionalFieldsAndDeclaresSecurity: generators read a
+// request property with a `default:` as always present (openapi-typescript's
+// defaultNonNullable made captcha_solved and a send's flow required, so
+// README's own calls did not compile), and lint tools flag an operation that
+// declares no security. Every request property says its default in words,
+// and every operation declares its security, `[]` on the open routes.
+func TestOpenAPI_GeneratesOptionalFieldsAndDeclaresSecurity(t *testing.T) {
+	doc := loadSpec(t)
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security == nil {
+				t.Errorf("%s %s declares no security (the open routes say `security: []`)", method, path)
+			}
+			if op.RequestBody == nil || op.RequestBody.Value == nil {
+				continue
+			}
+			for ct, mt := range op.RequestBody.Value.Content {
+				if mt.Schema == nil || mt.Schema.Value == nil {
+					continue
+				}
+				for name, p := range mt.Schema.Value.Properties {
+					if p.Value != nil && p.Value.Default != nil {
+						t.Errorf("%s %s (%s): property %s has a default (%v), which generators make required; say it in the description", method, path, ct, name, p.Value.Default)
+					}
+				}
+			}
+		}
+	}
+	for _, route := range []string{"GET /healthz", "GET /readyz", "GET /metrics", "GET /openapi.yaml"} {
+		if op := operation(t, doc, route); op.Security == nil || len(*op.Security) != 0 {
+			t.Errorf("%s: security %v, want [] (open)", route, op.Security)
+		}
+	}
+}

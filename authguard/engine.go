@@ -568,9 +568,12 @@ const (
 	// before (a peek of its record: Over when it did); not Over makes the
 	// device not exempt, never a verdict on its own.
 	roleVerified
-	// roleAllowanceSolved: roleAllowance for a send without a known
-	// device: exempt only with a solved CAPTCHA, so that the shared rules'
-	// wait becomes a CAPTCHA to solve.
+	// roleOwner: a send's owner allowance (SendPolicy.OwnerCodes), read as
+	// roleAllowance and spent only on sends it exempted (Spares).
+	roleOwner
+	// roleAllowanceSolved: roleOwner for a send without a known device:
+	// exempt only with a solved CAPTCHA, so that the shared rules' wait
+	// becomes a CAPTCHA to solve.
 	roleAllowanceSolved
 )
 
@@ -604,6 +607,7 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 			p.meta[i].role = roleShared
 		}
 	}
+	p.owned = true
 	pair := s.account + "." + s.dest
 	// The record holds one member, "v"; a peek of another is Over exactly
 	// when the record is there.
@@ -611,17 +615,23 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleVerified)
-	key, ro := ownerKey, roleAllowance
+	key, ro := ownerKey, roleOwner
 	if !known {
 		key, ro = captchaKey, roleAllowanceSolved
 	}
-	// One code per OwnerResend at most: the owner's codes skip what others
-	// made the destination wait, not the resend interval of her own.
+	// The allowance is spare: spent only on a send it exempted (Spares).
 	p.allowance = len(p.ops)
 	p.add(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
-		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}, {Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
+		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
 	}, 0, ro)
+	// And one of her codes, exempted or not, per OwnerResend at most: they
+	// skip what others made the destination wait, not her own resend
+	// interval.
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, key+".last", pair), Action: LogAdmit, Member: id,
+		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}},
+	}, 0, roleAllowance)
 }
 
 // verifiedOp records, on a success report that names a destination of a
@@ -642,6 +652,8 @@ type plan struct {
 	meta []meta // one per op
 	// allowance is the index of the known device's allowance op, or -1.
 	allowance int
+	// owned says the plan holds a send's owner allowance (Engine.owner).
+	owned bool
 }
 
 // meta is the rule an op stands for and how combine reads its result.
@@ -969,8 +981,19 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 		e.refund(ctx, &p, gates, b)
 	case b.src == SourceFallback && !errors.Is(b.err, ErrStoreFull):
 		// What a check the fallback let through counted, for the store; a
-		// refused one is refunded and leaves nothing to write back.
-		e.writeBack.add(p.ops, b.res)
+		// refused one is refunded and leaves nothing to write back. An
+		// owner allowance exempts nothing on the fallback (it holds no
+		// verified destination), so none is spent on the store either.
+		ops, res := p.ops, b.res
+		if p.owned {
+			ops, res = nil, nil
+			for i, op := range p.ops {
+				if ro := p.meta[i].role; ro != roleOwner && ro != roleAllowanceSolved && ro != roleVerified && ro != roleAllowance {
+					ops, res = append(ops, op), append(res, b.res[i])
+				}
+			}
+		}
+		e.writeBack.add(ops, res)
 	}
 	return p, b, v
 }
@@ -1347,7 +1370,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 	exempt, needsSolve := true, false
 	for _, res := range [][]Result{b.res, b.held} {
 		for i, r := range res {
-			if ro := p.meta[i].role; (ro == roleAllowance || ro == roleAllowanceSolved) && r.Over {
+			if ro := p.meta[i].role; (ro == roleAllowance || ro == roleOwner || ro == roleAllowanceSolved) && r.Over {
 				exempt = false
 			}
 		}
@@ -1380,7 +1403,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		for i, r := range res {
 			m := p.meta[i]
 			switch m.role {
-			case roleAllowance, roleAllowanceSolved, roleCredit, roleVerified:
+			case roleAllowance, roleOwner, roleAllowanceSolved, roleCredit, roleVerified:
 				continue
 			case roleShared:
 				if exempt {

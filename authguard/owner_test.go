@@ -160,3 +160,59 @@ func TestSend_AStolenTokenOfTheOwnerGetsAtMostHerCodes(t *testing.T) {
 		t.Errorf("%d codes to the owner's number in 24 hours with her stolen token, want at most 10 + 3", sent)
 	}
 }
+
+// A bomber who names the owner's account without solving CAPTCHAs, sending
+// only when the number holds nobody back, would spend her CAPTCHA codes on
+// sends they exempted from nothing, and then fill the daily quota: she would
+// be left waiting after all. An allowance is spent only on a send it
+// exempted, so after such a day she still gets hers behind a CAPTCHA.
+func TestSend_ABomberCannotSpendTheOwnersCodesWhileTheNumberHoldsNobodyBack(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t)
+	start, sent := h.clock.Now(), 0
+	for i := 0; sent < 10; i++ {
+		v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i), Account: "owner@example.com"})
+		switch v.Action {
+		case authguard.Proceed:
+			sent++
+		case authguard.Captcha, authguard.Delay: // not solved: wait a while and ask again
+			h.clock.Advance(max(v.Delay, time.Minute))
+		}
+		if h.clock.Now().Sub(start) > 3*time.Hour {
+			t.Fatalf("the bomber sent %d codes in 3 hours, want 10", sent)
+		}
+	}
+	h.clock.Set(start.Add(4 * time.Hour))
+	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "198.51.100.77", Account: "owner@example.com", CaptchaSolved: true}
+	if v := h.send(req); v.Action != authguard.Proceed {
+		t.Errorf("the owner without her device after the bomber's day: %v %v %v, want her code with the CAPTCHA solved", v.Action, v.Delay, v.Reasons)
+	}
+}
+
+// Likewise the owner's own codes on a day nobody bombs her number need no
+// exemption and spend none: three codes in the morning, then a bombing,
+// and her device still gets its code.
+func TestSend_TheOwnersOrdinaryCodesSpendNoneOfHerAllowance(t *testing.T) {
+	h := newHarness(t, "")
+	token := h.ownerWithDevice(t)
+	owner := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com", DeviceToken: token}
+	for i := range 3 {
+		if v := h.send(owner); v.Action != authguard.Proceed {
+			t.Fatalf("her ordinary code %d: %v %v", i, v.Action, v.Reasons)
+		}
+		h.clock.Advance(time.Hour)
+	}
+	start := h.clock.Now()
+	for i, sent := 0, 0; sent < 7; i++ { // the quota's 10, with hers
+		v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i)})
+		if v.Action == authguard.Proceed {
+			sent++
+			continue
+		}
+		h.clock.Advance(v.Delay)
+	}
+	h.clock.Set(start.Add(2 * time.Hour))
+	if v := h.send(owner); v.Action != authguard.Proceed {
+		t.Errorf("her device after her ordinary codes and a bombing: %v %v %v, want her code", v.Action, v.Delay, v.Reasons)
+	}
+}

@@ -28,9 +28,13 @@ const (
 	// exempt from BlockShared (a send's destination that its account has
 	// not verified).
 	BlockVerified
-	// BlockAllowanceSolved is BlockAllowance for a client without a device:
-	// it also makes the client not exempt unless a CAPTCHA was solved.
+	// BlockAllowanceSolved is BlockOwner for a client without a device: it
+	// also makes the client not exempt unless a CAPTCHA was solved.
 	BlockAllowanceSolved
+	// BlockOwner is BlockAllowance for a send's owner allowance, and spare:
+	// a check that proceeds with no BlockShared wait gives it back (Spares),
+	// so that it is spent only on sends it exempted.
+	BlockOwner
 )
 
 // Gate is what a check's operation stands for when the check is decided: how
@@ -121,7 +125,7 @@ func UndoAction(op Op) string {
 func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 	exempt := true
 	for i, g := range gates {
-		if g.Block == BlockAllowance && res[i].Over || g.Block == BlockVerified && !res[i].Over ||
+		if (g.Block == BlockAllowance || g.Block == BlockOwner) && res[i].Over || g.Block == BlockVerified && !res[i].Over ||
 			g.Block == BlockAllowanceSolved && (res[i].Over || !captchaSolved) {
 			exempt = false
 		}
@@ -154,21 +158,47 @@ func Undos(ops []Op, gates []Gate, res []Result) []Op {
 	return back
 }
 
+// Spares returns, for a check that proceeds, Undo of every charged spare
+// allowance (BlockOwner, BlockAllowanceSolved) when no BlockShared result
+// has a wait: an owner's code that needed no exemption spends none of her
+// allowance, so nobody can use it up by sending codes while the
+// destination holds nobody back.
+func Spares(ops []Op, gates []Gate, res []Result) []Op {
+	var back []Op
+	for i, g := range gates {
+		switch {
+		case g.Block == BlockShared && res[i].Wait > 0:
+			return nil
+		case (g.Block == BlockOwner || g.Block == BlockAllowanceSolved) && g.Undo && res[i].Charged:
+			if u := Undo(ops[i]); u != nil {
+				back = append(back, u)
+			}
+		}
+	}
+	return back
+}
+
 // Reserve is the reference semantics of Reserver.DoCheck, for any Store:
-// Do(ops), then, when Blocked, Do of the undos of the charged ops. On a
-// store that is not a Reserver that is two round trips.
+// Do(ops), then, when Blocked, Do of the undos of the charged ops, and when
+// not, of the Spares. On a store that is not a Reserver that is two round
+// trips.
 func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error) {
 	if r, ok := st.(Reserver); ok {
 		return r.DoCheck(ctx, ops, gates, captchaSolved)
 	}
 	res, err := st.Do(ctx, ops)
-	if err != nil || len(res) != len(ops) || !Blocked(gates, res, captchaSolved) {
+	if err != nil || len(res) != len(ops) {
 		return res, false, err
 	}
-	if back := Undos(ops, gates, res); len(back) > 0 {
+	blocked := Blocked(gates, res, captchaSolved)
+	back := Spares(ops, gates, res)
+	if blocked {
+		back = Undos(ops, gates, res)
+	}
+	if len(back) > 0 {
 		_, _ = st.Do(ctx, back) // a failure here is left to expiry
 	}
-	return res, true, nil
+	return res, blocked, nil
 }
 
 // gates returns each op's gate: backoff charges are refunded, log admissions
@@ -187,6 +217,8 @@ func (p *plan) gates(f *Flow) []Gate {
 			g.Block = BlockVerified
 		case m.role == roleAllowanceSolved:
 			g.Block = BlockAllowanceSolved
+		case m.role == roleOwner:
+			g.Block = BlockOwner
 		case m.role == roleShared:
 			g.Block = BlockShared
 		case rule.Past == PastCaptcha:

@@ -2,7 +2,8 @@
 -- script (op_b backoff.lua, op_l log.lua, op_r rate.lua, defined above this
 -- text, each called as op(key, ARGV, offset, nargs) on its own arguments
 -- inside ARGV), then authguard.Blocked on the results, and when the check
--- would not proceed, the undo of every op that reserved something. The Lua
+-- would not proceed, the undo of every op that reserved something (when it
+-- proceeds, of a spare allowance that exempted it from nothing). The Lua
 -- twin of authguard.Reserve, with two savings:
 --
 --   * Redis TIME is read once for the whole batch, not once per op;
@@ -12,7 +13,7 @@
 --
 -- KEYS     one per op
 -- ARGV     solved ("1" or "0"), then for each op: kind (b, l, r), gate (0, d,
---          q, c, a, s, x: authguard.Gate), undo (the op's action that undoes
+--          q, c, a, s, x, v, o, A: authguard.Gate), undo (the op's action that undoes
 --          it, "" for none), n, its script's n arguments
 -- returns  one result per op, as its script returns it, then undone 0|1
 --
@@ -59,29 +60,40 @@ end
 -- authguard.Blocked: the allowance and shared gates need every result.
 local exempt = true
 for i = 1, nk do
-  if ARGV[at[i] + 1] == "a" and out[i][3] == 1 then exempt = false end
-  if ARGV[at[i] + 1] == "v" and out[i][3] ~= 1 then exempt = false end
-  if ARGV[at[i] + 1] == "A" and (out[i][3] == 1 or not solved) then exempt = false end
+  local g = ARGV[at[i] + 1]
+  if (g == "a" or g == "o") and out[i][3] == 1 then exempt = false end
+  if g == "v" and out[i][3] ~= 1 then exempt = false end
+  if g == "A" and (out[i][3] == 1 or not solved) then exempt = false end
 end
+local held = false -- some shared gate has a wait: an exemption is spent
 for i = 1, nk do
-  if ARGV[at[i] + 1] == "s" and out[i][2] > 0 and not exempt then blocked = true end
+  if ARGV[at[i] + 1] == "s" and out[i][2] > 0 then
+    held = true
+    if not exempt then blocked = true end
+  end
 end
 
-if blocked then
-  for i = 1, nk do
-    local s = at[i]
-    local kind, undo = ARGV[s], ARGV[s + 2]
-    if undo ~= "" and out[i][1] == 1 then
-      local run, actionAt = op_r, 2
-      if kind == "b" then
-        run, actionAt = op_b, 1
-      elseif kind == "l" then
-        run, actionAt = op_l, 1
-      end
-      ARGV[s + 3 + actionAt] = undo
-      local r = run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
-      if type(r) ~= "table" or r.err then return r end
-    end
+-- undo(i) applies op i's undo (authguard.Undo).
+local function undo(i)
+  local s = at[i]
+  local kind = ARGV[s]
+  local run, actionAt = op_r, 2
+  if kind == "b" then
+    run, actionAt = op_b, 1
+  elseif kind == "l" then
+    run, actionAt = op_l, 1
+  end
+  ARGV[s + 3 + actionAt] = ARGV[s + 2]
+  return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
+end
+
+for i = 1, nk do
+  local g = ARGV[at[i] + 1]
+  -- Blocked: every charge is undone. Not blocked: a spare allowance
+  -- (authguard.Spares) is given back when it exempted from nothing.
+  if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 and (blocked or (not held and (g == "o" or g == "A"))) then
+    local r = undo(i)
+    if type(r) ~= "table" or r.err then return r end
   end
 end
 out[nk + 1] = blocked and 1 or 0

@@ -384,7 +384,7 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 			&authguard.LogOp{Key: "tg:t:s:vdst:a.d", Action: authguard.LogPeek, Member: "?", Windows: year},
 			&authguard.LogOp{Key: "tg:t:s:vdst.own:a.d", Action: authguard.LogAdmit, Member: fmt.Sprint("send-", recorded), Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}},
 		}
-		gates := []authguard.Gate{{Block: authguard.BlockShared, Undo: true}, {Block: authguard.BlockVerified}, {Block: authguard.BlockAllowance, Undo: true}}
+		gates := []authguard.Gate{{Block: authguard.BlockShared, Undo: true}, {Block: authguard.BlockVerified}, {Block: authguard.BlockOwner, Undo: true}}
 		res, undone, err := s.DoCheck(ctx, ops, gates, false)
 		if err != nil {
 			t.Fatal(err)
@@ -394,6 +394,21 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 		}
 		if undone == recorded {
 			t.Errorf("recorded %v: undone %v, want the send held back exactly when the destination is not verified", recorded, undone)
+		}
+		// A send that needed no exemption spends none of the allowance
+		// (authguard.Spares), in the script as in Reserve.
+		if !undone {
+			own := &authguard.LogOp{Key: "tg:t:s:vdst.own:a.d", Action: authguard.LogPeek, Member: "?", Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}
+			free := []authguard.Op{&authguard.BackoffOp{Key: "tg:t:s:dst:free", Action: authguard.BackoffCharge, Policy: storetest.Backoff}, ops[1],
+				&authguard.LogOp{Key: "tg:t:s:vdst.own:a.d", Action: authguard.LogAdmit, Member: "free-send", Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}}
+			before, _ := s.Do(ctx, []authguard.Op{own})
+			if _, _, err := s.DoCheck(ctx, free, gates, false); err != nil {
+				t.Fatal(err)
+			}
+			after, _ := s.Do(ctx, []authguard.Op{own})
+			if spare := len(authguard.Spares(free, gates, []authguard.Result{{}, {Over: true}, {Charged: true}})); before[0].Count != after[0].Count || spare != 1 {
+				t.Errorf("a send held back by nothing: the allowance went from %d to %d codes (Spares gives back %d), want it unchanged", before[0].Count, after[0].Count, spare)
+			}
 		}
 		// Without a device the allowance also takes a solved CAPTCHA.
 		for _, solved := range []bool{false, true} {

@@ -176,6 +176,9 @@ func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []
 			res[i] = got[j]
 		}
 		if !authguard.Blocked(gates, res, solved) {
+			if back := authguard.Spares(ops, gates, res); len(back) > 0 {
+				_, _ = s.Do(ctx, back) // a failure here is left to expiry
+			}
 			return res, false, nil
 		}
 	}

@@ -506,7 +506,7 @@ type pipelined struct{ authguard.Store }
 var blockLetters = map[authguard.Block]string{
 	authguard.BlockNone: "0", authguard.BlockDelay: "d", authguard.BlockQueue: "q",
 	authguard.BlockCaptcha: "c", authguard.BlockAllowance: "a", authguard.BlockShared: "s",
-	authguard.BlockDeny: "x", authguard.BlockVerified: "v", authguard.BlockAllowanceSolved: "A",
+	authguard.BlockDeny: "x", authguard.BlockVerified: "v", authguard.BlockAllowanceSolved: "A", authguard.BlockOwner: "o",
 }
 
 // scriptKinds name the op scripts as check.lua calls them.

@@ -4,11 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -48,6 +50,50 @@ var spec = sync.OnceValues(func() (*openapi3.T, error) {
 		return nil, err
 	}
 	return doc, nil
+})
+
+// fallbackResponses are what openapi.yaml's x-tollgate-fallback-responses
+// describes, keyed by status: the answers to a request that matches no
+// operation (404 and 405). No operation lists them, so kin-openapi keeps the
+// extension as plain data; they are decoded as response objects and their
+// $refs resolved against the document's components, as kin does for the
+// document's own responses.
+var fallbackResponses = sync.OnceValues(func() (openapi3.ResponseBodies, error) {
+	doc, err := spec()
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := doc.Extensions["x-tollgate-fallback-responses"]
+	if !ok {
+		return nil, errors.New("no x-tollgate-fallback-responses")
+	}
+	b, err := json.Marshal(raw)
+	if err != nil {
+		return nil, err
+	}
+	var rs openapi3.ResponseBodies
+	if err := json.Unmarshal(b, &rs); err != nil {
+		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
+	}
+	// A document of the spec's components with these as its responses:
+	// loading it resolves their $refs, validating it checks them.
+	d := &openapi3.T{
+		OpenAPI: doc.OpenAPI,
+		Info:    doc.Info,
+		Paths:   openapi3.NewPaths(),
+		Components: &openapi3.Components{
+			Schemas:   doc.Components.Schemas,
+			Headers:   doc.Components.Headers,
+			Responses: rs,
+		},
+	}
+	if err := openapi3.NewLoader().ResolveRefsIn(d, nil); err != nil {
+		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
+	}
+	if err := d.Validate(context.Background()); err != nil {
+		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
+	}
+	return rs, nil
 })
 
 var specRouter = sync.OnceValues(func() (routers.Router, error) {
@@ -244,10 +290,6 @@ func (h *harness) report(tb testing.TB, body map[string]any) verdict {
 func validate(tb testing.TB, req *http.Request, body string, res *response) error {
 	tb.Helper()
 	ctx := context.Background()
-	doc, err := spec()
-	if err != nil {
-		tb.Fatalf("openapi.yaml: %v", err)
-	}
 	router, err := specRouter()
 	if err != nil {
 		tb.Fatalf("openapi.yaml router: %v", err)
@@ -268,20 +310,41 @@ func validate(tb testing.TB, req *http.Request, body string, res *response) erro
 	vreq := req.Clone(ctx)
 	vreq.Body = io.NopCloser(strings.NewReader(body))
 	route, params, ferr := router.FindRoute(vreq)
-	if name := map[int]string{http.StatusNotFound: "NotFound", http.StatusMethodNotAllowed: "MethodNotAllowed"}[res.status]; name != "" {
+	if res.status == http.StatusNotFound || res.status == http.StatusMethodNotAllowed {
 		// Not a documented operation (kin's router is laxer than chi about
-		// trailing slashes): a 404 or 405 problem, as the NotFound and
-		// MethodNotAllowed components describe.
-		if res.status == http.StatusMethodNotAllowed && res.header.Get("Allow") == "" {
-			tb.Errorf("405 without Allow")
+		// trailing slashes): a 404 or 405 problem, as openapi.yaml's
+		// x-tollgate-fallback-responses describes.
+		fallback, err := fallbackResponses()
+		if err != nil {
+			tb.Fatalf("openapi.yaml: %v", err)
 		}
-		schema := doc.Components.Responses[name].Value.Content.Get("application/problem+json").Schema.Value
+		status := strconv.Itoa(res.status)
+		want := fallback[status]
+		if want == nil || want.Value == nil {
+			tb.Fatalf("openapi.yaml's x-tollgate-fallback-responses has no %s", status)
+		}
+		for name, h := range want.Value.Headers {
+			got := res.header.Values(name)
+			if len(got) == 0 {
+				if h.Value.Required {
+					tb.Errorf("%d without %s", res.status, name)
+				}
+				continue
+			}
+			if err := h.Value.Schema.Value.VisitJSON(got[0], openapi3.EnableJSONSchema2020()); err != nil {
+				tb.Errorf("%d header %s: %q does not match openapi.yaml's x-tollgate-fallback-responses %s: %v", res.status, name, got[0], status, err)
+			}
+		}
+		mt := want.Value.Content.Get("application/problem+json")
+		if mt == nil {
+			tb.Fatalf("openapi.yaml's x-tollgate-fallback-responses %s has no application/problem+json", status)
+		}
 		var v any
 		if err := json.Unmarshal(res.body, &v); err != nil {
 			tb.Fatalf("%d body %q: %v", res.status, res.body, err)
 		}
-		if err := schema.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-			tb.Errorf("%d body %s does not match openapi.yaml's %s: %v", res.status, res.body, name, err)
+		if err := mt.Schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
+			tb.Errorf("%d body %s does not match openapi.yaml's x-tollgate-fallback-responses %s: %v", res.status, res.body, status, err)
 		}
 		if ferr == nil {
 			ferr = errors.New("no such operation")

@@ -2,6 +2,10 @@ module github.com/tollgate-auth/tollgate
 
 go 1.26.8
 
+// The npm packages of clients/ and examples/ install node_modules; no Go
+// package lives there.
+ignore node_modules
+
 require (
 	github.com/alicebob/miniredis/v2 v2.40.0
 	github.com/chromedp/cdproto v0.159.0

@@ -185,6 +185,19 @@ func (m *Metrics) AddMemoryStore(name string, s *memstore.Store) {
 	e.stores[i].store = s
 }
 
+// AddBuildInfo exports tollgate_build_info{version,revision,goversion}, a
+// gauge of 1 that says which build answers, as Prometheus's own build_info
+// metrics do: join on it to tell instances of two versions apart.
+func (m *Metrics) AddBuildInfo(version, revision, goVersion string) {
+	g := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "tollgate_build_info",
+		Help:        "1, labelled with the version, the commit (revision, empty when unknown) and the Go version the binary was built from.",
+		ConstLabels: prometheus.Labels{"version": version, "revision": revision, "goversion": goVersion},
+	})
+	g.Set(1)
+	m.reg.MustRegister(g)
+}
+
 // AddDecisionLog exports a decision log's dropped lines as
 // tollgate_decision_log_dropped_total.
 func (m *Metrics) AddDecisionLog(dropped func() int64) {

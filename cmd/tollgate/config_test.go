@@ -76,13 +76,6 @@ func TestServe_RefusesBadStart(t *testing.T) {
 	}
 }
 
-func TestVersion(t *testing.T) {
-	var out bytes.Buffer
-	if code := run(context.Background(), []string{"version"}, &out, &out, testkit.Env()); code != 0 || !strings.HasPrefix(out.String(), "tollgate ") {
-		t.Errorf("version: %d %q", code, out.String())
-	}
-}
-
 // TestExampleConfig: the example file shipped next to the command is valid
 // and says what the defaults are.
 func TestExampleConfig(t *testing.T) {

@@ -5,6 +5,7 @@
 //	tollgate replay -config FILE LOG...  replay recorded logins through policies
 //	tollgate validate-config [-print] FILE  check a config file without starting
 //	tollgate version                   print the version
+//	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
 //	tollgate bench [flags] URL [URL...]  load running services over HTTP
 //	tollgate bench-ceiling [-listen ADDR]  the Go ceiling server for bench
 //
@@ -22,8 +23,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	"runtime"
-	"runtime/debug"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -34,10 +33,6 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
-
-// version is set at build time with -ldflags "-X main.version=v1.2.3"; when
-// it is not, the module version from the build info is used.
-var version = ""
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
@@ -54,7 +49,9 @@ const usage = `usage:
                                      what stopped, in recorded logins (replay -h)
   tollgate validate-config [-print] FILE
                                      check a config file without starting
-  tollgate version                   print the version
+  tollgate version                   print the version, commit and Go version
+  tollgate healthcheck [URL]         exit 0 when URL (default /healthz on
+                                     TOLLGATE_LISTEN's port) answers 200
   tollgate admin explain|reset -flow F -subject KIND [flags] < IDENTIFIER
                                      call the admin API (admin -h)
   tollgate token -key FILE -tenant T [flags]
@@ -72,6 +69,11 @@ environment:
   TOLLGATE_LISTEN     host:port to listen on (default 127.0.0.1:8080; loopback only without auth)
   TOLLGATE_SECRET     key for identifier hashes and tokens, at least 32 bytes
                       (default: random per process, so state does not survive a restart)
+  TOLLGATE_SECRET_FILE  a file holding it instead (systemd credentials, Compose
+                      and Kubernetes secrets); likewise TOLLGATE_REDIS_PASSWORD_FILE
+  TOLLGATE_REDIS_URL, TOLLGATE_REDIS_CLUSTER_ADDRS, TOLLGATE_REDIS_SENTINEL_ADDRS
+                      (+ TOLLGATE_REDIS_SENTINEL_MASTER), TOLLGATE_REDIS_USERNAME,
+                      TOLLGATE_REDIS_PASSWORD: the Redis store (README, Configuration)
   TOLLGATE_LOG_LEVEL  debug, info, warn or error (default info)
 `
 
@@ -99,8 +101,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return tokenCmd(args, stdout, stderr, time.Now)
 	case "admin":
 		return adminCmd(args, os.Stdin, stdout, stderr, getenv)
+	case "healthcheck":
+		return healthcheckCmd(ctx, args, stderr, getenv)
 	case "version":
-		fmt.Fprintf(stdout, "tollgate %s (%s)\n", versionString(), runtime.Version())
+		printVersion(stdout)
 		return 0
 	case "help":
 		fmt.Fprint(stdout, usage)
@@ -316,19 +320,3 @@ func budgetLine(f *authguard.Flow) string {
 	return line
 }
 
-func versionString() string {
-	if version != "" {
-		return version
-	}
-	bi, ok := debug.ReadBuildInfo()
-	if !ok {
-		return "unknown"
-	}
-	v := bi.Main.Version
-	for _, s := range bi.Settings {
-		if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-			v += " " + s.Value[:12]
-		}
-	}
-	return v
-}

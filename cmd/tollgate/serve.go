@@ -79,6 +79,8 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	defer store.Close()
 
 	metrics := api.NewMetrics(cfg.Policy)
+	build := readBuildInfo()
+	metrics.AddBuildInfo(build.Version, build.Revision, build.Go)
 	if mem, ok := store.(*memstore.Store); ok {
 		metrics.AddMemoryStore("main", mem)
 	}
@@ -195,7 +197,9 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	log.Info("listening",
 		slog.String("addr", ln.Addr().String()),
 		slog.String("scheme", scheme),
-		slog.String("version", versionString()),
+		slog.String("version", build.Version),
+		slog.String("revision", build.Revision),
+		slog.Bool("modified", build.Modified),
 		slog.String("store", storeName),
 		slog.Any("flows", cfg.Policy.FlowNames()))
 	if ready != nil {

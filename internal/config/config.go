@@ -429,11 +429,15 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 		}
 		cfg.Listen = v
 	}
-	if v := getenv("TOLLGATE_SECRET"); v != "" {
-		if err := checkSecret(v); err != nil {
-			return fmt.Errorf("TOLLGATE_SECRET: %w", err)
+	secret, err := fromEnvOrFile(getenv, "TOLLGATE_SECRET")
+	if err != nil {
+		return err
+	}
+	if secret != "" {
+		if err := checkSecret(secret); err != nil {
+			return fmt.Errorf("%s: %w", secretVar(getenv, "TOLLGATE_SECRET"), err)
 		}
-		cfg.Secret, cfg.SecretInFile = []byte(v), false
+		cfg.Secret, cfg.SecretInFile = []byte(secret), false
 	}
 	if v := getenv("TOLLGATE_LOG_LEVEL"); v != "" {
 		l, err := parseLogLevel(v)
@@ -466,14 +470,46 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 		if v := getenv("TOLLGATE_REDIS_USERNAME"); v != "" {
 			cfg.Redis.Username = v
 		}
-		if v := getenv("TOLLGATE_REDIS_PASSWORD"); v != "" {
-			cfg.Redis.Password = v
+		password, err := fromEnvOrFile(getenv, "TOLLGATE_REDIS_PASSWORD")
+		if err != nil {
+			return err
+		}
+		if password != "" {
+			cfg.Redis.Password = password
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
 			return fmt.Errorf("TOLLGATE_REDIS_*: %w", err)
 		}
 	}
 	return nil
+}
+
+// fromEnvOrFile is the value of the variable name, or the content of the
+// file the variable name_FILE names (its trailing line ends dropped), as
+// systemd's LoadCredential=, Docker and Compose secrets and Kubernetes
+// Secret volumes hand secrets over; "" when neither is set. Setting both is
+// an error: which one wins would be a guess.
+func fromEnvOrFile(getenv func(string) string, name string) (string, error) {
+	v, path := getenv(name), getenv(name+"_FILE")
+	switch {
+	case path == "":
+		return v, nil
+	case v != "":
+		return "", fmt.Errorf("%s and %s_FILE are both set: set one", name, name)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%s_FILE: %w", name, err)
+	}
+	return string(bytes.TrimRight(data, "\r\n")), nil
+}
+
+// secretVar names the variable a secret came from, for its error.
+func secretVar(getenv func(string) string, name string) string {
+	if getenv(name+"_FILE") != "" {
+		return name + "_FILE"
+	}
+	return name
 }
 
 var keyPrefixRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,32}$`)

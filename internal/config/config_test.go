@@ -128,6 +128,58 @@ func TestLoadConfig_EnvironmentOverridesFile(t *testing.T) {
 	}
 }
 
+// TestLoadConfig_SecretsFromFiles covers the *_FILE variables that
+// systemd credentials, Compose secrets and Kubernetes Secret volumes use:
+// the file's content (without its trailing newline) is the secret, both
+// forms at once is an error, and no error repeats a secret.
+func TestLoadConfig_SecretsFromFiles(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	secretFile := write("secret", secret32+"\r\n")
+	passFile := write("redis-password", "redis-pass-xyz\n")
+	shortFile := write("short", "short-secret-value\n")
+
+	cfg, err := Load("", testkit.Env("TOLLGATE_SECRET_FILE", secretFile,
+		"TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0", "TOLLGATE_REDIS_PASSWORD_FILE", passFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(cfg.Secret) != secret32 || cfg.SecretInFile {
+		t.Errorf("secret %q (in file %v), want the file's content without its line end", cfg.Secret, cfg.SecretInFile)
+	}
+	if cfg.Redis == nil || cfg.Redis.Password != "redis-pass-xyz" {
+		t.Errorf("Redis %+v, want the password file's content", cfg.Redis)
+	}
+
+	for _, tt := range []struct {
+		name string
+		env  []string
+		want string
+	}{
+		{"both secret forms", []string{"TOLLGATE_SECRET", secret32, "TOLLGATE_SECRET_FILE", secretFile}, "TOLLGATE_SECRET and TOLLGATE_SECRET_FILE are both set"},
+		{"a missing secret file", []string{"TOLLGATE_SECRET_FILE", filepath.Join(dir, "none")}, "TOLLGATE_SECRET_FILE: "},
+		{"a short secret file", []string{"TOLLGATE_SECRET_FILE", shortFile}, "TOLLGATE_SECRET_FILE: must be at least"},
+		{"both password forms", []string{"TOLLGATE_REDIS_URL", "redis://127.0.0.1:6379/0", "TOLLGATE_REDIS_PASSWORD", "p", "TOLLGATE_REDIS_PASSWORD_FILE", passFile}, "TOLLGATE_REDIS_PASSWORD and TOLLGATE_REDIS_PASSWORD_FILE are both set"},
+	} {
+		_, err := Load("", testkit.Env(tt.env...))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: error %v, want %q", tt.name, err, tt.want)
+			continue
+		}
+		for _, secret := range []string{secret32, "short-secret-value", "redis-pass-xyz"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("%s: the error %q holds a secret", tt.name, err)
+			}
+		}
+	}
+}
+
 func TestCheckLoopback(t *testing.T) {
 	tests := []struct {
 		addr string

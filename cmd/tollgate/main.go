@@ -319,4 +319,3 @@ func budgetLine(f *authguard.Flow) string {
 	}
 	return line
 }
-

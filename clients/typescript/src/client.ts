@@ -1,0 +1,448 @@
+/**
+ * The tollgate client, as the Go client's `api/client/client.go`: check,
+ * report and send with a fail mode per call site, and the admin calls.
+ *
+ * @packageDocumentation
+ */
+
+import { Allowance, checkSubject, sendSubject, type Stats, type Subject } from "./allowance.js";
+import { CanceledError, TimeoutError, TollgateError, UnavailableError, type Op } from "./errors.js";
+import { fallback, failDelay, failOpen, reasonFallbackAllowance, type CallError, type FailMode, type Verdict } from "./failmode.js";
+import { mediaType, queryEscape, readUpTo, statusText } from "./http.js";
+import {
+  adminShapes,
+  decodeAs,
+  encodeRequest,
+  problemShape,
+  requestFields,
+  verdictShape,
+  type CheckRequest,
+  type Entry,
+  type EntryRequest,
+  type Explanation,
+  type RemoveRequest,
+  type Removed,
+  type ReportRequest,
+  type ResetRequest,
+  type ResetResult,
+  type SendRequest,
+  type Shape,
+  type WireVerdict,
+  type ExplainRequest,
+} from "./wire.js";
+
+/** Each call's time limit unless `timeoutMs` says otherwise: 250 ms, as the Go client's DefaultTimeout. */
+export const defaultTimeoutMs = 250;
+
+/** The User-Agent header unless `userAgent` says otherwise. */
+export const defaultUserAgent = "tollgate-typescript-client/1";
+
+/** The most read of an answer: 1 MiB. */
+const maxResponseBytes = 1 << 20;
+
+/** The most read of an error answer: 64 KiB. */
+const maxProblemBytes = 64 << 10;
+
+/** The options of a {@link Client}. */
+export interface ClientOptions {
+  /**
+   * Where tollgate listens, such as "http://127.0.0.1:8080" or
+   * "https://tollgate.internal/prefix": http or https, with a host and no
+   * user info, query or fragment. Required.
+   */
+  baseURL: string;
+  /**
+   * A bearer token sent with every call, for a tollgate with auth
+   * configured (scope verdicts; admin:read or admin:write for the admin
+   * calls). Set token or tokenSource, not both. Default: none.
+   */
+  token?: string | undefined;
+  /**
+   * Asked for the bearer token of every call, with the call's signal, so it
+   * runs within the call's timeout: hand out a cached token and refresh it
+   * ahead of expiry. A rejection fails the call as unavailable; "" sends no
+   * Authorization header.
+   */
+  tokenSource?: ((signal: AbortSignal) => Promise<string>) | undefined;
+  /**
+   * Bounds each call, token source included, in milliseconds: past it the
+   * call fails with a {@link TimeoutError}. 0 or undefined is the default
+   * (250); a negative value sets no limit of the client's own (the
+   * caller's signal may still bound calls).
+   */
+  timeoutMs?: number | undefined;
+  /** The User-Agent header. Default: "tollgate-typescript-client/1". */
+  userAgent?: string | undefined;
+  /**
+   * failOpen's allowance per account (a send's destination): this many
+   * fallback proceeds at once, coming back evenly over failOpenWindowMs;
+   * past them the call is answered as failDelay would, with
+   * {@link reasonFallbackAllowance}. Counted whatever address a call comes
+   * from; device tokens are not honoured (the client cannot verify them).
+   * 0 or undefined is the default (5); negative turns the limit off.
+   */
+  failOpenPerAccount?: number | undefined;
+  /**
+   * The same allowance per client address (an IPv4 address, an IPv6 /64).
+   * Users behind one NAT address share it. 0 or undefined is the default
+   * (50); negative turns the limit off. With both limits off, failOpen
+   * proceeds on every call.
+   */
+  failOpenPerAddress?: number | undefined;
+  /** How long a spent allowance takes to come back whole, in ms. 0 or undefined is the default (30 minutes). */
+  failOpenWindowMs?: number | undefined;
+  /**
+   * How many accounts (with destinations) and, separately, how many
+   * addresses the allowance tracks, as 128-bit HMACs under a random key
+   * made by the constructor, never as identifiers. A subject whose
+   * allowance has refilled is dropped; when a table is full, a new subject
+   * takes the place of the one closest to a full allowance. 0 or undefined
+   * is the default (10,000).
+   */
+  failOpenSubjects?: number | undefined;
+  /** The allowance's clock, in ms since the epoch. Default: Date.now. */
+  now?: (() => number) | undefined;
+  /**
+   * The fetch that sends the calls. Default: the global fetch (Node >= 18).
+   * Redirects are never followed (a 3xx is a refusal).
+   */
+  fetch?: typeof fetch | undefined;
+}
+
+/** Per-call options. */
+export interface CallOptions {
+  /**
+   * Aborts the call. An abort whose reason is a timeout (as
+   * `AbortSignal.timeout` gives) fails it as a {@link TimeoutError}; any
+   * other as a {@link CanceledError}, which every fail mode answers closed.
+   */
+  signal?: AbortSignal | undefined;
+}
+
+/**
+ * Calls one tollgate. Make one and share it: the FailOpen allowance lives
+ * in it.
+ *
+ * check, report and send never reject because tollgate failed: the
+ * verdict is always usable, and when tollgate gave none it is the call
+ * site's {@link FailMode} answer, with `fallback` set and `error` saying
+ * why. The admin calls reject with the error.
+ */
+export class Client {
+  readonly #base: string;
+  readonly #token: string;
+  readonly #source: ((signal: AbortSignal) => Promise<string>) | undefined;
+  readonly #timeoutMs: number;
+  readonly #agent: string;
+  readonly #now: () => number;
+  readonly #fetch: typeof fetch;
+  readonly #allow: Allowance;
+
+  /** Checks options and makes the client; throws on unusable options. */
+  constructor(options: ClientOptions) {
+    if (options === null || typeof options !== "object") throw new Error("tollgate: options are required");
+    this.#base = baseURL(options.baseURL);
+    if (options.token !== undefined && options.token !== "" && options.tokenSource !== undefined) {
+      throw new Error("tollgate: set token or tokenSource, not both");
+    }
+    this.#token = options.token ?? "";
+    this.#source = options.tokenSource;
+    const t = options.timeoutMs ?? 0;
+    if (typeof t !== "number" || Number.isNaN(t)) throw new Error("tollgate: timeoutMs must be a number");
+    this.#timeoutMs = t === 0 ? defaultTimeoutMs : t < 0 ? 0 : t;
+    this.#agent = options.userAgent !== undefined && options.userAgent !== "" ? options.userAgent : defaultUserAgent;
+    this.#now = options.now ?? Date.now;
+    const f = options.fetch ?? globalThis.fetch;
+    if (typeof f !== "function") throw new Error("tollgate: no fetch: use Node >= 18 or pass options.fetch");
+    this.#fetch = f;
+    // Node loads fetch's HTTP stack (undici) on first use, which can take
+    // tens of milliseconds, or more on a loaded machine: load it now, so
+    // that it does not eat into the first call's timeout.
+    if (options.fetch === undefined && typeof Headers === "function") new Headers();
+    this.#allow = new Allowance({
+      perAccount: options.failOpenPerAccount,
+      perAddress: options.failOpenPerAddress,
+      windowMs: options.failOpenWindowMs,
+      subjects: options.failOpenSubjects,
+    });
+  }
+
+  /**
+   * Asks whether an attempt may go ahead now: call it before looking at
+   * the credential, and keep the attempt token of a proceed for the
+   * report. Never rejects because tollgate failed (see {@link FailMode}).
+   * On a {@link TollgateError} of type invalid-field for the field
+   * "account", do not check the credential: answer the end user as for a
+   * wrong password.
+   *
+   * @param req - the check
+   * @param mode - the call site's fail mode; default failDelay
+   */
+  async check(req: CheckRequest, mode: FailMode = failDelay, options?: CallOptions): Promise<Verdict> {
+    req = req ?? ({} as CheckRequest); // from untyped code: answered, never a rejection
+    return this.#verdictCall("check", "/v1/check", encodeRequest(req, requestFields.check), mode, checkSubject(req), options);
+  }
+
+  /**
+   * Tells tollgate how an attempt ended, with the attempt token the check
+   * returned; report failures of unknown accounts exactly as known ones.
+   * The verdict is the one for the next attempt of the same account from
+   * the same client; a success carries a fresh device token. A report may
+   * be sent again after an error: an attempt settles once. failOpen's
+   * allowance neither holds nor counts reports: its fallback report always
+   * proceeds; failCaptcha's asks for a CAPTCHA.
+   */
+  async report(req: ReportRequest, mode: FailMode = failDelay, options?: CallOptions): Promise<Verdict> {
+    req = req ?? ({} as ReportRequest); // from untyped code: answered, never a rejection
+    return this.#verdictCall("report", "/v1/report", encodeRequest(req, requestFields.report), mode, undefined, options);
+  }
+
+  /**
+   * Asks whether a one-time code may be sent to req's destination now:
+   * send it on proceed only, and show the end user the same message
+   * whatever the verdict ({@link Responder.accept}). failOpen sends codes
+   * while tollgate is down within the allowance of the destination (by its
+   * digits, or an e-mail folded) and of the address; failCaptcha asks for a
+   * CAPTCHA first.
+   */
+  async send(req: SendRequest, mode: FailMode = failDelay, options?: CallOptions): Promise<Verdict> {
+    req = req ?? ({} as SendRequest); // from untyped code: answered, never a rejection
+    return this.#verdictCall("send", "/v1/otp/send", encodeRequest(req, requestFields.send), mode, sendSubject(req), options);
+  }
+
+  /** Why a subject is delayed: every rule of the flow that counts it, and the verdict a check would get now. Nothing is counted. Needs admin:read. Rejects on error. */
+  async explain(req: ExplainRequest, options?: CallOptions): Promise<Explanation> {
+    return (await this.#call("explain", "/v1/admin/explain", encodeRequest(req, requestFields.explain), adminShapes.explanation, options)) as Explanation;
+  }
+
+  /** Clears one subject's state in a flow and answers how many keys went; tollgate logs req.reason. Needs admin:write. Rejects on error. */
+  async reset(req: ResetRequest, options?: CallOptions): Promise<ResetResult> {
+    return (await this.#call("reset", "/v1/admin/reset", encodeRequest(req, requestFields.reset), adminShapes.reset, options)) as ResetResult;
+  }
+
+  /** Adds a temporary allow entry on an IP range, destination prefix or country. Needs admin:write. Rejects on error. */
+  async allow(req: EntryRequest, options?: CallOptions): Promise<Entry> {
+    return (await this.#call("allow", "/v1/admin/allow", encodeRequest(req, requestFields.entry), adminShapes.entry, options)) as Entry;
+  }
+
+  /** Adds a temporary block (action "block" or empty) or captcha entry. Needs admin:write. Rejects on error. */
+  async deny(req: EntryRequest, options?: CallOptions): Promise<Entry> {
+    return (await this.#call("deny", "/v1/admin/deny", encodeRequest(req, requestFields.entry), adminShapes.entry, options)) as Entry;
+  }
+
+  /** The tenant's unexpired entries, oldest first; with flow, those that apply to it. Needs admin:read. Rejects on error. */
+  async entries(flow?: string, options?: CallOptions): Promise<Entry[]> {
+    let path = "/v1/admin/entries";
+    if (flow !== undefined && flow !== "") path += "?flow=" + queryEscape(flow);
+    const l = (await this.#call("entries", path, undefined, adminShapes.entries, options)) as { entries: Entry[] };
+    return l.entries;
+  }
+
+  /** Deletes an entry by id; `removed` is false when there was none. Needs admin:write. Rejects on error. */
+  async remove(req: RemoveRequest, options?: CallOptions): Promise<Removed> {
+    return (await this.#call("remove", "/v1/admin/remove", encodeRequest(req, requestFields.remove), adminShapes.removed, options)) as Removed;
+  }
+
+  /** The counts of the FailOpen allowance since the client was made. */
+  stats(): Stats {
+    return this.#allow.stats();
+  }
+
+  /** A verdict call, and its fail mode's answer when it gives no verdict. */
+  async #verdictCall(op: Op, path: string, body: string, mode: FailMode, s: Subject | undefined, options: CallOptions | undefined): Promise<Verdict> {
+    try {
+      const v = (await this.#call(op, path, body, verdictShape, options)) as WireVerdict;
+      switch (v.action) {
+        case "proceed":
+        case "delay":
+        case "captcha":
+        case "deny":
+          return { ...v, fallback: false };
+      }
+      throw new UnavailableError(op, "the answer is not a verdict (unknown action)");
+    } catch (e) {
+      const err = asCallError(op, e);
+      return s === undefined ? fallback(mode, false, err) : this.#fallbackFor(mode, s, err);
+    }
+  }
+
+  /** mode's answer to a call that failed with err, with failOpen's proceeds held to the allowance of s. */
+  #fallbackFor(mode: FailMode, s: Subject, err: CallError): Verdict {
+    const v = fallback(mode, s.captchaOK, err);
+    if (mode !== failOpen || v.action !== "proceed") return v;
+    if (this.#allow.take(this.#now(), s)) return v;
+    const d = fallback(failDelay, false, err);
+    d.reasons.push(reasonFallbackAllowance);
+    return d;
+  }
+
+  /**
+   * Posts body (GET without one) to path and decodes a 200 or 201 answer
+   * as shape; throws a {@link CallError} otherwise. No error holds a
+   * request field's value.
+   */
+  async #call(op: Op, path: string, body: string | undefined, shape: Shape, options: CallOptions | undefined): Promise<unknown> {
+    const ac = new AbortController();
+    let timedOut = false;
+    const timer = this.#timeoutMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort()), this.#timeoutMs) : undefined;
+    const parent = options?.signal;
+    const onAbort = (): void => ac.abort();
+    if (parent !== undefined) {
+      if (parent.aborted) ac.abort();
+      else parent.addEventListener("abort", onAbort, { once: true });
+    }
+    // transport classifies an error met before an answer: a timeout, the caller's cancellation, or unavailability.
+    const transport = (msg: string, err: unknown): CallError => {
+      if (timedOut || isTimeoutReason(parent?.reason) || isTimeoutCause(err)) return new TimeoutError(op, err);
+      if (parent?.aborted === true) return new CanceledError(op, parent.reason);
+      return new UnavailableError(op, msg, err);
+    };
+    try {
+      let token = this.#token;
+      if (this.#source !== undefined) {
+        try {
+          token = await untilAborted(this.#source(ac.signal), ac.signal);
+        } catch (e) {
+          throw transport("no bearer token from the token source", e);
+        }
+        if (typeof token !== "string") throw transport("no bearer token from the token source", undefined);
+      }
+      const headers: Record<string, string> = {
+        accept: "application/json, application/problem+json",
+        "user-agent": this.#agent,
+      };
+      if (body !== undefined) headers["content-type"] = "application/json";
+      if (token !== "") headers["authorization"] = "Bearer " + token;
+      let res: Response;
+      try {
+        const init: RequestInit = { method: body === undefined ? "GET" : "POST", headers, redirect: "manual", signal: ac.signal };
+        if (body !== undefined) init.body = body;
+        res = await this.#fetch(this.#base + path, init);
+      } catch (e) {
+        throw transport("tollgate does not answer", e);
+      }
+      if (res.status !== 200 && res.status !== 201) throw await problemError(op, res);
+      let b: Uint8Array;
+      try {
+        b = await readUpTo(res.body, maxResponseBytes + 1);
+      } catch (e) {
+        throw transport("reading the answer", e);
+      }
+      if (b.byteLength > maxResponseBytes) throw new UnavailableError(op, "the answer is too large");
+      // The parser's message is not repeated: it may quote the body.
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(b));
+      } catch {
+        throw new UnavailableError(op, "the answer is not the JSON this call expects");
+      }
+      const out = decodeAs(shape, parsed);
+      if (out === undefined) throw new UnavailableError(op, "the answer is not the JSON this call expects");
+      return out;
+    } catch (e) {
+      throw asCallError(op, e);
+    } finally {
+      if (timer !== undefined) clearTimeout(timer);
+      parent?.removeEventListener("abort", onAbort);
+    }
+  }
+}
+
+/** e as a CallError: the errors the client makes pass as they are; anything else (a bug) is an unavailability. */
+function asCallError(op: Op, e: unknown): CallError {
+  if (e instanceof TollgateError || e instanceof UnavailableError || e instanceof CanceledError) return e;
+  return new UnavailableError(op, "unexpected error", e);
+}
+
+/** Reads an answer other than 200 or 201 into a {@link TollgateError}; a problem body that cannot be read or parsed is ignored. */
+async function problemError(op: Op, res: Response): Promise<TollgateError> {
+  const f = {
+    op,
+    status: res.status,
+    type: "",
+    title: "",
+    detail: "",
+    field: "",
+    requestId: res.headers.get("x-request-id") ?? "",
+    retryAfterMs: retryAfterMs(res.headers.get("retry-after") ?? ""),
+  };
+  if (mediaType(res.headers.get("content-type") ?? "") === "application/problem+json") {
+    let b: Uint8Array = new Uint8Array(0);
+    try {
+      b = await readUpTo(res.body, maxProblemBytes);
+    } catch {
+      // Go ignores the read error and parses what it has; so does this.
+    }
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(new TextDecoder("utf-8", { ignoreBOM: true }).decode(b));
+    } catch {
+      parsed = undefined;
+    }
+    const p = parsed === undefined ? undefined : (decodeAs(problemShape, parsed) as Record<keyof typeof problemShape, string> | undefined);
+    if (p !== undefined) {
+      f.type = p.type;
+      f.title = p.title;
+      f.detail = p.detail;
+      f.field = p.field;
+      if (p.request_id !== "") f.requestId = p.request_id;
+    }
+  } else {
+    res.body?.cancel().catch(() => undefined);
+  }
+  if (f.title === "") f.title = statusText(res.status);
+  return new TollgateError(f);
+}
+
+/** A Retry-After value in seconds (the form tollgate sends), in ms; anything else is 0. */
+export function retryAfterMs(v: string): number {
+  if (v === "" || v.length > 6 || !/^[0-9]+$/.test(v)) return 0;
+  return Number(v) * 1000;
+}
+
+/** Checks a base URL as the Go client does and returns it without a trailing slash. */
+function baseURL(raw: unknown): string {
+  if (typeof raw !== "string" || raw === "") throw new Error("tollgate: a baseURL is required");
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new Error("tollgate: baseURL is not a URL");
+  }
+  if (u.protocol !== "http:" && u.protocol !== "https:") throw new Error("tollgate: baseURL must be an http or https URL");
+  if (u.host === "") throw new Error("tollgate: baseURL has no host");
+  const authority = raw.replace(/^[a-zA-Z][a-zA-Z0-9+.-]*:\/\//, "").split(/[/?#]/, 1)[0] ?? "";
+  if (authority.includes("@") || u.username !== "" || u.password !== "") {
+    throw new Error("tollgate: baseURL must not hold user info; use token");
+  }
+  if (raw.includes("?") || raw.includes("#")) throw new Error("tollgate: baseURL must not have a query or fragment");
+  return (u.origin + u.pathname).replace(/\/+$/, "");
+}
+
+/** Whether an abort reason is a timeout (AbortSignal.timeout's DOMException). */
+function isTimeoutReason(reason: unknown): boolean {
+  return typeof reason === "object" && reason !== null && (reason as { name?: unknown }).name === "TimeoutError";
+}
+
+/** Whether a transport error is itself a timeout (Go's net.Error with Timeout()): undici's connect, headers or body timeouts. */
+function isTimeoutCause(err: unknown): boolean {
+  for (let e = err, i = 0; e !== null && typeof e === "object" && i < 5; e = (e as { cause?: unknown }).cause, i++) {
+    const code = (e as { code?: unknown }).code;
+    if (code === "UND_ERR_CONNECT_TIMEOUT" || code === "UND_ERR_HEADERS_TIMEOUT" || code === "UND_ERR_BODY_TIMEOUT" || code === "ETIMEDOUT") return true;
+    if ((e as { name?: unknown }).name === "TimeoutError") return true;
+  }
+  return false;
+}
+
+/** p, or a rejection as soon as signal aborts (a token source that ignores its signal cannot outlast the call). */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal): Promise<T> {
+  if (signal.aborted) return Promise.reject(signal.reason);
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(signal.reason);
+    signal.addEventListener("abort", onAbort, { once: true });
+    p.then(
+      (v) => (signal.removeEventListener("abort", onAbort), resolve(v)),
+      (e: unknown) => (signal.removeEventListener("abort", onAbort), reject(e)),
+    );
+  });
+}

@@ -1,0 +1,70 @@
+/**
+ * `@tollgate/client`: the TypeScript client of tollgate, which protects
+ * logins and one-time-code sends. It behaves as the Go client
+ * (`api/client`), held to the same shared test vectors: a {@link Client}
+ * with fail modes and the FailOpen allowance, the end user's answer
+ * ({@link Responder}), the client address behind proxies ({@link Proxies})
+ * and the device cookie ({@link DeviceCookie}). No runtime dependencies;
+ * Node >= 18.
+ *
+ * @packageDocumentation
+ */
+
+export { Client, defaultTimeoutMs, defaultUserAgent, type ClientOptions, type CallOptions } from "./client.js";
+export {
+  failOpen,
+  failDelay,
+  failCaptcha,
+  reasonFallback,
+  reasonFallbackAllowance,
+  fallbackDelayMs,
+  maxFallbackDelayMs,
+  type FailMode,
+  type Verdict,
+  type CallError,
+} from "./failmode.js";
+export {
+  defaultFailOpenPerAccount,
+  defaultFailOpenPerAddress,
+  defaultFailOpenWindowMs,
+  defaultFailOpenSubjects,
+  type Stats,
+} from "./allowance.js";
+export { Responder, writeAnswer, type Answer, type Page, type ResponderOptions, type VerdictLike } from "./respond.js";
+export { Proxies, type ProxiesOptions, type ProxyHeader, type RequestLike } from "./clientip.js";
+export {
+  DeviceCookie,
+  defaultDeviceCookieName,
+  type DeviceCookieOptions,
+  type ResponseLike,
+  type CookieRequestLike,
+} from "./cookie.js";
+export {
+  TollgateError,
+  UnavailableError,
+  TimeoutError,
+  CanceledError,
+  isUnavailable,
+  problemBase,
+  type Op,
+  type TollgateErrorFields,
+} from "./errors.js";
+export {
+  defaultSendFlow,
+  type Action,
+  type Channel,
+  type Outcome,
+  type CheckRequest,
+  type ReportRequest,
+  type SendRequest,
+  type WireVerdict,
+  type ExplainRequest,
+  type Explanation,
+  type RuleState,
+  type ResetRequest,
+  type ResetResult,
+  type EntryRequest,
+  type Entry,
+  type RemoveRequest,
+  type Removed,
+} from "./wire.js";

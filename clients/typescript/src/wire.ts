@@ -1,0 +1,438 @@
+/**
+ * The JSON shapes of tollgate's HTTP API (openapi.yaml), as the Go
+ * client's `api/wire`. Request fields that are optional are omitted when
+ * empty (undefined, "" or false), as Go's `omitempty` does; the server
+ * treats an absent key, null and the empty value alike.
+ *
+ * @packageDocumentation
+ */
+
+/** The actions of a verdict. */
+export type Action = "proceed" | "delay" | "captcha" | "deny";
+
+/** The channels of the requests that name a destination. */
+export type Channel = "sms" | "voice" | "whatsapp" | "email";
+
+/** The outcomes of a report. */
+export type Outcome = "success" | "failure";
+
+/** The flow of a send that names none. */
+export const defaultSendFlow = "otp_send";
+
+/** The body of POST /v1/check: may this attempt go ahead now? */
+export interface CheckRequest {
+  /** A flow of the policy, such as "login". Required. */
+  flow: string;
+  /** The account identifier as the end user typed it; tollgate hashes it and never stores or logs it. */
+  account?: string | undefined;
+  /** The end user's address as the caller saw it (see {@link Proxies}). */
+  ip?: string | undefined;
+  /** The device token a previous success returned for this end user, if any; an invalid one is ignored. */
+  device_token?: string | undefined;
+  /** The end user just solved a CAPTCHA that the caller verified. */
+  captcha_solved?: boolean | undefined;
+  /** An HMAC of the password under the caller's own key (never the password), or empty. */
+  password_fingerprint?: string | undefined;
+  /** On a flow that verifies one-time codes (otp_verify): where the code was sent; with channel. */
+  destination?: string | undefined;
+  /** The channel the code went by; with destination. */
+  channel?: Channel | (string & {}) | undefined;
+}
+
+/** The body of POST /v1/report: how did the attempt end? */
+export interface ReportRequest {
+  /** The check's flow. Required. */
+  flow: string;
+  /** The check's account. */
+  account?: string | undefined;
+  /** The check's address. */
+  ip?: string | undefined;
+  /** "failure" or "success". Required. Report a failure for an unknown account exactly as for a known one. */
+  outcome: Outcome | (string & {});
+  /** The attempt token the check returned; a report without a valid one is counted on its own. */
+  attempt?: string | undefined;
+  /** The device token the check carried, if any. */
+  device_token?: string | undefined;
+  /** The check's password fingerprint, if any. */
+  password_fingerprint?: string | undefined;
+  /** On a flow that verifies one-time codes: where the verified code was sent; with channel. */
+  destination?: string | undefined;
+  /** The channel the verified code went by; with destination. */
+  channel?: Channel | (string & {}) | undefined;
+}
+
+/** The body of POST /v1/otp/send: may a one-time code be sent to this destination now? */
+export interface SendRequest {
+  /** A send flow of the policy; empty means "otp_send". */
+  flow?: string | undefined;
+  /** The phone number in international format, or the e-mail address for "email". Required. */
+  destination: string;
+  /** The channel. Required. */
+  channel: Channel | (string & {});
+  /** The end user's address. */
+  ip?: string | undefined;
+  /** The account the code is for, when the caller knows one. */
+  account?: string | undefined;
+  /** With account: the device token a login success returned for this end user. */
+  device_token?: string | undefined;
+  /** The end user just solved a CAPTCHA that the caller verified. */
+  captcha_solved?: boolean | undefined;
+}
+
+/** tollgate's answer to a check, report or send: always these six fields. */
+export interface WireVerdict {
+  /** proceed, delay, captcha or deny. */
+  action: Action;
+  /** With delay, how long to wait before checking again; with proceed, a queued call's place in its queue; else 0. */
+  delay_ms: number;
+  /** delay_ms in whole seconds, rounded up: a Retry-After value. */
+  retry_after: number;
+  /** Stable codes of the rules that shaped the verdict, for the caller's logs; never for the end user. */
+  reasons: string[];
+  /** On a check's proceed, the token to send with the report; else "". */
+  attempt: string;
+  /** On a success report, a fresh device token for a long-lived cookie; else "". */
+  device_token: string;
+}
+
+/** The body of POST /v1/admin/explain: why is this subject delayed? */
+export interface ExplainRequest {
+  /** The flow to explain. Required. */
+  flow: string;
+  /** The account identifier, as for a check. */
+  account?: string | undefined;
+  /** The end user's address, as for a check. */
+  ip?: string | undefined;
+  /** A one-time code's destination; with channel. */
+  destination?: string | undefined;
+  /** The destination's channel; with destination. */
+  channel?: Channel | (string & {}) | undefined;
+}
+
+/** One rule of an {@link Explanation}. */
+export interface RuleState {
+  /** The rule's name in the policy. */
+  rule: string;
+  /** The reason code the rule answers with. */
+  reason: string;
+  /** What the rule counts, such as "account" or "ip/56". */
+  subject: string;
+  /** The rule's algorithm, such as "backoff". */
+  algorithm: string;
+  /** A backoff's failures, or a log's members in its longest window. */
+  count: number;
+  /** A rate rule's units left. */
+  remaining: number;
+  /** How long the next call would wait, in milliseconds. */
+  wait_ms: number;
+  /** Whether the next call would be past the rule's limit. */
+  over: boolean;
+  /** A rate rule's time until its state is forgotten, in milliseconds. */
+  reset_ms: number;
+}
+
+/** An administrators' entry as tollgate keeps it: never the range or the prefix, only its length. */
+export interface Entry {
+  /** The entry's id, for remove. */
+  id: string;
+  /** "allow", "block" or "captcha". */
+  kind: string;
+  /** The flow it applies to; "" for every flow. */
+  flow: string;
+  /** "ip_range", "destination_prefix" or "country". */
+  subject: string;
+  /** An IP range's family, "ipv4" or "ipv6"; else "". */
+  family: string;
+  /** An IP range's prefix length or a destination prefix's number of digits; 0 for a country. */
+  length: number;
+  /** A country entry's region; else "". */
+  country: string;
+  /** Why, for the audit log. */
+  reason: string;
+  /** Who (the token's subject). */
+  by: string;
+  /** When it was made, RFC 3339 in UTC. */
+  created_at: string;
+  /** When it expires, RFC 3339 in UTC. */
+  expires_at: string;
+}
+
+/** The answer to explain: every rule of the flow that counts the subject, and the verdict a check would get now. */
+export interface Explanation {
+  /** The explained flow. */
+  flow: string;
+  /** What a check would answer now; it carries no tokens. */
+  verdict: WireVerdict;
+  /** The states of the rules that count the subject, in the flow's order. */
+  rules: RuleState[];
+  /** The administrators' entries that decide for the subject in this flow. */
+  entries: Entry[];
+}
+
+/** The body of POST /v1/admin/reset: clear one subject's state in a flow (exactly one of account, ip, destination). */
+export interface ResetRequest {
+  /** The flow. Required. */
+  flow: string;
+  /** Clears the account's counters in the flow, its devices' included. */
+  account?: string | undefined;
+  /** Clears the address's own logs and buckets. */
+  ip?: string | undefined;
+  /** Clears a destination's quotas; with channel. */
+  destination?: string | undefined;
+  /** The destination's channel; with destination. */
+  channel?: Channel | (string & {}) | undefined;
+  /** Goes to the audit log line; 1 to 200 bytes, no identifier. Required by tollgate. */
+  reason: string;
+}
+
+/** The answer to reset. */
+export interface ResetResult {
+  /** How many store keys the reset deleted. */
+  deleted: number;
+}
+
+/** The body of POST /v1/admin/allow and /v1/admin/deny: a temporary entry on one IP range, destination prefix or country. */
+export interface EntryRequest {
+  /** The flow the entry applies to; empty for every flow. */
+  flow?: string | undefined;
+  /** A CIDR range or one address. */
+  ip_range?: string | undefined;
+  /** An E.164 prefix: "+" and 1 to 15 digits. */
+  destination_prefix?: string | undefined;
+  /** A region, such as "FR". */
+  country?: string | undefined;
+  /** For deny only: "block" (the default) or "captcha". */
+  action?: "block" | "captcha" | (string & {}) | undefined;
+  /** How long the entry lasts, 1m to 30d: "90m", "12h", "7d". Required. */
+  expires_in: string;
+  /** Why, for the audit log; no identifier. Required. */
+  reason: string;
+}
+
+/** The body of POST /v1/admin/remove. */
+export interface RemoveRequest {
+  /** The entry's id. */
+  id: string;
+  /** Why, for the audit log. */
+  reason?: string | undefined;
+}
+
+/** The answer to remove. */
+export interface Removed {
+  /** false when no such entry was there (removed or expired). */
+  removed: boolean;
+}
+
+/** A field of a request body: its JSON name and whether it is sent when empty. */
+type FieldSpec = readonly [name: string, always: boolean];
+
+/** The fields of each request body, in Go's struct (wire) order. */
+export const requestFields = {
+  check: [
+    ["flow", true],
+    ["account", false],
+    ["ip", false],
+    ["device_token", false],
+    ["captcha_solved", false],
+    ["password_fingerprint", false],
+    ["destination", false],
+    ["channel", false],
+  ],
+  report: [
+    ["flow", true],
+    ["account", false],
+    ["ip", false],
+    ["outcome", true],
+    ["attempt", false],
+    ["device_token", false],
+    ["password_fingerprint", false],
+    ["destination", false],
+    ["channel", false],
+  ],
+  send: [
+    ["flow", false],
+    ["destination", true],
+    ["channel", true],
+    ["ip", false],
+    ["account", false],
+    ["device_token", false],
+    ["captcha_solved", false],
+  ],
+  explain: [
+    ["flow", true],
+    ["account", false],
+    ["ip", false],
+    ["destination", false],
+    ["channel", false],
+  ],
+  reset: [
+    ["flow", true],
+    ["account", false],
+    ["ip", false],
+    ["destination", false],
+    ["channel", false],
+    ["reason", true],
+  ],
+  entry: [
+    ["flow", false],
+    ["ip_range", false],
+    ["destination_prefix", false],
+    ["country", false],
+    ["action", false],
+    ["expires_in", true],
+    ["reason", true],
+  ],
+  remove: [
+    ["id", true],
+    ["reason", true],
+  ],
+} as const satisfies Record<string, readonly FieldSpec[]>;
+
+/** The kind of a string or boolean field: the zero value Go sends for an absent required one. */
+const zeroOf = (name: string): string | boolean => (name === "captcha_solved" ? false : "");
+
+/**
+ * The JSON body of req with the given fields, in their order: a field that
+ * is always sent gets its zero value when absent; any other is left out
+ * when undefined, null, "" or false (Go's omitempty). Keys not in fields
+ * are never sent.
+ */
+export function encodeRequest(req: object, fields: readonly FieldSpec[]): string {
+  const out: Record<string, unknown> = {};
+  const r = req as Record<string, unknown>;
+  for (const [name, always] of fields) {
+    const v = r[name];
+    const empty = v === undefined || v === null || v === "" || v === false;
+    if (!empty) out[name] = v;
+    else if (always) out[name] = zeroOf(name);
+  }
+  return JSON.stringify(out);
+}
+
+/**
+ * The shape of a JSON value a call decodes, for {@link decodeAs}: a string,
+ * an integer, a boolean, an array of one shape (`[shape]`) or an object of
+ * named fields.
+ */
+export type Shape = "string" | "int" | "bool" | readonly [Shape] | { readonly [field: string]: Shape };
+
+/** The shape of a verdict. */
+export const verdictShape = {
+  action: "string",
+  delay_ms: "int",
+  retry_after: "int",
+  reasons: ["string"],
+  attempt: "string",
+  device_token: "string",
+} as const satisfies Shape;
+
+/** The shape of an RFC 9457 problem document as tollgate writes it. */
+export const problemShape = {
+  type: "string",
+  title: "string",
+  status: "int",
+  detail: "string",
+  field: "string",
+  request_id: "string",
+} as const satisfies Shape;
+
+const entryShape = {
+  id: "string",
+  kind: "string",
+  flow: "string",
+  subject: "string",
+  family: "string",
+  length: "int",
+  country: "string",
+  reason: "string",
+  by: "string",
+  created_at: "string",
+  expires_at: "string",
+} as const satisfies Shape;
+
+/** The shapes of the admin answers. */
+export const adminShapes = {
+  explanation: {
+    flow: "string",
+    verdict: verdictShape,
+    rules: [
+      {
+        rule: "string",
+        reason: "string",
+        subject: "string",
+        algorithm: "string",
+        count: "int",
+        remaining: "int",
+        wait_ms: "int",
+        over: "bool",
+        reset_ms: "int",
+      },
+    ],
+    entries: [entryShape],
+  },
+  reset: { deleted: "int" },
+  entry: entryShape,
+  entries: { entries: [entryShape] },
+  removed: { removed: "bool" },
+} as const satisfies Record<string, Shape>;
+
+/** The zero value of shape, as Go's: "", 0, false, [] (Go's nil) or an object of zeros. */
+function zero(shape: Shape): unknown {
+  if (shape === "string") return "";
+  if (shape === "int") return 0;
+  if (shape === "bool") return false;
+  if (Array.isArray(shape)) return [];
+  const out: Record<string, unknown> = {};
+  for (const [k, s] of Object.entries(shape as Record<string, Shape>)) out[k] = zero(s);
+  return out;
+}
+
+/** Go's case-insensitive key match (encoding/json's fold: ASCII case, the Kelvin sign and the long s). */
+function foldKey(s: string): string {
+  return s.replace(/[A-Z\u212a\u017f]/g, (c) => (c === "\u212a" ? "k" : c === "\u017f" ? "s" : c.toLowerCase()));
+}
+
+/**
+ * Decodes v (parsed JSON) as Go's encoding/json decodes it into a value of
+ * shape: null leaves the zero value, unknown keys are ignored, keys match
+ * fields exactly or else case-insensitively, and a value of the wrong type
+ * (a fraction or an out-of-range number for an integer) fails the whole
+ * decoding. Returns undefined on failure.
+ */
+export function decodeAs(shape: Shape, v: unknown): unknown {
+  const bad = Symbol("bad");
+  const walk = (s: Shape, x: unknown): unknown => {
+    if (x === null) return zero(s);
+    if (s === "string") return typeof x === "string" ? x : bad;
+    if (s === "bool") return typeof x === "boolean" ? x : bad;
+    if (s === "int") {
+      return typeof x === "number" && Number.isInteger(x) && Math.abs(x) <= 9223372036854775807 ? x : bad;
+    }
+    if (Array.isArray(s)) {
+      if (!Array.isArray(x)) return bad;
+      const item = s[0] as Shape;
+      const out: unknown[] = [];
+      for (const e of x) {
+        const d = walk(item, e);
+        if (d === bad) return bad;
+        out.push(d);
+      }
+      return out;
+    }
+    if (typeof x !== "object" || Array.isArray(x)) return bad;
+    const fields = s as Record<string, Shape>;
+    const out = zero(s) as Record<string, unknown>;
+    const folded = new Map<string, string>();
+    for (const k of Object.keys(fields)) folded.set(foldKey(k), k);
+    for (const [k, val] of Object.entries(x as Record<string, unknown>)) {
+      const name = Object.hasOwn(fields, k) ? k : folded.get(foldKey(k));
+      if (name === undefined) continue;
+      const d = walk(fields[name] as Shape, val);
+      if (d === bad) return bad;
+      out[name] = d;
+    }
+    return out;
+  };
+  const d = walk(shape, v);
+  return d === bad ? undefined : d;
+}

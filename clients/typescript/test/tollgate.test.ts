@@ -1,0 +1,265 @@
+/**
+ * Against a real tollgate: $TOLLGATE_BIN, or one built from this
+ * repository, started on 127.0.0.1 and a free port with the memory store
+ * and the built-in policy, and killed by PID at the end.
+ */
+
+import assert from "node:assert/strict";
+import { after, before, describe, test } from "node:test";
+import { setTimeout as sleep } from "node:timers/promises";
+
+import {
+  Client,
+  DeviceCookie,
+  Responder,
+  TollgateError,
+  failCaptcha,
+  failDelay,
+  failOpen,
+  type Answer,
+  type Verdict,
+} from "../src/index.js";
+import { startTollgate, tollgateBinary, type Tollgate } from "./helpers.js";
+
+let tg: Tollgate | undefined;
+let cleanup: () => void = () => undefined;
+let client: Client;
+const responder = new Responder();
+
+/** A generous per-call timeout: the test machine may be slow; the default stays 250 ms elsewhere. */
+const timeoutMs = 5000;
+
+before(async () => {
+  const bin = tollgateBinary();
+  cleanup = bin.cleanup;
+  tg = await startTollgate(bin.path);
+  client = new Client({ baseURL: tg.base, timeoutMs });
+});
+
+after(async () => {
+  await tg?.stop();
+  cleanup();
+});
+
+/** check, then report a failure with the check's attempt token; the check's verdict. */
+async function failOnce(account: string, ip: string): Promise<Verdict> {
+  const v = await client.check({ flow: "login", account, ip }, failDelay);
+  assert.equal(v.error, undefined, String(v.error));
+  if (v.action === "proceed") {
+    const r = await client.report({ flow: "login", account, ip, outcome: "failure", attempt: v.attempt }, failDelay);
+    assert.equal(r.error, undefined, String(r.error));
+  }
+  return v;
+}
+
+/** Fails account from ip until a check is delayed (at most 10 tries); that check's verdict. */
+async function failUntilDelayed(account: string, ip: string): Promise<Verdict> {
+  for (let i = 0; i < 10; i++) {
+    const v = await failOnce(account, ip);
+    if (v.action !== "proceed") return v;
+  }
+  assert.fail("no delay after 10 failures");
+}
+
+/** Waits until the check of account from ip proceeds again (at most 20 s); that verdict. */
+async function waitForProceed(account: string, ip: string): Promise<Verdict> {
+  const deadline = Date.now() + 20_000;
+  for (;;) {
+    const v = await client.check({ flow: "login", account, ip }, failDelay);
+    if (v.action === "proceed" || Date.now() > deadline) return v;
+    await sleep(Math.min(Math.max(v.delay_ms, 50), 5000));
+  }
+}
+
+describe("a real tollgate", () => {
+  test("check, then report a failure with the attempt token", async () => {
+    const v = await client.check({ flow: "login", account: "roundtrip@example.com", ip: "203.0.113.10" }, failDelay);
+    assert.equal(v.error, undefined);
+    assert.equal(v.fallback, false);
+    assert.equal(v.action, "proceed");
+    assert.ok(v.attempt.length > 0, "a proceed carries an attempt token");
+    assert.deepEqual(v.reasons, []);
+    const r = await client.report(
+      { flow: "login", account: "roundtrip@example.com", ip: "203.0.113.10", outcome: "failure", attempt: v.attempt },
+      failDelay,
+    );
+    assert.equal(r.error, undefined);
+    assert.equal(r.fallback, false);
+    assert.equal(r.action, "proceed");
+    assert.equal(r.attempt, "");
+    assert.equal(r.device_token, "");
+  });
+
+  test("repeated failures give a delay, answered 429 with a Retry-After that grows", async () => {
+    const account = "grows@example.com";
+    const ip = "203.0.113.11";
+    const waits: number[] = [];
+    for (let round = 0; round < 3; round++) {
+      const v = round === 0 ? await failUntilDelayed(account, ip) : await failOnceAfterWait(account, ip);
+      assert.equal(v.action, "delay");
+      assert.ok(v.reasons.includes("account_backoff"), v.reasons.join());
+      const a = responder.respond(v);
+      assert.equal(a.proceed, false);
+      assert.equal(a.status, 429);
+      assert.equal(a.headers["ratelimit"], `"login";r=0;t=${a.headers["retry-after"]}`);
+      assert.equal(a.headers["cache-control"], "no-store");
+      waits.push(Number(a.headers["retry-after"]));
+    }
+    assert.ok(waits[0]! >= 1 && waits[1]! > waits[0]! && waits[2]! > waits[1]!, `Retry-After ${waits.join(", ")} does not grow`);
+  });
+
+  /** Waits out the delay, fails once more, and answers the next check (a delay again). */
+  async function failOnceAfterWait(account: string, ip: string): Promise<Verdict> {
+    const v = await waitForProceed(account, ip);
+    assert.equal(v.action, "proceed");
+    await client.report({ flow: "login", account, ip, outcome: "failure", attempt: v.attempt }, failDelay);
+    return client.check({ flow: "login", account, ip }, failDelay);
+  }
+
+  test("a success returns a device token; the cookie carries it and a check with it proceeds while the account is delayed", async () => {
+    const account = "device@example.com";
+    const ip = "203.0.113.12";
+    const cookie = new DeviceCookie();
+    const v = await client.check({ flow: "login", account, ip }, failOpen);
+    assert.equal(v.action, "proceed");
+    const ok = await client.report({ flow: "login", account, ip, outcome: "success", attempt: v.attempt }, failDelay);
+    assert.equal(ok.error, undefined);
+    assert.ok(ok.device_token.length > 0, "a success report carries a device token");
+    // Round trip through the cookie: Set-Cookie, then the browser's Cookie field.
+    const setCookie = cookie.setCookie(ok.device_token);
+    assert.ok(setCookie !== undefined);
+    assert.match(setCookie, /^__Host-tollgate-device=[^;]+; Path=\/; Max-Age=7776000; HttpOnly; Secure; SameSite=Lax$/);
+    const sent = "theme=dark; " + setCookie.split(";")[0];
+    const token = cookie.token(sent);
+    assert.equal(token, ok.device_token);
+    // An attacker without the device fails the account into a delay...
+    const delayed = await failUntilDelayed(account, "198.51.100.77");
+    assert.equal(delayed.action, "delay");
+    // ...and the owner's device goes ahead at once.
+    const mine = await client.check({ flow: "login", account, ip, device_token: token }, failDelay);
+    assert.equal(mine.error, undefined);
+    assert.equal(mine.action, "proceed");
+    assert.equal(responder.respond(mine).proceed, true);
+  });
+
+  test("send returns a verdict", async () => {
+    const v = await client.send({ destination: "+44 7400 123456", channel: "sms", ip: "203.0.113.13" }, failCaptcha);
+    assert.equal(v.error, undefined, String(v.error));
+    assert.equal(v.fallback, false);
+    assert.ok(["proceed", "delay", "captcha", "deny"].includes(v.action));
+    const again = await client.send({ flow: "otp_send", destination: "+44 7400 123456", channel: "sms", ip: "203.0.113.13" }, failCaptcha);
+    assert.equal(again.error, undefined);
+    assert.notEqual(again.action, "proceed", "a second code at once is not sent");
+    const a = responder.respond(again);
+    assert.equal(a.proceed, false);
+  });
+
+  test("a bad request is a TollgateError on its field, and every fail mode answers closed", async () => {
+    for (const mode of [failOpen, failDelay, failCaptcha]) {
+      const v = await client.check({ flow: "login", account: "secret-account@example.com", ip: "not-an-ip", captcha_solved: true }, mode);
+      assert.equal(v.fallback, true);
+      assert.ok(v.error instanceof TollgateError, String(v.error));
+      assert.equal(v.error.status, 400);
+      assert.equal(v.error.field, "ip");
+      assert.equal(v.error.type, "https://tollgate.dev/problems/invalid-field");
+      assert.ok(v.error.requestId !== "", "the request id is kept");
+      assert.equal(v.error.unavailable, false);
+      assert.equal(v.action, mode === failCaptcha ? "captcha" : "delay", mode);
+      assert.doesNotMatch(v.error.message, /not-an-ip|secret-account/, "the message repeats no request value");
+      assert.equal(responder.respond(v).proceed, false);
+    }
+    // The admin calls reject with it.
+    await assert.rejects(client.explain({ flow: "login", ip: "not-an-ip" }), (e: unknown) => e instanceof TollgateError && e.field === "ip");
+  });
+
+  test("explain and reset", async () => {
+    const account = "explained@example.com";
+    const ip = "203.0.113.14";
+    await failUntilDelayed(account, ip);
+    const x = await client.explain({ flow: "login", account });
+    assert.equal(x.flow, "login");
+    assert.equal(x.verdict.action, "delay");
+    const backoff = x.rules.find((r) => r.reason === "account_backoff");
+    assert.ok(backoff !== undefined, JSON.stringify(x.rules));
+    assert.ok(backoff.count >= 5);
+    assert.ok(Array.isArray(x.entries));
+    const r = await client.reset({ flow: "login", account, reason: "client test" });
+    assert.ok(r.deleted >= 1, `deleted ${r.deleted}`);
+    const v = await client.check({ flow: "login", account, ip }, failDelay);
+    assert.equal(v.action, "proceed");
+  });
+
+  test("allow, deny, entries and remove", async () => {
+    const e = await client.deny({ ip_range: "192.0.2.0/24", action: "captcha", expires_in: "1h", reason: "client test" });
+    assert.equal(e.kind, "captcha");
+    assert.equal(e.subject, "ip_range");
+    assert.equal(e.length, 24);
+    const v = await client.check({ flow: "login", account: "entry@example.com", ip: "192.0.2.9" }, failDelay);
+    assert.equal(v.action, "captcha");
+    const all = await client.entries("login");
+    assert.ok(all.some((x) => x.id === e.id));
+    const gone = await client.remove({ id: e.id, reason: "client test" });
+    assert.equal(gone.removed, true);
+    assert.equal((await client.remove({ id: e.id, reason: "client test" })).removed, false);
+    const a = await client.allow({ ip_range: "198.18.0.0/15", expires_in: "1h", reason: "client test" });
+    assert.equal(a.kind, "allow");
+    await client.remove({ id: a.id, reason: "client test" });
+  });
+
+  test("an unknown account and a wrong password get the same answer", async () => {
+    // tollgate never knows which accounts exist: the caller reports both alike, and the answers are the same bytes.
+    const known = "alice-known@example.com";
+    const unknown = "nobody-at-all@example.com";
+    const answers = async (account: string, ip: string): Promise<Answer[]> => {
+      const out: Answer[] = [];
+      for (let i = 0; i < 6; i++) {
+        const v = await client.check({ flow: "login", account, ip }, failDelay);
+        const a = responder.respond(v);
+        out.push(a);
+        if (!a.proceed) continue;
+        await client.report({ flow: "login", account, ip, outcome: "failure", attempt: v.attempt }, failDelay);
+      }
+      return out;
+    };
+    const [k, u] = await Promise.all([answers(known, "203.0.113.15"), answers(unknown, "203.0.113.16")]);
+    assert.deepEqual(k, u);
+    assert.equal(k.at(-1)?.status, 429);
+  });
+
+  test("tollgate's default timeout is enough on loopback", async () => {
+    const quick = new Client({ baseURL: tg!.base });
+    const v = await quick.check({ flow: "login", account: "quick@example.com", ip: "203.0.113.17" }, failDelay);
+    assert.equal(v.error, undefined, String(v.error));
+  });
+});
+
+describe("the README's login (examples/readme.ts) against a real tollgate", () => {
+  test("five wrong passwords, then 429; the owner's device cookie still signs in", async () => {
+    process.env["TOLLGATE_URL"] = tg!.base;
+    const { server } = await import("../examples/readme.js");
+    await new Promise<void>((ok) => server.listen(0, "127.0.0.1", ok));
+    const { port } = server.address() as import("node:net").AddressInfo;
+    const post = async (body: string, headers: Record<string, string> = {}): Promise<Response> =>
+      fetch(`http://127.0.0.1:${port}/login`, { method: "POST", body, redirect: "manual", headers: { "content-type": "application/x-www-form-urlencoded", ...headers } });
+    try {
+      const first = await post("user=alice&password=correct+horse", { "x-forwarded-for": "203.0.113.20" });
+      assert.equal(first.status, 303);
+      const setCookie = first.headers.get("set-cookie") ?? "";
+      assert.match(setCookie, /^__Host-tollgate-device=/);
+      const statuses: number[] = [];
+      for (let i = 0; i < 6; i++) {
+        const r = await post("user=alice&password=wrong", { "x-forwarded-for": `198.51.100.${30 + i}` });
+        statuses.push(r.status);
+        if (r.status === 429) assert.equal(r.headers.get("retry-after"), "1");
+      }
+      assert.deepEqual(statuses, [401, 401, 401, 401, 401, 429]);
+      const stranger = await post("user=alice&password=correct+horse", { "x-forwarded-for": "198.51.100.99" });
+      assert.equal(stranger.status, 429, "the right password without the device waits too");
+      const owner = await post("user=alice&password=correct+horse", { "x-forwarded-for": "203.0.113.20", cookie: setCookie.split(";")[0]! });
+      assert.equal(owner.status, 303, "the owner's device goes ahead at once");
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((ok) => server.close(() => ok()));
+    }
+  });
+});

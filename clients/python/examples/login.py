@@ -1,0 +1,49 @@
+"""A login handler on tollgate's Python client, framework-agnostic.
+
+README.md shows the part between the snippet markers verbatim;
+tests/test_readme.py holds the two together and runs the handler against a
+real tollgate.
+"""
+
+import hmac
+import os
+import time
+
+_USERS = {"alice@example.com": "correct horse"}
+
+
+def check_password(user: str, password: str) -> bool:
+    """A stand-in for your password check: unknown users fail like wrong
+    passwords (compare against a dummy so both take as long)."""
+    want = _USERS.get(user, "\x00 no such user")
+    return hmac.compare_digest(want.encode(), password.encode()) and user in _USERS
+
+
+# --- snippet start
+import tollgate
+
+tg = tollgate.Client("http://127.0.0.1:8080", token=os.environ.get("TOLLGATE_TOKEN"))
+proxies = tollgate.Proxies(trusted=["10.0.0.0/8"], header=tollgate.HEADER_X_FORWARDED_FOR)
+answer = tollgate.Responder()  # 429 + Retry-After + RateLimit, a CAPTCHA hook
+cookie = tollgate.DeviceCookie()  # __Host-tollgate-device
+
+
+def login(form, remote_addr, headers):
+    """POST /login: returns (status, headers, body) for the end user."""
+    user, ip = form["user"], proxies.client_ip(remote_addr, headers)
+    device = cookie.token(headers.get("Cookie"))
+    v = tg.check(flow="login", account=user, ip=ip, device_token=device, fail=tollgate.FAIL_DELAY)
+    # log v.error when it is set; v is usable either way
+    a = answer.respond(v)
+    if not a.proceed:
+        return a.status, a.headers, a.body  # delayed or challenged: the same for every account
+    time.sleep(a.hold)  # 0 unless a queueing rule holds the call
+    ok = check_password(user, form["password"])  # unknown users fail like wrong passwords
+    r = tg.report(flow="login", account=user, ip=ip, attempt=v.attempt, device_token=device,
+                  outcome="success" if ok else "failure", fail=tollgate.FAIL_DELAY)
+    if not ok:
+        return 401, [("Content-Type", "text/plain")], b"wrong user or password"
+    set_cookie = cookie.set_cookie(r.device_token)  # this device skips the IP rules next time
+    # ... start the session
+    return 200, [("Set-Cookie", set_cookie)] if set_cookie else [], b"welcome"
+# --- snippet end

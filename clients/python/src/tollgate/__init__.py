@@ -1,0 +1,92 @@
+"""tollgate's Python client, for auth systems written in Python.
+
+It calls tollgate (https://github.com/tollgate-auth/tollgate) before and
+after each credential check and before each one-time-code send, and turns
+the verdicts into answers for the end user. It uses the standard library
+only and behaves as the Go client (api/client) does; the shared vectors in
+clients/testdata hold both to the same answers.
+
+* :class:`Client`: :meth:`~Client.check`, :meth:`~Client.report` and
+  :meth:`~Client.send`, each with a :class:`FailMode` for when tollgate is
+  unreachable or slow (:data:`FAIL_OPEN`, :data:`FAIL_DELAY`,
+  :data:`FAIL_CAPTCHA`), returning a :class:`Verdict` and never raising
+  because of tollgate; and the admin calls, which raise
+  :class:`TollgateError` or :class:`Unavailable`.
+* :class:`Responder`: the end user's answer to a verdict (429 with
+  Retry-After and RateLimit, a CAPTCHA hook, a deny like a sent code), the
+  same bytes for an unknown account as for a wrong password.
+* :class:`Proxies` and :func:`client_ip`: the client address behind your
+  own reverse proxies.
+* :class:`DeviceCookie`: the ``__Host-`` cookie that keeps the device token.
+"""
+
+from .allowance import (
+    DEFAULT_FAIL_OPEN_PER_ACCOUNT,
+    DEFAULT_FAIL_OPEN_PER_ADDRESS,
+    DEFAULT_FAIL_OPEN_SUBJECTS,
+    DEFAULT_FAIL_OPEN_WINDOW,
+    Stats,
+)
+from .client import DEFAULT_TIMEOUT, DEFAULT_USER_AGENT, Client, Entry, Explanation, RuleState
+from .clientip import HEADER_FORWARDED, HEADER_X_FORWARDED_FOR, Proxies, client_ip
+from .cookie import DEFAULT_DEVICE_COOKIE_MAX_AGE, DEFAULT_DEVICE_COOKIE_NAME, DeviceCookie
+from .errors import PROBLEM_BASE, Timeout, TollgateError, Unavailable, is_unavailable
+from .failmode import (
+    CAPTCHA,
+    DELAY,
+    DENY,
+    FAIL_CAPTCHA,
+    FAIL_DELAY,
+    FAIL_OPEN,
+    FALLBACK_DELAY,
+    MAX_FALLBACK_DELAY,
+    PROCEED,
+    REASON_FALLBACK,
+    REASON_FALLBACK_ALLOWANCE,
+    FailMode,
+    Verdict,
+)
+from .respond import Answer, Responder
+
+__version__ = "1.0.0"
+
+__all__ = [
+    "Client",
+    "Verdict",
+    "Explanation",
+    "RuleState",
+    "Entry",
+    "Stats",
+    "FailMode",
+    "FAIL_OPEN",
+    "FAIL_DELAY",
+    "FAIL_CAPTCHA",
+    "PROCEED",
+    "DELAY",
+    "CAPTCHA",
+    "DENY",
+    "REASON_FALLBACK",
+    "REASON_FALLBACK_ALLOWANCE",
+    "FALLBACK_DELAY",
+    "MAX_FALLBACK_DELAY",
+    "DEFAULT_TIMEOUT",
+    "DEFAULT_USER_AGENT",
+    "DEFAULT_FAIL_OPEN_PER_ACCOUNT",
+    "DEFAULT_FAIL_OPEN_PER_ADDRESS",
+    "DEFAULT_FAIL_OPEN_WINDOW",
+    "DEFAULT_FAIL_OPEN_SUBJECTS",
+    "TollgateError",
+    "Unavailable",
+    "Timeout",
+    "is_unavailable",
+    "PROBLEM_BASE",
+    "Responder",
+    "Answer",
+    "Proxies",
+    "client_ip",
+    "HEADER_FORWARDED",
+    "HEADER_X_FORWARDED_FOR",
+    "DeviceCookie",
+    "DEFAULT_DEVICE_COOKIE_NAME",
+    "DEFAULT_DEVICE_COOKIE_MAX_AGE",
+]

@@ -1,0 +1,17 @@
+"""Tests of tollgate's Python client.
+
+Run from the repository root:
+
+    python3 -m unittest discover -s clients/python/tests -t clients/python
+
+The package is imported from clients/python/src, so nothing needs
+installing. The tests against a real tollgate use the binary named by
+TOLLGATE_BIN, or build one with ``go build`` (skipped when Go is missing).
+"""
+
+import os
+import sys
+
+_SRC = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "src")
+if _SRC not in sys.path:
+    sys.path.insert(0, _SRC)

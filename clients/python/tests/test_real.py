@@ -1,0 +1,208 @@
+"""The client against a real tollgate: the binary TOLLGATE_BIN names, or
+one built with go build, on 127.0.0.1 with the memory store and the
+built-in policy, killed after each test."""
+
+from __future__ import annotations
+
+import unittest
+from typing import Dict, Optional
+
+import tollgate
+from tollgate import FAIL_CAPTCHA, FAIL_DELAY, FAIL_OPEN, Client, DeviceCookie, Responder, TollgateError
+
+from .support import ALICE, ALICE_IP, ALICE_SMS, SECRETS, Tollgate, tollgate_binary
+
+LOGIN = dict(flow="login", account=ALICE, ip=ALICE_IP)
+
+
+def no_secrets(case: unittest.TestCase, err: Optional[BaseException]) -> None:
+    if err is None:
+        return
+    for s in SECRETS:
+        case.assertNotIn(s, str(err))
+        case.assertNotIn(s, repr(err))
+
+
+class RealTollgate(unittest.TestCase):
+    binary: Optional[str] = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.binary = tollgate_binary()
+        if cls.binary is None:
+            raise unittest.SkipTest("no TOLLGATE_BIN and no go to build tollgate with")
+
+    def setUp(self) -> None:
+        assert self.binary is not None
+        self.server = Tollgate(self.binary)
+        self.addCleanup(self.server.stop)
+        self.tg = Client(self.server.url)
+        self.addCleanup(self.tg.close)
+
+    def backoff_count(self) -> int:
+        x = self.tg.explain(flow="login", account=ALICE)
+        for r in x.rules:
+            if r.rule == "account_backoff":
+                return r.count
+        return -1
+
+    def fail_once(self) -> None:
+        v = self.tg.check(**LOGIN)
+        self.assertEqual((v.action, v.fallback, v.error), ("proceed", False, None))
+        r = self.tg.report(outcome="failure", attempt=v.attempt, **LOGIN)
+        self.assertIsNone(r.error)
+
+    def test_check_then_report_a_failure_with_the_attempt_token(self) -> None:
+        v = self.tg.check(**LOGIN)
+        self.assertEqual(v.action, "proceed")
+        self.assertTrue(v.attempt)
+        self.assertFalse(v.fallback)
+        self.assertEqual(self.backoff_count(), 1, "a proceed counts the attempt until reported")
+        r = self.tg.report(outcome="failure", attempt=v.attempt, **LOGIN)
+        self.assertEqual((r.action, r.error, r.fallback), ("proceed", None, False))
+        self.assertEqual(self.backoff_count(), 1, "the report confirms the check's charge, once")
+        again = self.tg.report(outcome="failure", attempt=v.attempt, **LOGIN)
+        self.assertIsNone(again.error)
+        self.assertEqual(self.backoff_count(), 1, "an attempt settles once")
+
+    def test_repeated_failures_delay_with_a_growing_retry_after(self) -> None:
+        for _ in range(5):
+            self.fail_once()
+        rs = Responder()
+        waits = []
+        for _ in range(3):
+            v = self.tg.check(**LOGIN, fail=FAIL_OPEN)
+            self.assertEqual((v.action, v.fallback), ("delay", False))
+            self.assertIn("account_backoff", v.reasons)
+            a = rs.respond(v)
+            self.assertFalse(a.proceed)
+            self.assertEqual(a.status, 429)
+            self.assertEqual(a.header("RateLimit"), '"login";r=0;t=' + a.header("Retry-After"))
+            waits.append(int(a.header("Retry-After")))
+            # A failure reported without an attempt token is counted on its own.
+            self.tg.report(outcome="failure", **LOGIN)
+        self.assertEqual(waits, sorted(waits))
+        self.assertLess(waits[0], waits[-1], waits)
+        # Another spelling and another address: the same account, delayed too.
+        v = self.tg.check(flow="login", account=" ALICE@example.com ", ip="198.51.100.1")
+        self.assertEqual(v.action, "delay")
+
+    def test_a_success_gives_a_device_token_that_proceeds_through_a_delay(self) -> None:
+        v = self.tg.check(**LOGIN)
+        r = self.tg.report(outcome="success", attempt=v.attempt, **LOGIN)
+        self.assertEqual(r.action, "proceed")
+        self.assertTrue(r.device_token)
+        cookie = DeviceCookie()
+        set_cookie = cookie.set_cookie(r.device_token)
+        assert set_cookie is not None
+        self.assertTrue(set_cookie.startswith("__Host-tollgate-device="))
+        # The browser sends back name=value.
+        header = "theme=dark; " + set_cookie.split(";", 1)[0]
+        device = cookie.token(header)
+        self.assertEqual(device, r.device_token)
+        for _ in range(6):  # an attacker delays the account...
+            v = self.tg.check(flow="login", account=ALICE, ip="198.51.100.66")
+            if v.action != "proceed":
+                break
+            self.tg.report(flow="login", account=ALICE, ip="198.51.100.66", outcome="failure", attempt=v.attempt)
+        self.assertEqual(self.tg.check(**LOGIN).action, "delay")
+        # ...but the owner's device goes ahead.
+        v = self.tg.check(device_token=device, **LOGIN)
+        self.assertEqual((v.action, v.error), ("proceed", None))
+
+    def test_send(self) -> None:
+        v = self.tg.send(destination=ALICE_SMS, channel="sms", ip=ALICE_IP)
+        self.assertEqual((v.action, v.error), ("proceed", None))
+        again = self.tg.send(destination="+447400123456", channel="sms", ip=ALICE_IP, fail=FAIL_OPEN)
+        self.assertIn(again.action, ("delay", "deny"))
+        self.assertFalse(again.fallback)
+        self.assertFalse(Responder().respond(again).proceed)
+
+    def test_a_bad_request_is_a_tollgate_error_and_answered_closed(self) -> None:
+        for mode in (FAIL_OPEN, FAIL_DELAY, FAIL_CAPTCHA):
+            with self.subTest(mode=mode):
+                v = self.tg.check(flow="login", account=ALICE, ip="not-an-ip", captcha_solved=True, fail=mode)
+                e = v.error
+                self.assertIsInstance(e, TollgateError)
+                assert isinstance(e, TollgateError)
+                self.assertEqual((e.status, e.type, e.field, e.op), (400, tollgate.PROBLEM_BASE + "invalid-field", "ip", "check"))
+                self.assertTrue(e.detail)
+                self.assertTrue(e.request_id)
+                self.assertFalse(e.unavailable)
+                self.assertFalse(tollgate.is_unavailable(e))
+                self.assertTrue(v.fallback)
+                self.assertEqual(v.action, "captcha" if mode is FAIL_CAPTCHA else "delay")
+                self.assertFalse(Responder().respond(v).proceed)
+                no_secrets(self, e)
+        v = self.tg.check(flow="login", ip=ALICE_IP, fail=FAIL_OPEN)
+        assert isinstance(v.error, TollgateError)
+        self.assertEqual((v.error.type, v.error.field, v.action), (tollgate.PROBLEM_BASE + "missing-field", "account", "delay"))
+        v = self.tg.check(flow="nope", account=ALICE, ip=ALICE_IP, fail=FAIL_OPEN)
+        assert isinstance(v.error, TollgateError)
+        self.assertEqual((v.error.field, v.action), ("flow", "delay"))
+        no_secrets(self, v.error)
+
+    def test_explain_and_reset(self) -> None:
+        for _ in range(5):
+            self.fail_once()
+        x = self.tg.explain(flow="login", account=ALICE, ip=ALICE_IP)
+        self.assertEqual(x.flow, "login")
+        self.assertEqual(x.verdict.action, "delay")
+        self.assertEqual(self.backoff_count(), 5)
+        self.assertTrue(any(r.subject == "ip" for r in x.rules), [r.rule for r in x.rules])
+        self.assertGreaterEqual(self.tg.reset(flow="login", account=ALICE, reason="test: owner verified"), 1)
+        self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
+        with self.assertRaises(TollgateError) as cm:
+            self.tg.reset(flow="login", account=ALICE, reason="")
+        self.assertEqual(cm.exception.status, 400)
+        no_secrets(self, cm.exception)
+
+    def test_entries_deny_allow_remove(self) -> None:
+        e = self.tg.deny(flow="login", ip_range="203.0.113.0/24", expires_in="1h", reason="test: incident")
+        self.assertEqual((e.kind, e.subject, e.length), ("block", "ip_range", 24))
+        v = self.tg.check(**LOGIN, fail=FAIL_OPEN)
+        self.assertEqual((v.action, v.reasons, v.fallback), ("delay", ["blocked"], False))
+        a = self.tg.allow(flow="login", ip_range="192.0.2.0/24", expires_in="1h", reason="test: office")
+        self.assertEqual(a.kind, "allow")
+        self.assertEqual([x.id for x in self.tg.entries("login")], [e.id, a.id])
+        self.assertTrue(self.tg.remove(id=e.id, reason="test: closed"))
+        self.assertFalse(self.tg.remove(id=e.id, reason="test: closed"))
+        self.assertEqual([x.id for x in self.tg.entries()], [a.id])
+
+    def test_an_unknown_account_and_a_wrong_password_get_identical_answers(self) -> None:
+        rs = Responder()
+        answers: Dict[str, tollgate.Answer] = {}
+        for account in (ALICE, "nobody@example.com"):
+            for _ in range(5):
+                v = self.tg.check(flow="login", account=account, ip="198.51.100.%d" % len(answers))
+                self.assertEqual(v.action, "proceed")
+                self.tg.report(flow="login", account=account, ip="198.51.100.%d" % len(answers),
+                               outcome="failure", attempt=v.attempt)
+            v = self.tg.check(flow="login", account=account, ip="198.51.100.200")
+            answers[account] = rs.respond(v)
+        known, unknown = answers[ALICE], answers["nobody@example.com"]
+        self.assertEqual(known.status, 429)
+        self.assertEqual(known, unknown)
+
+    def test_the_readme_login_handler(self) -> None:
+        from .test_readme import load_example
+
+        ex = load_example()
+        setattr(ex, "tg", self.tg)
+        ok = ex.login({"user": ALICE, "password": "correct horse"}, "127.0.0.1", {})
+        self.assertEqual(ok[0], 200)
+        set_cookie = dict(ok[1])["Set-Cookie"]
+        browser = {"Cookie": set_cookie.split(";", 1)[0]}
+        results = {}
+        for user in (ALICE, "nobody@example.com"):
+            got = []
+            for _ in range(7):
+                got.append(ex.login({"user": user, "password": "guess"}, "127.0.0.1", {}))
+            results[user] = got
+        # Wrong passwords and unknown accounts get the same answers, in turn.
+        self.assertEqual([g[0] for g in results[ALICE]], [401] * 5 + [429] * 2)
+        self.assertEqual([(g[0], g[2]) for g in results[ALICE]],
+                         [(g[0], g[2]) for g in results["nobody@example.com"]])
+        # The owner's browser still gets in at once.
+        again = ex.login({"user": ALICE, "password": "correct horse"}, "127.0.0.1", browser)
+        self.assertEqual(again[0], 200)

@@ -1,0 +1,279 @@
+"""The shared vectors of clients/testdata, run as api/client/vectors_test.go
+runs them: the Go, TypeScript and Python clients each run every one, so
+that a change of behaviour in one client fails until all three agree."""
+
+from __future__ import annotations
+
+import glob
+import json
+import os
+import unittest
+from typing import Any, Dict, Iterable, List, Mapping, Optional
+
+from tollgate import (
+    FAIL_CAPTCHA,
+    FAIL_DELAY,
+    FAIL_OPEN,
+    Client,
+    DeviceCookie,
+    Proxies,
+    Responder,
+    Timeout,
+    TollgateError,
+    Unavailable,
+    Verdict,
+    client_ip,
+)
+
+from .support import TESTDATA, StandIn, closed_port_url
+
+#: Every vector file, each read by a test below.
+VECTOR_FILES = ("client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json")
+
+#: How many cases each file's test ran, for the report.
+RAN: Dict[str, int] = {}
+
+
+def read_vectors(name: str) -> Any:
+    """clients/testdata/name, decoded."""
+    if name not in VECTOR_FILES:
+        raise AssertionError("%s is not in VECTOR_FILES" % name)
+    with open(os.path.join(TESTDATA, name), "rb") as f:
+        return json.load(f)
+
+
+def strict(obj: Any, allowed: Iterable[str], where: str) -> None:
+    """Fail on a key outside allowed, as Go's DisallowUnknownFields does, so
+    that a misspelt vector fails rather than tests nothing."""
+    if not isinstance(obj, dict):
+        raise AssertionError("%s: not an object" % where)
+    unknown = set(obj) - set(allowed)
+    if unknown:
+        raise AssertionError("%s: unknown keys %s" % (where, sorted(unknown)))
+
+
+PROXIES_KEYS = ("name", "trusted", "header")
+
+
+def vector_proxies(v: Mapping[str, Any]) -> Proxies:
+    header = v.get("header", "")
+    return Proxies(trusted=v.get("trusted") or [], header=None if header == "none" else header)
+
+
+class ClientIPVectors(unittest.TestCase):
+    def test_client_ip(self) -> None:
+        doc = read_vectors("client_ip.json")
+        strict(doc, ("about", "groups", "config_errors", "config_ok"), "client_ip.json")
+        n = 0
+        for g in doc["groups"]:
+            strict(g, PROXIES_KEYS + ("cases",), g.get("name", "group"))
+            p = vector_proxies(g)
+            for c in g["cases"]:
+                strict(c, ("name", "peer", "lines", "want"), c.get("name", "case"))
+                n += 1
+                with self.subTest(group=g["name"], case=c["name"]):
+                    lines = [(k, v) for k, v in c["lines"]]
+                    self.assertEqual(client_ip(c["peer"], lines, p), c["want"])
+                    self.assertEqual(p.client_ip(c["peer"], lines), c["want"])
+        for c in doc["config_errors"]:
+            strict(c, PROXIES_KEYS, c.get("name", "config error"))
+            with self.subTest(config_error=c["name"]):
+                with self.assertRaises(ValueError):
+                    vector_proxies(c)
+        for c in doc["config_ok"]:
+            strict(c, PROXIES_KEYS, c.get("name", "config"))
+            with self.subTest(config_ok=c["name"]):
+                vector_proxies(c)
+        self.assertGreaterEqual(n, 60, "the vectors did not load")
+        self.assertTrue(doc["config_errors"], "the vectors did not load")
+        RAN["client_ip.json"] = n + len(doc["config_errors"]) + len(doc["config_ok"])
+
+
+RESPONDER_KEYS = ("policy", "problem_type", "title")
+
+
+def vector_responder(config: Mapping[str, Any]) -> Responder:
+    strict(config, RESPONDER_KEYS, "responder config")
+    return Responder(**config)
+
+
+class RespondVectors(unittest.TestCase):
+    def test_respond(self) -> None:
+        doc = read_vectors("respond.json")
+        strict(doc, ("about", "cases", "config_errors"), "respond.json")
+        for c in doc["cases"]:
+            strict(c, ("name", "config", "verdict", "want"), c.get("name", "case"))
+            strict(c["want"], ("status", "headers", "body", "proceed", "hold_ms"), c["name"])
+            with self.subTest(case=c["name"]):
+                rs = vector_responder(c["config"])
+                v = Verdict.from_json(json.dumps(c["verdict"]))
+                a = rs.respond(v)
+                w = c["want"]
+                self.assertEqual(a.proceed, w["proceed"])
+                self.assertEqual(round(a.hold * 1000), w["hold_ms"])
+                self.assertEqual(a.status, w["status"])
+                got: Dict[str, List[str]] = {}
+                for k, val in a.headers:
+                    got.setdefault(k.lower(), []).append(val)
+                self.assertEqual({k: ", ".join(vs) for k, vs in got.items()}, w["headers"])
+                self.assertEqual(a.body, w["body"].encode("utf-8"))
+                # A mapping is taken as the same verdict.
+                self.assertEqual(rs.respond(c["verdict"]), a)
+        for c in doc["config_errors"]:
+            strict(c, ("name", "config"), c.get("name", "config error"))
+            with self.subTest(config_error=c["name"]):
+                with self.assertRaises(ValueError):
+                    vector_responder(c["config"])
+        self.assertGreaterEqual(len(doc["cases"]), 10, "the vectors did not load")
+        self.assertTrue(doc["config_errors"], "the vectors did not load")
+        RAN["respond.json"] = len(doc["cases"]) + len(doc["config_errors"])
+
+
+def vector_cookie(config: Mapping[str, Any]) -> DeviceCookie:
+    strict(config, ("name", "max_age_s"), "cookie config")
+    kw: Dict[str, Any] = {}
+    if config.get("name"):  # Go's zero value: the default
+        kw["name"] = config["name"]
+    if config.get("max_age_s"):
+        kw["max_age"] = config["max_age_s"]
+    return DeviceCookie(**kw)
+
+
+class DeviceCookieVectors(unittest.TestCase):
+    def test_device_cookie(self) -> None:
+        doc = read_vectors("device_cookie.json")
+        strict(doc, ("about", "set", "clear", "token", "config_errors"), "device_cookie.json")
+        for c in doc["set"]:
+            strict(c, ("name", "config", "token", "want", "error"), c.get("name", "set"))
+            with self.subTest(set=c["name"]):
+                dc = vector_cookie(c["config"])
+                if c.get("error"):
+                    with self.assertRaises(ValueError):
+                        dc.set_cookie(c["token"])
+                else:
+                    self.assertEqual(dc.set_cookie(c["token"]), c["want"])
+        for c in doc["clear"]:
+            strict(c, ("name", "config", "want"), c.get("name", "clear"))
+            with self.subTest(clear=c["name"]):
+                self.assertEqual(vector_cookie(c["config"]).clear_cookie(), c["want"])
+        for c in doc["token"]:
+            strict(c, ("name", "config", "cookie", "want"), c.get("name", "token"))
+            with self.subTest(token=c["name"]):
+                self.assertEqual(vector_cookie(c["config"]).token(c["cookie"]), c["want"])
+        for c in doc["config_errors"]:
+            strict(c, ("name", "config"), c.get("name", "config error"))
+            with self.subTest(config_error=c["name"]):
+                with self.assertRaises(ValueError):
+                    vector_cookie(c["config"])
+        self.assertTrue(doc["set"] and doc["token"] and doc["config_errors"], "the vectors did not load")
+        RAN["device_cookie.json"] = sum(len(doc[k]) for k in ("set", "clear", "token", "config_errors"))
+
+
+MODES = {"open": FAIL_OPEN, "delay": FAIL_DELAY, "captcha": FAIL_CAPTCHA}
+CALL_KEYS = {
+    "check": ("flow", "account", "ip", "device_token", "captcha_solved", "password_fingerprint", "destination", "channel"),
+    "report": ("flow", "account", "ip", "outcome", "attempt", "device_token", "password_fingerprint", "destination", "channel"),
+    "send": ("flow", "destination", "channel", "ip", "account", "device_token", "captcha_solved"),
+}
+
+
+def error_kind(err: Optional[BaseException]) -> str:
+    """err named as the vectors name it."""
+    if err is None:
+        return "none"
+    if isinstance(err, Timeout):
+        return "timeout"
+    if isinstance(err, Unavailable) or (isinstance(err, TollgateError) and err.unavailable):
+        return "unavailable"
+    if isinstance(err, TollgateError):
+        return "refused"
+    return "other: %r" % (err,)
+
+
+class FailModeVectors(unittest.TestCase):
+    def test_fail_modes(self) -> None:
+        doc = read_vectors("fail_modes.json")
+        strict(doc, ("about", "cases"), "fail_modes.json")
+        steps = 0
+        for c in doc["cases"]:
+            with self.subTest(case=c["name"]):
+                steps += self._run_case(c)
+        self.assertGreaterEqual(steps, 50, "the vectors did not load")
+        RAN["fail_modes.json"] = steps
+
+    def _run_case(self, c: Mapping[str, Any]) -> int:
+        strict(c, ("name", "client", "server", "steps", "want_request"), c["name"])
+        cfg = c.get("client") or {}
+        strict(cfg, ("timeout_ms", "fail_open_per_account", "fail_open_per_address"), c["name"] + " client")
+        server = c["server"]
+        strict(server, ("down", "delay_ms", "status", "headers", "body"), c["name"] + " server")
+        stand_in: Optional[StandIn] = None
+        if server.get("down"):
+            base = closed_port_url()
+        else:
+            payload = (server.get("body") or "").encode("utf-8")
+
+            def answer(_rec: Any) -> Any:
+                return server.get("status", 200), server.get("headers") or {}, payload
+
+            stand_in = StandIn(answer, delay=(server.get("delay_ms") or 0) / 1000.0)
+            self.addCleanup(stand_in.close)
+            base = stand_in.url
+        kw: Dict[str, Any] = {}
+        if cfg.get("timeout_ms"):
+            kw["timeout"] = cfg["timeout_ms"] / 1000.0
+        for k in ("fail_open_per_account", "fail_open_per_address"):
+            if cfg.get(k):  # Go's zero value: the default
+                kw[k] = cfg[k]
+        client = Client(base, **kw)
+        self.addCleanup(client.close)
+        n = 0
+        for i, s in enumerate(c["steps"]):
+            n += 1
+            strict(s, ("call", "mode", "request", "want"), "%s step %d" % (c["name"], i))
+            w = s["want"]
+            strict(w, ("action", "delay_ms", "retry_after", "reasons", "fallback", "error"), "%s step %d" % (c["name"], i))
+            req = s["request"]
+            strict(req, CALL_KEYS[s["call"]], "%s step %d request" % (c["name"], i))
+            call = {"check": client.check, "report": client.report, "send": client.send}[s["call"]]
+            v = call(fail=MODES[s["mode"]], **req)
+            where = "%s: step %d (%s %s)" % (c["name"], i, s["call"], s["mode"])
+            self.assertEqual(
+                (v.action, v.delay_ms, v.retry_after, v.reasons, v.fallback),
+                (w["action"], w["delay_ms"], w["retry_after"], w.get("reasons") or [], w["fallback"]),
+                where,
+            )
+            we = w.get("error")
+            if we is None:
+                self.assertIsNone(v.error, where)
+            else:
+                strict(we, ("kind", "status", "type", "field"), where + " error")
+                self.assertEqual(error_kind(v.error), we["kind"], "%s: %r" % (where, v.error))
+                if we.get("status") or we.get("type") or we.get("field"):
+                    e = v.error
+                    self.assertIsInstance(e, TollgateError, where)
+                    assert isinstance(e, TollgateError)
+                    if we.get("status"):
+                        self.assertEqual(e.status, we["status"], where)
+                    if we.get("type"):
+                        self.assertEqual(e.type, we["type"], where)
+                    if we.get("field"):
+                        self.assertEqual(e.field, we["field"], where)
+            wr = c.get("want_request")
+            if wr is not None:
+                strict(wr, ("method", "path", "content_type"), c["name"] + " want_request")
+                assert stand_in is not None
+                r = stand_in.last()
+                self.assertIsNotNone(r, where)
+                assert r is not None
+                self.assertEqual((r.method, r.path.split("?")[0], r.headers.get("Content-Type")),
+                                 (wr["method"], wr["path"], wr["content_type"]), where)
+        return n
+
+
+class VectorFiles(unittest.TestCase):
+    def test_every_vector_file_is_read(self) -> None:
+        """A vector file that no test here reads fails, so that the three
+        clients cannot drift through a file only some of them run."""
+        names = sorted(os.path.basename(p) for p in glob.glob(os.path.join(TESTDATA, "*.json")))
+        self.assertEqual(names, sorted(VECTOR_FILES), "give a new vector file a test in every client")

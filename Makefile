@@ -2,8 +2,11 @@
 GO       ?= go
 FUZZTIME ?= 30s
 PKGS     := ./...
+# The Python client's tests run on the system's python3 (Debian's, with its
+# mypy; scripts/ensure-python.sh installs both).
+PYTHON   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: run test bench fuzz lint build demo
+.PHONY: run test test-deps test-clients bench fuzz lint build demo demo-express
 
 ## run: start the service on the embedded memory store (127.0.0.1:8080)
 run:
@@ -14,19 +17,46 @@ run:
 demo:
 	GO=$(GO) ./scripts/demo.sh
 
+## demo-express: the same demo login written in Express with the TypeScript
+## client (examples/express-login), next to tollgate, on free loopback ports
+## (printed); Ctrl-C stops both
+demo-express:
+	GO=$(GO) ./scripts/demo-express.sh
+
 ## build: build bin/tollgate
 build:
 	$(GO) build -o bin/tollgate ./cmd/tollgate
 
 ## test: everything — vet, unit, conformance on real Redis and Redis Cluster, scenarios,
-## fuzz seeds, end-to-end — with -race. Installs redis-server when missing; the tests
-## start their own servers on free loopback ports and stop them.
-test:
+## fuzz seeds, end-to-end, both demo logins in headless Chromium — with -race; then the
+## TypeScript and Python clients against real tollgate processes, the shared vectors,
+## and the contract (generated types compile, redocly lint). Installs redis-server,
+## promtool, chromium, node/npm and python3 from the system's packages when missing
+## (npm packages with `npm ci` from each lockfile); the tests start their own servers
+## on free loopback ports and stop them.
+test: test-deps
+	$(GO) vet $(PKGS)
+	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+	$(MAKE) --no-print-directory test-clients
+
+## test-deps: what the tests need besides Go: servers, browsers, node packages
+test-deps:
 	./scripts/ensure-redis.sh
 	./scripts/ensure-promtool.sh
 	./scripts/ensure-chromium.sh
-	$(GO) vet $(PKGS)
-	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+	./scripts/ensure-node.sh
+	./scripts/ensure-python.sh
+	./scripts/ensure-systemd.sh
+	cd clients/typescript && npm ci --no-audit --no-fund
+	cd clients/contract && npm ci --no-audit --no-fund
+	cd examples/express-login && npm ci --no-audit --no-fund && npm run build
+
+## test-clients: the TypeScript and Python clients (each against a real tollgate
+## serve it starts, and every vector of clients/testdata) and the contract check
+test-clients: build
+	cd clients/typescript && TOLLGATE_BIN=$(CURDIR)/bin/tollgate npm test
+	TOLLGATE_BIN=$(CURDIR)/bin/tollgate $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python
+	cd clients/contract && npm test
 
 ## bench: the benchmarks, with allocations
 bench:

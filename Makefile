@@ -37,6 +37,7 @@ build:
 test: test-deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-clients
 
 ## test-deps: what the tests need besides Go: servers, browsers, node packages

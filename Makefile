@@ -6,7 +6,7 @@ PKGS     := ./...
 # mypy; scripts/ensure-python.sh installs both).
 PYTHON   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo python3)
 
-.PHONY: run test test-deps test-clients bench fuzz lint build demo demo-express
+.PHONY: run test test-deps test-clients bench fuzz lint build demo demo-express release image
 
 ## run: start the service on the embedded memory store (127.0.0.1:8080)
 run:
@@ -26,6 +26,18 @@ demo-express:
 ## build: build bin/tollgate
 build:
 	$(GO) build -o bin/tollgate ./cmd/tollgate
+
+## release: reproducible archives for linux/amd64, linux/arm64 and darwin/arm64,
+## with a CycloneDX SBOM each and SHA256SUMS: make release VERSION=v0.1.0 [DIST=dist]
+DIST ?= dist
+release:
+	@test -n "$(VERSION)" || { echo "make release VERSION=vX.Y.Z [DIST=dir]"; exit 2; }
+	GO=$(GO) ./scripts/release.sh $(VERSION) $(DIST)
+
+## image: the container image (Containerfile, FROM scratch) with podman, buildah
+## or docker: make image [IMAGE=name:tag] [VERSION=v0.1.0]
+image:
+	GO=$(GO) VERSION=$(VERSION) ./scripts/image.sh $(IMAGE)
 
 ## test: everything — vet, unit, conformance on real Redis and Redis Cluster, scenarios,
 ## fuzz seeds, end-to-end, both demo logins in headless Chromium — with -race; then the
@@ -48,6 +60,7 @@ test-deps:
 	./scripts/ensure-node.sh
 	./scripts/ensure-python.sh
 	./scripts/ensure-systemd.sh
+	./scripts/ensure-podman.sh
 	cd clients/typescript && npm ci --no-audit --no-fund
 	cd clients/contract && npm ci --no-audit --no-fund
 	cd examples/express-login && npm ci --no-audit --no-fund && npm run build

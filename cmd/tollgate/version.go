@@ -12,6 +12,11 @@ import (
 // `go install …@v1.2.3`, "(devel)" for a build from a source tree.
 var version = ""
 
+// revision is set with -ldflags "-X main.revision=<commit>" by builds that
+// record no VCS information (an image built from a context without .git);
+// what -buildvcs recorded wins.
+var revision = ""
+
 // buildInfo says which build this binary is.
 type buildInfo struct {
 	Version  string // the release or module version
@@ -26,7 +31,7 @@ type buildInfo struct {
 // what the Go toolchain recorded (debug.ReadBuildInfo; -buildvcs records
 // the commit).
 func readBuildInfo() buildInfo {
-	b := buildInfo{Version: version, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
+	b := buildInfo{Version: version, Revision: revision, Go: runtime.Version(), Platform: runtime.GOOS + "/" + runtime.GOARCH}
 	bi, ok := debug.ReadBuildInfo()
 	if !ok {
 		if b.Version == "" {

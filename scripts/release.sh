@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Builds tollgate's release archives, reproducibly: the same commit gives the
+# same bytes on any machine with the same Go version.
+#
+#   scripts/release.sh VERSION [DIST]        (make release VERSION=v0.1.0 [DIST=dir])
+#
+# For each target (TARGETS, default linux/amd64 linux/arm64 darwin/arm64) it
+# writes DIST/tollgate_VERSION_OS_ARCH.tar.gz holding the static binary
+# (CGO_ENABLED=0, -trimpath, the commit recorded by -buildvcs, no build ID, no
+# build paths), README.md, CHANGELOG.md and tollgate.example.yaml, with
+# every file's time set to the commit's; a CycloneDX SBOM of the Go modules
+# per target (cyclonedx-gomod, pinned, from the Go module proxy); and
+# SHA256SUMS over all of them. DIST defaults to dist/. The SBOM tool is
+# github.com/CycloneDX/cyclonedx-gomod, pinned below.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+VERSION=${1:-}
+DIST=${2:-dist}
+TARGETS=${TARGETS:-linux/amd64 linux/arm64 darwin/arm64}
+GO=${GO:-go}
+CYCLONEDX=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+
+if ! [[ $VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
+  echo "usage: scripts/release.sh vMAJOR.MINOR.PATCH[-PRE] [DIST]" >&2
+  exit 2
+fi
+if ! git rev-parse --git-dir >/dev/null 2>&1; then
+  echo "release: not a Git checkout: a release records its commit" >&2
+  exit 1
+fi
+if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
+  echo "release: warning: the tree has uncommitted changes; the binaries will say modified" >&2
+fi
+
+# Every time in the archives is the commit's, so a rebuild is byte-identical.
+SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
+export SOURCE_DATE_EPOCH
+mkdir -p "$DIST"
+DIST=$(cd "$DIST" && pwd)
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+# The SBOM tool, built for this machine (GOOS and GOARCH below are the
+# target's, which the tool reads to pick the target's modules), unless
+# CYCLONEDX_BIN names one already built.
+sbom=${CYCLONEDX_BIN:-}
+if [ -z "$sbom" ]; then
+  GOBIN=$work/bin GOFLAGS= "$GO" install "$CYCLONEDX"
+  sbom=$work/bin/cyclonedx-gomod
+fi
+
+for target in $TARGETS; do
+  os=${target%/*} arch=${target#*/}
+  name=tollgate_${VERSION}_${os}_${arch}
+  dir=$work/$name
+  mkdir -p "$dir"
+  echo "release: building $name" >&2
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= "$GO" build -trimpath -buildvcs=true \
+    -ldflags "-s -w -buildid= -X main.version=$VERSION" -o "$dir/tollgate" ./cmd/tollgate
+  cp README.md CHANGELOG.md cmd/tollgate/tollgate.example.yaml "$dir/"
+  chmod 0755 "$dir/tollgate"
+  chmod 0644 "$dir/README.md" "$dir/CHANGELOG.md" "$dir/tollgate.example.yaml"
+  tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
+    --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
+    -C "$work" -cf - "$name" | gzip -n -9 >"$DIST/$name.tar.gz"
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= "$sbom" app -json \
+    -noserial -notimestamp -main cmd/tollgate -output "$DIST/$name.cdx.json" . 2>"$work/sbom.log" ||
+    { cat "$work/sbom.log" >&2; exit 1; }
+done
+
+(cd "$DIST" && sha256sum -- *.tar.gz *.cdx.json >SHA256SUMS)
+echo "release: $DIST/SHA256SUMS" >&2
+cat "$DIST/SHA256SUMS"

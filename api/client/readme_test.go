@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -59,5 +60,60 @@ func main() {
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Errorf("README's login handler does not compile: %v\n%s\n%s", err, out, src)
+	}
+}
+
+// TestReadme_SideBySideSnippetsAreTheTestedOnes holds README's check in Go,
+// TypeScript and Python ("Integrate in TypeScript, Python or any
+// language") to the handlers the three clients' tests run: each block's
+// lines, in order, are lines of README's Go login handler (compiled by
+// TestReadme_LoginHandlerCompiles), of clients/typescript/examples/readme.ts
+// and of clients/python/examples/login.py (run against a real tollgate by
+// those clients' suites).
+func TestReadme_SideBySideSnippetsAreTheTestedOnes(t *testing.T) {
+	readme, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(readme), "## Integrate in TypeScript, Python or any language")
+	if !ok {
+		t.Fatal(`README has no "## Integrate in TypeScript, Python or any language" section`)
+	}
+	section, _, _ = strings.Cut(section, "\n## ")
+	_, goHandler, _ := strings.Cut(string(readme), "## Integrate in Go")
+	_, goHandler, _ = strings.Cut(goHandler, "```go\n")
+	goHandler, _, _ = strings.Cut(goHandler, "```")
+	read := func(p string) string {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	for _, tt := range []struct{ fence, source, where string }{
+		{"```go\n", goHandler, "README's Go login handler"},
+		{"```ts\n", read("../../clients/typescript/examples/readme.ts"), "clients/typescript/examples/readme.ts"},
+		{"```python\n", read("../../clients/python/examples/login.py"), "clients/python/examples/login.py"},
+	} {
+		_, block, ok := strings.Cut(section, tt.fence)
+		if !ok {
+			t.Errorf("the section has no %q block", strings.TrimSpace(tt.fence))
+			continue
+		}
+		block, _, _ = strings.Cut(block, "```")
+		var have []string
+		for _, l := range strings.Split(tt.source, "\n") {
+			have = append(have, strings.TrimSpace(l))
+		}
+		at := 0
+		for _, l := range strings.Split(strings.TrimSpace(block), "\n") {
+			l = strings.TrimSpace(l)
+			i := slices.Index(have[at:], l)
+			if i < 0 {
+				t.Errorf("README's %s line %q is not in %s (after line %d)", strings.TrimSpace(tt.fence), l, tt.where, at)
+				break
+			}
+			at += i + 1
+		}
 	}
 }

@@ -19,6 +19,7 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -343,9 +344,14 @@ func vectorServer(t *testing.T, c failModeVector) (base string, last func() *htt
 		ln.Close()
 		return base, func() *http.Request { return nil }
 	}
-	var got *http.Request
+	var (
+		mu  sync.Mutex
+		got *http.Request
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got = r
+		mu.Lock()
+		got = r.Clone(context.Background()) // the handler's r is not the test's to read
+		mu.Unlock()
 		if c.Server.DelayMS > 0 {
 			select {
 			case <-time.After(time.Duration(c.Server.DelayMS) * time.Millisecond):
@@ -360,7 +366,11 @@ func vectorServer(t *testing.T, c failModeVector) (base string, last func() *htt
 		_, _ = w.Write([]byte(c.Server.Body))
 	}))
 	t.Cleanup(srv.Close)
-	return srv.URL, func() *http.Request { return got }
+	return srv.URL, func() *http.Request {
+		mu.Lock()
+		defer mu.Unlock()
+		return got
+	}
 }
 
 func TestVectors_FailModes(t *testing.T) {

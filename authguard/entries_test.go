@@ -334,6 +334,9 @@ func TestEntries_BadInputChangesNothing(t *testing.T) {
 // TestEntries_AtMostMaxEntriesPerTenant: a tenant holds at most
 // MaxEntries; more is refused until one expires or is removed.
 func TestEntries_AtMostMaxEntriesPerTenant(t *testing.T) {
+	if testing.Short() {
+		t.Skip("adds MaxEntries entries one by one: runs in the full make test, not under -short")
+	}
 	h := newHarness(t, "")
 	var first authguard.Entry
 	for i := range authguard.MaxEntries {

@@ -426,6 +426,9 @@ func victimInBackoff(t *testing.T) (*harness, *memstore.Store, authguard.Verdict
 // to push a victim's counter, in backoff, out of a full memory store so that
 // its next check has free attempts again.
 func TestMemory_FreshSubjectFloodCannotResetAVictim(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a flood of 100,000 checks: runs in the full make test, not under -short")
+	}
 	h, mem, before := victimInBackoff(t)
 	for i := range 100_000 { // 50 times the store's size in fresh subjects
 		a := [16]byte{0x2a, 0x00, byte(i >> 24), byte(i >> 16), byte(i >> 8), byte(i)} // a /48 of its own: no aggregate limit refuses it

@@ -79,6 +79,9 @@ func TestAlerts_CheckRules(t *testing.T) {
 // fire it, with the labels and annotations written out, and stays silent
 // on the others (promtool test rules alerts_test.yaml).
 func TestAlerts_UnitTests(t *testing.T) {
+	if testing.Short() {
+		t.Skip("promtool evaluates every alert's test series: runs in the full make test, not under -short")
+	}
 	t.Log(promtool(t, "test", "rules", alertsTestFile))
 }
 

@@ -48,6 +48,9 @@ func requireSystemdAnalyze(tb testing.TB) string {
 // buildTollgateForDeploy builds cmd/tollgate into a temporary directory.
 func buildTollgateForDeploy(tb testing.TB) string {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip("builds cmd/tollgate: runs in the full make test, not under -short")
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		tb.Skip("no go tool on PATH to build cmd/tollgate")

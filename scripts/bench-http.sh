@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # Compares tollgate with the Go ceiling over HTTP on this machine:
-#   1. builds bin/tollgate;
+#   1. builds bin/tollgate and bin/tollgate-bench;
 #   2. starts `tollgate serve` (memory store, or Redis when REDIS_URL is set)
-#      and `tollgate bench-ceiling`, each on a free loopback port;
+#      and `tollgate-bench ceiling`, each on a free loopback port;
 #   3. with REDIS_URL set and envoy's ratelimit on the PATH (as `ratelimit`:
 #      go build -o ratelimit ./src/service_cmd in envoyproxy/ratelimit),
 #      starts it too, on the same Redis, with a limit on descriptor "ip";
-#   4. runs `tollgate bench` against them, in interleaved rounds, measuring
+#   4. runs `tollgate-bench` against them, in interleaved rounds, measuring
 #      each server's CPU per request (and Redis's with REDIS_URL).
-# Arguments go to tollgate bench before the defaults' URLs, so they override
+# Arguments go to tollgate-bench before the defaults' URLs, so they override
 # the defaults: scripts/bench-http.sh -duration 5s -load cycle
 # Environment: REDIS_URL (e.g. redis://127.0.0.1:6379/0) to run tollgate on
 # Redis; TOLLGATE_LOG_LEVEL as for tollgate serve (default info). Bounded by
@@ -16,6 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 go build -o bin/tollgate ./cmd/tollgate
+go build -o bin/tollgate-bench ./cmd/tollgate-bench
 
 dir=$(mktemp -d)
 pids=()
@@ -58,7 +59,7 @@ fi
 TOLLGATE_LISTEN="127.0.0.1:$tg_port" bin/tollgate serve 2>"$dir/serve.log" &
 serve_pid=$!
 pids+=("$serve_pid")
-bin/tollgate bench-ceiling -listen "127.0.0.1:$ceiling_port" >"$dir/ceiling.log" 2>&1 &
+bin/tollgate-bench ceiling -listen "127.0.0.1:$ceiling_port" >"$dir/ceiling.log" 2>&1 &
 ceiling_pid=$!
 pids+=("$ceiling_pid")
 wait_listening "$tg_port" "$serve_pid" || { cat "$dir/serve.log" >&2; exit 1; }
@@ -90,4 +91,4 @@ YAML
 fi
 
 echo "machine: $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg); $(go version)"
-bin/tollgate bench -rounds 3 -duration 10s -load check -subjects random "$@" "${targets[@]}"
+bin/tollgate-bench -rounds 3 -duration 10s -load check -subjects random "$@" "${targets[@]}"

@@ -3,6 +3,7 @@ package redisstore_test
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -31,6 +32,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	flag.Parse()
+	if testing.Short() { // needRedis skips: real Redis runs in the full make test
+		os.Exit(m.Run())
+	}
 	dir, err := os.MkdirTemp("", "tollgate-redisstore-")
 	if err != nil {
 		panic(err)

@@ -242,6 +242,9 @@ func TestEndToEnd(t *testing.T) {
 // -race when the tests run under it).
 func tollgateBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("builds and runs the binary: runs in the full make test, not under -short")
+	}
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		t.Skip("no go tool on PATH")

@@ -1,4 +1,5 @@
-// Command tollgate is the tollgate server and its tools.
+// Command tollgate is the tollgate server and its tools (the load tool is
+// cmd/tollgate-bench, outside this binary).
 //
 //	tollgate [serve] [-config FILE]    run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
@@ -6,8 +7,6 @@
 //	tollgate validate-config [-print] FILE  check a config file without starting
 //	tollgate version                   print the version
 //	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
-//	tollgate bench [flags] URL [URL...]  load running services over HTTP
-//	tollgate bench-ceiling [-listen ADDR]  the Go ceiling server for bench
 //
 // The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
 // variable) laid over built-in defaults, and TOLLGATE_LISTEN,
@@ -57,12 +56,6 @@ const usage = `usage:
   tollgate token -key FILE -tenant T [flags]
                                      print a bearer token for calling tollgate
                                      (token -h)
-  tollgate bench [flags] URL [URL...]
-                                     drive running services over HTTP: req/s,
-                                     latency, CPU per request (bench -h)
-  tollgate bench-ceiling [-listen ADDR]
-                                     a bare Go JSON-over-HTTP server, the
-                                     ceiling to compare with
 
 environment:
   TOLLGATE_CONFIG     config file, when -config is not given
@@ -93,10 +86,6 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return replayCmd(ctx, args, stdout, stderr)
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
-	case "bench":
-		return benchCmd(ctx, args, stdout, stderr)
-	case "bench-ceiling":
-		return ceilingCmd(ctx, args, stdout, stderr)
 	case "token":
 		return tokenCmd(args, stdout, stderr, time.Now)
 	case "admin":

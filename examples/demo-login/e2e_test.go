@@ -345,6 +345,9 @@ var secondsRE = regexp.MustCompile(`in (\d+) seconds?\.`)
 // password, the sprayed address gets a CAPTCHA, and her code step refuses
 // a resend that comes too soon.
 func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("drives the demo in headless Chromium: runs in the full make test, not under -short")
+	}
 	s := startStack(t)
 	browser := startBrowser(t)
 	alice := newTab(t, browser, s.demo.URL, aliceIP) // browser A

@@ -4,7 +4,8 @@
 //
 // Tests that need Redis call Server or Cluster. When redis-server is not
 // installed they are skipped on a developer's machine and fail in CI
-// (CI=true), so a missing install never passes silently.
+// (CI=true), so a missing install never passes silently. Under go test
+// -short they are skipped too: real Redis runs in the full make test.
 package redistest
 
 import (
@@ -27,6 +28,9 @@ import (
 // ErrNotInstalled means redis-server (or redis-cli, for a Cluster) is not on PATH.
 var ErrNotInstalled = errors.New("redistest: redis-server is not installed (apt-get install redis-server)")
 
+// SkipShort is why a test that needs real Redis skips under -short.
+const SkipShort = "starts real redis-server processes: runs in the full make test, not under -short"
+
 // Instance is one running redis-server.
 type Instance struct {
 	Addr string
@@ -35,9 +39,13 @@ type Instance struct {
 	cmd  *exec.Cmd
 }
 
-// Require skips the test when Redis is not installed, or fails it in CI.
+// Require skips the test under -short or when Redis is not installed, or
+// fails it in CI when Redis is not installed.
 func Require(tb testing.TB) {
 	tb.Helper()
+	if testing.Short() {
+		tb.Skip(SkipShort)
+	}
 	if _, err := exec.LookPath("redis-server"); err != nil {
 		if os.Getenv("CI") == "true" {
 			tb.Fatal(ErrNotInstalled)

@@ -372,6 +372,9 @@ type closingSource struct {
 func (s *closingSource) Close() error { *s.closed++; return nil }
 
 func TestReplay_Progress(t *testing.T) {
+	if testing.Short() {
+		t.Skip("replays 70,000 events: runs in the full make test, not under -short")
+	}
 	var buf bytes.Buffer
 	in := Input{Name: "big", Open: func() (Source, error) { return newBigSource(70_000), nil }}
 	if _, err := Run(context.Background(), Config{Candidates: candidates(t)[:1], Inputs: []Input{in}, Progress: &buf}); err != nil {

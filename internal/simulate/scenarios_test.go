@@ -7,6 +7,15 @@ import (
 	"testing"
 )
 
+// longScenarios take a second or more each; -short leaves them to the full
+// make test.
+var longScenarios = map[string]bool{
+	"flood-fresh-subjects":   true, // 330,000 logins
+	"otp-pumping-sequential": true, // a day at one send a second, and 10,000 numbers
+	"otp-pumping-country":    true, // a day of pumping one country while others verify
+	"nat-sprayer-with-owner": true, // 1,000 accounts sprayed from the owner's address
+}
+
 // TestScenarios runs every scenario in scenarios/ with the built-in policy:
 // each one is an attack or a population of users whose outcome the policy
 // must keep.
@@ -19,7 +28,11 @@ func TestScenarios(t *testing.T) {
 		t.Fatalf("found %d scenarios in ../../scenarios, want at least 6", len(paths))
 	}
 	for _, path := range paths {
-		t.Run(strings.TrimSuffix(filepath.Base(path), ".yaml"), func(t *testing.T) {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			if testing.Short() && longScenarios[name] {
+				t.Skip("hundreds of thousands of logins: runs in the full make test, not under -short")
+			}
 			data, err := os.ReadFile(path)
 			if err != nil {
 				t.Fatal(err)

@@ -497,6 +497,9 @@ func attemptStep(rng *rand.Rand) time.Duration {
 }
 
 func testRandom(t *testing.T, newStore NewStore) {
+	if testing.Short() {
+		t.Skip("60 random sequences of 300 operations (seconds on a scripted store): runs in the full make test, not under -short")
+	}
 	t.Run("AnyTime", func(t *testing.T) {
 		testRandomWith(t, newStore, RandomStep, func(rng *rand.Rand, n int) []authguard.Op { return randomOps(rng, n, false) })
 	})

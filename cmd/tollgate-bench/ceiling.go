@@ -16,9 +16,9 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
-const ceilingUsage = `usage: tollgate bench-ceiling [-listen ADDR]
+const ceilingUsage = `usage: tollgate-bench ceiling [-listen ADDR]
 
-The "Go ceiling" for tollgate bench: Go's net/http answering POST /v1/check
+The "Go ceiling" for tollgate-bench: Go's net/http answering POST /v1/check
 and POST /v1/report by decoding the body into a struct, as tollgate does, and
 writing a fixed verdict (proceed), with nothing in between. No Go
 JSON-over-HTTP service can be faster on the same machine.
@@ -28,11 +28,11 @@ flags:
                 port); it prints the address and its process id
 `
 
-// ceilingCmd runs `tollgate bench-ceiling` until ctx is cancelled (SIGINT
+// ceilingCmd runs `tollgate-bench ceiling` until ctx is cancelled (SIGINT
 // or SIGTERM). It returns 2 on a usage error or a listen address that is
 // not loopback, 1 when it cannot listen.
 func ceilingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("tollgate bench-ceiling", flag.ContinueOnError)
+	fs := flag.NewFlagSet("tollgate-bench ceiling", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, ceilingUsage) }
 	listen := fs.String("listen", "127.0.0.1:0", "")
@@ -43,16 +43,16 @@ func ceilingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 		return 2
 	}
 	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "tollgate bench-ceiling: unexpected argument %q\n%s", fs.Arg(0), ceilingUsage)
+		fmt.Fprintf(stderr, "tollgate-bench ceiling: unexpected argument %q\n%s", fs.Arg(0), ceilingUsage)
 		return 2
 	}
 	if err := config.CheckLoopback(*listen); err != nil {
-		fmt.Fprintf(stderr, "tollgate bench-ceiling: -listen: %v\n", err)
+		fmt.Fprintf(stderr, "tollgate-bench ceiling: -listen: %v\n", err)
 		return 2
 	}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate bench-ceiling: %v\n", err)
+		fmt.Fprintf(stderr, "tollgate-bench ceiling: %v\n", err)
 		return 1
 	}
 	// The same limits as tollgate's defaults.
@@ -71,7 +71,7 @@ func ceilingCmd(ctx context.Context, args []string, stdout, stderr io.Writer) in
 	go func() { served <- srv.Serve(ln) }()
 	select {
 	case err := <-served:
-		fmt.Fprintf(stderr, "tollgate bench-ceiling: %v\n", err)
+		fmt.Fprintf(stderr, "tollgate-bench ceiling: %v\n", err)
 		return 1
 	case <-ctx.Done():
 	}

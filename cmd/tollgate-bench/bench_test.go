@@ -25,16 +25,16 @@ import (
 // short are the flags of a short bench: one round of 300ms with 4 workers.
 var short = []string{"-duration", "300ms", "-rounds", "1", "-c", "4"}
 
-// runBench runs `tollgate bench args...` and returns its exit status and
+// runBench runs `tollgate-bench args...` and returns its exit status and
 // output.
 func runBench(t *testing.T, ctx context.Context, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr testkit.SyncBuffer
-	code := run(ctx, append([]string{"bench"}, args...), &stdout, &stderr, testkit.Env())
+	code := run(ctx, args, &stdout, &stderr)
 	return code, stdout.String(), stderr.String()
 }
 
-// benchJSON runs `tollgate bench -json args...`, which must succeed, and
+// benchJSON runs `tollgate-bench -json args...`, which must succeed, and
 // decodes its output.
 func benchJSON(t *testing.T, args ...string) benchReport {
 	t.Helper()
@@ -343,12 +343,12 @@ func TestBench_UsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			code, out, errOut := runBench(t, context.Background(), tt.args...)
-			if code != 2 || out != "" || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, "usage: tollgate bench") {
+			if code != 2 || out != "" || !strings.Contains(errOut, tt.want) || !strings.Contains(errOut, "usage: tollgate-bench") {
 				t.Errorf("bench %v: exit %d, stdout %q, stderr:\n%s\nwant exit 2 with %q and the usage", tt.args, code, out, errOut, tt.want)
 			}
 		})
 	}
-	if code, out, _ := runBench(t, context.Background(), "-h"); code != 0 || !strings.Contains(out, "usage: tollgate bench") {
+	if code, out, _ := runBench(t, context.Background(), "-h"); code != 0 || !strings.Contains(out, "usage: tollgate-bench") {
 		t.Errorf("bench -h: exit %d, stdout %q; want 0 and the usage", code, out)
 	}
 }
@@ -520,7 +520,7 @@ func TestBenchCeiling_ServesAndStops(t *testing.T) {
 	var stderr testkit.SyncBuffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"bench-ceiling", "-listen", "127.0.0.1:0"}, pw, &stderr, testkit.Env())
+		done <- run(ctx, []string{"ceiling", "-listen", "127.0.0.1:0"}, pw, &stderr)
 		pw.Close()
 	}()
 	lines := bufio.NewScanner(pr)
@@ -574,7 +574,7 @@ func TestBenchCeiling_ServesAndStops(t *testing.T) {
 func TestBenchCeiling_RefusesNonLoopback(t *testing.T) {
 	for _, addr := range []string{"0.0.0.0:0", ":0", "192.0.2.1:8080", "example.com:80", "nonsense"} {
 		var stdout, stderr testkit.SyncBuffer
-		code := run(context.Background(), []string{"bench-ceiling", "-listen", addr}, &stdout, &stderr, testkit.Env())
+		code := run(context.Background(), []string{"ceiling", "-listen", addr}, &stdout, &stderr)
 		if code != 2 || stdout.String() != "" || stderr.String() == "" {
 			t.Errorf("-listen %s: exit %d, stdout %q, stderr %q; want 2 and a refusal", addr, code, stdout.String(), stderr.String())
 		}

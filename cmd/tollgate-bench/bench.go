@@ -33,7 +33,8 @@ const (
 	maxBenchConcurrency = 4096
 )
 
-const benchUsage = `usage: tollgate bench [flags] URL [URL...]
+const benchUsage = `usage: tollgate-bench [flags] URL [URL...]
+       tollgate-bench ceiling [-listen ADDR]
 
 Drives each running service at URL (its base, such as http://127.0.0.1:8080)
 over HTTP with a closed-loop load: -c workers each send a request, wait for
@@ -46,6 +47,9 @@ A URL written envoy+http://HOST:PORT is envoyproxy/ratelimit's HTTP port, a
 reference: each request is POST /json with one descriptor, the request's
 address, in domain "tollgate_bench" (its config needs a limit on key "ip"
 there); -load cycle sends it checks only.
+
+tollgate-bench ceiling serves the Go ceiling to compare with: a bare Go
+JSON-over-HTTP server (tollgate-bench ceiling -h).
 
 flags:
   -load check|cycle     check: POST /v1/check {"flow":"login","account","ip",
@@ -161,7 +165,7 @@ type benchConfig struct {
 // usage error.
 func parseBenchArgs(args []string) (*benchConfig, error) {
 	cfg := &benchConfig{}
-	fs := flag.NewFlagSet("tollgate bench", flag.ContinueOnError)
+	fs := flag.NewFlagSet("tollgate-bench", flag.ContinueOnError)
 	fs.SetOutput(io.Discard) // benchCmd prints the error once, with the usage
 	fs.Usage = func() {}
 	fs.Var(&cfg.Load, "load", "")
@@ -202,7 +206,7 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 	return cfg, nil
 }
 
-// benchCmd runs `tollgate bench`: see benchUsage. It returns 2 on a usage
+// benchCmd runs `tollgate-bench`: see benchUsage. It returns 2 on a usage
 // error, 1 when a service, process or Redis to measure cannot be reached or
 // when ctx is cancelled (SIGINT) before the last run, else 0.
 func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -212,17 +216,17 @@ func benchCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 			fmt.Fprint(stdout, benchUsage)
 			return 0
 		}
-		fmt.Fprintf(stderr, "tollgate bench: %v\n%s", err, benchUsage)
+		fmt.Fprintf(stderr, "tollgate-bench: %v\n%s", err, benchUsage)
 		return 2
 	}
 	b, err := newBencher(cfg)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate bench: %v\n", err)
+		fmt.Fprintf(stderr, "tollgate-bench: %v\n", err)
 		return 1
 	}
 	defer b.close()
 	if err := b.probe(ctx); err != nil {
-		fmt.Fprintf(stderr, "tollgate bench: %v\n", err)
+		fmt.Fprintf(stderr, "tollgate-bench: %v\n", err)
 		return 1
 	}
 
@@ -244,7 +248,7 @@ runs:
 				break runs
 			}
 			if err != nil {
-				fmt.Fprintf(stderr, "tollgate bench: round %d, %s: %v\n", round, cfg.URLs[i], err)
+				fmt.Fprintf(stderr, "tollgate-bench: round %d, %s: %v\n", round, cfg.URLs[i], err)
 				return 1
 			}
 			rep.Runs = append(rep.Runs, r)
@@ -258,14 +262,14 @@ runs:
 		enc := json.NewEncoder(stdout)
 		enc.SetIndent("", "  ")
 		if err := enc.Encode(rep); err != nil {
-			fmt.Fprintf(stderr, "tollgate bench: %v\n", err)
+			fmt.Fprintf(stderr, "tollgate-bench: %v\n", err)
 			return 1
 		}
 	} else {
 		writeSummary(stdout, cfg, rep.Summary)
 	}
 	if rep.Interrupted {
-		fmt.Fprintf(stderr, "tollgate bench: interrupted after %d of %d runs; the run in progress is left out\n", len(rep.Runs), total)
+		fmt.Fprintf(stderr, "tollgate-bench: interrupted after %d of %d runs; the run in progress is left out\n", len(rep.Runs), total)
 		return 1
 	}
 	return 0
@@ -905,7 +909,7 @@ func median(vs []float64) float64 {
 }
 
 func writeBenchHeader(w io.Writer, cfg *benchConfig) {
-	fmt.Fprintf(w, "tollgate bench: -load %s -subjects %s -c %d -duration %v -rounds %d, URLs in turn within each round\n",
+	fmt.Fprintf(w, "tollgate-bench: -load %s -subjects %s -c %d -duration %v -rounds %d, URLs in turn within each round\n",
 		cfg.Load, cfg.Subjects, cfg.Concurrency, cfg.Duration, cfg.Rounds)
 	for i, u := range cfg.URLs {
 		pid := "no -pid"

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// The server binary carries no test-only dependency (the browser driver,
+// the OpenAPI validator, the in-process Redis) and no load tool: those
+// live in tests and in cmd/tollgate-bench.
+func TestServerDependsOnNoTestOnlyModuleOrTheLoadTool(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	deps := strings.Fields(string(out))
+	if len(deps) < 10 {
+		t.Fatalf("go list -deps printed no dependency list:\n%s", out)
+	}
+	for _, dep := range deps {
+		for _, banned := range []string{
+			"testing",
+			"github.com/chromedp",
+			"github.com/getkin/kin-openapi",
+			"github.com/alicebob/miniredis",
+			"github.com/tollgate-auth/tollgate/cmd/tollgate-bench",
+			"github.com/tollgate-auth/tollgate/internal/testkit",
+			"github.com/tollgate-auth/tollgate/internal/redistest",
+			"github.com/tollgate-auth/tollgate/internal/storetest",
+		} {
+			if dep == banned || strings.HasPrefix(dep, banned+"/") {
+				t.Errorf("cmd/tollgate depends on %s", dep)
+			}
+		}
+	}
+}

@@ -7,32 +7,27 @@
 --          ms, "fingerprint:ms,..." oldest first, "attempt,..." pending
 --          attempts, oldest first (a string costs less memory than a hash of
 --          the same five fields, and one SET ... PX writes it with its expiry)
--- ARGV     action, free, base_ms, factor, max_ms, forget_ms, fingerprint,
---          window_ms, now_ms ("" = Redis TIME), expire ("1" = set PEXPIRE),
---          attempt (the attempt id, or "")
+-- ARGV     action, free, base (ms), factor, maxd (the longest delay, ms),
+--          forget (ms), fp (the fingerprint, or ""), window (ms), now (ms, ""
+--          = Redis TIME), expire ("1" = set PEXPIRE), attempt (the attempt
+--          id, or ""): the order of encode's backoffArgs
 -- returns  {charged 0|1, wait_ms, 0, failures}
 --
 -- A step that changes nothing (a refused charge, a peek) writes nothing, so
 -- it costs no write and still answers while Redis is out of memory.
 if redis.replicate_commands then redis.replicate_commands() end
-local key, A, o = KEYS[1], ARGV, 0
---- op body: check.lua runs what follows as op_b(key, A, o, nargs), its arguments A[o + 1 ...]
-local action = A[o + 1]
+local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
+local now = A[9]
+if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+A[9] = now
+--- op body: check.lua runs what follows as op_b(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
+local action, free, base, factor, maxd, forget, fp, window, now, expire, attempt = unpack(A, o + 1, o + 11)
 if action == "clear" then
   redis.call('DEL', key)
   return {0, 0, 0, 0}
 end
-local free, base, factor = tonumber(A[o + 2]), tonumber(A[o + 3]), tonumber(A[o + 4])
-local maxd, forget, fp, window = tonumber(A[o + 5]), tonumber(A[o + 6]), A[o + 7], tonumber(A[o + 8])
-local now = A[o + 9]
-if now ~= "" then
-  now = tonumber(now)
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local expire = A[o + 10] == "1"
-local attempt = A[o + 11]
+free, base, factor, maxd, forget, window = tonumber(free), tonumber(base), tonumber(factor), tonumber(maxd), tonumber(forget), tonumber(window)
+now, expire = tonumber(now), expire == "1"
 
 -- The state, current: failures forgotten after the quiet period, and the
 -- fingerprints (sf, their times st) still within window. No closures and

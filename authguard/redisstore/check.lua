@@ -21,8 +21,13 @@
 -- dispatch builds none per op but the op's result: each op reads its
 -- arguments where they are, and the time, a peek or an undo are written
 -- into ARGV in place (BENCHMARKS.md, "The scripts' own cost").
+--
+-- Where each op script takes its now and action arguments: where encode
+-- writes them (bNow, bAction, ... in redisstore.go, counted from 1 here),
+-- as TestScripts_ArgumentsInEncodesOrder holds this line to.
+local bNow, bAction, lNow, lAction, rNow, rAction = 9, 1, 4, 1, 7, 2
 local solved = ARGV[1] == "1"
-local now = false
+local now = "" -- Redis TIME, read by the first op that needs it
 local blocked = false
 local nk = #KEYS
 local out, at = {}, {}
@@ -31,17 +36,14 @@ for i = 1, nk do
   local kind, gate, undo, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   local o = a + 3
   -- each script's now_ms and action argument
-  local run, nowAt, actionAt = op_r, 7, 2
+  local run, nowAt, actionAt = op_r, rNow, rAction
   if kind == "b" then
-    run, nowAt, actionAt = op_b, 9, 1
+    run, nowAt, actionAt = op_b, bNow, bAction
   elseif kind == "l" then
-    run, nowAt, actionAt = op_l, 4, 1
+    run, nowAt, actionAt = op_l, lNow, lAction
   end
   if ARGV[o + nowAt] == "" then
-    if not now then
-      local t = redis.call('TIME')
-      now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-    end
+    if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
     ARGV[o + nowAt] = now
   end
   if blocked and undo ~= "" then
@@ -77,11 +79,11 @@ end
 local function undo(i)
   local s = at[i]
   local kind = ARGV[s]
-  local run, actionAt = op_r, 2
+  local run, actionAt = op_r, rAction
   if kind == "b" then
-    run, actionAt = op_b, 1
+    run, actionAt = op_b, bAction
   elseif kind == "l" then
-    run, actionAt = op_l, 1
+    run, actionAt = op_l, lAction
   end
   ARGV[s + 3 + actionAt] = ARGV[s + 2]
   return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))

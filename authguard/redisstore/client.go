@@ -60,64 +60,61 @@ func NewClient(cfg ClientConfig) (redis.UniversalClient, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = 50 * time.Millisecond
+	o := &redis.UniversalOptions{
+		Addrs:            cfg.ClusterAddrs,
+		IsClusterMode:    len(cfg.ClusterAddrs) > 0, // a Cluster from one seed address too
+		MasterName:       cfg.SentinelMaster,
+		SentinelPassword: cfg.SentinelPassword,
+	}
+	if len(cfg.SentinelAddrs) > 0 {
+		o.Addrs = cfg.SentinelAddrs
+	}
+	if cfg.TLS {
+		o.TLSConfig = &tls.Config{MinVersion: tls.VersionTLS12}
 	}
 	if cfg.URL != "" {
-		o, err := redis.ParseURL(cfg.URL)
+		u, err := redis.ParseURL(cfg.URL)
 		if err != nil {
 			return nil, fmt.Errorf("redisstore: %w", err)
 		}
-		if cfg.Username != "" {
-			o.Username = cfg.Username
-		}
-		if cfg.Password != "" {
-			o.Password = cfg.Password
-		}
-		if o.TLSConfig != nil && cfg.TLSServerName != "" {
-			o.TLSConfig.ServerName = cfg.TLSServerName
-		}
-		o.PoolSize = cfg.PoolSize
-		o.DialTimeout, o.ReadTimeout, o.WriteTimeout = cfg.Timeout, cfg.Timeout, cfg.Timeout
-		o.PoolTimeout = cfg.Timeout
-		o.ContextTimeoutEnabled = true
-		o.MaxRetries = -1
-		o.DialerRetries = 1 // one dial attempt: a dead Redis must fail fast
-		return redis.NewClient(o), nil
+		fromURL(o, u)
 	}
-	var tlsConfig *tls.Config
-	if cfg.TLS {
-		tlsConfig = &tls.Config{MinVersion: tls.VersionTLS12, ServerName: cfg.TLSServerName}
+	// The settings every kind of client shares, in this one place.
+	if cfg.Username != "" {
+		o.Username = cfg.Username
 	}
-	if len(cfg.SentinelAddrs) > 0 {
-		return redis.NewFailoverClient(&redis.FailoverOptions{
-			MasterName:       cfg.SentinelMaster,
-			SentinelAddrs:    cfg.SentinelAddrs,
-			SentinelPassword: cfg.SentinelPassword,
-			Username:         cfg.Username, Password: cfg.Password,
-			TLSConfig:   tlsConfig,
-			PoolSize:    cfg.PoolSize,
-			DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
-			PoolTimeout:           cfg.Timeout,
-			ContextTimeoutEnabled: true,
-			MaxRetries:            -1,
-			DialerRetries:         1,
-		}), nil
+	if cfg.Password != "" {
+		o.Password = cfg.Password
 	}
-	o := &redis.ClusterOptions{
-		Addrs:    cfg.ClusterAddrs,
-		Username: cfg.Username, Password: cfg.Password,
-		PoolSize:    cfg.PoolSize,
-		DialTimeout: cfg.Timeout, ReadTimeout: cfg.Timeout, WriteTimeout: cfg.Timeout,
-		PoolTimeout:           cfg.Timeout,
-		ContextTimeoutEnabled: true,
-		MaxRetries:            -1,
-		DialerRetries:         1,
-		MinRetryBackoff:       -1, // no wait between a pipeline's attempts, redirects included
-		MaxRetryBackoff:       -1,
-		TLSConfig:             tlsConfig,
+	if o.TLSConfig != nil && cfg.TLSServerName != "" {
+		o.TLSConfig.ServerName = cfg.TLSServerName
 	}
-	return redis.NewClusterClient(o), nil
+	timeout := cfg.Timeout
+	if timeout <= 0 {
+		timeout = 50 * time.Millisecond
+	}
+	o.PoolSize = cfg.PoolSize // per node; 0 is go-redis's default
+	o.DialTimeout, o.ReadTimeout, o.WriteTimeout, o.PoolTimeout = timeout, timeout, timeout, timeout
+	o.ContextTimeoutEnabled = true
+	o.MaxRetries = -1
+	o.DialerRetries = 1                           // one dial attempt: a dead Redis must fail fast
+	o.MinRetryBackoff, o.MaxRetryBackoff = -1, -1 // no wait between a Cluster pipeline's attempts, redirects included
+	return redis.NewUniversalClient(o), nil
+}
+
+// fromURL puts into o what a one-node URL says: the address, database,
+// credentials and TLS, and any other go-redis option its query sets (those
+// NewClient sets itself, the pool size, timeouts and retries, it then
+// overrides).
+func fromURL(o *redis.UniversalOptions, u *redis.Options) {
+	o.Addrs = []string{u.Addr} // a unix socket's path too: go-redis dials a path starting with / as one
+	o.DB, o.Protocol, o.ClientName = u.DB, u.Protocol, u.ClientName
+	o.Username, o.Password, o.TLSConfig = u.Username, u.Password, u.TLSConfig
+	o.PoolFIFO, o.MinIdleConns, o.MaxIdleConns, o.MaxActiveConns, o.MaxConcurrentDials =
+		u.PoolFIFO, u.MinIdleConns, u.MaxIdleConns, u.MaxActiveConns, u.MaxConcurrentDials
+	o.PipelinePoolSize, o.PipelineReadBufferSize, o.PipelineWriteBufferSize =
+		u.PipelinePoolSize, u.PipelineReadBufferSize, u.PipelineWriteBufferSize
+	o.ConnMaxIdleTime, o.ConnMaxLifetime, o.ConnMaxLifetimeJitter = u.ConnMaxIdleTime, u.ConnMaxLifetime, u.ConnMaxLifetimeJitter
 }
 
 // Validate reports whether cfg names exactly one way to reach Redis, with

@@ -5,12 +5,10 @@
 -- put answers 1, or the error TOOMANY when the set holds max unexpired
 -- records and id is not one of them; list answers the unexpired values;
 -- del answers 1 when id was there unexpired, else 0.
-local key, action = KEYS[1], ARGV[1]
-local now, expire = tonumber(ARGV[2]), false
-if not now then
-  local t = redis.call('TIME')
-  now, expire = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), true
-end
+local key, action, now = KEYS[1], ARGV[1], ARGV[2]
+local expire = now == ""
+if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+now = tonumber(now)
 
 local function expiry(v)
   local sep = string.find(v, '|', 1, true)

@@ -2,8 +2,9 @@
 -- spraydetect.Windows (Admit, Add, Remove, Peek, Renew) and authguard.Apply.
 --
 -- KEYS[1]  the log: a sorted set, member -> last recorded ms
--- ARGV     action, member, bypass ("1"), now_ms ("" = Redis TIME),
---          expire ("1" = set PEXPIRE), then window_ms, limit pairs
+-- ARGV     action, member, bypass ("1"), now (ms, "" = Redis TIME), expire
+--          ("1" = set PEXPIRE): the order of encode's logArgs; then
+--          window_ms, limit pairs
 -- returns  {added 0|1, 0, over 0|1, count}
 --
 -- Few Redis calls, because each costs about as much as the Lua around it:
@@ -13,24 +14,21 @@
 -- removal leaves an expiry that is still long enough.
 if redis.replicate_commands then redis.replicate_commands() end
 local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
+local now = A[4]
+if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+A[4] = now
 --- op body: check.lua runs what follows as op_l(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
-local action, member, bypass = A[o + 1], A[o + 2], A[o + 3] == "1"
+local action, member, bypass, now, expire = unpack(A, o + 1, o + 5)
+local windows, last = o + 6, o + nargs - 1 -- the window_ms, limit pairs: A[windows ... last + 1]
 if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" and action ~= "renew" then
   return redis.error_reply("log.lua: unknown action " .. action)
 end
--- now and the longest window also as the strings they came in (or one
--- format), since a string.format costs as much as a Redis call's dispatch.
-local now, nows = A[o + 4], A[o + 4]
-if now ~= "" then
-  now = tonumber(now)
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-  nows = string.format("%d", now)
-end
-local expire = A[o + 5] == "1"
-local longest, longests, cap, last = 0, "0", 0, o + nargs - 1
-for i = o + 6, last, 2 do
+-- now and the longest window also as the strings they came in, since a
+-- string.format costs as much as a Redis call's dispatch.
+local nows = now
+now, bypass, expire = tonumber(now), bypass == "1", expire == "1"
+local longest, longests, cap = 0, "0", 0
+for i = windows, last, 2 do
   local len, limit = tonumber(A[i]), tonumber(A[i + 1])
   if len > longest then longest, longests = len, A[i] end
   if limit > cap then cap = limit end
@@ -63,7 +61,7 @@ end
 
 -- over: would recording member now push a window past its limit?
 local isover = false
-for i = o + 6, last, 2 do
+for i = windows, last, 2 do
   local len = tonumber(A[i])
   local cutoff = now - len
   local c = card

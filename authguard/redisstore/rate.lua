@@ -9,27 +9,23 @@
 --          "t1,t2,..." oldest first; sliding_counter "start:prev:curr";
 --          token_bucket and leaky_bucket the TAT or drain time; conversion
 --          "start:prevSent:currSent:prevVerified:currVerified"
--- ARGV     algorithm, action ("take" | "peek" | "refund" | "credit"),
---          window_ms, interval_ms, limit, cost, now_ms ("" = Redis TIME),
---          expire ("1" = set PEXPIRE), min_percent (conversion only)
+-- ARGV     alg (the algorithm), action ("take" | "peek" | "refund" |
+--          "credit"), w (the window, ms), interval (ms), limit, cost, now
+--          (ms, "" = Redis TIME), expire ("1" = set PEXPIRE), minPercent
+--          (conversion only): the order of encode's rateArgs
 -- returns  {charged 0|1, wait_ms, over 0|1, 0, remaining, reset_ms}
 --
 -- A refused take, a peek and a refund that gives back nothing write nothing;
 -- a refund that leaves nothing deletes the key.
 if redis.replicate_commands then redis.replicate_commands() end
-local key, A, o = KEYS[1], ARGV, 0
---- op body: check.lua runs what follows as op_r(key, A, o, nargs), its arguments A[o + 1 ...]
-local alg, action = A[o + 1], A[o + 2]
-local w, interval = tonumber(A[o + 3]), tonumber(A[o + 4])
-local limit, cost = tonumber(A[o + 5]), tonumber(A[o + 6])
-local now
-if A[o + 7] ~= "" then
-  now = tonumber(A[o + 7])
-else
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
-local expire = A[o + 8] == "1"
+local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
+local now = A[7]
+if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+A[7] = now
+--- op body: check.lua runs what follows as op_r(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
+local alg, action, w, interval, limit, cost, now, expire, minPercent = unpack(A, o + 1, o + 9)
+w, interval, limit, cost = tonumber(w), tonumber(interval), tonumber(limit), tonumber(cost)
+now, expire = tonumber(now), expire == "1"
 local raw = redis.call('GET', key)
 
 -- The take of a token bucket, the rate every login check counts (ip_rate),
@@ -227,8 +223,8 @@ elseif alg == "token_bucket" or alg == "leaky_bucket" then
   end
 
 elseif alg == "conversion" then
-  -- limits.Conversion: limit is MinVolume, A[o + 9] MinPercent
-  local minPercent = tonumber(A[o + 9])
+  -- limits.Conversion: limit is MinVolume
+  minPercent = tonumber(minPercent)
   local start, ps, cs, pv, cv = 0, 0, 0, 0, 0
   if raw then
     local a, b, c, d, e = string.match(raw, "^(%-?%d+):(%d+):(%d+):(%d+):(%d+)$")

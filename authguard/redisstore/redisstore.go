@@ -44,8 +44,10 @@ var (
 )
 
 // opBody marks where an op script's body starts: above it the script reads
-// its key and arguments as a script (KEYS[1], ARGV from 0); below, the body
-// reads them as key, A[o + i] and nargs, which check.lua passes.
+// its key and arguments as a script (KEYS[1], ARGV from 0) and puts Redis
+// TIME in its now argument when that is ""; below, the body names its
+// arguments once, A[o + 1 ... o + nargs] in encode's order, from the key,
+// A, o and nargs check.lua passes (check.lua has set now already).
 const opBody = "\n--- op body"
 
 // opFunction is an op script's body as a Lua function of (key, A, o,
@@ -257,17 +259,61 @@ func flag(b bool) string {
 	return "0"
 }
 
+// The op scripts' arguments (ARGV), in order: encode writes each at its
+// index here, each script names them in this order on the first line of its
+// body, and the script's header and check.lua take the now and action
+// arguments at these indexes (TestScripts_ArgumentsInEncodesOrder holds the
+// scripts to them).
+const (
+	bAction = iota // backoff.lua
+	bFree
+	bBase
+	bFactor
+	bMax
+	bForget
+	bFingerprint
+	bWindow
+	bNow
+	bExpire
+	bAttempt
+	bArgs
+)
+
+const (
+	lAction = iota // log.lua, then a window_ms, limit pair per window
+	lMember
+	lBypass
+	lNow
+	lExpire
+	lArgs
+)
+
+const (
+	rAlgorithm = iota // rate.lua
+	rAction
+	rWindow
+	rInterval
+	rLimit
+	rCost
+	rNow
+	rExpire
+	rMinPercent
+	rArgs
+)
+
 func encode(op authguard.Op, now, expire string) (call, error) {
 	switch op := op.(type) {
 	case *authguard.BackoffOp:
 		p := op.Policy
 		return call{backoffScript, op.Key, []any{
-			op.Action.String(), strconv.Itoa(p.Free), ms(p.Base), strconv.FormatFloat(p.Factor, 'g', -1, 64),
-			ms(p.Max), ms(p.ForgetAfter), op.Fingerprint, ms(op.SeenWindow), now, expire, op.Attempt,
+			bAction: op.Action.String(), bFree: strconv.Itoa(p.Free), bBase: ms(p.Base),
+			bFactor: strconv.FormatFloat(p.Factor, 'g', -1, 64), bMax: ms(p.Max), bForget: ms(p.ForgetAfter),
+			bFingerprint: op.Fingerprint, bWindow: ms(op.SeenWindow), bNow: now, bExpire: expire, bAttempt: op.Attempt,
 		}}, nil
 	case *authguard.LogOp:
-		args := make([]any, 0, 5+2*len(op.Windows))
-		args = append(args, op.Action.String(), op.Member, flag(op.Bypass), now, expire)
+		args := make([]any, lArgs, lArgs+2*len(op.Windows))
+		args[lAction], args[lMember], args[lBypass] = op.Action.String(), op.Member, flag(op.Bypass)
+		args[lNow], args[lExpire] = now, expire
 		for _, w := range op.Windows {
 			args = append(args, ms(w.Length), strconv.Itoa(w.Limit))
 		}
@@ -275,8 +321,8 @@ func encode(op authguard.Op, now, expire string) (call, error) {
 	case *authguard.RateOp:
 		r := op.Rate
 		return call{rateScript, op.Key, []any{
-			r.Algorithm.String(), op.Action.String(), ms(r.Window), ms(r.Interval),
-			strconv.Itoa(r.Limit), strconv.Itoa(op.Cost), now, expire, strconv.Itoa(r.MinPercent),
+			rAlgorithm: r.Algorithm.String(), rAction: op.Action.String(), rWindow: ms(r.Window), rInterval: ms(r.Interval),
+			rLimit: strconv.Itoa(r.Limit), rCost: strconv.Itoa(op.Cost), rNow: now, rExpire: expire, rMinPercent: strconv.Itoa(r.MinPercent),
 		}}, nil
 	case *authguard.DeleteOp:
 		return call{deleteScript, op.Key, nil}, nil

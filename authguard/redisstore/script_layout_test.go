@@ -1,0 +1,118 @@
+package redisstore
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/backoff"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// The op scripts' argument names, at encode's indexes: the names each
+// script's body gives them on its first line.
+var (
+	backoffArgs = [bArgs]string{bAction: "action", bFree: "free", bBase: "base", bFactor: "factor", bMax: "maxd",
+		bForget: "forget", bFingerprint: "fp", bWindow: "window", bNow: "now", bExpire: "expire", bAttempt: "attempt"}
+	logArgs  = [lArgs]string{lAction: "action", lMember: "member", lBypass: "bypass", lNow: "now", lExpire: "expire"}
+	rateArgs = [rArgs]string{rAlgorithm: "alg", rAction: "action", rWindow: "w", rInterval: "interval", rLimit: "limit",
+		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent"}
+)
+
+// redisTime is the one piece of Lua that reads Redis TIME: it sets now, a
+// string of Unix milliseconds, when the caller gave no time (""). Every
+// script that needs the time has this line as it is, once.
+const redisTime = `if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end`
+
+// standaloneHeader is what an op script runs above its body when it runs on
+// its own (not inside check.lua): its key and arguments as the body reads
+// them, and Redis TIME in its now argument when that is "".
+func standaloneHeader(now int) string {
+	return fmt.Sprintf("if redis.replicate_commands then redis.replicate_commands() end\n"+
+		"local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV\nlocal now = A[%d]\n%s\nA[%d] = now", now+1, redisTime, now+1)
+}
+
+// Each op script names its arguments once, at the top of its body, in the
+// order encode writes them; its header and check.lua find now and action
+// where encode puts them. So no script holds a position of its own.
+func TestScripts_ArgumentsInEncodesOrder(t *testing.T) {
+	for _, sc := range []struct {
+		name, lua string
+		names     []string
+		now       int
+	}{
+		{"backoff.lua", backoffLua, backoffArgs[:], bNow},
+		{"log.lua", logLua, logArgs[:], lNow},
+		{"rate.lua", rateLua, rateArgs[:], rNow},
+	} {
+		header, body, ok := strings.Cut(sc.lua, opBody)
+		if !ok {
+			t.Fatalf("%s has no op body marker", sc.name)
+		}
+		if want := standaloneHeader(sc.now); !strings.HasSuffix(header, "\n"+want) {
+			t.Errorf("%s's header does not end with\n%s\ngot\n%s", sc.name, want, header)
+		}
+		lines := strings.SplitN(body, "\n", 3)
+		want := fmt.Sprintf("local %s = unpack(A, o + 1, o + %d)", strings.Join(sc.names, ", "), len(sc.names))
+		if len(lines) < 2 || lines[1] != want {
+			t.Errorf("%s's body does not start with\n%s\ngot\n%q", sc.name, want, lines)
+		}
+		if len(lines) == 3 && strings.Contains(lines[2], "A[o +") {
+			t.Errorf("%s's body reads an argument by its offset", sc.name)
+		}
+	}
+	positions := fmt.Sprintf("local bNow, bAction, lNow, lAction, rNow, rAction = %d, %d, %d, %d, %d, %d\n",
+		bNow+1, bAction+1, lNow+1, lAction+1, rNow+1, rAction+1)
+	if !strings.Contains(checkLua, positions) {
+		t.Errorf("check.lua does not hold the op scripts' positions as encode writes them:\n%s", positions)
+	}
+	if regexp.MustCompile(`(nowAt|actionAt)\s*=\s*[^,\n]*\d`).MatchString(checkLua) {
+		t.Error("check.lua sets a position of its own")
+	}
+}
+
+// encode writes every argument its layout names, and only those.
+func TestEncode_WritesEveryArgumentOfItsLayout(t *testing.T) {
+	for _, tt := range []struct {
+		op   authguard.Op
+		want int
+	}{
+		{&authguard.BackoffOp{Key: "k", Policy: backoff.Policy{Free: 1, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}}, bArgs},
+		{&authguard.LogOp{Key: "k", Member: "m", Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}, lArgs + 2},
+		{&authguard.RateOp{Key: "k", Cost: 1, Rate: authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 5}}, rArgs},
+	} {
+		c, err := encode(tt.op, "NOW", "EXP")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(c.args) != tt.want {
+			t.Errorf("%T: %d arguments, want %d", tt.op, len(c.args), tt.want)
+		}
+		for i, a := range c.args {
+			if a == nil {
+				t.Errorf("%T: argument %d not written", tt.op, i)
+			}
+		}
+	}
+}
+
+// Every script reads Redis TIME with the one redisTime line, once.
+func TestScripts_ReadRedisTimeWithOneLine(t *testing.T) {
+	for name, lua := range map[string]string{"backoff.lua": backoffLua, "log.lua": logLua, "rate.lua": rateLua, "check.lua": checkLua, "entries.lua": entriesLua} {
+		n := 0
+		for _, line := range strings.Split(lua, "\n") {
+			if strings.Contains(line, "'TIME'") {
+				n++
+				if strings.TrimSpace(line) != redisTime {
+					t.Errorf("%s reads TIME otherwise: %s", name, line)
+				}
+			}
+		}
+		if n != 1 {
+			t.Errorf("%s reads TIME in %d places, want 1", name, n)
+		}
+	}
+}

@@ -66,7 +66,7 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 		switch {
 		case !r.Clients.counts(known):
 		case i == s.flow.device:
-			e.devices(&p, s, i, device, LogAdmit, LogAdmit, id, BackoffCharge, id)
+			e.devices(&p, s, i, device, deviceSteps{allowance: LogAdmit, member: id, slot: LogAdmit, shared: BackoffCharge, attempt: id})
 		case r.Algorithm == Backoff:
 			e.backoff(&p, s, i, BackoffCharge, id)
 		case r.logRule():
@@ -116,7 +116,7 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 				if tokened && a.exempt {
 					allowance = LogRemove
 				}
-				e.devices(&p, s, i, device, allowance, LogPeek, a.id, BackoffSucceed, a.id)
+				e.devices(&p, s, i, device, deviceSteps{allowance: allowance, member: a.id, slot: LogPeek, shared: BackoffSucceed, attempt: a.id})
 			case tokened:
 				// A failure the device's own allowance paid for renews the
 				// device's slot at now, so that a slot lasts a day from the
@@ -129,9 +129,9 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 				if a.exempt {
 					slot = LogRenew
 				}
-				e.devices(&p, s, i, device, LogPeek, slot, id, BackoffConfirm, a.id)
+				e.devices(&p, s, i, device, deviceSteps{allowance: LogPeek, member: id, slot: slot, shared: BackoffConfirm, attempt: a.id})
 			default:
-				e.devices(&p, s, i, device, LogAdd, LogAdmit, id, BackoffFail, "")
+				e.devices(&p, s, i, device, deviceSteps{allowance: LogAdd, member: id, slot: LogAdmit, shared: BackoffFail})
 			}
 		case r.Algorithm == Backoff:
 			switch {
@@ -155,33 +155,50 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 	return p
 }
 
+// deviceSteps are what one call does to the counters of a device rule (see
+// devices). A zero LogAction leaves that log out of the plan.
+type deviceSteps struct {
+	// allowance is the step of the device's own allowance; member is what
+	// it records (an attempt's id).
+	allowance LogAction
+	member    string
+	// slot is the step of the device's slot among the account's devices
+	// (its member is the device).
+	slot LogAction
+	// shared is the step of the counter all devices of the account share;
+	// attempt is the attempt it charges, confirms or refunds ("" for a
+	// failure counted on its own).
+	shared  BackoffAction
+	attempt string
+}
+
 // devices adds the ops of the device rule (the rule at index i) for a known
 // device: its own allowance (a log of its failed attempts within
 // DeviceWindow), its slot among the account's devices, and the counter all
 // devices of the account share. The allowance's key carries the account's
 // hash and the device's id (a random id tollgate made, not an identifier),
 // so that every device key of an account can be found from the account.
-func (e *Engine) devices(p *plan, s *subjects, i int, device string, allowance, slot LogAction, member string, shared BackoffAction, attempt string) {
+func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSteps) {
 	f := s.flow
 	r := &f.Rules[i]
-	if allowance != 0 {
+	if st.allowance != 0 {
 		p.allowance = len(p.ops)
 		p.add(&LogOp{
 			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
-			Action: allowance, Member: member,
+			Action: st.allowance, Member: st.member,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
 		}, i, roleAllowance)
 	}
-	if slot != 0 {
+	if st.slot != 0 {
 		p.add(&LogOp{
 			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
-			Action: slot, Member: device,
+			Action: st.slot, Member: device,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
 		}, i, roleAllowance)
 	}
 	p.add(&BackoffOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: shared, Policy: r.Backoff,
-		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: attempt,
+		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
+		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: st.attempt,
 	}, i, roleShared)
 }
 

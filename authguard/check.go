@@ -20,7 +20,7 @@ import (
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	slot, busy := e.acquire(false, false)
 	defer func() { release(slot) }()
-	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
+	s, err := e.subjectsOf(sentParts{kind: Attempts, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, fingerprint: req.PasswordFingerprint})
 	if err != nil {
 		return Verdict{}, err
 	}

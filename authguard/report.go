@@ -22,7 +22,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		return Verdict{}, err
 	}
 	defer release(slot)
-	s, err := e.subjects(Attempts, req.Tenant, req.Flow, req.Account, req.IP, req.PasswordFingerprint)
+	s, err := e.subjectsOf(sentParts{kind: Attempts, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, fingerprint: req.PasswordFingerprint})
 	if err != nil {
 		return Verdict{}, err
 	}

@@ -21,7 +21,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if flow == "" {
 		flow = DefaultSendFlow
 	}
-	s, err := e.subjects(Sends, req.Tenant, flow, req.Account, req.IP, "")
+	s, err := e.subjectsOf(sentParts{kind: Sends, tenant: req.Tenant, flow: flow, account: req.Account, ip: req.IP})
 	if err != nil {
 		return Verdict{}, err
 	}

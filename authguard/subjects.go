@@ -31,17 +31,26 @@ type subjects struct {
 
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
-// subjects validates and hashes the parts every call has. Account and IP
-// are required when the flow's rules count them, and validated whenever
-// they are sent. It changes no state.
-func (e *Engine) subjects(kind Kind, tenant, flow, account, ip, fingerprint string) (subjects, error) {
-	return e.subjectsOf(kind, tenant, flow, account, ip, fingerprint, true)
+// sentParts are the parts of a request that every call has, as the client
+// sent them, for subjectsOf.
+type sentParts struct {
+	// kind is the kind of flow the call is for: a check or report names a
+	// flow of Attempts, a send one of Sends.
+	kind Kind
+	// tenant, flow, account, ip and fingerprint are the request's fields,
+	// "" when not sent.
+	tenant, flow, account, ip, fingerprint string
+	// optional lets the parts the flow's rules count be missing (an
+	// explanation of one IP, or one account).
+	optional bool
 }
 
-// subjectsOf is subjects; without required, the parts the flow's rules
-// count may be missing (an explanation of one IP, or one account).
-func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint string, required bool) (subjects, error) {
+// subjectsOf validates and hashes the parts every call has. Account and IP
+// are required when the flow's rules count them (unless optional), and
+// validated whenever they are sent. It changes no state.
+func (e *Engine) subjectsOf(in sentParts) (subjects, error) {
 	var s subjects
+	tenant := in.tenant
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
@@ -49,27 +58,27 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	s.prefix, s.tenant = e.prefix, tenant
-	if s.flow = e.policyFor(tenant).Flow(flow); s.flow == nil {
+	if s.flow = e.policyFor(tenant).Flow(in.flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
-	if s.flow.Kind != kind {
-		if kind == Sends {
+	if s.flow.Kind != in.kind {
+		if in.kind == Sends {
 			return s, &InputError{Field: "flow", Detail: "is not a send flow (kind: send): it answers /v1/check and /v1/report"}
 		}
 		return s, &InputError{Field: "flow", Detail: "is a send flow (kind: send): it answers /v1/otp/send only"}
 	}
 	needs := s.flow.needs
-	if !required {
+	if in.optional {
 		needs = 0
 	}
-	if account == "" && needs&(PartAccount|PartDevice) != 0 && s.flow.Kind != Sends { // a send's account is optional
+	if in.account == "" && needs&(PartAccount|PartDevice) != 0 && s.flow.Kind != Sends { // a send's account is optional
 		return s, &InputError{Field: "account", Detail: "is required by this flow's rules", Missing: true}
 	}
-	if ip == "" && needs&PartIP != 0 {
+	if in.ip == "" && needs&PartIP != 0 {
 		return s, &InputError{Field: "ip", Detail: "is required by this flow's rules", Missing: true}
 	}
-	if account != "" {
-		acct, err := NormalizeAccount(account)
+	if in.account != "" {
+		acct, err := NormalizeAccount(in.account)
 		if err != nil {
 			return s, err
 		}
@@ -78,8 +87,8 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 	if set := e.entrySet(tenant); set != nil && len(set.all) > 0 {
 		s.entries = set
 	}
-	if ip != "" {
-		addr, err := spraydetect.ParseIP(ip)
+	if in.ip != "" {
+		addr, err := spraydetect.ParseIP(in.ip)
 		if err != nil {
 			return s, &InputError{Field: "ip", Detail: "must be an IPv4 or IPv6 address, without zone, port or prefix length"}
 		}
@@ -91,11 +100,11 @@ func (e *Engine) subjectsOf(kind Kind, tenant, flow, account, ip, fingerprint st
 			s.ip = e.hasher(tenant).subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
 		}
 	}
-	if len(fingerprint) > MaxFingerprintBytes || !utf8.ValidString(fingerprint) {
+	if len(in.fingerprint) > MaxFingerprintBytes || !utf8.ValidString(in.fingerprint) {
 		return s, &InputError{Field: "password_fingerprint", Detail: "must be valid UTF-8 of at most 256 bytes"}
 	}
-	if fingerprint != "" {
-		s.fp = e.hasher(tenant).subject(tenant, "fp", fingerprint)
+	if in.fingerprint != "" {
+		s.fp = e.hasher(tenant).subject(tenant, "fp", in.fingerprint)
 	}
 	return s, nil
 }

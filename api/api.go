@@ -248,7 +248,7 @@ func (a *API) writeVerdict(w http.ResponseWriter, r *http.Request, flow string, 
 		a.noteShed(r) // a shed check or send: one line a second says so
 	}
 	bp := verdictPool.Get().(*[]byte)
-	b := append(v.AppendJSON((*bp)[:0]), '\n')
+	b := append(appendVerdict((*bp)[:0], v), '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)

@@ -43,7 +43,7 @@ func (a *API) explain(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	x, err := a.engine.Explain(r.Context(), authguard.ExplainRequest{
+	x, err := a.admin.Explain(r.Context(), authguard.ExplainRequest{
 		Tenant: tenantOf(r.Context()), Flow: body.Flow, Account: body.Account, IP: body.IP,
 		Destination: body.Destination, Channel: body.Channel,
 	})
@@ -94,7 +94,7 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	n, err := a.engine.Reset(r.Context(), authguard.ResetRequest{
+	n, err := a.admin.Reset(r.Context(), authguard.ResetRequest{
 		Tenant: tenantOf(r.Context()), Flow: body.Flow, Account: body.Account, IP: body.IP,
 		Destination: body.Destination, Channel: body.Channel, Reason: body.Reason,
 	})
@@ -195,7 +195,7 @@ func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
 		a.writeError(w, r, err)
 		return
 	}
-	x, err := a.engine.AddEntry(r.Context(), authguard.EntryRequest{
+	x, err := a.admin.AddEntry(r.Context(), authguard.EntryRequest{
 		Tenant: tenantOf(r.Context()), Flow: body.Flow, Kind: kind, IPRange: body.IPRange,
 		DestinationPrefix: body.DestinationPrefix, Country: body.Country, TTL: ttl,
 		Reason: body.Reason, By: callerOf(r.Context()),
@@ -258,7 +258,7 @@ func (a *API) entries(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, newProblem(kindDuplicateField, "flow", "appears more than once"))
 		return
 	}
-	l, err := a.engine.ListEntries(r.Context(), tenantOf(r.Context()), q.Get("flow"))
+	l, err := a.admin.ListEntries(r.Context(), tenantOf(r.Context()), q.Get("flow"))
 	if err != nil {
 		a.engineError(w, r, "entries", err)
 		return
@@ -282,7 +282,7 @@ func (a *API) remove(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, &authguard.InputError{Field: "reason", Detail: "is required: at most 200 bytes saying why, with no identifier", Missing: body.Reason == ""})
 		return
 	}
-	ok, err := a.engine.RemoveEntry(r.Context(), tenantOf(r.Context()), body.ID)
+	ok, err := a.admin.RemoveEntry(r.Context(), tenantOf(r.Context()), body.ID)
 	if refusedBeforeStore(err) {
 		a.engineError(w, r, "remove", err)
 		return

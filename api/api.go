@@ -25,8 +25,9 @@ type Pinger interface {
 
 // Config configures the API.
 type Config struct {
-	// Engine decides verdicts. It is required.
-	Engine *authguard.Engine
+	// Engine decides verdicts and answers the administrators' calls: an
+	// *authguard.Engine, or a test's wrapper around one. It is required.
+	Engine Engine
 	// Store is pinged by /readyz. The default is nil: always ready.
 	Store Pinger
 	// Metrics records HTTP metrics and is served at /metrics; the engine's
@@ -56,7 +57,8 @@ type Config struct {
 
 // API is tollgate's HTTP handler.
 type API struct {
-	engine   *authguard.Engine
+	verdicts Verdicts
+	admin    Admin
 	store    Pinger
 	metrics  *Metrics
 	log      *slog.Logger
@@ -86,7 +88,8 @@ func New(cfg Config) (*API, error) {
 		cfg.ReadyTimeout = time.Second
 	}
 	a := &API{
-		engine:   cfg.Engine,
+		verdicts: cfg.Engine,
+		admin:    cfg.Engine,
 		store:    cfg.Store,
 		metrics:  cfg.Metrics,
 		log:      cfg.Logger,
@@ -178,7 +181,7 @@ func (a *API) check(w http.ResponseWriter, r *http.Request) {
 	}
 	req := checkRequest(&body)
 	req.Tenant = tenantOf(r.Context())
-	v, err := a.engine.Check(r.Context(), req)
+	v, err := a.verdicts.Check(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "check", err)
 		return
@@ -199,7 +202,7 @@ func (a *API) report(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req.Tenant = tenantOf(r.Context())
-	v, err := a.engine.Report(r.Context(), req)
+	v, err := a.verdicts.Report(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "report", err)
 		return
@@ -216,7 +219,7 @@ func (a *API) send(w http.ResponseWriter, r *http.Request) {
 	}
 	req := sendRequest(&body)
 	req.Tenant = tenantOf(r.Context())
-	v, err := a.engine.Send(r.Context(), req)
+	v, err := a.verdicts.Send(r.Context(), req)
 	if err != nil {
 		a.engineError(w, r, "send", err)
 		return
@@ -248,7 +251,7 @@ func (a *API) writeVerdict(w http.ResponseWriter, r *http.Request, flow string, 
 		a.noteShed(r) // a shed check or send: one line a second says so
 	}
 	bp := verdictPool.Get().(*[]byte)
-	b := append(v.AppendJSON((*bp)[:0]), '\n')
+	b := append(appendVerdict((*bp)[:0], v), '\n')
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)

@@ -1,5 +1,6 @@
 // Package api is tollgate's HTTP layer: the chi router that serves POST
-// /v1/check and POST /v1/report over an authguard.Engine, strict JSON
+// /v1/check and POST /v1/report over an authguard.Engine (through the
+// interfaces it declares for what it calls: Verdicts, Admin), strict JSON
 // decoding, RFC 9457 problem+json errors, request ids, structured request
 // logs and Prometheus metrics, as documented in openapi.yaml.
 //

@@ -11,7 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/authguard/memstore"
 )
 
 // Metrics are tollgate's Prometheus metrics. Its Observe method is the
@@ -173,7 +172,7 @@ func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 // from its Stats at every scrape. name is "main" for the embedded store and
 // "fallback" for the fail-open fallback; adding a name twice replaces the
 // store.
-func (m *Metrics) AddMemoryStore(name string, s *memstore.Store) {
+func (m *Metrics) AddMemoryStore(name string, s MemoryStore) {
 	e := m.evictions
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -212,7 +211,7 @@ func (m *Metrics) AddDecisionLog(dropped func() int64) {
 // of what the fallback counted (tollgate_writeback_queued,
 // tollgate_writeback_written_total, tollgate_writeback_dropped_total), read
 // at every scrape.
-func (m *Metrics) AddEngine(e *authguard.Engine) {
+func (m *Metrics) AddEngine(e EngineStats) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tollgate_recall_keys",
@@ -248,7 +247,7 @@ type evictions struct {
 
 type namedStore struct {
 	name  string
-	store *memstore.Store
+	store MemoryStore
 }
 
 func (e *evictions) Describe(ch chan<- *prometheus.Desc) { ch <- e.desc; ch <- e.bytes; ch <- e.limit }

@@ -66,7 +66,7 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 	if f == nil {
 		return Explanation{}, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
-	s, err := e.subjectsOf(f.Kind, req.Tenant, req.Flow, req.Account, req.IP, "", false)
+	s, err := e.subjectsOf(sentParts{kind: f.Kind, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, optional: true})
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -158,7 +158,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	if given != 1 {
 		return 0, &InputError{Field: "account", Detail: "give exactly one of account, ip and destination"}
 	}
-	s, err := e.subjectsOf(f.Kind, req.Tenant, req.Flow, req.Account, req.IP, "", false)
+	s, err := e.subjectsOf(sentParts{kind: f.Kind, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, optional: true})
 	if err != nil {
 		return 0, err
 	}

@@ -7,8 +7,9 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/nyaruka/phonenumbers"
 	"golang.org/x/net/idna"
+
+	"github.com/tollgate-auth/tollgate/authguard/phonenum"
 )
 
 // Channel is how a one-time code travels: sms, voice, whatsapp or email.
@@ -56,83 +57,43 @@ func (c Channel) String() string {
 func (c Channel) Phone() bool { return c >= ChannelSMS && c <= ChannelWhatsApp }
 
 // NumberType is a phone number's type as libphonenumber determines it from
-// the number alone. The numbering plans of North America (+1: the United
-// States, Canada and the Caribbean) and a few other countries, such as
-// Mexico and Chile, do not tell mobile from fixed-line numbers: their numbers
-// come back as NumberFixedLineOrMobile, not NumberMobile. A number ported to
-// another network keeps the type of its original range.
-type NumberType uint8
+// the number alone (see phonenum.Type). Most numbers in North America are
+// NumberFixedLineOrMobile, not NumberMobile.
+type NumberType = phonenum.Type
 
 // The number types. On the wire and in configuration they are "fixed_line",
 // "mobile", "fixed_line_or_mobile", "toll_free", "premium_rate",
 // "shared_cost", "voip", "personal_number", "pager", "uan", "voicemail" and
 // "unknown".
 const (
-	NumberFixedLine NumberType = iota + 1
-	NumberMobile
-	NumberFixedLineOrMobile
-	NumberTollFree
-	NumberPremiumRate
-	NumberSharedCost
-	NumberVoIP
-	NumberPersonal
-	NumberPager
-	NumberUAN // a universal access ("company") number
-	NumberVoicemail
+	NumberFixedLine         = phonenum.FixedLine
+	NumberMobile            = phonenum.Mobile
+	NumberFixedLineOrMobile = phonenum.FixedLineOrMobile
+	NumberTollFree          = phonenum.TollFree
+	NumberPremiumRate       = phonenum.PremiumRate
+	NumberSharedCost        = phonenum.SharedCost
+	NumberVoIP              = phonenum.VoIP
+	NumberPersonal          = phonenum.Personal
+	NumberPager             = phonenum.Pager
+	NumberUAN               = phonenum.UAN // a universal access ("company") number
+	NumberVoicemail         = phonenum.Voicemail
 	// NumberUnknown matches no range of the number's region. A parsed
 	// Destination never has it: such a number is not valid.
-	NumberUnknown
+	NumberUnknown = phonenum.Unknown
 )
-
-// numberTypeNames holds each number type's wire name, indexed by NumberType.
-var numberTypeNames = [...]string{
-	NumberFixedLine:         "fixed_line",
-	NumberMobile:            "mobile",
-	NumberFixedLineOrMobile: "fixed_line_or_mobile",
-	NumberTollFree:          "toll_free",
-	NumberPremiumRate:       "premium_rate",
-	NumberSharedCost:        "shared_cost",
-	NumberVoIP:              "voip",
-	NumberPersonal:          "personal_number",
-	NumberPager:             "pager",
-	NumberUAN:               "uan",
-	NumberVoicemail:         "voicemail",
-	NumberUnknown:           "unknown",
-}
-
-// numberTypes maps libphonenumber's types to NumberType.
-var numberTypes = map[phonenumbers.PhoneNumberType]NumberType{
-	phonenumbers.FIXED_LINE:           NumberFixedLine,
-	phonenumbers.MOBILE:               NumberMobile,
-	phonenumbers.FIXED_LINE_OR_MOBILE: NumberFixedLineOrMobile,
-	phonenumbers.TOLL_FREE:            NumberTollFree,
-	phonenumbers.PREMIUM_RATE:         NumberPremiumRate,
-	phonenumbers.SHARED_COST:          NumberSharedCost,
-	phonenumbers.VOIP:                 NumberVoIP,
-	phonenumbers.PERSONAL_NUMBER:      NumberPersonal,
-	phonenumbers.PAGER:                NumberPager,
-	phonenumbers.UAN:                  NumberUAN,
-	phonenumbers.VOICEMAIL:            NumberVoicemail,
-	phonenumbers.UNKNOWN:              NumberUnknown,
-}
 
 // ParseNumberType parses a number type's name, as configuration spells it.
 func ParseNumberType(s string) (NumberType, error) {
 	for t := NumberFixedLine; t <= NumberUnknown; t++ {
-		if numberTypeNames[t] == s {
+		if t.String() == s {
 			return t, nil
 		}
 	}
-	return 0, fmt.Errorf("authguard: unknown number type %q: want one of %s", s, strings.Join(numberTypeNames[NumberFixedLine:], ", "))
-}
-
-// String returns the number type's name. A value that is none of the
-// constants, such as an e-mail destination's 0, is "NumberType(0)".
-func (t NumberType) String() string {
-	if t < NumberFixedLine || t > NumberUnknown {
-		return fmt.Sprintf("NumberType(%d)", t)
+	names := make([]string, 0, NumberUnknown)
+	for t := NumberFixedLine; t <= NumberUnknown; t++ {
+		names = append(names, t.String())
 	}
-	return numberTypeNames[t]
+	return 0, fmt.Errorf("authguard: unknown number type %q: want one of %s", s, strings.Join(names, ", "))
 }
 
 // MaxDestinationBytes bounds a destination as sent.
@@ -277,33 +238,22 @@ func parsePhone(channel Channel, s string, prefixDigits int) (Destination, error
 	if err := checkPhoneShape(channel, s); err != nil {
 		return Destination{}, err
 	}
-	// With no default region, phonenumbers reads s as international: a
+	// With no default region, phonenum.Parse reads s as international: a
 	// number without "+" cannot get this far.
-	num, err := phonenumbers.Parse(s, "")
-	if errors.Is(err, phonenumbers.ErrInvalidCountryCode) {
+	num, err := phonenum.Parse(s)
+	if errors.Is(err, phonenum.ErrCallingCode) {
 		return Destination{}, destinationError("is not a valid phone number: its country calling code is not assigned")
 	}
-	if err != nil || num.GetExtension() != "" {
+	if err != nil {
 		return Destination{}, destinationError("is not a valid phone number")
 	}
-	// phonenumbers.IsValidNumber(num) is GetNumberType(num) != UNKNOWN:
-	// both match the number against the metadata of the region that
-	// GetRegionCodeForNumber finds. Asking once saves running most of the
-	// regular expressions twice.
-	// TestParseDestination_ValidExactlyWhenIsValidNumber holds them equal.
-	pt := phonenumbers.GetNumberType(num)
-	typ, known := numberTypes[pt]
-	region := phonenumbers.GetRegionCodeForNumber(num)
-	e164 := phonenumbers.Format(num, phonenumbers.E164)
-	cc := int(num.GetCountryCode())
+	e164, cc, region, typ := num.E164, num.CallingCode, num.Region, num.Type
 	ccDigits := 0
 	for n := cc; n > 0; n /= 10 {
 		ccDigits++
 	}
-	if pt == phonenumbers.UNKNOWN || !known || region == "" || region == phonenumbers.UNKNOWN_REGION ||
-		ccDigits == 0 || !plusDigits(e164) || len(e164) <= 1+ccDigits {
-		// UNKNOWN means not valid. The other conditions hold for every
-		// valid number; they guard the Prefix below.
+	if ccDigits == 0 || !plusDigits(e164) || len(e164) <= 1+ccDigits {
+		// These hold for every valid number; they guard the Prefix below.
 		return Destination{}, destinationError("is not a valid phone number")
 	}
 	end := max(len(e164)-prefixDigits, 1+ccDigits)

@@ -7,6 +7,8 @@ import (
 	"encoding/base64"
 	"hash"
 	"sync"
+
+	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
 // hashBytes is how much of an HMAC-SHA-256 a subject hash keeps: 128 bits,
@@ -99,4 +101,85 @@ func randomID() string {
 	var b [hashBytes]byte
 	rand.Read(b[:]) // never fails (crypto/rand panics instead)
 	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// hashOf returns the hash of one part of the request, "" when the request
+// does not have it (no fingerprint, an allow-listed address, an IPv4
+// client for a wider IPv6 prefix).
+func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
+	switch part {
+	case PartAccount:
+		return s.account
+	case PartIP:
+		if ipBits == 0 || s.ip == "" {
+			return s.ip
+		}
+		p, ok := spraydetect.WidePrefix(s.addr, ipBits)
+		if !ok {
+			return ""
+		}
+		return e.hasher(s.tenant).subject(s.tenant, "ip", p.String())
+	case PartFingerprint:
+		return s.fp
+	case PartTenant:
+		return e.hasher(s.tenant).subject(s.tenant, "tenant", "")
+	case PartDestination:
+		return s.dest
+	case PartDestPrefix:
+		return s.destPrefix
+	case PartCountry:
+		return s.country
+	}
+	return ""
+}
+
+// key returns the store key of a rule for this request, or "" when the
+// request lacks a part of the rule's subject and the rule does not apply.
+// A compound subject joins its parts' hashes with dots, the account's first,
+// so that every key of an account starts with the account's hash.
+func (e *Engine) key(s *subjects, r *Rule) string {
+	hash := ""
+	for _, n := range partNames {
+		if !r.Subject.Has(n.part) {
+			continue
+		}
+		h := e.hashOf(s, n.part, r.Subject.IPBits)
+		if h == "" {
+			return ""
+		}
+		if hash != "" {
+			hash += "."
+		}
+		hash += h
+	}
+	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Key, hash)
+}
+
+// AccountKeys returns a glob pattern (as Redis's SCAN MATCH and KEYS take
+// it) that matches every store key of one account of a tenant, in every
+// flow: the counters of rules on the account, on a compound subject with
+// the account, and on its devices. An administrator's reset deletes what it
+// matches. The account is normalised as Check normalises it.
+func (e *Engine) AccountKeys(tenant, account string) (string, error) {
+	if tenant == "" {
+		tenant = DefaultTenant
+	}
+	if !tenantRE.MatchString(tenant) {
+		return "", &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
+	}
+	acct, err := NormalizeAccount(account)
+	if err != nil {
+		return "", err
+	}
+	return storeKey(e.prefix, tenant, "*", "*", e.hasher(tenant).subject(tenant, "account", acct)+"*"), nil
+}
+
+// member returns what a log rule records for this request: the account or
+// IP a Distinct rule counts, or the attempt for a failure log; "" when the
+// request has none.
+func (e *Engine) member(s *subjects, r *Rule, attempt string) string {
+	if r.Algorithm == Distinct {
+		return e.hashOf(s, r.Of, 0)
+	}
+	return attempt
 }

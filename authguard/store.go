@@ -214,3 +214,30 @@ func Apply(op Op, state any, now time.Time) (next any, ttl time.Duration, res Re
 	}
 	return state, 0, Result{}
 }
+
+// MemoryStats describe the contents of a store held in the process's
+// memory (memstore's Stats), for metrics.
+type MemoryStats struct {
+	// Entries is the number of keys held, expired ones included until they
+	// are dropped. It is never more than the store's MaxEntries.
+	Entries int
+	// Protected is how many of the Entries are protected: their state
+	// restricted their subject when last touched (Restricting).
+	Protected int
+	// Evicted counts live keys dropped because the store was full:
+	// EvictedProbation + EvictedProtected.
+	Evicted int64
+	// EvictedProbation counts evicted keys whose state restricted nothing.
+	EvictedProbation int64
+	// EvictedProtected counts evicted keys whose state restricted their
+	// subject: each was the least recently used protected key of a shard
+	// that held no other kind. Above zero, the store's MaxEntries or
+	// MemoryLimit is too small for the attack in progress.
+	EvictedProtected int64
+	// Bytes is the memory the keys hold as the store accounts it. It is
+	// never more than MemoryLimit, but for a shard whose budget is smaller
+	// than the one key it holds.
+	Bytes int64
+	// MemoryLimit is the store's memory limit, its default applied.
+	MemoryLimit int64
+}

@@ -2,8 +2,9 @@ package authguard
 
 import (
 	"encoding/json"
-	"strconv"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
 // Action is what the caller must do with an attempt.
@@ -101,49 +102,17 @@ func (v Verdict) RetryAfter() int64 {
 	return int64((v.Delay + time.Second - 1) / time.Second)
 }
 
-// MarshalJSON writes the uniform verdict: always the same fields in the same
-// order, numbers zero and strings empty where they do not apply.
+// MarshalJSON writes the uniform verdict, as wire.Verdict declares it:
+// always the same fields in the same order, numbers zero and strings empty
+// where they do not apply. The server writes the same bytes without
+// allocating (api's appendVerdict).
 func (v Verdict) MarshalJSON() ([]byte, error) {
-	return v.AppendJSON(make([]byte, 0, 128+len(v.Attempt)+len(v.DeviceToken))), nil
-}
-
-// AppendJSON appends the JSON form of v to b.
-func (v Verdict) AppendJSON(b []byte) []byte {
-	b = append(b, `{"action":"`...)
-	b = append(b, v.Action.String()...)
-	b = append(b, `","delay_ms":`...)
-	b = strconv.AppendInt(b, v.Delay.Milliseconds(), 10)
-	b = append(b, `,"retry_after":`...)
-	b = strconv.AppendInt(b, v.RetryAfter(), 10)
-	b = append(b, `,"reasons":[`...)
+	reasons := make([]string, len(v.Reasons))
 	for i, r := range v.Reasons {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = append(b, '"')
-		b = append(b, r.String()...)
-		b = append(b, '"')
+		reasons[i] = string(r)
 	}
-	b = append(b, `],"attempt":`...)
-	b = appendToken(b, v.Attempt)
-	b = append(b, `,"device_token":`...)
-	b = appendToken(b, v.DeviceToken)
-	return append(b, '}')
-}
-
-// appendToken appends s as a JSON string. Tokens are base64url and dots,
-// which need no escaping, so they are copied as they are; anything else is
-// escaped as encoding/json escapes strings. (strconv.AppendQuote, used
-// before, writes Go escapes such as \x00, which are not JSON.)
-func appendToken(b []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			q, _ := json.Marshal(s) // a string always marshals
-			return append(b, q...)
-		}
-	}
-	b = append(b, '"')
-	b = append(b, s...)
-	return append(b, '"')
+	return json.Marshal(wire.Verdict{
+		Action: v.Action.String(), DelayMS: v.Delay.Milliseconds(), RetryAfter: v.RetryAfter(),
+		Reasons: reasons, Attempt: v.Attempt, DeviceToken: v.DeviceToken,
+	})
 }

@@ -16,7 +16,7 @@ import (
 // in order. Rate takes are not written back: a rate's window is short, and
 // a take is not idempotent. Nor is what a fallback counted while the store
 // was full: a full store refuses the writes (it keeps the delays it holds,
-// and the fallback counts on from them: engine.go's continueHeld). Written ops leave the fallback, which then holds
+// and the fallback counts on from them: batch.go's continueHeld). Written ops leave the fallback, which then holds
 // nothing the store does not.
 
 // maxWriteBack bounds the ops waiting to be written back. Past it new ones

@@ -395,31 +395,11 @@ func (s *Store) Sweep() {
 	}
 }
 
-// Stats describes the store's contents.
-type Stats struct {
-	// Entries is the number of keys held, expired ones included until they
-	// are dropped. It is never more than MaxEntries.
-	Entries int
-	// Protected is how many of the Entries are protected: their state
-	// restricted their subject when last touched (authguard.Restricting).
-	Protected int
-	// Evicted counts live keys dropped because the store was full:
-	// EvictedProbation + EvictedProtected.
-	Evicted int64
-	// EvictedProbation counts evicted keys whose state restricted nothing.
-	EvictedProbation int64
-	// EvictedProtected counts evicted keys whose state restricted their
-	// subject: each was the least recently used protected key of a shard
-	// that held no other kind. Above zero, MaxEntries or MemoryLimit is too
-	// small for the attack in progress.
-	EvictedProtected int64
-	// Bytes is the memory the keys hold as the store accounts it
-	// (Store.Bytes). It is never more than MemoryLimit, but for a shard
-	// whose budget is smaller than the one key it holds.
-	Bytes int64
-	// MemoryLimit is the store's Config.MemoryLimit, its default applied.
-	MemoryLimit int64
-}
+// Stats describes the store's contents: Entries is never more than
+// Config.MaxEntries, and Bytes (Store.Bytes) never more than MemoryLimit,
+// Config.MemoryLimit with its default applied. It is authguard.MemoryStats,
+// so that the metrics can read it without importing this package.
+type Stats = authguard.MemoryStats
 
 // Stats returns the store's current Stats.
 func (s *Store) Stats() Stats {

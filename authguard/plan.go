@@ -1,0 +1,307 @@
+package authguard
+
+import "github.com/tollgate-auth/tollgate/spraydetect"
+
+// plan is a batch of operations with what each one stands for.
+type plan struct {
+	ops  []Op
+	meta []meta // one per op
+	// allowance is the index of the known device's allowance op, or -1.
+	allowance int
+	// owned says the plan holds a send's owner allowance (Engine.owner).
+	owned bool
+}
+
+// meta is the rule an op stands for and how combine reads its result.
+type meta struct {
+	rule uint8 // index in Flow.Rules
+	role role
+}
+
+func newPlan() plan {
+	return plan{ops: make([]Op, 0, 8), meta: make([]meta, 0, 8), allowance: -1}
+}
+
+func (p *plan) add(op Op, rule int, ro role) {
+	p.ops = append(p.ops, op)
+	p.meta = append(p.meta, meta{uint8(rule), ro})
+}
+
+// role says how combine reads an operation's result.
+type role uint8
+
+const (
+	// roleLimit: the rule's own result, read by its Past.
+	roleLimit role = iota
+	// roleShared: the devices' shared counter; its Wait delays only a device
+	// that is not exempt.
+	roleShared
+	// roleAllowance: the device's own allowance or its slot; an Over makes
+	// the device not exempt, never a verdict on its own.
+	roleAllowance
+	// roleCredit: a verification credited to a send flow's conversion rule,
+	// or the record that an account verified a destination; never part of
+	// the verdict.
+	roleCredit
+	// roleVerified: whether the account verified the send's destination
+	// before (a peek of its record: Over when it did); not Over makes the
+	// device not exempt, never a verdict on its own.
+	roleVerified
+	// roleOwner: a send's owner allowance (SendPolicy.OwnerCodes), read as
+	// roleAllowance and spent only on sends it exempted (Spares).
+	roleOwner
+	// roleAllowanceSolved: roleOwner for a send without a known device:
+	// exempt only with a solved CAPTCHA, so that the shared rules' wait
+	// becomes a CAPTCHA to solve.
+	roleAllowanceSolved
+)
+
+// checkPlan is the batch of a check: every rule that counts the client
+// reserves the attempt (a charge, a log admission) or takes its units.
+func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) plan {
+	p := newPlan()
+	known := device != ""
+	for i := range s.flow.Rules {
+		r := &s.flow.Rules[i]
+		switch {
+		case !r.Clients.counts(known):
+		case i == s.flow.device:
+			e.devices(&p, s, i, device, deviceSteps{allowance: LogAdmit, member: id, slot: LogAdmit, shared: BackoffCharge, attempt: id})
+		case r.Algorithm == Backoff:
+			e.backoff(&p, s, i, BackoffCharge, id)
+		case r.logRule():
+			e.log(&p, s, i, LogAdmit, id, captchaSolved)
+		default:
+			cost := r.Cost
+			if r.PriceCost {
+				cost = s.price
+			}
+			if key := e.key(s, r); key != "" && cost > 0 {
+				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}, i, roleLimit)
+			}
+		}
+	}
+	if s.flow.Kind == Sends {
+		if id == "" {
+			id = randomID()
+		}
+		e.owner(&p, s, id, known)
+	}
+	return p
+}
+
+// reportPlan is the batch of a report; a is the attempt its token names
+// (zero when tokened is false).
+//
+// A success refunds the attempt's own charges and takes the account off
+// every log rule, whoever the client. A tokened failure confirms the
+// charges; its attempt is already in the failure logs, and its account's
+// time in the Distinct logs moves to now (it failed now), the one thing a
+// report sent twice can touch, and only ever stricter. A failure without a
+// valid attempt token is counted on its own. Rate rules counted the check
+// and are not touched.
+func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attempt, tokened bool) plan {
+	p := newPlan()
+	known := device != ""
+	id := randomID()
+	for i := range s.flow.Rules {
+		r := &s.flow.Rules[i]
+		counts := r.Clients.counts(known)
+		switch {
+		case r.rateRule(), !counts && !(outcome == Success && r.logRule()):
+		case i == s.flow.device:
+			switch {
+			case outcome == Success:
+				allowance := LogPeek
+				if tokened && a.exempt {
+					allowance = LogRemove
+				}
+				e.devices(&p, s, i, device, deviceSteps{allowance: allowance, member: a.id, slot: LogPeek, shared: BackoffSucceed, attempt: a.id})
+			case tokened:
+				// A failure the device's own allowance paid for renews the
+				// device's slot at now, so that a slot lasts a day from the
+				// device's last such failure, not its first: no more than
+				// DeviceSlots devices spend allowances within any day. A
+				// slot that ran out meanwhile is taken again only if one is
+				// free, in the same step, so no other device can take it in
+				// between.
+				slot := LogPeek
+				if a.exempt {
+					slot = LogRenew
+				}
+				e.devices(&p, s, i, device, deviceSteps{allowance: LogPeek, member: id, slot: slot, shared: BackoffConfirm, attempt: a.id})
+			default:
+				e.devices(&p, s, i, device, deviceSteps{allowance: LogAdd, member: id, slot: LogAdmit, shared: BackoffFail})
+			}
+		case r.Algorithm == Backoff:
+			switch {
+			case outcome == Success:
+				e.backoff(&p, s, i, BackoffSucceed, a.id)
+			case tokened:
+				e.backoff(&p, s, i, BackoffConfirm, a.id)
+			default:
+				e.backoff(&p, s, i, BackoffFail, "")
+			}
+		case outcome == Success:
+			e.log(&p, s, i, LogRemove, a.id, false)
+		case r.failureLog() && tokened:
+			e.log(&p, s, i, LogAdmit, a.id, true)
+		case r.failureLog():
+			e.log(&p, s, i, LogAdd, id, false)
+		default: // Distinct
+			e.log(&p, s, i, LogAdd, "", false)
+		}
+	}
+	return p
+}
+
+// deviceSteps are what one call does to the counters of a device rule (see
+// devices). A zero LogAction leaves that log out of the plan.
+type deviceSteps struct {
+	// allowance is the step of the device's own allowance; member is what
+	// it records (an attempt's id).
+	allowance LogAction
+	member    string
+	// slot is the step of the device's slot among the account's devices
+	// (its member is the device).
+	slot LogAction
+	// shared is the step of the counter all devices of the account share;
+	// attempt is the attempt it charges, confirms or refunds ("" for a
+	// failure counted on its own).
+	shared  BackoffAction
+	attempt string
+}
+
+// devices adds the ops of the device rule (the rule at index i) for a known
+// device: its own allowance (a log of its failed attempts within
+// DeviceWindow), its slot among the account's devices, and the counter all
+// devices of the account share. The allowance's key carries the account's
+// hash and the device's id (a random id tollgate made, not an identifier),
+// so that every device key of an account can be found from the account.
+func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSteps) {
+	f := s.flow
+	r := &f.Rules[i]
+	if st.allowance != 0 {
+		p.allowance = len(p.ops)
+		p.add(&LogOp{
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
+			Action: st.allowance, Member: st.member,
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
+		}, i, roleAllowance)
+	}
+	if st.slot != 0 {
+		p.add(&LogOp{
+			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
+			Action: st.slot, Member: device,
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
+		}, i, roleAllowance)
+	}
+	p.add(&BackoffOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
+		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: st.attempt,
+	}, i, roleShared)
+}
+
+// backoff adds a step of a Backoff rule on any subject but the device.
+func (e *Engine) backoff(p *plan, s *subjects, i int, action BackoffAction, attempt string) {
+	r := &s.flow.Rules[i]
+	if key := e.key(s, r); key != "" {
+		p.add(&BackoffOp{
+			Key: key, Action: action, Policy: r.Backoff,
+			Fingerprint: s.fp, SeenWindow: s.flow.SamePasswordWindow, Attempt: attempt,
+		}, i, roleLimit)
+	}
+}
+
+// log adds a step of a log rule (Distinct, or a failure log whose members
+// are attempts).
+func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt string, bypass bool) {
+	r := &s.flow.Rules[i]
+	key, member := e.key(s, r), e.member(s, r, attempt)
+	if key != "" && member != "" {
+		p.add(&LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}, i, roleLimit)
+	}
+}
+
+// The keys of SendPolicy.OwnerCodes, per account and destination of a send
+// flow: the record that the account verified the destination, and the
+// owner's allowance of codes to it.
+const (
+	verifiedKey = "vdst"
+	ownerKey    = "vdst.own"
+	captchaKey  = "vdst.cap"
+)
+
+// owner adds to a send's plan, for an account with a destination, the ops
+// of the owner's allowance (SendPolicy.OwnerCodes): the record that the
+// account verified the destination (a peek), and the allowance itself (a
+// log of the sends it let through). The delay rules on the destination
+// become shared: their waits hold the send back only when the account has
+// not verified the destination or its allowance is spent. A known device
+// has OwnerCodes of its own; a send without one as many more, each behind
+// a solved CAPTCHA (the shared wait is then answered with a CAPTCHA), so
+// that an owner without her device is never left waiting out the
+// destination's quota for a day.
+func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
+	f := s.flow
+	if f.Kind != Sends || f.Send.OwnerCodes <= 0 || s.account == "" || s.dest == "" {
+		return
+	}
+	for i := range p.ops {
+		r := &f.Rules[p.meta[i].rule]
+		if p.meta[i].role == roleLimit && r.Subject.Parts == PartDestination && r.Subject.IPBits == 0 && r.Past == PastDelay {
+			p.meta[i].role = roleShared
+		}
+	}
+	p.owned = true
+	pair := s.account + "." + s.dest
+	// The record holds one member, "v"; a peek of another is Over exactly
+	// when the record is there.
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
+		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+	}, 0, roleVerified)
+	key, ro := ownerKey, roleOwner
+	if !known {
+		key, ro = captchaKey, roleAllowanceSolved
+	}
+	// The allowance is spare: spent only on a send it exempted (Spares).
+	p.allowance = len(p.ops)
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
+		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
+	}, 0, ro)
+	// And one of her codes, exempted or not, per OwnerResend at most: they
+	// skip what others made the destination wait, not her own resend
+	// interval.
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, key+".last", pair), Action: LogAdmit, Member: id,
+		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}},
+	}, 0, roleAllowance)
+}
+
+// verifiedOp records, on a success report that names a destination of a
+// send flow with OwnerCodes, that the account verified that destination.
+func (e *Engine) verifiedOp(p *plan, v *subjects) {
+	if v.flow.Send.OwnerCodes <= 0 || v.account == "" || v.dest == "" {
+		return
+	}
+	p.add(&LogOp{
+		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, v.account+"."+v.dest), Action: LogAdd, Member: "v",
+		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+	}, 0, roleCredit)
+}
+
+// credit adds to p, a success report's plan, one verification for each
+// conversion rule of the send flow whose subjects v are.
+func (e *Engine) credit(p *plan, v *subjects) {
+	for i := range v.flow.Rules {
+		r := &v.flow.Rules[i]
+		if r.Algorithm != Conversion {
+			continue
+		}
+		if key := e.key(v, r); key != "" {
+			p.add(&RateOp{Key: key, Action: RateCredit, Rate: r.Rate, Cost: 1}, i, roleCredit)
+		}
+	}
+}

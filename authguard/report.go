@@ -1,0 +1,95 @@
+package authguard
+
+import (
+	"context"
+	"errors"
+
+	"github.com/golang-jwt/jwt/v5"
+)
+
+// Report settles an attempt and returns the verdict for the next attempt of
+// the same account from the same client. Each attempt settles once: a
+// report sent again finds nothing left to settle and changes nothing.
+//
+// A success refunds the attempt's own charge (never failures that other
+// attempts made, so an attacker cannot tell whether the owner logged in),
+// takes the account off the log rules, and returns a device token. A
+// failure confirms the charge, or is counted on its own when the report
+// carries no valid attempt token.
+func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
+	slot, err := e.acquire(true, true) // settlements go first: each follows a proceed
+	if err != nil {
+		return Verdict{}, err
+	}
+	defer release(slot)
+	s, err := e.subjectsOf(sentParts{kind: Attempts, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, fingerprint: req.PasswordFingerprint})
+	if err != nil {
+		return Verdict{}, err
+	}
+	if req.Outcome != Failure && req.Outcome != Success {
+		return Verdict{}, &InputError{Field: "outcome", Detail: `must be "failure" or "success"`}
+	}
+	var verified *subjects // the send flow's subjects of a verified destination
+	if req.Destination != "" || req.Channel != "" {
+		if verified, err = e.verifiedSubjects(&s, req.Channel, req.Destination); err != nil {
+			return Verdict{}, err
+		}
+	}
+	if len(req.Attempt) > MaxTokenBytes {
+		return Verdict{}, &InputError{Field: "attempt", Detail: "must be at most 1024 bytes"}
+	}
+	if len(req.DeviceToken) > MaxTokenBytes {
+		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
+	}
+
+	a, tokened := e.attempts.parse(req.Attempt, s.tenant, s.flow.Name, s.account, e.now())
+	device := e.deviceID(&s, req.DeviceToken)
+	if tokened {
+		device = a.device
+	}
+
+	var computed Verdict
+	b := batch{src: SourceNone}
+	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
+		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
+		if verified != nil && tokened && req.Outcome == Success {
+			e.credit(&p, verified)
+			e.verifiedOp(&p, verified)
+		}
+		b = e.do(ctx, s.flow, p.ops, nil)
+		if errors.Is(b.err, ErrOverloaded) {
+			return Verdict{}, b.err
+		}
+		computed = e.combine(s.flow, &p, b, false)
+	}
+	if v, refused := s.match.verdict(Attempts, e.now, false); refused {
+		computed = v // the next attempt's verdict
+	}
+	answer := computed
+	if s.flow.Mode == Shadow {
+		answer = Verdict{}
+	}
+	used, issued := device, ""
+	if req.Outcome == Success && s.account != "" {
+		if device == "" {
+			device = randomID()
+		}
+		issued = device
+		answer.DeviceToken = e.tokens.sign(&deviceClaims{
+			Tenant: s.tenant, Trust: s.flow.DeviceTrust, Account: s.account, Device: device,
+			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.DeviceTokenTTL)},
+		})
+	}
+	var rec *EventSubjects
+	if e.recordSubjects {
+		settled := ""
+		if tokened {
+			settled = a.id
+		}
+		rec = e.record(&s, used, settled)
+		rec.Issued = issued
+	}
+	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Answer: answer, Computed: computed,
+		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	return answer, nil
+}

@@ -19,7 +19,10 @@ type Policy struct {
 }
 
 // NewPolicy validates flows and makes a Policy of them. It fills in each
-// flow's and rule's defaults, so the flows must not be changed afterwards.
+// flow's and rule's defaults (a zero field is its default, as each field
+// says), so the flows must not be changed afterwards. A flow that is not
+// valid is a *FieldError or a *RuleError, naming the flow, the rule and the
+// Go field.
 func NewPolicy(flows ...*Flow) (*Policy, error) {
 	p := &Policy{flows: map[string]*Flow{}}
 	for _, f := range flows {
@@ -142,8 +145,8 @@ type SendPolicy struct {
 	// never refused by them.
 	AllowCountries, DenyCountries []string
 	// PrefixDigits is how many trailing digits a phone number's
-	// destination_prefix leaves out: 3 (the default) makes blocks of 1,000
-	// numbers.
+	// destination prefix (PartDestPrefix) leaves out, 1 to 6: the default,
+	// DefaultPrefixDigits (3), makes blocks of 1,000 numbers.
 	PrefixDigits int
 	// Prices are what a code costs, in the operator's cost units, by
 	// channel: the cost of a send to rules with PriceCost (a spend
@@ -205,12 +208,21 @@ type Flow struct {
 	// Kind is Attempts (check and report) or Sends.
 	Kind Kind
 	// Send is a send flow's refusals by number type and country.
-	Send            SendPolicy
-	Mode            Mode
-	FailMode        FailMode
+	Send SendPolicy
+	// Mode is Enforce (the default) or Shadow.
+	Mode Mode
+	// FailMode is what the flow answers when the store fails: FailOpen
+	// (the default) or FailClosed.
+	FailMode FailMode
+	// FailClosedRetry is the delay a fail-closed or shed call answers,
+	// between MinFailClosedRetry and MaxFailClosedRetry. The default is
+	// DefaultFailClosedRetry (2s).
 	FailClosedRetry time.Duration
-	Grouping        spraydetect.Grouping
-	AllowList       spraydetect.AllowList
+	// Grouping is the IPv6 prefix counted as one client; the default is
+	// a /64.
+	Grouping spraydetect.Grouping
+	// AllowList are the addresses no rule counts; the default is none.
+	AllowList spraydetect.AllowList
 	// DeviceTrust names the device tokens this flow trusts: those issued by
 	// a success in a flow with the same DeviceTrust. By default it is the
 	// flow's own name, so a token from a login success is worthless to
@@ -221,10 +233,17 @@ type Flow struct {
 	// destination credits the send flow's conversion rules. Empty for none.
 	Verifies string
 	// SamePasswordWindow is how long a Backoff rule remembers a counted
-	// password fingerprint, so that repeating one wrong password counts once.
+	// password fingerprint, so that repeating one wrong password counts once;
+	// at most MaxSamePasswordWindow. The default, 0, remembers none.
 	SamePasswordWindow time.Duration
-	AttemptTTL         time.Duration
-	DeviceTokenTTL     time.Duration
+	// AttemptTTL is how long a check's attempt token waits for its report,
+	// between MinAttemptTTL and MaxAttemptTTL. The default is
+	// DefaultAttemptTTL (10m).
+	AttemptTTL time.Duration
+	// DeviceTokenTTL is how long a device token the flow issues is valid,
+	// between MinDeviceTokenTTL and MaxDeviceTokenTTL. The default is
+	// DefaultDeviceTokenTTL (90 days).
+	DeviceTokenTTL time.Duration
 	// Rules are the flow's limits, walked in order; a verdict lists its
 	// reasons in this order.
 	Rules []Rule

@@ -36,7 +36,10 @@ type Rule struct {
 	// the rate algorithms take Rate; a SlidingLog that counts failures
 	// takes Windows.
 	Algorithm Algorithm
-	// Counts says when a call counts against the rule.
+	// Counts says when a call counts against the rule. The default is
+	// OnFailure for Backoff and Distinct (OnProceed in a send flow),
+	// OnProceed for Conversion, and OnCheck for the rate algorithms (a
+	// SlidingLog counts failures only when Counts says OnFailure).
 	Counts Trigger
 	// Cost is how many units a call takes from a rate algorithm. The
 	// default is 1.
@@ -45,7 +48,9 @@ type Rule struct {
 	// SendPolicy.Prices) instead of Cost: a spend budget. A send that costs
 	// nothing is not counted.
 	PriceCost bool
-	// Past is the verdict once the rule's limit is reached.
+	// Past is the verdict once the rule's limit is reached. The default is
+	// PastDelay for Backoff and the rate algorithms, PastCaptcha for
+	// Distinct, Conversion and a SlidingLog of failures.
 	Past Past
 	// Clients says which clients the rule counts. The default is
 	// UnknownClients, or KnownClients for the device subject.

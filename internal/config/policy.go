@@ -195,11 +195,12 @@ type flowFile struct {
 	lines lineIndex  // the lines of the file that last wrote it
 }
 
-// emptyFlow is a new flow without a template: settings only, no rules.
+// emptyFlow is a new flow without a template: settings only, no rules,
+// each authguard's default.
 func emptyFlow() *flowFile {
 	return &flowFile{
-		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(2 * time.Second), IPv6Prefix: 64,
-		AttemptTTL: Duration(10 * time.Minute), DeviceTokenTTL: Duration(90 * 24 * time.Hour),
+		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(authguard.DefaultFailClosedRetry), IPv6Prefix: 64,
+		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
 	}
 }
 

@@ -128,7 +128,7 @@ func (idx lineIndex) add(path string, n *yaml.Node) {
 	}
 }
 
-// flowKeys names a Flow's fields in the file: name says it in a message
+// flowFieldNames names a Flow's fields in the file: name says it in a message
 // ("" for an error that says it itself), key is the field's key, whose line
 // is the error's; without one the error is at the flow's line.
 var flowFieldNames = map[string]struct{ name, key string }{
@@ -182,8 +182,8 @@ func flowField(field string) (name, key string) {
 }
 
 // fieldError is authguard's error err in the file's words, at its line:
-// the key's, the rule's or the flow's. lines is the index of the file that
-// last wrote the flow (nil for a built-in one).
+// the key's (from f.lines, the index of the file that last wrote the flow),
+// the rule's or the flow's.
 func (f *flowFile) fieldError(flow string, err error) error {
 	path := "flows." + flow
 	var fe *authguard.FieldError

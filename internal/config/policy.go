@@ -410,9 +410,9 @@ func (f *flowFile) ruleNames() string {
 	return strings.Join(names, ", ")
 }
 
-// keyLine is the line of a key of the flow (a path below it, such as
+// lineOf is the line of a key of the flow (a path below it, such as
 // "prices.sms"), or the flow's line when the file did not write it.
-func (f *flowFile) keyLine(flow, key string) int {
+func (f *flowFile) lineOf(flow, key string) int {
 	if l := f.lines["flows."+flow+"."+key]; l > 0 {
 		return l
 	}
@@ -443,7 +443,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
 	}
 	where := "flows." + name
-	at := func(key string, err error) error { return &Error{Line: f.keyLine(name, key), Path: where, Err: err} }
+	at := func(key string, err error) error { return &Error{Line: f.lineOf(name, key), Path: where, Err: err} }
 	if err := f.zeroDurations(name); err != nil {
 		return nil, err
 	}

@@ -19,24 +19,23 @@ type Policy struct {
 }
 
 // NewPolicy validates flows and makes a Policy of them. It fills in each
-// flow's and rule's defaults, so the flows must not be changed afterwards.
+// flow's and rule's defaults (a zero field is its default, as each field
+// says), so the flows must not be changed afterwards. A flow that is not
+// valid is a *FieldError or a *RuleError, naming the flow, the rule and the
+// Go field.
 func NewPolicy(flows ...*Flow) (*Policy, error) {
 	p := &Policy{flows: map[string]*Flow{}}
 	for _, f := range flows {
 		if err := f.compile(); err != nil {
-			var re *RuleError
-			if errors.As(err, &re) {
-				return nil, err
-			}
-			return nil, fmt.Errorf("flows.%s: %w", f.Name, err)
+			return nil, err
 		}
 		if p.flows[f.Name] != nil {
-			return nil, fmt.Errorf("flows.%s: named twice", f.Name)
+			return nil, &FieldError{Flow: f.Name, Field: "Name", Err: errors.New("names two flows")}
 		}
 		p.flows[f.Name] = f
 	}
 	if len(p.flows) == 0 {
-		return nil, errors.New("no flows")
+		return nil, errors.New("authguard: no flows")
 	}
 	for _, f := range p.flows {
 		if f.Verifies == "" {
@@ -45,7 +44,7 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 		// A policy of one flow is a flow checked on its own (the config
 		// loader does that for line numbers); the whole policy is checked too.
 		if sf := p.flows[f.Verifies]; len(flows) > 1 && (sf == nil || sf.Kind != Sends) {
-			return nil, fmt.Errorf("flows.%s: verifies: %q is not a send flow of the policy", f.Name, f.Verifies)
+			return nil, &FieldError{Flow: f.Name, Field: "Verifies", Err: fmt.Errorf("%q is not a send flow of the policy", f.Verifies)}
 		}
 	}
 	return p, nil
@@ -146,8 +145,8 @@ type SendPolicy struct {
 	// never refused by them.
 	AllowCountries, DenyCountries []string
 	// PrefixDigits is how many trailing digits a phone number's
-	// destination_prefix leaves out: 3 (the default) makes blocks of 1,000
-	// numbers.
+	// destination prefix (PartDestPrefix) leaves out, 1 to 6: the default,
+	// DefaultPrefixDigits (3), makes blocks of 1,000 numbers.
 	PrefixDigits int
 	// Prices are what a code costs, in the operator's cost units, by
 	// channel: the cost of a send to rules with PriceCost (a spend
@@ -209,12 +208,21 @@ type Flow struct {
 	// Kind is Attempts (check and report) or Sends.
 	Kind Kind
 	// Send is a send flow's refusals by number type and country.
-	Send            SendPolicy
-	Mode            Mode
-	FailMode        FailMode
+	Send SendPolicy
+	// Mode is Enforce (the default) or Shadow.
+	Mode Mode
+	// FailMode is what the flow answers when the store fails: FailOpen
+	// (the default) or FailClosed.
+	FailMode FailMode
+	// FailClosedRetry is the delay a fail-closed or shed call answers,
+	// between MinFailClosedRetry and MaxFailClosedRetry. The default is
+	// DefaultFailClosedRetry (2s).
 	FailClosedRetry time.Duration
-	Grouping        spraydetect.Grouping
-	AllowList       spraydetect.AllowList
+	// Grouping is the IPv6 prefix counted as one client; the default is
+	// a /64.
+	Grouping spraydetect.Grouping
+	// AllowList are the addresses no rule counts; the default is none.
+	AllowList spraydetect.AllowList
 	// DeviceTrust names the device tokens this flow trusts: those issued by
 	// a success in a flow with the same DeviceTrust. By default it is the
 	// flow's own name, so a token from a login success is worthless to
@@ -225,10 +233,17 @@ type Flow struct {
 	// destination credits the send flow's conversion rules. Empty for none.
 	Verifies string
 	// SamePasswordWindow is how long a Backoff rule remembers a counted
-	// password fingerprint, so that repeating one wrong password counts once.
+	// password fingerprint, so that repeating one wrong password counts once;
+	// at most MaxSamePasswordWindow. The default, 0, remembers none.
 	SamePasswordWindow time.Duration
-	AttemptTTL         time.Duration
-	DeviceTokenTTL     time.Duration
+	// AttemptTTL is how long a check's attempt token waits for its report,
+	// between MinAttemptTTL and MaxAttemptTTL. The default is
+	// DefaultAttemptTTL (10m).
+	AttemptTTL time.Duration
+	// DeviceTokenTTL is how long a device token the flow issues is valid,
+	// between MinDeviceTokenTTL and MaxDeviceTokenTTL. The default is
+	// DefaultDeviceTokenTTL (90 days).
+	DeviceTokenTTL time.Duration
 	// Rules are the flow's limits, walked in order; a verdict lists its
 	// reasons in this order.
 	Rules []Rule
@@ -327,40 +342,58 @@ func (f *Flow) MaxFailuresPerDay() (n int, ok bool) {
 }
 
 // compile validates the flow, fills in its defaults and indexes its rules.
+// Its errors are a *FieldError or a *RuleError.
 func (f *Flow) compile() error {
+	if err := f.compileFlow(); err != nil {
+		var fe *fieldErr
+		if errors.As(err, &fe) {
+			return &FieldError{Flow: f.Name, Field: fe.field, Err: fe.err}
+		}
+		return err
+	}
+	return nil
+}
+
+// compileFlow is compile, with the flow's field errors a *fieldErr.
+func (f *Flow) compileFlow() error {
 	if !nameRE.MatchString(f.Name) {
-		return errors.New("a flow name is 1 to 32 lower-case letters, digits and underscores, starting with a letter")
+		return bad("Name", "is 1 to 32 lower-case letters, digits and underscores, starting with a letter")
 	}
 	if f.DeviceTrust == "" {
 		f.DeviceTrust = f.Name
 	}
 	if !nameRE.MatchString(f.DeviceTrust) {
-		return errors.New("device_trust is a flow-like name: 1 to 32 lower-case letters, digits and underscores, starting with a letter")
+		return bad("DeviceTrust", "is a flow-like name: 1 to 32 lower-case letters, digits and underscores, starting with a letter")
 	}
 	if err := f.Grouping.Validate(); err != nil {
-		return err
+		return badErr("Grouping", err)
 	}
 	for _, d := range []struct {
-		name      string
-		v, lo, hi time.Duration
+		field  string
+		v      *time.Duration
+		def    time.Duration
+		lo, hi time.Duration
 	}{
-		{"fail_closed_retry", f.FailClosedRetry, 100 * time.Millisecond, time.Minute},
-		{"same_password_window", f.SamePasswordWindow, 0, 30 * 24 * time.Hour},
-		{"attempt_ttl", f.AttemptTTL, time.Second, 24 * time.Hour},
-		{"device_token_ttl", f.DeviceTokenTTL, time.Hour, 400 * 24 * time.Hour},
+		{"FailClosedRetry", &f.FailClosedRetry, DefaultFailClosedRetry, MinFailClosedRetry, MaxFailClosedRetry},
+		{"SamePasswordWindow", &f.SamePasswordWindow, 0, 0, MaxSamePasswordWindow},
+		{"AttemptTTL", &f.AttemptTTL, DefaultAttemptTTL, MinAttemptTTL, MaxAttemptTTL},
+		{"DeviceTokenTTL", &f.DeviceTokenTTL, DefaultDeviceTokenTTL, MinDeviceTokenTTL, MaxDeviceTokenTTL},
 	} {
-		if d.v < d.lo || d.v > d.hi {
-			return fmt.Errorf("%s must be between %v and %v, not %v", d.name, d.lo, d.hi, d.v)
+		if *d.v == 0 {
+			*d.v = d.def
+		}
+		if *d.v < d.lo || *d.v > d.hi {
+			return bad(d.field, "must be between %v and %v, not %v", d.lo, d.hi, *d.v)
 		}
 	}
 	if err := f.compileSend(); err != nil {
 		return err
 	}
 	if f.Verifies != "" && (f.Kind != Attempts || !nameRE.MatchString(f.Verifies)) {
-		return errors.New("verifies names a send flow, and only a flow of checks and reports verifies one")
+		return bad("Verifies", "names a send flow, and only a flow of checks and reports verifies one")
 	}
 	if len(f.Rules) > MaxRules {
-		return fmt.Errorf("a flow has at most %d rules, not %d", MaxRules, len(f.Rules))
+		return bad("Rules", "has at most %d rules, not %d", MaxRules, len(f.Rules))
 	}
 	grouping := f.Grouping.IPv6Bits
 	if grouping == 0 {
@@ -371,11 +404,15 @@ func (f *Flow) compile() error {
 	for i := range f.Rules {
 		r := &f.Rules[i]
 		if err := r.validate(grouping, f.Kind == Sends, f.Verifies != ""); err != nil {
+			var fe *fieldErr
+			if errors.As(err, &fe) {
+				return &FieldError{Flow: f.Name, Rule: ruleLabel(r, i), Field: fe.field, Err: fe.err}
+			}
 			return &RuleError{Flow: f.Name, Rule: ruleLabel(r, i), Err: err}
 		}
 		if r.PriceCost {
 			if top := f.Send.maxPrice(); top > r.Rate.Limit {
-				return &RuleError{Flow: f.Name, Rule: r.Name, Err: fmt.Errorf("cost: price takes each code's price, and the highest price (%d) is above the limit (%d)", top, r.Rate.Limit)}
+				return &FieldError{Flow: f.Name, Rule: r.Name, Field: "PriceCost", Err: fmt.Errorf("takes each code's price, and the highest price (%d) is above the limit (%d)", top, r.Rate.Limit)}
 			}
 		}
 		if seen[r.Name] {
@@ -419,47 +456,47 @@ func (f *Flow) compileSend() error {
 	sp := &f.Send
 	if f.Kind != Sends {
 		if len(sp.DenyTypes) > 0 || len(sp.AllowCountries) > 0 || len(sp.DenyCountries) > 0 || sp.PrefixDigits != 0 || len(sp.Prices) > 0 || sp.OwnerCodes != 0 {
-			return errors.New("deny_number_types, allow_countries, deny_countries, destination_prefix_digits, prices and owner_codes are for send flows (kind: send)")
+			return bad("Send", "is for send flows (Kind Sends)")
 		}
 		return nil
 	}
 	for ch, p := range sp.Prices {
 		if ch.String() == "unknown" {
-			return fmt.Errorf("prices: %d is not a channel", ch)
+			return bad("Send.Prices", "%d is not a channel", ch)
 		}
 		if p.Default < 0 || p.Default > MaxPrice {
-			return fmt.Errorf("prices.%s.default must be between 0 and %d, not %d", ch, MaxPrice, p.Default)
+			return bad(fmt.Sprintf("Send.Prices[%s].Default", ch), "must be between 0 and %d, not %d", MaxPrice, p.Default)
 		}
 		for c, n := range p.Countries {
 			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
-				return fmt.Errorf(`prices.%s: %q is neither a region (such as "GB") nor a calling code (such as "+44")`, ch, c)
+				return bad(fmt.Sprintf("Send.Prices[%s].Countries", ch), `%q is neither a region (such as "GB") nor a calling code (such as "+44")`, c)
 			}
 			if n < 0 || n > MaxPrice {
-				return fmt.Errorf("prices.%s.%s must be between 0 and %d, not %d", ch, c, MaxPrice, n)
+				return bad(fmt.Sprintf("Send.Prices[%s].Countries[%s]", ch, c), "must be between 0 and %d, not %d", MaxPrice, n)
 			}
 		}
 	}
 	if sp.OwnerCodes < 0 || sp.OwnerCodes > MaxOwnerCodes {
-		return fmt.Errorf("owner_codes must be between 0 (off) and %d, not %d", MaxOwnerCodes, sp.OwnerCodes)
+		return bad("Send.OwnerCodes", "must be between 0 (off) and %d, not %d", MaxOwnerCodes, sp.OwnerCodes)
 	}
 	if sp.PrefixDigits == 0 {
-		sp.PrefixDigits = 3
+		sp.PrefixDigits = DefaultPrefixDigits
 	}
 	if sp.PrefixDigits < 1 || sp.PrefixDigits > 6 {
-		return fmt.Errorf("destination_prefix_digits must be between 1 and 6, not %d", sp.PrefixDigits)
+		return bad("Send.PrefixDigits", "must be between 1 and 6, not %d", sp.PrefixDigits)
 	}
 	for _, t := range sp.DenyTypes {
 		if t.String() == "unknown" && t != NumberUnknown {
-			return fmt.Errorf("deny_number_types: %d is not a number type", t)
+			return bad("Send.DenyTypes", "%d is not a number type", t)
 		}
 	}
 	for _, list := range []struct {
-		name string
-		v    []string
-	}{{"allow_countries", sp.AllowCountries}, {"deny_countries", sp.DenyCountries}} {
+		field string
+		v     []string
+	}{{"Send.AllowCountries", sp.AllowCountries}, {"Send.DenyCountries", sp.DenyCountries}} {
 		for _, c := range list.v {
 			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
-				return fmt.Errorf(`%s: %q is neither a region (two capital letters, such as "GB", or "001") nor a calling code (such as "+44")`, list.name, c)
+				return bad(list.field, `%q is neither a region (two capital letters, such as "GB", or "001") nor a calling code (such as "+44")`, c)
 			}
 		}
 	}

@@ -36,7 +36,10 @@ type Rule struct {
 	// the rate algorithms take Rate; a SlidingLog that counts failures
 	// takes Windows.
 	Algorithm Algorithm
-	// Counts says when a call counts against the rule.
+	// Counts says when a call counts against the rule. The default is
+	// OnFailure for Backoff and Distinct (OnProceed in a send flow),
+	// OnProceed for Conversion, and OnCheck for the rate algorithms (a
+	// SlidingLog counts failures only when Counts says OnFailure).
 	Counts Trigger
 	// Cost is how many units a call takes from a rate algorithm. The
 	// default is 1.
@@ -45,7 +48,9 @@ type Rule struct {
 	// SendPolicy.Prices) instead of Cost: a spend budget. A send that costs
 	// nothing is not counted.
 	PriceCost bool
-	// Past is the verdict once the rule's limit is reached.
+	// Past is the verdict once the rule's limit is reached. The default is
+	// PastDelay for Backoff and the rate algorithms, PastCaptcha for
+	// Distinct, Conversion and a SlidingLog of failures.
 	Past Past
 	// Clients says which clients the rule counts. The default is
 	// UnknownClients, or KnownClients for the device subject.
@@ -272,7 +277,7 @@ const MaxRules = 32
 // verifies whether it verifies a send flow's codes.
 func (r *Rule) validate(grouping int, send, verifies bool) error {
 	if !nameRE.MatchString(r.Name) {
-		return errors.New("a rule name is 1 to 32 lower-case letters, digits and '_', starting with a letter")
+		return bad("Name", "is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
 	if r.Reason == "" {
 		r.Reason = Reason(r.Name)
@@ -281,13 +286,13 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 		r.Key = r.Name
 	}
 	if !nameRE.MatchString(r.Key) {
-		return errors.New("key is 1 to 32 lower-case letters, digits and '_', starting with a letter")
+		return bad("Key", "is 1 to 32 lower-case letters, digits and '_', starting with a letter")
 	}
 	if !nameRE.MatchString(string(r.Reason)) || r.Reason == ReasonUnavailable || r.Reason == ReasonOverloaded || r.Reason == ReasonBlocked {
-		return fmt.Errorf(`reason is 1 to 32 lower-case letters, digits and '_', starting with a letter, and not %q, %q or %q`, ReasonUnavailable, ReasonOverloaded, ReasonBlocked)
+		return bad("Reason", `is 1 to 32 lower-case letters, digits and '_', starting with a letter, and not %q, %q or %q`, ReasonUnavailable, ReasonOverloaded, ReasonBlocked)
 	}
 	if r.Subject.Parts == 0 {
-		return errors.New("subject is required")
+		return bad("Subject", "is required")
 	}
 	if r.Subject.IPBits != 0 && (r.Subject.IPBits >= grouping) {
 		return fmt.Errorf("subject %s: a wider prefix must be shorter than the flow's ipv6_prefix (%d)", r.Subject, grouping)
@@ -296,7 +301,7 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 		r.Cost = 1
 	}
 	if r.PriceCost && (!send || !r.rateRule()) {
-		return errors.New("cost: price is for rate rules of send flows (a spend budget)")
+		return bad("PriceCost", "is for rate rules of send flows (a spend budget)")
 	}
 	device := r.Subject.Parts == PartDevice
 	if r.Clients == 0 {
@@ -327,7 +332,7 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 		}
 		return r.validateRate()
 	}
-	return errors.New("algorithm is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct, conversion")
+	return bad("Algorithm", "is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct, conversion")
 }
 
 // validateKind checks what a rule of a send flow, or of a check-and-report
@@ -371,7 +376,7 @@ func (r *Rule) validateBackoff(device, send bool) error {
 		return errors.New("backoff counts one failure per attempt: cost must be 1")
 	}
 	if err := r.Backoff.Validate(); err != nil {
-		return err
+		return badErr("Backoff", err)
 	}
 	if !device {
 		if r.DeviceFree != 0 || r.DeviceSlots != 0 {
@@ -380,10 +385,10 @@ func (r *Rule) validateBackoff(device, send bool) error {
 		return nil
 	}
 	if r.DeviceFree < 1 || r.DeviceFree > 100 {
-		return fmt.Errorf("device_free must be between 1 and 100, not %d", r.DeviceFree)
+		return bad("DeviceFree", "must be between 1 and 100, not %d", r.DeviceFree)
 	}
 	if r.DeviceSlots < 1 || r.DeviceSlots > 20 {
-		return fmt.Errorf("device_slots must be between 1 and 20, not %d", r.DeviceSlots)
+		return bad("DeviceSlots", "must be between 1 and 20, not %d", r.DeviceSlots)
 	}
 	return nil
 }
@@ -416,7 +421,10 @@ func (r *Rule) validateLog(what string, send bool) error {
 	case len(r.Windows) == 0:
 		return fmt.Errorf("%s needs windows: [{window: 1h, limit: 10}, ...]", what)
 	}
-	return r.Windows.Validate()
+	if err := r.Windows.Validate(); err != nil {
+		return badErr("Windows", err)
+	}
+	return nil
 }
 
 func (r *Rule) validateDistinct(send bool) error {
@@ -431,7 +439,7 @@ func (r *Rule) validateDistinct(send bool) error {
 
 func (r *Rule) validateFailureLog() error {
 	if r.Of != 0 {
-		return errors.New("of applies to distinct only")
+		return bad("Of", "applies to distinct only")
 	}
 	return r.validateLog("a sliding_log that counts failures", false)
 }
@@ -454,10 +462,10 @@ func (r *Rule) validateRate() error {
 	}
 	r.Rate.Algorithm = a
 	if err := r.Rate.Validate(); err != nil {
-		return fmt.Errorf("%s takes limit and %s: %w", a, r.rateParam(), err)
+		return bad("Rate", "%s takes limit and %s: %w", a, r.rateParam(), err)
 	}
 	if r.Cost < 1 || r.Cost > r.Rate.Limit {
-		return fmt.Errorf("cost must be between 1 and limit (%d), not %d", r.Rate.Limit, r.Cost)
+		return bad("Cost", "must be between 1 and limit (%d), not %d", r.Rate.Limit, r.Cost)
 	}
 	return nil
 }
@@ -487,7 +495,7 @@ func (r *Rule) validateConversion(send bool) error {
 	}
 	r.Rate.Algorithm = Conversion
 	if err := r.Rate.Validate(); err != nil {
-		return fmt.Errorf("conversion takes window, min_volume and min_conversion (a percentage): %w", err)
+		return bad("Rate", "conversion takes window, min_volume and min_conversion (a percentage): %w", err)
 	}
 	return nil
 }
@@ -526,15 +534,3 @@ func (r *Rule) maxFailuresPerDay() (n int, ok bool) {
 	}
 	return n, true
 }
-
-// RuleError is a flow's rule that is not valid.
-type RuleError struct {
-	Flow, Rule string
-	Err        error
-}
-
-func (e *RuleError) Error() string {
-	return fmt.Sprintf("flows.%s.rules[%s]: %v", e.Flow, e.Rule, e.Err)
-}
-
-func (e *RuleError) Unwrap() error { return e.Err }

@@ -36,8 +36,8 @@ func DefaultPolicy() *authguard.Policy {
 }
 
 // LoadPolicy reads a policy file ({flows: ...}) laid over the built-in
-// policy; nil or empty data gives the built-in policy itself. Errors name
-// the line.
+// policy; nil or empty data gives the built-in policy itself. A mistake in
+// the file is an *Error, naming its line.
 func LoadPolicy(data []byte) (*authguard.Policy, error) {
 	var top struct {
 		Flows yaml.Node `yaml:"flows"`
@@ -56,24 +56,43 @@ func LoadPolicy(data []byte) (*authguard.Policy, error) {
 // flows only, each empty or from a template (a built-in flow's name), in the
 // format of a config file's flows. A name base already has is an error:
 // changing a flow is the config file's job. The simulator reads scenarios'
-// own flows with it.
+// own flows with it. Its errors are an *Error at a line of n (at least 1).
 func AddFlows(base *authguard.Policy, n *yaml.Node) (*authguard.Policy, error) {
 	for i := 0; n.Kind == yaml.MappingNode && i < len(n.Content); i += 2 {
 		if name := n.Content[i]; base.Flow(name.Value) != nil {
-			return nil, fmt.Errorf("line %d: flows.%s: the policy already has this flow; a scenario adds flows, the -config file changes them", name.Line, name.Value)
+			return nil, errorAt(name.Line, "flows."+name.Value, "the policy already has this flow; a scenario adds flows, the -config file changes them")
 		}
 	}
-	added, err := policyFromFlows(nil, n)
-	if err != nil {
-		return nil, err
-	}
-	var flows []*authguard.Flow
-	for _, p := range []*authguard.Policy{base, added} {
-		for _, name := range p.FlowNames() {
-			flows = append(flows, p.Flow(name))
+	added, err := compileFlows(nil, n)
+	if err == nil {
+		var flows []*authguard.Flow
+		for _, p := range []*authguard.Policy{base, added} {
+			for _, name := range p.FlowNames() {
+				flows = append(flows, p.Flow(name))
+			}
+		}
+		if added, err = authguard.NewPolicy(flows...); err != nil {
+			err = policyError(err)
 		}
 	}
-	return authguard.NewPolicy(flows...)
+	var e *Error
+	if errors.As(err, &e) && e.Line == 0 {
+		// A mistake of the whole policy: at the flow it names, else at n.
+		c := *e
+		c.Line = max(indexLines(n)[e.Path], n.Line, 1)
+		return nil, &c
+	}
+	return added, err
+}
+
+// policyError is the *Error of authguard's error about a whole policy: at
+// no line, since no one flow is to blame.
+func policyError(err error) error {
+	var fe *authguard.FieldError
+	if errors.As(err, &fe) {
+		return (&flowFile{}).fieldError(fe.Flow, err)
+	}
+	return err
 }
 
 // tenantPolicy is a tenant's policy: its flows node laid over the file's
@@ -110,9 +129,18 @@ func policyFromNode(n *yaml.Node) (*authguard.Policy, error) {
 // policyFromFlows lays the flows node of a file over base and compiles the
 // result; templates are the built-in flows.
 func policyFromFlows(base map[string]*flowFile, n *yaml.Node) (*authguard.Policy, error) {
-	flows, err := overlay(base, builtins, n)
+	p, err := compileFlows(base, n)
 	if err != nil {
 		return nil, fmt.Errorf("policy: %w", err)
+	}
+	return p, nil
+}
+
+// compileFlows is policyFromFlows without the "policy: " of its errors.
+func compileFlows(base map[string]*flowFile, n *yaml.Node) (*authguard.Policy, error) {
+	flows, err := overlay(base, builtins, n)
+	if err != nil {
+		return nil, err
 	}
 	names := make([]string, 0, len(flows))
 	for name := range flows {
@@ -123,29 +151,17 @@ func policyFromFlows(base map[string]*flowFile, n *yaml.Node) (*authguard.Policy
 	for _, name := range names {
 		ff := flows[name]
 		f, err := ff.compile(name)
-		if err == nil {
-			_, err = authguard.NewPolicy(f) // validates the flow on its own, for the line
-		}
 		if err != nil {
-			var re *authguard.RuleError
-			line := ff.line
-			if errors.As(err, &re) {
-				if l := ff.ruleLine(re.Rule); l > 0 {
-					line = l
-				}
-			} else if l := ff.keyLine(err); l > 0 {
-				line = l
-			}
-			if line > 0 {
-				return nil, fmt.Errorf("policy: line %d: %w", line, err)
-			}
-			return nil, fmt.Errorf("policy: %w", err)
+			return nil, err
+		}
+		if _, err := authguard.NewPolicy(f); err != nil { // validates the flow on its own, for the line
+			return nil, ff.fieldError(name, err)
 		}
 		compiled = append(compiled, f)
 	}
 	p, err := authguard.NewPolicy(compiled...)
 	if err != nil {
-		return nil, fmt.Errorf("policy: %w", err)
+		return nil, policyError(err)
 	}
 	return p, nil
 }
@@ -174,16 +190,17 @@ type flowFile struct {
 	Prices map[string]map[string]int `yaml:"prices"`
 	Rules  []yaml.Node               `yaml:"rules"`
 
-	rules []ruleFile     // the effective rules
-	line  int            // where the flow was last written, 0 for built-in
-	keys  map[string]int // the line of each key the file wrote
+	rules []ruleFile // the effective rules
+	line  int        // where the flow was last written, 0 for built-in
+	lines lineIndex  // the lines of the file that last wrote it
 }
 
-// emptyFlow is a new flow without a template: settings only, no rules.
+// emptyFlow is a new flow without a template: settings only, no rules,
+// each authguard's default.
 func emptyFlow() *flowFile {
 	return &flowFile{
-		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(2 * time.Second), IPv6Prefix: 64,
-		AttemptTTL: Duration(10 * time.Minute), DeviceTokenTTL: Duration(90 * 24 * time.Hour),
+		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(authguard.DefaultFailClosedRetry), IPv6Prefix: 64,
+		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
 	}
 }
 
@@ -236,7 +253,7 @@ func (c *costField) UnmarshalYAML(n *yaml.Node) error {
 	}
 	var v int
 	if err := n.Decode(&v); err != nil {
-		return fmt.Errorf(`line %d: cost is a whole number of units or "price"`, n.Line)
+		return errorAt(n.Line, "", `cost is a whole number of units or "price"`)
 	}
 	*c = costField{n: v}
 	return nil
@@ -268,8 +285,9 @@ func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*fl
 		return out, nil
 	}
 	if n.Kind != yaml.MappingNode {
-		return nil, fmt.Errorf("line %d: flows is a mapping of flow names to flows", n.Line)
+		return nil, errorAt(n.Line, "flows", "is a mapping of flow names to flows")
 	}
+	lines := indexLines(n)
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		name, body := n.Content[i].Value, n.Content[i+1]
 		if err := checkKeys(body, flowKeys, "flows."+name); err != nil {
@@ -286,13 +304,9 @@ func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*fl
 			}
 		}
 		if err := body.Decode(f); err != nil {
-			return nil, fmt.Errorf("flows.%s: %w", name, err)
+			return nil, decodeError("flows."+name, err)
 		}
-		f.line = n.Content[i].Line
-		f.keys = map[string]int{}
-		for j := 0; j+1 < len(body.Content); j += 2 {
-			f.keys[body.Content[j].Value] = body.Content[j].Line
-		}
+		f.line, f.lines = lines["flows."+name], lines
 		if err := f.mergeRules(name); err != nil {
 			return nil, err
 		}
@@ -308,7 +322,7 @@ func startFlow(name string, body *yaml.Node, existing *flowFile, templates map[s
 		Template *string `yaml:"template"`
 	}
 	if err := body.Decode(&t); err != nil {
-		return nil, fmt.Errorf("flows.%s: %w", name, err)
+		return nil, decodeError("flows."+name, err)
 	}
 	switch {
 	case t.Template == nil && existing != nil:
@@ -320,8 +334,8 @@ func startFlow(name string, body *yaml.Node, existing *flowFile, templates map[s
 	}
 	b := templates[*t.Template]
 	if b == nil {
-		return nil, fmt.Errorf("line %d: flows.%s: template must be one of %s or none, not %q",
-			body.Line, name, strings.Join(flowNames(templates), ", "), *t.Template)
+		return nil, errorAt(body.Line, "flows."+name, "template must be one of %s or none, not %q",
+			strings.Join(flowNames(templates), ", "), *t.Template)
 	}
 	c := *b
 	c.rules = slices.Clone(b.rules)
@@ -351,14 +365,14 @@ func (f *flowFile) mergeRules(flow string) error {
 			Name string `yaml:"name"`
 		}
 		if err := n.Decode(&id); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return decodeError(where, err)
 		}
 		if id.Name == "" {
-			return fmt.Errorf("line %d: %s: every rule needs a name", n.Line, where)
+			return errorAt(n.Line, where, "every rule needs a name")
 		}
 		where += "[" + id.Name + "]"
 		if seen[id.Name] {
-			return fmt.Errorf("line %d: %s: this list already has a rule of that name", n.Line, where)
+			return errorAt(n.Line, where, "this list already has a rule of that name")
 		}
 		seen[id.Name] = true
 		at := slices.IndexFunc(f.rules, func(r ruleFile) bool { return r.Name == id.Name })
@@ -367,14 +381,14 @@ func (f *flowFile) mergeRules(flow string) error {
 			r = f.rules[at]
 		}
 		if err := n.Decode(&r); err != nil {
-			return fmt.Errorf("%s: %w", where, err)
+			return decodeError(where, err)
 		}
 		r.line = n.Line
 		switch {
 		case r.Off && at >= 0:
 			f.rules = slices.Delete(f.rules, at, at+1)
 		case r.Off:
-			return fmt.Errorf("line %d: %s: there is no rule of that name to switch off (the flow has %s)", n.Line, where, f.ruleNames())
+			return errorAt(n.Line, where, "there is no rule of that name to switch off (the flow has %s)", f.ruleNames())
 		case at >= 0:
 			f.rules[at] = r
 		default:
@@ -396,29 +410,23 @@ func (f *flowFile) ruleNames() string {
 	return strings.Join(names, ", ")
 }
 
-// keyLine is the line of the key a flow's error is about: every such error
-// names its key ("flows.login: mode must be ...", "attempt_ttl must be
-// ..."); 0 when the file did not write it.
-func (f *flowFile) keyLine(err error) int {
-	msg := err.Error()
-	if _, after, ok := strings.Cut(msg, ": "); ok && strings.HasPrefix(msg, "flows.") {
-		msg = after
+// lineOf is the line of a key of the flow (a path below it, such as
+// "prices.sms"), or the flow's line when the file did not write it.
+func (f *flowFile) lineOf(flow, key string) int {
+	if l := f.lines["flows."+flow+"."+key]; l > 0 {
+		return l
 	}
-	for k, line := range f.keys {
-		if strings.HasPrefix(msg, k+" ") || strings.HasPrefix(msg, k+":") {
-			return line
-		}
-	}
-	return 0
+	return f.line
 }
 
+// ruleLine is the line of the flow's rule of that name, or the flow's line.
 func (f *flowFile) ruleLine(name string) int {
 	for _, r := range f.rules {
-		if r.Name == name {
+		if r.Name == name && r.line > 0 {
 			return r.line
 		}
 	}
-	return 0
+	return f.line
 }
 
 // compile turns the file form into an authguard.Flow; authguard.NewPolicy
@@ -435,19 +443,23 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
 	}
 	where := "flows." + name
+	at := func(key string, err error) error { return &Error{Line: f.lineOf(name, key), Path: where, Err: err} }
+	if err := f.zeroDurations(name); err != nil {
+		return nil, err
+	}
 	var err error
 	if out.Mode, err = authguard.ParseMode(f.Mode); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, at("mode", err)
 	}
 	if out.FailMode, err = authguard.ParseFailMode(f.FailMode); err != nil {
-		return nil, fmt.Errorf("%s: %w", where, err)
+		return nil, at("fail_mode", err)
 	}
 	if out.AllowList, err = spraydetect.ParseAllowList(f.AllowList); err != nil {
-		return nil, fmt.Errorf("%s: allow_list: %w", where, err)
+		return nil, at("allow_list", fmt.Errorf("allow_list: %w", err))
 	}
 	if f.Kind != "" {
 		if out.Kind, err = authguard.ParseKind(f.Kind); err != nil {
-			return nil, fmt.Errorf("%s: %w", where, err)
+			return nil, at("kind", err)
 		}
 	}
 	out.Send = authguard.SendPolicy{
@@ -457,7 +469,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	for name, table := range f.Prices {
 		ch, err := authguard.ParseChannel(name)
 		if err != nil {
-			return nil, fmt.Errorf("%s: prices: %q is not a channel: sms, voice, whatsapp or email", where, name)
+			return nil, at("prices", fmt.Errorf("prices: %q is not a channel: sms, voice, whatsapp or email", name))
 		}
 		p := authguard.Prices{Countries: map[string]int{}}
 		for k, n := range table {
@@ -475,18 +487,38 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {
-			return nil, fmt.Errorf("%s: deny_number_types: %w", where, err)
+			return nil, at("deny_number_types", fmt.Errorf("deny_number_types: %w", err))
 		}
 		out.Send.DenyTypes = append(out.Send.DenyTypes, nt)
 	}
 	for _, rf := range f.rules {
 		r, err := rf.compile()
 		if err != nil {
-			return nil, &authguard.RuleError{Flow: name, Rule: rf.Name, Err: err}
+			return nil, &Error{Line: f.ruleLine(rf.Name), Path: where + ".rules[" + rf.Name + "]", Err: err}
 		}
 		out.Rules = append(out.Rules, r)
 	}
 	return out, nil
+}
+
+// zeroDurations refuses a zero the file wrote for a duration whose zero an
+// authguard.Flow takes for the default.
+func (f *flowFile) zeroDurations(name string) error {
+	for _, d := range []struct {
+		field, key string
+		v          Duration
+		lo, hi     time.Duration
+	}{
+		{"FailClosedRetry", "fail_closed_retry", f.FailClosedRetry, authguard.MinFailClosedRetry, authguard.MaxFailClosedRetry},
+		{"AttemptTTL", "attempt_ttl", f.AttemptTTL, authguard.MinAttemptTTL, authguard.MaxAttemptTTL},
+		{"DeviceTokenTTL", "device_token_ttl", f.DeviceTokenTTL, authguard.MinDeviceTokenTTL, authguard.MaxDeviceTokenTTL},
+	} {
+		if d.v == 0 {
+			return f.fieldError(name, &authguard.FieldError{Flow: name, Field: d.field,
+				Err: fmt.Errorf("must be between %v and %v, not %v", d.lo, d.hi, time.Duration(0))})
+		}
+	}
+	return nil
 }
 
 // compile parses the rule's words; authguard validates its numbers.
@@ -567,12 +599,12 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 		if n.Tag == "!!null" {
 			return nil
 		}
-		return fmt.Errorf("line %d: %s must be a mapping (key: value)", n.Line, where)
+		return errorAt(n.Line, where, "must be a mapping (key: value)")
 	}
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if !slices.Contains(valid, k.Value) {
-			return fmt.Errorf("line %d: %s: unknown field %q (valid: %s)", k.Line, where, k.Value, strings.Join(valid, ", "))
+			return errorAt(k.Line, where, "unknown field %q (valid: %s)", k.Value, strings.Join(valid, ", "))
 		}
 		if k.Value == "windows" && n.Content[i+1].Kind == yaml.SequenceNode {
 			for _, w := range n.Content[i+1].Content {
@@ -605,7 +637,7 @@ type Duration time.Duration
 func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseDuration(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return &Error{Line: n.Line, Err: err}
 	}
 	*d = Duration(v)
 	return nil
@@ -651,7 +683,7 @@ func ParseRate(s string) (Rate, error) {
 func (r *Rate) UnmarshalYAML(n *yaml.Node) error {
 	v, err := ParseRate(n.Value)
 	if err != nil {
-		return fmt.Errorf("line %d: %w", n.Line, err)
+		return &Error{Line: n.Line, Err: err}
 	}
 	*r = v
 	return nil

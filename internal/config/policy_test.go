@@ -2,6 +2,7 @@ package config
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -229,4 +230,82 @@ func FuzzLoadPolicy(f *testing.F) {
 			}
 		}
 	})
+}
+
+// The built-in policy's settings are authguard's defaults, the values a
+// zero authguard.Flow gets, except where it says otherwise on purpose; and
+// a new flow of a file (no template) is a zero Flow.
+func TestDefaultPolicy_SettingsAreAuthguardDefaults(t *testing.T) {
+	onPurpose := map[string]bool{
+		"login.SamePasswordWindow": true, // 24h: a repeated wrong password counts once
+		"otp_verify.FailMode":      true, // closed: a code is 6 digits, never guessed unthrottled
+		"otp_send.DeviceTrust":     true, // login's tokens
+	}
+	settings := func(f *authguard.Flow) map[string]any {
+		return map[string]any{
+			"Mode": f.Mode, "FailMode": f.FailMode, "FailClosedRetry": f.FailClosedRetry, "Grouping": f.Grouping.IPv6Bits,
+			"AllowList": fmt.Sprint(f.AllowList), "DeviceTrust": f.DeviceTrust, "SamePasswordWindow": f.SamePasswordWindow,
+			"AttemptTTL": f.AttemptTTL, "DeviceTokenTTL": f.DeviceTokenTTL, "Send.PrefixDigits": f.Send.PrefixDigits,
+		}
+	}
+	zeroOf := func(name string, kind authguard.Kind) map[string]any {
+		z := &authguard.Flow{Name: name, Kind: kind}
+		if _, err := authguard.NewPolicy(z); err != nil {
+			t.Fatal(err)
+		}
+		s := settings(z)
+		s["Grouping"] = 64 // spraydetect's zero is the /64
+		return s
+	}
+	p := DefaultPolicy()
+	for _, name := range p.FlowNames() {
+		f := p.Flow(name)
+		want := zeroOf(name, f.Kind)
+		for k, v := range settings(f) {
+			if v != want[k] && !onPurpose[name+"."+k] {
+				t.Errorf("built-in %s: %s is %v, authguard's default %v", name, k, v, want[k])
+			}
+			if v == want[k] && onPurpose[name+"."+k] {
+				t.Errorf("built-in %s: %s is the default %v, listed as on purpose", name, k, v)
+			}
+		}
+	}
+	f, err := emptyFlow().compile("api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := authguard.NewPolicy(f); err != nil {
+		t.Fatal(err)
+	}
+	got, want := settings(f), zeroOf("api", authguard.Attempts)
+	for k := range want {
+		if got[k] != want[k] {
+			t.Errorf("a new flow of a file: %s is %v, a zero Flow's %v", k, got[k], want[k])
+		}
+	}
+}
+
+// Errors are *Error with the line, and unwrap to authguard's error naming
+// the Go field.
+func TestLoadPolicy_ErrorsAreTyped(t *testing.T) {
+	_, err := LoadPolicy([]byte("flows:\n  login:\n    mode: shadow\n    attempt_ttl: 48h\n"))
+	var e *Error
+	var fe *authguard.FieldError
+	if !errors.As(err, &e) || e.Line != 4 || e.Path != "flows.login" || !errors.As(err, &fe) || fe.Field != "AttemptTTL" {
+		t.Fatalf("%v: want an *Error at line 4 of flows.login, of authguard's field AttemptTTL", err)
+	}
+	_, err = LoadPolicy([]byte("flows:\n  login:\n    rules:\n      - {name: ip_rate, limit: 0}\n"))
+	if !errors.As(err, &e) || e.Line != 4 || e.Path != "flows.login.rules[ip_rate]" || !errors.As(err, &fe) || fe.Rule != "ip_rate" || fe.Field != "Rate" {
+		t.Fatalf("%v: want an *Error at line 4 of the rule, of its field Rate", err)
+	}
+	// A price's mistake is at its own line, not its flow's.
+	_, err = LoadPolicy([]byte("flows:\n  otp_send:\n    prices:\n      sms:\n        default: 1\n        GB: -1\n"))
+	if !errors.As(err, &e) || e.Line != 6 {
+		t.Errorf("%v: want line 6", err)
+	}
+	// A decode error says its line first, as every other does.
+	_, err = LoadPolicy([]byte("flows:\n  login:\n    ipv6_prefix: sixty\n"))
+	if want := "policy: line 3: flows.login: cannot unmarshal !!str `sixty` into int"; err == nil || err.Error() != want {
+		t.Errorf("%v, want %q", err, want)
+	}
 }

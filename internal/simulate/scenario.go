@@ -488,33 +488,10 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 
 // addFlows returns base with the flows of n, a scenario's flows mapping,
 // added; its errors name a line of the scenario, as the others do:
-// "line 12: flows.api.rules[ip_rate]: ...".
+// "line 12: flows.api.rules[ip_rate]: ..." (a *config.Error).
 func addFlows(base *authguard.Policy, n *yaml.Node) (*authguard.Policy, error) {
-	p, err := config.AddFlows(base, n)
-	if err == nil {
-		return p, nil
-	}
-	msg := strings.TrimPrefix(err.Error(), "policy: ")
-	msg = yamlTypeRE.ReplaceAllString(msg, "")
-	if m := lineRE.FindStringSubmatchIndex(msg); m != nil {
-		line, _ := strconv.Atoi(msg[m[2]:m[3]])
-		return nil, &nodeError{Line: line, Msg: msg[:m[0]] + msg[m[1]:]}
-	}
-	line := n.Line
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		if k := n.Content[i].Value; strings.HasPrefix(msg, "flows."+k+":") || strings.HasPrefix(msg, "flows."+k+".") {
-			line = n.Content[i].Line
-		}
-	}
-	return nil, &nodeError{Line: max(line, 1), Msg: msg}
+	return config.AddFlows(base, n)
 }
-
-var (
-	// lineRE finds the line a policy error names.
-	lineRE = regexp.MustCompile(`line ([0-9]+): `)
-	// yamlTypeRE is the head of a YAML type error, whose line follows.
-	yamlTypeRE = regexp.MustCompile(`yaml: unmarshal errors:\s*`)
-)
 
 // actor returns the actor named name, or nil.
 func (sc *Scenario) actor(name string) *Actor {

@@ -1,0 +1,220 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// Error is a mistake in a policy file, at a line of it. Path is where, in
+// the file's terms: "flows.login", "flows.login.rules[ip_rate]". Err says
+// what, naming the file's keys; when authguard found the mistake it
+// unwraps to authguard's *FieldError or *RuleError, which name Go fields.
+// Line is 0 when no line of the file is to blame (a mistake of the whole
+// policy, or of a built-in flow).
+type Error struct {
+	Line int
+	Path string
+	Err  error
+}
+
+func (e *Error) Error() string {
+	msg := e.Err.Error()
+	if e.Path != "" {
+		msg = join(e.Path, msg)
+	}
+	if e.Line > 0 {
+		return "line " + strconv.Itoa(e.Line) + ": " + msg
+	}
+	return msg
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorAt is an *Error at line, naming path, with the message of format.
+func errorAt(line int, path, format string, args ...any) *Error {
+	return &Error{Line: line, Path: path, Err: fmt.Errorf(format, args...)}
+}
+
+// join puts a name before what is said of it: "mode must be ...", "prices:
+// "fax" is not a channel".
+func join(name, msg string) string {
+	if name == "" {
+		return msg
+	}
+	word, _, _ := strings.Cut(msg, " ")
+	switch word {
+	case "must", "is", "are", "has", "names", "applies", "takes":
+		return name + " " + msg
+	}
+	return name + ": " + msg
+}
+
+// said is authguard's error in the file's words: Error says msg, and
+// errors.As finds authguard's error beneath.
+type said struct {
+	msg string
+	err error
+}
+
+func (s *said) Error() string { return s.msg }
+func (s *said) Unwrap() error { return s.err }
+
+// decodeError is the *Error of a failed yaml decode at path: the line of
+// an *Error from an unmarshaler, or of a yaml type error.
+func decodeError(path string, err error) error {
+	var e *Error
+	if errors.As(err, &e) {
+		c := *e
+		if c.Path == "" {
+			c.Path = path
+		}
+		return &c
+	}
+	var te *yaml.TypeError
+	if errors.As(err, &te) && len(te.Errors) > 0 {
+		// The yaml package says where as text only: "line 3: cannot ...".
+		line, msg := 0, te.Errors[0]
+		if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+			if n, err := strconv.Atoi(l); err == nil {
+				line, msg = n, rest
+			}
+		}
+		msgs := append([]string{msg}, te.Errors[1:]...)
+		return &Error{Line: line, Path: path, Err: &said{strings.Join(msgs, "; "), err}}
+	}
+	return &Error{Path: path, Err: err}
+}
+
+// lineIndex is the line of every key of a flows mapping, by its path:
+// "flows.login", "flows.login.mode", "flows.login.rules[ip_rate]",
+// "flows.otp_send.prices.sms.GB". It is built once, from the node tree.
+type lineIndex map[string]int
+
+func indexLines(n *yaml.Node) lineIndex {
+	idx := lineIndex{}
+	idx.add("flows", n)
+	return idx
+}
+
+func (idx lineIndex) add(path string, n *yaml.Node) {
+	switch n.Kind {
+	case yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			p := path + "." + n.Content[i].Value
+			idx[p] = n.Content[i].Line
+			idx.add(p, n.Content[i+1])
+		}
+	case yaml.SequenceNode:
+		for i, c := range n.Content {
+			p := path + "[" + strconv.Itoa(i) + "]"
+			if c.Kind == yaml.MappingNode {
+				for j := 0; j+1 < len(c.Content); j += 2 {
+					if c.Content[j].Value == "name" {
+						p = path + "[" + c.Content[j+1].Value + "]"
+					}
+				}
+			}
+			if _, ok := idx[p]; !ok {
+				idx[p] = c.Line
+			}
+			idx.add(p, c)
+		}
+	}
+}
+
+// flowFieldNames names a Flow's fields in the file: name says it in a message
+// ("" for an error that says it itself), key is the field's key, whose line
+// is the error's; without one the error is at the flow's line.
+var flowFieldNames = map[string]struct{ name, key string }{
+	"Name":                {"a flow name", ""},
+	"DeviceTrust":         {"device_trust", "device_trust"},
+	"Grouping":            {"", ""},
+	"FailClosedRetry":     {"fail_closed_retry", "fail_closed_retry"},
+	"SamePasswordWindow":  {"same_password_window", "same_password_window"},
+	"AttemptTTL":          {"attempt_ttl", "attempt_ttl"},
+	"DeviceTokenTTL":      {"device_token_ttl", "device_token_ttl"},
+	"Verifies":            {"verifies", "verifies"},
+	"Rules":               {"a flow", ""},
+	"Send.Prices":         {"prices", "prices"},
+	"Send.OwnerCodes":     {"owner_codes", "owner_codes"},
+	"Send.PrefixDigits":   {"destination_prefix_digits", "destination_prefix_digits"},
+	"Send.DenyTypes":      {"deny_number_types", "deny_number_types"},
+	"Send.AllowCountries": {"allow_countries", "allow_countries"},
+	"Send.DenyCountries":  {"deny_countries", "deny_countries"},
+}
+
+// ruleFieldNames names a Rule's fields in the file, as flowFieldNames does
+// a Flow's; a rule's error is at the rule's line.
+var ruleFieldNames = map[string]string{
+	"Name": "a rule name", "Key": "key", "Reason": "reason", "Subject": "subject", "Algorithm": "algorithm",
+	"PriceCost": "cost: price", "Cost": "cost", "DeviceFree": "device_free", "DeviceSlots": "device_slots", "Of": "of",
+	"Backoff": "", "Windows": "", "Rate": "",
+}
+
+// sendOnly is what a flow that is not a send flow says of send settings.
+const sendOnly = "deny_number_types, allow_countries, deny_countries, destination_prefix_digits, prices and owner_codes are for send flows (kind: send)"
+
+// flowField is the name and key of a flow's field in the file; the key is
+// a path below the flow ("prices.sms.GB").
+func flowField(field string) (name, key string) {
+	if n, ok := flowFieldNames[field]; ok {
+		return n.name, n.key
+	}
+	// Send.Prices[sms].Default, Send.Prices[sms].Countries, Send.Prices[sms].Countries[GB]
+	if rest, ok := strings.CutPrefix(field, "Send.Prices["); ok {
+		ch, rest, _ := strings.Cut(rest, "]")
+		key = "prices." + ch
+		switch {
+		case rest == ".Default":
+			key += ".default"
+		case strings.HasPrefix(rest, ".Countries["):
+			key += "." + strings.TrimSuffix(strings.TrimPrefix(rest, ".Countries["), "]")
+		}
+		return key, key
+	}
+	return field, ""
+}
+
+// fieldError is authguard's error err in the file's words, at its line:
+// the key's (from f.lines, the index of the file that last wrote the flow),
+// the rule's or the flow's.
+func (f *flowFile) fieldError(flow string, err error) error {
+	path := "flows." + flow
+	var fe *authguard.FieldError
+	var re *authguard.RuleError
+	switch {
+	case errors.As(err, &fe) && fe.Rule != "":
+		name, ok := ruleFieldNames[fe.Field]
+		if !ok {
+			name = fe.Field
+		}
+		return &Error{Line: f.ruleLine(fe.Rule), Path: path + ".rules[" + fe.Rule + "]", Err: &said{join(name, fe.Err.Error()), err}}
+	case errors.As(err, &re):
+		return &Error{Line: f.ruleLine(re.Rule), Path: path + ".rules[" + re.Rule + "]", Err: &said{re.Err.Error(), err}}
+	case errors.As(err, &fe):
+		line := f.line
+		if l := f.lines[path+"."+keyOf(fe.Field)]; l > 0 {
+			line = l
+		}
+		if fe.Field == "Send" {
+			return &Error{Line: line, Path: path, Err: &said{sendOnly, err}}
+		}
+		name, _ := flowField(fe.Field)
+		return &Error{Line: line, Path: path, Err: &said{join(name, fe.Err.Error()), err}}
+	}
+	return &Error{Line: f.line, Path: path, Err: err}
+}
+
+func keyOf(field string) string {
+	_, key := flowField(field)
+	if key == "" {
+		return "\x00" // no line of its own
+	}
+	return key
+}

@@ -135,7 +135,7 @@ func TestJWKS_Config(t *testing.T) {
 			t.Errorf("JWKS URL %q accepted", url)
 		}
 	}
-	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", 503) }))
+	down := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) }))
 	defer down.Close()
 	if _, err := auth.New(jwksConfig(down.URL)); err == nil {
 		t.Error("a provider down at start, with no configured key, was accepted")

@@ -95,8 +95,3 @@ func (s *userStore) verify(name, password string) *account {
 	}
 	return a
 }
-
-// lookup returns the account of name, or nil.
-func (s *userStore) lookup(name string) *account {
-	return s.accounts[strings.ToLower(name)]
-}

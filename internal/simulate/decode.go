@@ -1,6 +1,7 @@
 package simulate
 
 import (
+	"fmt"
 	"math"
 	"net/netip"
 	"reflect"
@@ -25,7 +26,10 @@ type fieldDecoder interface {
 	decode(n *yaml.Node, path string) error
 }
 
-var nodeType = reflect.TypeFor[*yaml.Node]()
+var (
+	nodeType    = reflect.TypeFor[*yaml.Node]()
+	decoderType = reflect.TypeFor[fieldDecoder]()
+)
 
 // decodeMapping decodes mapping n into the struct out points to, key by key
 // in file order: the field tagged yaml:"key" decodes each key's value (a
@@ -45,7 +49,11 @@ func decodeMapping(n *yaml.Node, path, want string, out any) (map[string]*yaml.N
 	st := reflect.ValueOf(out).Elem()
 	fields := make(map[string]reflect.Value, st.NumField())
 	for i := range st.NumField() {
-		fields[st.Type().Field(i).Tag.Get("yaml")] = st.Field(i)
+		f, sf := st.Field(i), st.Type().Field(i)
+		if f.Type() != nodeType && !f.Addr().Type().Implements(decoderType) {
+			panic(fmt.Sprintf("simulate: field %s of %v is neither a *yaml.Node nor a fieldDecoder", sf.Name, st.Type()))
+		}
+		fields[sf.Tag.Get("yaml")] = f
 	}
 	seen := map[string]*yaml.Node{}
 	for i := 0; i+1 < len(n.Content); i += 2 {
@@ -87,6 +95,54 @@ func lineOf(n *yaml.Node) int {
 		return 0
 	}
 	return n.Line
+}
+
+// The scalars of the format.
+
+func scalar(n *yaml.Node, path, want string) (string, error) {
+	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
+		return "", errAt(n, path, "want %s", want)
+	}
+	return n.Value, nil
+}
+
+func nonEmpty(n *yaml.Node, path string) (string, error) {
+	s, err := scalar(n, path, "a string")
+	if err == nil && strings.TrimSpace(s) == "" {
+		err = errAt(n, path, "must not be empty")
+	}
+	return s, err
+}
+
+func integer(n *yaml.Node, path string, lo, hi int64) (int64, error) {
+	var v int64
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
+		return 0, errAt(n, path, "want a whole number, not %q", n.Value)
+	}
+	if v < lo || v > hi {
+		return 0, errAt(n, path, "must be between %d and %d, not %d", lo, hi, v)
+	}
+	return v, nil
+}
+
+func boolean(n *yaml.Node, path string) (bool, error) {
+	var b bool
+	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
+		return false, errAt(n, path, "want true or false, not %q", n.Value)
+	}
+	return b, nil
+}
+
+func duration(n *yaml.Node, path string) (time.Duration, error) {
+	s, err := scalar(n, path, "a duration such as 30s, 15m, 24h or 7d")
+	if err != nil {
+		return 0, err
+	}
+	d, err := config.ParseDuration(s)
+	if err != nil {
+		return 0, errAt(n, path, "%v", err)
+	}
+	return d, nil
 }
 
 // The types of the fields: each decodes one value and checks it.

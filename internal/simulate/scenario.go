@@ -379,68 +379,8 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 	if err := rejectAliases(n); err != nil {
 		return err
 	}
-	*sc = Scenario{Seed: 1}
-	var actorNodes []*yaml.Node
-	var expectNode *yaml.Node
-	seen, err := walkMapping(n, "", "a mapping with name, duration, actors and expect", map[string]field{
-		"name": func(v *yaml.Node, p string) (err error) {
-			sc.Name, err = nonEmpty(v, p)
-			return err
-		},
-		"duration": func(v *yaml.Node, p string) (err error) {
-			if sc.Duration, err = duration(v, p); err != nil {
-				return err
-			}
-			if sc.Duration <= 0 || sc.Duration > MaxDuration {
-				return errAt(v, p, "must be more than 0s and at most 31d, not %v", sc.Duration)
-			}
-			return nil
-		},
-		"seed": func(v *yaml.Node, p string) error {
-			s, err := integer(v, p, 0, math.MaxInt64)
-			sc.Seed = uint64(s)
-			return err
-		},
-		"store": func(v *yaml.Node, p string) error {
-			seen, err := walkMapping(v, p, "{max_entries: N}", map[string]field{
-				"max_entries": func(v *yaml.Node, p string) error {
-					m, err := integer(v, p, 1, MaxStoreEntries)
-					sc.Store.MaxEntries = int(m)
-					return err
-				},
-			})
-			if err == nil && seen["max_entries"] == nil {
-				err = errAt(v, p, "max_entries is required")
-			}
-			return err
-		},
-		"flows": func(v *yaml.Node, p string) error {
-			if v.Kind != yaml.MappingNode || len(v.Content) == 0 {
-				return errAt(v, p, "want a mapping of flow names to flows, as in a config file")
-			}
-			// Checked against the built-in policy now, for the line; Run
-			// adds them to the policy it is given.
-			if _, err := addFlows(config.DefaultPolicy(), v); err != nil {
-				return err
-			}
-			sc.flows = v
-			return nil
-		},
-		"actors": func(v *yaml.Node, p string) error {
-			if v.Kind != yaml.SequenceNode || len(v.Content) == 0 {
-				return errAt(v, p, "want a list of at least one actor")
-			}
-			actorNodes = v.Content
-			return nil
-		},
-		"expect": func(v *yaml.Node, p string) error {
-			if v.Kind != yaml.MappingNode {
-				return errAt(v, p, `want a mapping of "actor.field": "<op> number"`)
-			}
-			expectNode = v
-			return nil
-		},
-	})
+	f := scenarioFields{Seed: 1}
+	seen, err := decodeMapping(n, "", "a mapping with name, duration, actors and expect", &f)
 	if err != nil {
 		return err
 	}
@@ -449,10 +389,17 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 			return errAt(n, "", "%s is required", k)
 		}
 	}
+	*sc = Scenario{
+		Name:     string(f.Name),
+		Duration: time.Duration(f.Duration),
+		Seed:     uint64(f.Seed),
+		Store:    StoreOptions{MaxEntries: int(f.Store.MaxEntries)},
+		flows:    f.Flows.Node,
+	}
 	names := map[string]bool{}
-	for i, an := range actorNodes {
+	for i, an := range f.Actors {
 		p := fmt.Sprintf("actors[%d]", i)
-		a, err := parseActor(an, p, sc.Duration)
+		a, err := decodeActor(an, p, sc.Duration)
 		if err != nil {
 			return err
 		}
@@ -478,11 +425,74 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 			return at("actor %q holds no device tokens (it needs device_token: true)", a.DeviceTokenFrom)
 		}
 	}
-	if expectNode != nil {
-		if sc.Expect, err = parseExpectations(expectNode, "expect", names); err != nil {
+	if f.Expect.Node != nil {
+		if sc.Expect, err = parseExpectations(f.Expect.Node, "expect", names); err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// scenarioFields is a scenario's top-level mapping.
+type scenarioFields struct {
+	Name     text        `yaml:"name"`
+	Duration span        `yaml:"duration"`
+	Seed     seed        `yaml:"seed"`
+	Store    storeFields `yaml:"store"`
+	Flows    flowsNode   `yaml:"flows"`
+	Actors   actorNodes  `yaml:"actors"`
+	Expect   expectNode  `yaml:"expect"`
+}
+
+// storeFields is store.
+type storeFields struct {
+	MaxEntries maxEntries `yaml:"max_entries"`
+}
+
+func (st *storeFields) decode(n *yaml.Node, path string) error {
+	seen, err := decodeMapping(n, path, "{max_entries: N}", st)
+	if err == nil && seen["max_entries"] == nil {
+		err = errAt(n, path, "max_entries is required")
+	}
+	return err
+}
+
+// flowsNode is flows, checked against the built-in policy now, for the
+// line; Run adds them to the policy it is given.
+type flowsNode struct{ *yaml.Node }
+
+func (f *flowsNode) decode(n *yaml.Node, path string) error {
+	if n.Kind != yaml.MappingNode || len(n.Content) == 0 {
+		return errAt(n, path, "want a mapping of flow names to flows, as in a config file")
+	}
+	if _, err := addFlows(config.DefaultPolicy(), n); err != nil {
+		return err
+	}
+	f.Node = n
+	return nil
+}
+
+// actorNodes is actors, each decoded by decodeActor once the scenario's
+// duration is known.
+type actorNodes []*yaml.Node
+
+func (a *actorNodes) decode(n *yaml.Node, path string) error {
+	if n.Kind != yaml.SequenceNode || len(n.Content) == 0 {
+		return errAt(n, path, "want a list of at least one actor")
+	}
+	*a = n.Content
+	return nil
+}
+
+// expectNode is expect, decoded by parseExpectations once the actors are
+// known.
+type expectNode struct{ *yaml.Node }
+
+func (e *expectNode) decode(n *yaml.Node, path string) error {
+	if n.Kind != yaml.MappingNode {
+		return errAt(n, path, `want a mapping of "actor.field": "<op> number"`)
+	}
+	e.Node = n
 	return nil
 }
 
@@ -505,136 +515,67 @@ func (sc *Scenario) actor(name string) *Actor {
 
 var actorNameRE = regexp.MustCompile(`^[A-Za-z][A-Za-z0-9_-]{0,31}$`)
 
-func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) {
-	a := &Actor{Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
-	var outcome authguard.Outcome
-	var destNode *yaml.Node // decoded once the channel is known
-	seen, err := walkMapping(n, path, "an actor: a mapping with name, accounts, ips and rate or every", map[string]field{
-		"name": func(v *yaml.Node, p string) error {
-			s, err := nonEmpty(v, p)
-			if err == nil && !actorNameRE.MatchString(s) {
-				err = errAt(v, p, "invalid name %q (use up to 32 letters, digits, '_' and '-', starting with a letter)", s)
-			}
-			a.Name = s
-			return err
-		},
-		"flow": func(v *yaml.Node, p string) (err error) {
-			a.Flow, err = nonEmpty(v, p)
-			a.flowLine = v.Line
-			return err
-		},
-		"accounts": func(v *yaml.Node, p string) (err error) {
-			a.Accounts, err = parseAccounts(v, p)
-			return err
-		},
-		"destinations": func(v *yaml.Node, p string) error {
-			destNode, a.destLine = v, v.Line
-			return nil
-		},
-		"channel": func(v *yaml.Node, p string) error {
-			s, err := scalar(v, p, "sms, voice, whatsapp or email")
-			if err != nil {
-				return err
-			}
-			if a.Channel, err = authguard.ParseChannel(s); err != nil {
-				return errAt(v, p, "invalid channel %q (use sms, voice, whatsapp or email)", s)
-			}
-			return nil
-		},
-		"ips": func(v *yaml.Node, p string) (err error) {
-			a.IPs, err = parseIPs(v, p)
-			return err
-		},
-		"rate": func(v *yaml.Node, p string) error {
-			s, err := scalar(v, p, "a rate such as 1/s")
-			if err != nil {
-				return err
-			}
-			if a.Rate, err = config.ParseRate(s); err != nil || a.Rate.Per == 0 {
-				return errAt(v, p, "invalid rate %q (use N/s, N/m or N/h)", s)
-			}
-			return nil
-		},
-		"every": func(v *yaml.Node, p string) (err error) {
-			if a.Every, err = duration(v, p); err == nil && a.Every <= 0 {
-				err = errAt(v, p, "must be more than 0s")
-			}
-			return err
-		},
-		"burst": func(v *yaml.Node, p string) error {
-			b, err := integer(v, p, 1, MaxBurst)
-			a.Burst = int(b)
-			return err
-		},
-		"start": func(v *yaml.Node, p string) (err error) {
-			a.Start, err = duration(v, p)
-			return err
-		},
-		"stop": func(v *yaml.Node, p string) (err error) {
-			a.Stop, err = duration(v, p)
-			return err
-		},
-		"outcome": func(v *yaml.Node, p string) error {
-			s, err := scalar(v, p, "failure or success")
-			if err != nil {
-				return err
-			}
-			if outcome, err = authguard.ParseOutcome(s); err != nil {
-				return errAt(v, p, "invalid outcome %q (use failure or success)", s)
-			}
-			return nil
-		},
-		"typos": func(v *yaml.Node, p string) error {
-			t, err := integer(v, p, 0, MaxTypos)
-			a.Typos = int(t)
-			return err
-		},
-		"typo_rate": func(v *yaml.Node, p string) error {
-			var f float64
-			if v.Kind != yaml.ScalarNode || v.Decode(&f) != nil || !(f >= 0 && f <= 1) {
-				return errAt(v, p, "want a probability between 0 and 1, not %q", v.Value)
-			}
-			a.TypoRate = f
-			return nil
-		},
-		"password": func(v *yaml.Node, p string) (err error) {
-			a.Password, err = nonEmpty(v, p)
-			return err
-		},
-		"obeys_delay": func(v *yaml.Node, p string) (err error) {
-			a.ObeysDelay, err = boolean(v, p)
-			return err
-		},
-		"solves_captcha": func(v *yaml.Node, p string) (err error) {
-			a.SolvesCaptcha, err = boolean(v, p)
-			return err
-		},
-		"device_token": func(v *yaml.Node, p string) (err error) {
-			a.DeviceToken, err = boolean(v, p)
-			return err
-		},
-		"device_token_from": func(v *yaml.Node, p string) error {
-			s, err := scalar(v, p, "the name of another actor")
-			if err == nil && !actorNameRE.MatchString(s) {
-				err = errAt(v, p, "invalid actor name %q", s)
-			}
-			a.DeviceTokenFrom, a.deviceFromLine = s, v.Line
-			return err
-		},
-		"verifies_in": func(v *yaml.Node, p string) (err error) {
-			a.VerifiesIn, err = nonEmpty(v, p)
-			a.verifyLine = v.Line
-			return err
-		},
-		"mints_device_token_in": func(v *yaml.Node, p string) (err error) {
-			a.MintsDeviceTokenIn, err = nonEmpty(v, p)
-			a.mintLine = v.Line
-			return err
-		},
-	})
+// actorFields is one actor's mapping.
+type actorFields struct {
+	Name               actorName   `yaml:"name"`
+	Flow               text        `yaml:"flow"`
+	Accounts           Accounts    `yaml:"accounts"`
+	Destinations       *yaml.Node  `yaml:"destinations"` // decoded once the channel is known
+	Channel            channel     `yaml:"channel"`
+	IPs                IPs         `yaml:"ips"`
+	Rate               rate        `yaml:"rate"`
+	Every              interval    `yaml:"every"`
+	Burst              burst       `yaml:"burst"`
+	Start              offset      `yaml:"start"`
+	Stop               offset      `yaml:"stop"`
+	Outcome            outcome     `yaml:"outcome"`
+	Typos              typos       `yaml:"typos"`
+	TypoRate           probability `yaml:"typo_rate"`
+	Password           text        `yaml:"password"`
+	ObeysDelay         toggle      `yaml:"obeys_delay"`
+	SolvesCaptcha      toggle      `yaml:"solves_captcha"`
+	DeviceToken        toggle      `yaml:"device_token"`
+	DeviceTokenFrom    actorRef    `yaml:"device_token_from"`
+	VerifiesIn         text        `yaml:"verifies_in"`
+	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
+}
+
+// decodeActor decodes actor n, at path, of a scenario total long, and
+// checks what spans its keys.
+func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) {
+	f := actorFields{Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
+	seen, err := decodeMapping(n, path, "an actor: a mapping with name, accounts, ips and rate or every", &f)
 	if err != nil {
 		return nil, err
 	}
+	a := &Actor{
+		Name:               string(f.Name),
+		Flow:               string(f.Flow),
+		Accounts:           f.Accounts,
+		Channel:            authguard.Channel(f.Channel),
+		IPs:                f.IPs,
+		Rate:               config.Rate(f.Rate),
+		Every:              time.Duration(f.Every),
+		Burst:              int(f.Burst),
+		Start:              time.Duration(f.Start),
+		Stop:               time.Duration(f.Stop),
+		Typos:              int(f.Typos),
+		TypoRate:           float64(f.TypoRate),
+		Password:           string(f.Password),
+		ObeysDelay:         bool(f.ObeysDelay),
+		SolvesCaptcha:      bool(f.SolvesCaptcha),
+		DeviceToken:        bool(f.DeviceToken),
+		DeviceTokenFrom:    string(f.DeviceTokenFrom),
+		MintsDeviceTokenIn: string(f.MintsDeviceTokenIn),
+		VerifiesIn:         string(f.VerifiesIn),
+
+		flowLine:       lineOf(seen["flow"]),
+		deviceFromLine: lineOf(seen["device_token_from"]),
+		mintLine:       lineOf(seen["mints_device_token_in"]),
+		destLine:       lineOf(seen["destinations"]),
+		verifyLine:     lineOf(seen["verifies_in"]),
+	}
+	destNode, outcome := f.Destinations, authguard.Outcome(f.Outcome)
 	for _, k := range []string{"name", "accounts", "ips"} {
 		if seen[k] == nil && (k != "accounts" || destNode == nil) {
 			return nil, errAt(n, path, "%s is required", k)
@@ -668,7 +609,7 @@ func parseActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) 
 		if a.Channel == 0 {
 			a.Channel = authguard.ChannelSMS
 		}
-		if a.Destinations, err = parseDestinations(destNode, path+".destinations", a.Channel); err != nil {
+		if a.Destinations, err = decodeDestinations(destNode, path+".destinations", a.Channel); err != nil {
 			return nil, err
 		}
 	} else {
@@ -778,8 +719,7 @@ func scalarList(n *yaml.Node, path, plural, one string, check func(item *yaml.No
 	return list, nil
 }
 
-func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
-	var ac Accounts
+func (ac *Accounts) decode(n *yaml.Node, path string) error {
 	switch n.Kind {
 	case yaml.SequenceNode:
 		var err error
@@ -793,21 +733,13 @@ func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
 			}
 			return nil
 		})
-		return ac, err
+		return err
 	case yaml.MappingNode:
-		seen, err := walkMapping(n, path, "{generate: N} or {fresh: true}", map[string]field{
-			"generate": func(v *yaml.Node, p string) error {
-				g, err := integer(v, p, 1, MaxGenerated)
-				ac.Generate = int(g)
-				return err
-			},
-			"fresh": func(v *yaml.Node, p string) (err error) {
-				if ac.Fresh, err = boolean(v, p); err == nil && !ac.Fresh {
-					err = errAt(v, p, "only true is meaningful (leave fresh out instead)")
-				}
-				return err
-			},
-		})
+		var f struct {
+			Generate count `yaml:"generate"`
+			Fresh    fresh `yaml:"fresh"`
+		}
+		seen, err := decodeMapping(n, path, "{generate: N} or {fresh: true}", &f)
 		switch {
 		case err != nil:
 		case seen["generate"] != nil && seen["fresh"] != nil:
@@ -815,12 +747,14 @@ func parseAccounts(n *yaml.Node, path string) (Accounts, error) {
 		case seen["generate"] == nil && seen["fresh"] == nil:
 			err = errAt(n, path, "generate or fresh is required")
 		}
-		return ac, err
+		ac.Generate, ac.Fresh = int(f.Generate), bool(f.Fresh)
+		return err
 	}
-	return ac, errAt(n, path, "want a list of accounts, {generate: N} or {fresh: true}")
+	return errAt(n, path, "want a list of accounts, {generate: N} or {fresh: true}")
 }
 
-func parseDestinations(n *yaml.Node, path string, ch authguard.Channel) (Destinations, error) {
+// decodeDestinations decodes a send actor's destinations for channel ch.
+func decodeDestinations(n *yaml.Node, path string, ch authguard.Channel) (Destinations, error) {
 	var d Destinations
 	const want = `want a list of phone numbers or e-mail addresses, or {sequential: {from: "+44 7400 123000", count: N}}`
 	switch n.Kind {
@@ -832,65 +766,63 @@ func parseDestinations(n *yaml.Node, path string, ch authguard.Channel) (Destina
 		})
 		return d, err
 	case yaml.MappingNode:
-		seen, err := walkMapping(n, path, want, map[string]field{
-			"sequential": func(v *yaml.Node, p string) error {
-				var err error
-				d, err = parseSequential(v, p, ch)
-				return err
-			},
-		})
+		f := struct {
+			Sequential sequentialField `yaml:"sequential"`
+		}{sequentialField{ch: ch}}
+		seen, err := decodeMapping(n, path, want, &f)
 		if err == nil && seen["sequential"] == nil {
 			err = errAt(n, path, want)
 		}
-		return d, err
+		return f.Sequential.d, err
 	}
 	return d, errAt(n, path, want)
 }
 
-// parseSequential decodes {from: NUMBER, count: N}, checking the first and
-// the last number.
-func parseSequential(n *yaml.Node, path string, ch authguard.Channel) (Destinations, error) {
-	var d Destinations
-	var from string
-	seen, err := walkMapping(n, path, `{from: "+44 7400 123000", count: N}`, map[string]field{
-		"from": func(v *yaml.Node, p string) (err error) {
-			from, err = scalar(v, p, "a phone number in international format")
-			return err
-		},
-		"count": func(v *yaml.Node, p string) error {
-			c, err := integer(v, p, 1, MaxGenerated)
-			d.Count = int(c)
-			return err
-		},
-	})
+// sequentialField is destinations' sequential, for channel ch.
+type sequentialField struct {
+	ch authguard.Channel
+	d  Destinations
+}
+
+// decode decodes {from: NUMBER, count: N}, checking the first and the last
+// number.
+func (sf *sequentialField) decode(n *yaml.Node, path string) error {
+	ch := sf.ch
+	var f struct {
+		From  phone `yaml:"from"`
+		Count count `yaml:"count"`
+	}
+	seen, err := decodeMapping(n, path, `{from: "+44 7400 123000", count: N}`, &f)
 	if err != nil {
-		return d, err
+		return err
 	}
 	for _, k := range []string{"from", "count"} {
 		if seen[k] == nil {
-			return d, errAt(n, path, "%s is required", k)
+			return errAt(n, path, "%s is required", k)
 		}
 	}
 	if !ch.Phone() {
-		return d, errAt(n, path, "sequential numbers need a phone channel (sms, voice or whatsapp), not %s", ch)
+		return errAt(n, path, "sequential numbers need a phone channel (sms, voice or whatsapp), not %s", ch)
 	}
+	from := string(f.From)
 	first, err := destination(seen["from"], path+".from", ch, from)
 	if err != nil {
-		return d, err
+		return err
 	}
-	d.From = first.Normalized // E.164: "+" and at most 15 digits
+	d := Destinations{From: first.Normalized, Count: int(f.Count)} // From: E.164, "+" and at most 15 digits
 	start, err := strconv.ParseUint(d.From[1:], 10, 64)
 	if err != nil {
-		return d, errAt(seen["from"], path+".from", "invalid phone number %q", from)
+		return errAt(seen["from"], path+".from", "invalid phone number %q", from)
 	}
 	last := sequential(start, len(d.From)-1, d.Count-1)
 	if len(last) != len(d.From) {
-		return d, errAt(seen["count"], path+".count", "%s plus %d has more digits than %s", d.From, d.Count-1, d.From)
+		return errAt(seen["count"], path+".count", "%s plus %d has more digits than %s", d.From, d.Count-1, d.From)
 	}
 	if _, err := authguard.ParseDestination(ch, last, 3); err != nil {
-		return d, errAt(seen["count"], path+".count", "the last number, %s, is not a valid phone number", last)
+		return errAt(seen["count"], path+".count", "the last number, %s, is not a valid phone number", last)
 	}
-	return d, nil
+	sf.d = d
+	return nil
 }
 
 // sequential returns the number start+i as "+" and at least width digits.
@@ -924,131 +856,63 @@ func (ips IPs) Len() int {
 	return len(ips.List)
 }
 
-func parseIPs(n *yaml.Node, path string) (IPs, error) {
-	var ips IPs
+func (ips *IPs) decode(n *yaml.Node, path string) error {
 	const want = "want a list of addresses, {random_ipv4: N}, {random_ipv6_in: PREFIX, count: N} or {fresh_ipv6_in: PREFIX}"
 	switch n.Kind {
 	case yaml.SequenceNode:
 		if len(n.Content) == 0 {
-			return ips, errAt(n, path, "want at least one address")
+			return errAt(n, path, "want at least one address")
 		}
 		if len(n.Content) > MaxGenerated {
-			return ips, errAt(n, path, "at most %d addresses", MaxGenerated)
+			return errAt(n, path, "at most %d addresses", MaxGenerated)
 		}
 		for i, item := range n.Content {
 			p := fmt.Sprintf("%s[%d]", path, i)
 			s, err := scalar(item, p, "an IP address")
 			if err != nil {
-				return ips, err
+				return err
 			}
 			if _, err := spraydetect.ParseIP(s); err != nil {
-				return ips, errAt(item, p, "invalid IP address %q", s)
+				return errAt(item, p, "invalid IP address %q", s)
 			}
 			ips.List = append(ips.List, s)
 		}
-		return ips, nil
+		return nil
 	case yaml.MappingNode:
-		seen, err := walkMapping(n, path, want, map[string]field{
-			"random_ipv4": func(v *yaml.Node, p string) error {
-				c, err := integer(v, p, 1, MaxGenerated)
-				ips.RandomIPv4 = int(c)
-				return err
-			},
-			"random_ipv6_in": func(v *yaml.Node, p string) (err error) {
-				ips.RandomIPv6In, err = ipv6Prefix(v, p)
-				return err
-			},
-			"fresh_ipv6_in": func(v *yaml.Node, p string) (err error) {
-				if ips.FreshIPv6In, err = ipv6Prefix(v, p); err == nil && ips.FreshIPv6In.Bits() == 128 {
-					err = errAt(v, p, "%s holds one address (list it instead)", ips.FreshIPv6In)
-				}
-				return err
-			},
-			"count": func(v *yaml.Node, p string) error {
-				c, err := integer(v, p, 1, MaxGenerated)
-				ips.Count = int(c)
-				return err
-			},
-		})
-		if err != nil {
-			return ips, err
+		var f struct {
+			RandomIPv4   count       `yaml:"random_ipv4"`
+			RandomIPv6In ipv6Prefix  `yaml:"random_ipv6_in"`
+			FreshIPv6In  freshPrefix `yaml:"fresh_ipv6_in"`
+			Count        count       `yaml:"count"`
 		}
+		seen, err := decodeMapping(n, path, want, &f)
+		if err != nil {
+			return err
+		}
+		ips.RandomIPv4, ips.RandomIPv6In, ips.FreshIPv6In, ips.Count = int(f.RandomIPv4), netip.Prefix(f.RandomIPv6In), netip.Prefix(f.FreshIPv6In), int(f.Count)
 		v4, v6, fresh, count := seen["random_ipv4"], seen["random_ipv6_in"], seen["fresh_ipv6_in"], seen["count"]
 		switch {
 		case v4 != nil && v6 != nil:
-			return ips, errAt(v6, path+".random_ipv6_in", "set random_ipv4 or random_ipv6_in, not both")
+			return errAt(v6, path+".random_ipv6_in", "set random_ipv4 or random_ipv6_in, not both")
 		case fresh != nil && (v4 != nil || v6 != nil):
-			return ips, errAt(fresh, path+".fresh_ipv6_in", "set one of random_ipv4, random_ipv6_in and fresh_ipv6_in")
+			return errAt(fresh, path+".fresh_ipv6_in", "set one of random_ipv4, random_ipv6_in and fresh_ipv6_in")
 		case v4 != nil && count != nil:
-			return ips, errAt(count, path+".count", "count goes with random_ipv6_in; random_ipv4 is the count itself")
+			return errAt(count, path+".count", "count goes with random_ipv6_in; random_ipv4 is the count itself")
 		case fresh != nil && count != nil:
-			return ips, errAt(count, path+".count", "count goes with random_ipv6_in; fresh_ipv6_in has no end")
+			return errAt(count, path+".count", "count goes with random_ipv6_in; fresh_ipv6_in has no end")
 		case v6 != nil && count == nil:
-			return ips, errAt(n, path, "random_ipv6_in needs a count")
+			return errAt(n, path, "random_ipv6_in needs a count")
 		case v4 == nil && v6 == nil && fresh == nil:
-			return ips, errAt(n, path, want)
+			return errAt(n, path, want)
 		}
 		if v6 != nil {
 			if host := 128 - ips.RandomIPv6In.Bits(); host < 62 && ips.Count > 1<<host {
-				return ips, errAt(count, path+".count", "%s holds only %d addresses", ips.RandomIPv6In, 1<<host)
+				return errAt(count, path+".count", "%s holds only %d addresses", ips.RandomIPv6In, 1<<host)
 			}
 		}
-		return ips, nil
+		return nil
 	}
-	return ips, errAt(n, path, want)
-}
-
-// ipv6Prefix decodes an IPv6 prefix such as 2001:db8::/48, masked.
-func ipv6Prefix(v *yaml.Node, path string) (netip.Prefix, error) {
-	s, err := scalar(v, path, "an IPv6 prefix such as 2001:db8::/48")
-	if err != nil {
-		return netip.Prefix{}, err
-	}
-	pfx, err := netip.ParsePrefix(s)
-	if err != nil || !pfx.Addr().Is6() || pfx.Addr().Is4In6() || pfx.Addr().Zone() != "" {
-		return netip.Prefix{}, errAt(v, path, "invalid IPv6 prefix %q (use e.g. 2001:db8::/48)", s)
-	}
-	return pfx.Masked(), nil
-}
-
-// field decodes the value of one key of a mapping; path names the key.
-type field func(v *yaml.Node, path string) error
-
-// walkMapping calls the field of each key of mapping n, in file order, and
-// returns the value node of each key present. Unknown and duplicate keys are
-// errors.
-func walkMapping(n *yaml.Node, path, want string, fields map[string]field) (map[string]*yaml.Node, error) {
-	if n.Kind != yaml.MappingNode {
-		return nil, errAt(n, path, "want %s", want)
-	}
-	seen := map[string]*yaml.Node{}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		k, v := n.Content[i], n.Content[i+1]
-		if k.Kind != yaml.ScalarNode {
-			return nil, errAt(k, path, "keys must be plain words")
-		}
-		p := k.Value
-		if path != "" {
-			p = path + "." + k.Value
-		}
-		f, ok := fields[k.Value]
-		if !ok {
-			known := make([]string, 0, len(fields))
-			for name := range fields {
-				known = append(known, name)
-			}
-			slices.Sort(known)
-			return nil, errAt(k, path, "unknown field %q (known: %s)", k.Value, strings.Join(known, ", "))
-		}
-		if prev := seen[k.Value]; prev != nil {
-			return nil, errAt(k, p, "set twice (first on line %d)", prev.Line)
-		}
-		seen[k.Value] = v
-		if err := f(v, p); err != nil {
-			return nil, err
-		}
-	}
-	return seen, nil
+	return errAt(n, path, want)
 }
 
 // rejectAliases refuses anchors and aliases anywhere in the tree: they are
@@ -1063,50 +927,4 @@ func rejectAliases(n *yaml.Node) error {
 		}
 	}
 	return nil
-}
-
-func scalar(n *yaml.Node, path, want string) (string, error) {
-	if n.Kind != yaml.ScalarNode || n.ShortTag() == "!!null" {
-		return "", errAt(n, path, "want %s", want)
-	}
-	return n.Value, nil
-}
-
-func nonEmpty(n *yaml.Node, path string) (string, error) {
-	s, err := scalar(n, path, "a string")
-	if err == nil && strings.TrimSpace(s) == "" {
-		err = errAt(n, path, "must not be empty")
-	}
-	return s, err
-}
-
-func integer(n *yaml.Node, path string, lo, hi int64) (int64, error) {
-	var v int64
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!int" || n.Decode(&v) != nil {
-		return 0, errAt(n, path, "want a whole number, not %q", n.Value)
-	}
-	if v < lo || v > hi {
-		return 0, errAt(n, path, "must be between %d and %d, not %d", lo, hi, v)
-	}
-	return v, nil
-}
-
-func boolean(n *yaml.Node, path string) (bool, error) {
-	var b bool
-	if n.Kind != yaml.ScalarNode || n.ShortTag() != "!!bool" || n.Decode(&b) != nil {
-		return false, errAt(n, path, "want true or false, not %q", n.Value)
-	}
-	return b, nil
-}
-
-func duration(n *yaml.Node, path string) (time.Duration, error) {
-	s, err := scalar(n, path, "a duration such as 30s, 15m, 24h or 7d")
-	if err != nil {
-		return 0, err
-	}
-	d, err := config.ParseDuration(s)
-	if err != nil {
-		return 0, errAt(n, path, "%v", err)
-	}
-	return d, nil
 }

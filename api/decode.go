@@ -206,13 +206,28 @@ func decodePresent(w http.ResponseWriter, r *http.Request, fs fields, v any) (pr
 		}
 		return 0, newProblem(kindMalformedJSON, "", "the body could not be read completely")
 	}
-	return decodeJSON(buf.Bytes(), fs, v)
+	return decodeJSONScan(buf.Bytes(), fs, v)
 }
 
 // decodeJSON decodes one JSON object with exactly the keys fs names, each at
 // most once, into v, and checks that required keys are present and not null.
-// It returns the keys present with a non-null value, as scanKeys does.
+// It returns the keys present with a non-null value (see decodeStrict).
+// encoding/json checks the syntax first: its offset of a syntax error is in
+// the problem's detail.
 func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
+	if !utf8.Valid(body) {
+		return 0, newProblem(kindMalformedJSON, "", "the body must be UTF-8")
+	}
+	// json.Valid checks the syntax of exactly one value with nothing but
+	// white space around it, without allocating.
+	if !json.Valid(body) {
+		return 0, syntaxProblem(body)
+	}
+	return decodeStrict(body, fs, v)
+}
+
+// decodeJSONScan is decodeJSON by scanning keys with jsonscan.
+func decodeJSONScan(body []byte, fs fields, v any) (present uint64, err error) {
 	if !utf8.Valid(body) {
 		return 0, newProblem(kindMalformedJSON, "", "the body must be UTF-8")
 	}

@@ -57,4 +57,3 @@ func FuzzDecodeDifferential(f *testing.F) {
 		}
 	})
 }
-

@@ -20,7 +20,7 @@ import (
 const MaxBodyBytes = 8 << 10
 
 // checkBody is the wire form of POST /v1/check, shared with the Go client.
-// Which keys were present and which were null is known from the key scan,
+// Which keys were present and which were null is known from readKeys,
 // so fields are plain values: null leaves them at their zero value.
 type checkBody = wire.CheckRequest
 

@@ -13,7 +13,6 @@ import (
 
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/jsonscan"
 )
 
 // MaxBodyBytes is the largest request body accepted; larger ones get 413.
@@ -21,7 +20,7 @@ import (
 const MaxBodyBytes = 8 << 10
 
 // checkBody is the wire form of POST /v1/check, shared with the Go client.
-// Which keys were present and which were null is known from the key scan,
+// Which keys were present and which were null is known from readKeys,
 // so fields are plain values: null leaves them at their zero value.
 type checkBody = wire.CheckRequest
 
@@ -126,16 +125,6 @@ func (fs fields) index(key string) int {
 	return -1
 }
 
-// indexBytes is index for a key still in the body (no allocation).
-func (fs fields) indexBytes(key []byte) int {
-	for i, f := range fs {
-		if string(key) == f.name {
-			return i
-		}
-	}
-	return -1
-}
-
 // checkContentType accepts application/json with, at most, a utf-8 charset
 // and other parameters.
 func checkContentType(r *http.Request) error {
@@ -211,7 +200,9 @@ func decodePresent(w http.ResponseWriter, r *http.Request, fs fields, v any) (pr
 
 // decodeJSON decodes one JSON object with exactly the keys fs names, each at
 // most once, into v, and checks that required keys are present and not null.
-// It returns the keys present with a non-null value, as scanKeys does.
+// It returns the keys present with a non-null value (see decodeStrict).
+// encoding/json checks the syntax first: its offset of a syntax error is in
+// the problem's detail.
 func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
 	if !utf8.Valid(body) {
 		return 0, newProblem(kindMalformedJSON, "", "the body must be UTF-8")
@@ -221,34 +212,7 @@ func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
 	if !json.Valid(body) {
 		return 0, syntaxProblem(body)
 	}
-	present, err = scanKeys(body, fs)
-	if err != nil {
-		return 0, err
-	}
-	for i, f := range fs {
-		if f.required && present&(1<<i) == 0 {
-			return 0, newProblem(kindMissingField, f.name, "is required")
-		}
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		if errors.As(err, &te) {
-			if i := fs.index(topKey(te.Field)); i >= 0 {
-				return 0, newProblem(kindInvalidField, fs[i].name, "must be "+fs[i].want)
-			}
-		}
-		// scanKeys has seen every key and json.Valid the syntax: nothing
-		// else is expected here.
-		return 0, newProblem(kindMalformedJSON, "", "the body does not match the request schema")
-	}
-	return present, nil
-}
-
-func topKey(path string) string {
-	k, _, _ := strings.Cut(path, ".")
-	return k
+	return decodeStrict(body, fs, v)
 }
 
 // unknownKey is the problem of an unknown key in a body or a query: it
@@ -271,56 +235,6 @@ func unknownKey(key, named, unnamed string) *problemError {
 // allFields are the keys of every request the API decodes.
 var allFields = []fields{
 	checkFields, reportFields, sendFields, explainFields, resetFields, denyFields, removeFields,
-}
-
-// scanKeys walks the top level of body, which json.Valid has accepted, and
-// returns the set of fs's keys present with a non-null value. It rejects a
-// body that is not an object, keys fs does not list and keys given twice:
-// encoding/json's struct decoding alone would take the last of two equal
-// keys and match keys case-insensitively.
-func scanKeys(body []byte, fs fields) (present uint64, err error) {
-	i := jsonscan.SkipSpace(body, 0)
-	if i >= len(body) || body[i] != '{' {
-		return 0, newProblem(kindMalformedJSON, "", "the body must be a JSON object")
-	}
-	var seen uint64
-	i++
-	for {
-		i = jsonscan.SkipSpace(body, i)
-		if i >= len(body) || body[i] == '}' {
-			return present, nil
-		}
-		if body[i] == ',' {
-			i = jsonscan.SkipSpace(body, i+1)
-		}
-		end := jsonscan.StringEnd(body, i)
-		raw := body[i:end]
-		k := -1
-		if len(raw) >= 2 {
-			k = fs.indexBytes(raw[1 : len(raw)-1])
-		}
-		if k < 0 && bytes.IndexByte(raw, '\\') >= 0 {
-			var key string
-			if json.Unmarshal(raw, &key) == nil {
-				k = fs.index(key)
-			}
-		}
-		if k < 0 {
-			var key string
-			_ = json.Unmarshal(raw, &key)
-			return 0, unknownKey(key, "is not a field of this request (keys are case-sensitive)", "the body has a key that is not a field of this request")
-		}
-		if seen&(1<<k) != 0 {
-			return 0, newProblem(kindDuplicateField, fs[k].name, "appears more than once")
-		}
-		seen |= 1 << k
-		i = jsonscan.SkipSpace(body, end)
-		i = jsonscan.SkipSpace(body, i+1) // the colon
-		if i < len(body) && body[i] != 'n' {
-			present |= 1 << k
-		}
-		i = jsonscan.ValueEnd(body, i)
-	}
 }
 
 // syntaxProblem describes why body is not one JSON value, with the offset

@@ -1,17 +1,14 @@
 package auth
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"math"
 	"strconv"
 	"time"
-	"unicode/utf8"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/golang-jwt/jwt/v5"
-
-	"github.com/tollgate-auth/tollgate/internal/jsonscan"
 )
 
 // claims are the claims of a tollgate token.
@@ -28,7 +25,7 @@ type claims struct {
 	Scope  string `json:"scope,omitempty"`
 }
 
-// maxDateSeconds bounds the dates dateClaim decodes.
+// maxDateSeconds bounds the dates dateFrom decodes.
 const maxDateSeconds = 1 << 40
 
 var (
@@ -44,53 +41,61 @@ var (
 // null means absent. Other claims are skipped.
 //
 // b is valid JSON: json.Unmarshal checks the whole input before it calls
-// an UnmarshalJSON method. The scan below relies on that for the structure
-// of b (it never reads out of bounds whatever b is), and walks the top-level
-// members without a json.Decoder, which allocates for every token.
+// an UnmarshalJSON method. decodeClaims reads it with go-json-experiment's
+// jsontext.Decoder, member by member.
 func (c *claims) UnmarshalJSON(b []byte) error {
-	i := jsonscan.SkipSpace(b, 0)
-	if i >= len(b) || b[i] != '{' {
+	return decodeClaims(b, c)
+}
+
+// claimOptions are the options claims decode with. encoding/json has
+// already accepted the claims as valid JSON, which it does with duplicate
+// names and invalid UTF-8 (decoded as U+FFFD): the claims tollgate reads
+// are refused twice by decodeClaims itself, other claims are skipped.
+var claimOptions = json.JoinOptions(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+
+// decodeClaims decodes b into c; see claims.UnmarshalJSON.
+func decodeClaims(b []byte, c *claims) error {
+	return json.Unmarshal(b, (*claimsFrom)(c), claimOptions)
+}
+
+// claimsFrom is claims decoding from a jsontext.Decoder.
+type claimsFrom claims
+
+// UnmarshalJSONFrom reads the top-level members one by one, decoding the
+// claims tollgate reads and skipping the others.
+func (c *claimsFrom) UnmarshalJSONFrom(d *jsontext.Decoder) error {
+	if d.PeekKind() != '{' {
 		return errClaimsNotObject
 	}
+	if _, err := d.ReadToken(); err != nil {
+		return err
+	}
 	var seen uint8
-	for i = jsonscan.SkipSpace(b, i+1); i < len(b) && b[i] == '"'; {
-		end := jsonscan.StringEnd(b, i)
-		name, err := jsonString(b[i:end])
+	for d.PeekKind() == '"' {
+		tok, err := d.ReadToken()
 		if err != nil {
 			return err
 		}
-		i = jsonscan.SkipSpace(b, end)
-		if i >= len(b) || b[i] != ':' {
-			return errClaimsNotObject
-		}
-		i = jsonscan.SkipSpace(b, i+1)
-		end = jsonscan.ValueEnd(b, i)
-		raw := b[i:end]
-		i = jsonscan.SkipSpace(b, end)
-		if i < len(b) && b[i] == ',' {
-			i = jsonscan.SkipSpace(b, i+1)
-		}
-
 		var bit uint8
-		switch name {
+		switch tok.String() {
 		case "iss":
-			bit, err = 1<<0, stringClaim(raw, &c.Issuer)
+			bit, err = 1<<0, stringFrom(d, &c.Issuer)
 		case "sub":
-			bit, err = 1<<1, stringClaim(raw, &c.Subject)
+			bit, err = 1<<1, stringFrom(d, &c.Subject)
 		case "aud":
-			bit, err = 1<<2, audienceClaim(raw, &c.Audience)
+			bit, err = 1<<2, audienceFrom(d, &c.Audience)
 		case "exp":
-			bit, err = 1<<3, dateClaim(raw, &c.ExpiresAt)
+			bit, err = 1<<3, dateFrom(d, &c.ExpiresAt)
 		case "nbf":
-			bit, err = 1<<4, dateClaim(raw, &c.NotBefore)
+			bit, err = 1<<4, dateFrom(d, &c.NotBefore)
 		case "iat":
-			bit, err = 1<<5, dateClaim(raw, &c.IssuedAt)
+			bit, err = 1<<5, dateFrom(d, &c.IssuedAt)
 		case "tenant":
-			bit, err = 1<<6, stringClaim(raw, &c.Tenant)
+			bit, err = 1<<6, stringFrom(d, &c.Tenant)
 		case "scope":
-			bit, err = 1<<7, stringClaim(raw, &c.Scope)
+			bit, err = 1<<7, stringFrom(d, &c.Scope)
 		default:
-			continue
+			err = d.SkipValue()
 		}
 		if err != nil {
 			return err
@@ -100,64 +105,75 @@ func (c *claims) UnmarshalJSON(b []byte) error {
 		}
 		seen |= bit
 	}
-	if i >= len(b) || b[i] != '}' {
-		return errClaimsNotObject
-	}
-	return nil
-}
-
-// stringClaim decodes a JSON string or null into dst.
-func stringClaim(raw []byte, dst *string) error {
-	if string(raw) == "null" {
-		return nil
-	}
-	s, err := jsonString(raw)
-	if err != nil {
+	if _, err := d.ReadToken(); err != nil {
 		return err
 	}
-	*dst = s
 	return nil
 }
 
-// audienceClaim decodes aud, a string or an array of strings, or null.
-func audienceClaim(raw []byte, dst *jwt.ClaimStrings) error {
-	if string(raw) == "null" {
-		return nil
+// stringFrom decodes a JSON string or null into dst.
+func stringFrom(d *jsontext.Decoder, dst *string) error {
+	switch d.PeekKind() {
+	case 'n':
+		return d.SkipValue()
+	case '"':
+		return json.UnmarshalDecode(d, dst)
 	}
-	if len(raw) == 0 || raw[0] != '[' {
-		s, err := jsonString(raw)
-		if err != nil {
+	return errClaimType
+}
+
+// audienceFrom decodes aud, a string or an array of strings, or null.
+func audienceFrom(d *jsontext.Decoder, dst *jwt.ClaimStrings) error {
+	switch d.PeekKind() {
+	case 'n':
+		return d.SkipValue()
+	case '"':
+		var s string
+		if err := json.UnmarshalDecode(d, &s); err != nil {
 			return err
 		}
 		*dst = jwt.ClaimStrings{s}
 		return nil
+	case '[':
+	default:
+		return errClaimType
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return err
 	}
 	var aud jwt.ClaimStrings
-	for i := jsonscan.SkipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
-		end := jsonscan.ValueEnd(raw, i)
-		s, err := jsonString(raw[i:end])
-		if err != nil {
+	for d.PeekKind() == '"' {
+		var s string
+		if err := json.UnmarshalDecode(d, &s); err != nil {
 			return err
 		}
 		aud = append(aud, s)
-		if i = jsonscan.SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
-			i = jsonscan.SkipSpace(raw, i+1)
-		}
+	}
+	if d.PeekKind() != ']' {
+		return errClaimType
+	}
+	if _, err := d.ReadToken(); err != nil {
+		return err
 	}
 	*dst = aud
 	return nil
 }
 
-// dateClaim decodes an RFC 7519 NumericDate, a JSON number of seconds
-// since the epoch, as jwt.NumericDate does, or null.
-func dateClaim(raw []byte, dst **jwt.NumericDate) error {
-	if string(raw) == "null" {
-		return nil
-	}
-	if len(raw) == 0 || raw[0] != '-' && (raw[0] < '0' || raw[0] > '9') {
+// dateFrom decodes an RFC 7519 NumericDate, a JSON number of seconds since
+// the epoch, as jwt.NumericDate does, or null.
+func dateFrom(d *jsontext.Decoder, dst **jwt.NumericDate) error {
+	switch d.PeekKind() {
+	case 'n':
+		return d.SkipValue()
+	case '0':
+	default:
 		return errNumericDate
 	}
-	f, err := strconv.ParseFloat(string(raw), 64)
+	v, err := d.ReadValue()
+	if err != nil {
+		return err
+	}
+	f, err := strconv.ParseFloat(string(v), 64)
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return errNumericDate
 	}
@@ -168,20 +184,4 @@ func dateClaim(raw []byte, dst **jwt.NumericDate) error {
 	sec, frac := math.Modf(f)
 	*dst = jwt.NewNumericDate(time.Unix(int64(sec), int64(frac*1e9)))
 	return nil
-}
-
-// jsonString decodes raw, which must be a JSON string.
-func jsonString(raw []byte) (string, error) {
-	if len(raw) < 2 || raw[0] != '"' || raw[len(raw)-1] != '"' {
-		return "", errClaimType
-	}
-	body := raw[1 : len(raw)-1]
-	if bytes.IndexByte(body, '\\') < 0 && utf8.Valid(body) {
-		return string(body), nil
-	}
-	var s string
-	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", errClaimType
-	}
-	return s, nil
 }

@@ -63,8 +63,8 @@ type rateFuncs struct {
 	credit func(r RateLimit, state any, now time.Time, cost int) (any, limits.Decision)
 }
 
-// rateOf is the rateFuncs of the limits.Algorithm of that makes of a
-// RateLimit.
+// rateOf runs, on a RateLimit, the limits.Algorithm that of makes of its
+// parameters, with S that algorithm's state.
 func rateOf[S any, A limits.Algorithm[S]](of func(RateLimit) A) *rateFuncs {
 	return &rateFuncs{
 		validate: func(r RateLimit) error { return of(r).Validate() },

@@ -73,7 +73,7 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 					captcha.add(f.reasonOf[m.rule])
 				}
 			case r.Wait <= 0:
-			case rule.Algorithm == LeakyBucket && !r.Over: // admitted: its place in the queue
+			case rule.Algorithm.Queues() && !r.Over: // admitted: its place in the queue
 				queue = max(queue, r.Wait)
 				queued.add(f.reasonOf[m.rule])
 			default:

@@ -297,7 +297,7 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 func (e *Engine) credit(p *plan, v *subjects) {
 	for i := range v.flow.Rules {
 		r := &v.flow.Rules[i]
-		if r.Algorithm != Conversion {
+		if f := r.Algorithm.row().rate; f == nil || f.credit == nil {
 			continue
 		}
 		if key := e.key(v, r); key != "" {

@@ -37,13 +37,11 @@ const (
 	Conversion
 )
 
-var algorithmNames = [...]string{"", "fixed_window", "sliding_log", "sliding_counter", "token_bucket", "leaky_bucket", "backoff", "distinct", "conversion"}
-
-func (a Algorithm) String() string { return enumName(algorithmNames[:], int(a)) }
+func (a Algorithm) String() string { return enumName(algorithmNames, int(a)) }
 
 // ParseAlgorithm parses an algorithm's name.
 func ParseAlgorithm(s string) (Algorithm, error) {
-	i, err := parseEnum(algorithmNames[:], s, "algorithm")
+	i, err := parseEnum(algorithmNames, s, "algorithm")
 	return Algorithm(i), err
 }
 
@@ -65,38 +63,10 @@ type RateLimit struct {
 
 // Validate reports whether r is usable, with the limits of package limits.
 func (r RateLimit) Validate() error {
-	switch r.Algorithm {
-	case FixedWindow:
-		return r.fixed().Validate()
-	case SlidingLog:
-		return r.log().Validate()
-	case SlidingCounter:
-		return r.counter().Validate()
-	case TokenBucket:
-		return r.bucket().Validate()
-	case LeakyBucket:
-		return r.leaky().Validate()
-	case Conversion:
-		return r.conversion().Validate()
+	if f := r.Algorithm.row().rate; f != nil {
+		return f.validate(r)
 	}
 	return errors.New("authguard: unknown rate algorithm")
-}
-
-func (r RateLimit) fixed() limits.FixedWindow {
-	return limits.FixedWindow{Window: r.Window, Limit: r.Limit}
-}
-func (r RateLimit) log() limits.SlidingLog {
-	return limits.SlidingLog{Window: r.Window, Limit: r.Limit}
-}
-func (r RateLimit) counter() limits.SlidingCounter {
-	return limits.SlidingCounter{Window: r.Window, Limit: r.Limit}
-}
-func (r RateLimit) bucket() limits.Bucket { return limits.Bucket{Interval: r.Interval, Burst: r.Limit} }
-func (r RateLimit) leaky() limits.LeakyBucket {
-	return limits.LeakyBucket{Interval: r.Interval, Capacity: r.Limit}
-}
-func (r RateLimit) conversion() limits.Conversion {
-	return limits.Conversion{Window: r.Window, MinVolume: r.Limit, MinPercent: r.MinPercent}
 }
 
 // take runs the algorithm on a key's state: the state after taking cost
@@ -105,25 +75,8 @@ func (r RateLimit) conversion() limits.Conversion {
 // algorithm's TTL). States are limits.FixedState, []int64 (a SlidingLog),
 // limits.CounterState and int64 (a bucket's TAT or drain time).
 func (r RateLimit) take(state any, now time.Time, cost int) (any, limits.Decision) {
-	switch r.Algorithm {
-	case FixedWindow:
-		s, _ := state.(limits.FixedState)
-		return r.fixed().TakeN(s, now, cost)
-	case SlidingLog:
-		s, _ := state.([]int64)
-		return r.log().TakeN(s, now, cost)
-	case SlidingCounter:
-		s, _ := state.(limits.CounterState)
-		return r.counter().TakeN(s, now, cost)
-	case TokenBucket:
-		s, _ := state.(int64)
-		return r.bucket().TakeN(s, now, cost)
-	case LeakyBucket:
-		s, _ := state.(int64)
-		return r.leaky().TakeN(s, now, cost)
-	case Conversion:
-		s, _ := state.(limits.ConversionState)
-		return r.conversion().TakeN(s, now, cost)
+	if f := r.Algorithm.row().rate; f != nil {
+		return f.take(r, state, now, cost)
 	}
 	return state, limits.Decision{}
 }
@@ -132,25 +85,8 @@ func (r RateLimit) take(state any, now time.Time, cost int) (any, limits.Decisio
 // giving back cost units, and the decision, whose Reset is the new state's
 // TTL. States are as for take.
 func (r RateLimit) giveBack(state any, now time.Time, cost int) (any, limits.Decision) {
-	switch r.Algorithm {
-	case FixedWindow:
-		s, _ := state.(limits.FixedState)
-		return r.fixed().GiveBackN(s, now, cost)
-	case SlidingLog:
-		s, _ := state.([]int64)
-		return r.log().GiveBackN(s, now, cost)
-	case SlidingCounter:
-		s, _ := state.(limits.CounterState)
-		return r.counter().GiveBackN(s, now, cost)
-	case TokenBucket:
-		s, _ := state.(int64)
-		return r.bucket().GiveBackN(s, now, cost)
-	case LeakyBucket:
-		s, _ := state.(int64)
-		return r.leaky().GiveBackN(s, now, cost)
-	case Conversion:
-		s, _ := state.(limits.ConversionState)
-		return r.conversion().GiveBackN(s, now, cost)
+	if f := r.Algorithm.row().rate; f != nil {
+		return f.giveBack(r, state, now, cost)
 	}
 	return state, limits.Decision{}
 }
@@ -206,12 +142,12 @@ func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result
 		return next, d.Reset, Result{Remaining: d.Remaining, Reset: d.Reset}
 	}
 	if op.Action == RateCredit {
-		if op.Rate.Algorithm != Conversion {
+		f := op.Rate.Algorithm.row().rate
+		if f == nil || f.credit == nil {
 			_, kept := op.Rate.take(state, now, 0)
 			return state, kept.Reset, Result{Remaining: kept.Remaining, Reset: kept.Reset}
 		}
-		s, _ := state.(limits.ConversionState)
-		next, d := op.Rate.conversion().Credit(s, now, op.Cost)
+		next, d := f.credit(op.Rate, state, now, op.Cost)
 		return next, d.Reset, Result{Remaining: d.Remaining, Reset: d.Reset}
 	}
 	next, d := op.Rate.take(state, now, op.Cost)

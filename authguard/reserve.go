@@ -225,7 +225,7 @@ func (p *plan) gates(f *Flow) []Gate {
 			g.Block = BlockCaptcha
 		case rule.Past == PastDeny:
 			g.Block = BlockDeny
-		case rule.Algorithm == LeakyBucket:
+		case rule.Algorithm.Queues():
 			g.Block = BlockQueue
 		default:
 			g.Block = BlockDelay

@@ -316,23 +316,23 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 	if err := r.validateKind(send, verifies); err != nil {
 		return err
 	}
-	switch r.Algorithm {
-	case Backoff:
+	switch r.Algorithm.Param() {
+	case ParamBackoff:
 		return r.validateBackoff(device, send)
-	case Distinct:
+	case ParamWindows:
 		return r.validateDistinct(send)
-	case Conversion:
+	case ParamConversion:
 		return r.validateConversion(send)
-	case SlidingLog, FixedWindow, SlidingCounter, TokenBucket, LeakyBucket:
+	case ParamWindow, ParamRate:
 		if device {
 			return fmt.Errorf("%s cannot count the device subject; only backoff does", r.Algorithm)
 		}
-		if r.Algorithm == SlidingLog && r.Counts == OnFailure {
+		if r.failureLog() {
 			return r.validateFailureLog()
 		}
 		return r.validateRate()
 	}
-	return bad("Algorithm", "is required: one of fixed_window, sliding_log, sliding_counter, token_bucket, leaky_bucket, backoff, distinct, conversion")
+	return bad("Algorithm", "is required: one of %s", strings.Join(algorithmNames[1:], ", "))
 }
 
 // validateKind checks what a rule of a send flow, or of a check-and-report
@@ -441,7 +441,7 @@ func (r *Rule) validateFailureLog() error {
 	if r.Of != 0 {
 		return bad("Of", "applies to distinct only")
 	}
-	return r.validateLog("a sliding_log that counts failures", false)
+	return r.validateLog(fmt.Sprintf("a %s that counts failures", r.Algorithm), false)
 }
 
 func (r *Rule) validateRate() error {
@@ -493,7 +493,7 @@ func (r *Rule) validateConversion(send bool) error {
 	case r.Backoff != backoff.Policy{}:
 		return errors.New("conversion takes window, min_volume and min_conversion, not backoff parameters")
 	}
-	r.Rate.Algorithm = Conversion
+	r.Rate.Algorithm = r.Algorithm
 	if err := r.Rate.Validate(); err != nil {
 		return bad("Rate", "conversion takes window, min_volume and min_conversion (a percentage): %w", err)
 	}
@@ -502,7 +502,7 @@ func (r *Rule) validateConversion(send bool) error {
 
 // rateParam names the parameter a rate algorithm takes besides its limit.
 func (r *Rule) rateParam() string {
-	if r.Algorithm == TokenBucket || r.Algorithm == LeakyBucket {
+	if r.Algorithm.Param() == ParamRate {
 		return "rate"
 	}
 	return "window"
@@ -513,13 +513,13 @@ func partName(p SubjectPart) string { return Subject{Parts: p}.String() }
 // failureLog reports whether the rule is a log of failed attempts (a
 // SlidingLog that counts failures), kept as a LogOp whose members are
 // attempts.
-func (r *Rule) failureLog() bool { return r.Algorithm == SlidingLog && r.Counts == OnFailure }
+func (r *Rule) failureLog() bool { return r.Algorithm.row().failureLog && r.Counts == OnFailure }
 
 // logRule reports whether the rule is kept as a LogOp.
-func (r *Rule) logRule() bool { return r.Algorithm == Distinct || r.failureLog() }
+func (r *Rule) logRule() bool { return r.Algorithm.Param() == ParamWindows || r.failureLog() }
 
 // rateRule reports whether the rule is kept as a RateOp.
-func (r *Rule) rateRule() bool { return r.Algorithm != Backoff && !r.logRule() }
+func (r *Rule) rateRule() bool { return r.Algorithm.Param() != ParamBackoff && !r.logRule() }
 
 // maxFailuresPerDay is the most failed attempts per day a Backoff rule on
 // the account or device subject lets one account make; ok is false for any

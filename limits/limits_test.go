@@ -20,21 +20,9 @@ var (
 	ms   = testclock.Ms
 )
 
-// limiter is the shape every algorithm shares; the assertions below pin it.
-type limiter[S any] interface {
-	Validate() error
-	TakeN(s S, now time.Time, cost int) (S, limits.Decision)
-	GiveBackN(s S, now time.Time, cost int) (S, limits.Decision)
-	TTL(s S, now time.Time) time.Duration
-}
-
-var (
-	_ limiter[int64]               = limits.Bucket{}
-	_ limiter[int64]               = limits.LeakyBucket{}
-	_ limiter[limits.FixedState]   = limits.FixedWindow{}
-	_ limiter[[]int64]             = limits.SlidingLog{}
-	_ limiter[limits.CounterState] = limits.SlidingCounter{}
-)
+// limiter is the shape every algorithm shares, limits.Algorithm; its
+// assertions are in algorithm.go.
+type limiter[S any] = limits.Algorithm[S]
 
 // allow, refuse and queued build the decisions of step tables, with their
 // fields in Decision's order.

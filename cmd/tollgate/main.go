@@ -196,7 +196,7 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RULE\tKEY\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
 	for _, r := range f.Rules {
-		limit := ruleLimit(&r)
+		limit := r.Describe(dur) // the algorithm table's description
 		switch {
 		case r.PriceCost:
 			limit += "; a send costs its price"
@@ -214,45 +214,6 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 
 // dur writes a duration as a config file would.
 func dur(d time.Duration) string { return config.FormatDuration(d) }
-
-// ruleLimit says a rule's parameters in words.
-func ruleLimit(r *authguard.Rule) string {
-	windows := func() string {
-		var ws []string
-		for _, w := range r.Windows {
-			ws = append(ws, fmt.Sprintf("%d per %v", w.Limit, dur(w.Length)))
-		}
-		return strings.Join(ws, ", ")
-	}
-	b := r.Backoff
-	switch r.Algorithm {
-	case authguard.Backoff:
-		s := fmt.Sprintf("%d free, then %v x%g up to %v; forgets after %v", b.Free, dur(b.Base), b.Factor, dur(b.Max), dur(b.ForgetAfter))
-		if r.Subject.Parts == authguard.PartDevice {
-			s = fmt.Sprintf("%d free per device for %d devices per %v; then shared: %s", r.DeviceFree, r.DeviceSlots, dur(authguard.DeviceWindow), s)
-		}
-		return s
-	case authguard.Distinct:
-		of := "accounts"
-		switch r.Of {
-		case authguard.PartIP:
-			of = "addresses"
-		case authguard.PartDestination:
-			of = "destinations"
-		}
-		return fmt.Sprintf("%s of distinct %s", windows(), of)
-	case authguard.TokenBucket:
-		return fmt.Sprintf("burst %d, then 1 per %v", r.Rate.Limit, dur(r.Rate.Interval))
-	case authguard.LeakyBucket:
-		return fmt.Sprintf("queue of %d, 1 leaves per %v", r.Rate.Limit, dur(r.Rate.Interval))
-	case authguard.Conversion:
-		return fmt.Sprintf("once %d sent per %v, held while under %d%% verified", r.Rate.Limit, dur(r.Rate.Window), r.Rate.MinPercent)
-	}
-	if r.Counts == authguard.OnFailure { // a failure log
-		return windows() + " failed attempts"
-	}
-	return fmt.Sprintf("%d per %v", r.Rate.Limit, dur(r.Rate.Window))
-}
 
 // budgetLine says how many failed checks one account can have in a flow in
 // any 24 hours, whatever an attacker does (authguard.Flow.MaxFailuresPerDay),

@@ -567,15 +567,15 @@ func (rf ruleFile) compile() (authguard.Rule, error) {
 	for _, w := range rf.Windows {
 		r.Windows = append(r.Windows, spraydetect.Window{Length: time.Duration(w.Window), Limit: w.Limit})
 	}
-	if r.Algorithm == authguard.Conversion {
+	if r.Algorithm.Param() == authguard.ParamConversion {
 		if rf.Limit != 0 || rf.Rate.Per != 0 {
-			return r, errors.New("conversion takes window, min_volume and min_conversion, not limit or rate")
+			return r, fmt.Errorf("%s takes window, min_volume and min_conversion, not limit or rate", r.Algorithm)
 		}
 		r.Rate = authguard.RateLimit{Window: time.Duration(rf.Window), Limit: rf.MinVolume, MinPercent: rf.MinConversion}
 		return r, nil
 	}
 	if rf.MinVolume != 0 || rf.MinConversion != 0 {
-		return r, errors.New("min_volume and min_conversion are for algorithm conversion")
+		return r, fmt.Errorf("min_volume and min_conversion are for algorithm %s", authguard.AlgorithmsTaking(authguard.ParamConversion))
 	}
 	if rf.Window != 0 || rf.Limit != 0 || rf.Rate.Per != 0 {
 		r.Rate = authguard.RateLimit{Window: time.Duration(rf.Window), Limit: rf.Limit}
@@ -583,7 +583,8 @@ func (rf ruleFile) compile() (authguard.Rule, error) {
 			r.Rate.Interval = rf.Rate.Interval()
 		}
 		if rf.Window != 0 && rf.Rate.Per != 0 {
-			return r, errors.New("give window (fixed_window, sliding_log, sliding_counter) or rate (token_bucket, leaky_bucket), not both")
+			return r, fmt.Errorf("give window (%s) or rate (%s), not both",
+				authguard.AlgorithmsTaking(authguard.ParamWindow), authguard.AlgorithmsTaking(authguard.ParamRate))
 		}
 		if rf.Rate.Per != 0 && (rf.Rate.Per%time.Duration(rf.Rate.N) != 0 || rf.Rate.Interval()%time.Millisecond != 0) {
 			return r, fmt.Errorf("rate %v is not one unit every whole number of milliseconds; use one that is (such as 20/s, 8/s, 3/m)", rf.Rate)

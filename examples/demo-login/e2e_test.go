@@ -1,22 +1,19 @@
 package main
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
+
+	"github.com/tollgate-auth/tollgate/internal/browsertest"
 
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/api/client"
@@ -127,216 +124,6 @@ func (s *stack) postLogin(t *testing.T, ip, user, password string) answer {
 	return answer{status: res.StatusCode, header: res.Header, body: string(body)}
 }
 
-// browserPath finds Chromium: the test is skipped without it, and fails
-// without it when CI=true (scripts/ensure-chromium.sh installs it).
-func browserPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no chromium, chromium-browser or google-chrome on PATH with CI=true; run scripts/ensure-chromium.sh")
-	}
-	t.Skip("no chromium, chromium-browser or google-chrome on PATH; scripts/ensure-chromium.sh installs one")
-	return ""
-}
-
-// startBrowser starts headless Chromium for the test, bounded by
-// browserBudget, and stops it at cleanup, failing the test if any of its
-// processes outlives it.
-func startBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, profile := browserPath(t), t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // the tests run as root
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(900, 820),
-	)
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserBudget)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		// Close the browser gracefully, so that it reaps its own child
-		// processes; then the allocator kills whatever is left and waits.
-		closing, cancelClosing := context.WithTimeout(browserCtx, 10*time.Second)
-		if err := chromedp.Cancel(closing); err != nil {
-			t.Logf("closing the browser: %v", err)
-		}
-		cancelClosing()
-		cancelBrowser()
-		cancelAlloc()
-		cancelTimeout()
-		if left := processesUsing(profile); len(left) > 0 {
-			t.Errorf("browser processes left after the test: %v", left)
-		}
-	})
-	if err := chromedp.Do(browserCtx); err != nil { // starts the browser
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return browserCtx
-}
-
-// processesUsing lists the processes whose command line names dir (the
-// browser's profile, which every process of it is started with), waiting
-// up to 5 seconds for them to go.
-func processesUsing(dir string) []string {
-	var left []string
-	for range 50 {
-		left = left[:0]
-		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, f := range cmdlines {
-			b, err := os.ReadFile(f)
-			if err == nil && strings.Contains(string(b), dir) {
-				left = append(left, filepath.Base(filepath.Dir(f)))
-			}
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return left
-}
-
-// tab is one browser profile of its own (cookies apart) that plays one
-// client address.
-type tab struct {
-	t   *testing.T
-	ctx context.Context
-	url string
-}
-
-func newTab(t *testing.T, browserCtx context.Context, base, ip string) *tab {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	b := &tab{t: t, ctx: ctx, url: base}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("network.Enable: %v", err)
-	}
-	b.setIP(ip)
-	return b
-}
-
-// setIP makes every request of the tab say it comes from ip, as the demo's
-// (loopback) reverse proxy would.
-func (b *tab) setIP(ip string) {
-	b.t.Helper()
-	_, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders,
-		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"X-Forwarded-For": ip}})
-	if err != nil {
-		b.t.Fatalf("setting X-Forwarded-For: %v", err)
-	}
-}
-
-// open loads path and returns the status of the page.
-func (b *tab) open(path string) int64 {
-	b.t.Helper()
-	res, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(b.url+path))
-	if err != nil {
-		b.t.Fatalf("opening %s: %v", path, err)
-	}
-	return res.Status
-}
-
-// fill sets form fields, by element id.
-func (b *tab) fill(fields ...string) {
-	b.t.Helper()
-	for i := 0; i+1 < len(fields); i += 2 {
-		if err := chromedp.Do(b.ctx, chromedp.SetValue(chromedp.CSS("#"+fields[i]), fields[i+1])); err != nil {
-			b.t.Fatalf("filling #%s: %v", fields[i], err)
-		}
-	}
-}
-
-// click clicks the element with the id, waits for the page it leads to and
-// returns its status (after redirects).
-func (b *tab) click(id string) int64 {
-	b.t.Helper()
-	res, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS("#"+id)))
-	if err != nil {
-		b.t.Fatalf("clicking #%s: %v", id, err)
-	}
-	return res.Status
-}
-
-// tick ticks a checkbox without leaving the page.
-func (b *tab) tick(id string) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS("#"+id))); err != nil {
-		b.t.Fatalf("ticking #%s: %v", id, err)
-	}
-}
-
-// text is the page's visible text.
-func (b *tab) text() string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("body")))
-	if err != nil {
-		b.t.Fatalf("reading the page: %v", err)
-	}
-	return s
-}
-
-// read is the text of the element sel.
-func (b *tab) read(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("reading %s: %v", sel, err)
-	}
-	return s
-}
-
-// shows fails the test unless the page's text holds every want and none of
-// the not (texts after a "!").
-func (b *tab) shows(wants ...string) string {
-	b.t.Helper()
-	text := b.text()
-	for _, w := range wants {
-		if not, ok := strings.CutPrefix(w, "!"); ok {
-			if strings.Contains(text, not) {
-				b.t.Errorf("the page shows %q; it should not:\n%s", not, text)
-			}
-		} else if !strings.Contains(text, w) {
-			b.t.Errorf("the page does not show %q:\n%s", w, text)
-		}
-	}
-	return text
-}
-
-// screenshot saves the viewport as name.png in the test's artifact
-// directory (kept with go test -artifacts -outputdir DIR).
-func (b *tab) screenshot(t *testing.T, name string) {
-	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	path := filepath.Join(t.ArtifactDir(), name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// cookies are the browser's cookies for the demo, by name.
-func (b *tab) cookies() map[string]*network.Cookie {
-	b.t.Helper()
-	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{b.url}})
-	if err != nil {
-		b.t.Fatalf("network.GetCookies: %v", err)
-	}
-	m := make(map[string]*network.Cookie)
-	for _, c := range res.Cookies {
-		m[c.Name] = c
-	}
-	return m
-}
-
 var secondsRE = regexp.MustCompile(`in (\d+) seconds?\.`)
 
 // The owner of a known browser signs in at once while her account is
@@ -349,29 +136,29 @@ func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		t.Skip("drives the demo in headless Chromium: runs in the full make test, not under -short")
 	}
 	s := startStack(t)
-	browser := startBrowser(t)
-	alice := newTab(t, browser, s.demo.URL, aliceIP) // browser A
+	browser := browsertest.Start(t, browserBudget)
+	alice := browsertest.NewTab(t, browser, s.demo.URL, aliceIP) // browser A
 	var code string
 
 	if !t.Run("a: the owner signs in with a code and gets the device cookie", func(t *testing.T) {
-		if got := alice.open("/login"); got != http.StatusOK {
+		if got := alice.Open("/login"); got != http.StatusOK {
 			t.Fatalf("GET /login: status %d", got)
 		}
-		alice.shows("Sign in", "alice / wonderland-42")
-		alice.fill("username", "alice", "password", "wonderland-42")
-		if got := alice.click("signin"); got != http.StatusOK {
+		alice.Shows("Sign in", "alice / wonderland-42")
+		alice.Fill("username", "alice", "password", "wonderland-42")
+		if got := alice.Click("signin"); got != http.StatusOK {
 			t.Errorf("password step: status %d", got)
 		}
-		alice.shows(textPassword, textSMSPanel, "No message yet.")
-		alice.click("send-code")
-		alice.shows(textOnItsWay, "to +44 7400 123456: Your tollgate demo code is")
-		code = alice.read("#sms-log li:last-child .sms-code")
-		alice.fill("code", code)
-		alice.click("verify")
-		alice.shows(textSignedIn, "!"+textTooMany)
-		alice.screenshot(t, "a-signed-in")
+		alice.Shows(textPassword, textSMSPanel, "No message yet.")
+		alice.Click("send-code")
+		alice.Shows(textOnItsWay, "to +44 7400 123456: Your tollgate demo code is")
+		code = alice.Read("#sms-log li:last-child .sms-code")
+		alice.Fill("code", code)
+		alice.Click("verify")
+		alice.Shows(textSignedIn, "!"+textTooMany)
+		alice.Screenshot(t, "a-signed-in")
 
-		cookies := alice.cookies()
+		cookies := alice.Cookies()
 		c := cookies[client.DefaultDeviceCookieName]
 		if c == nil {
 			t.Fatalf("no %s cookie; cookies: %v", client.DefaultDeviceCookieName, cookies)
@@ -386,8 +173,8 @@ func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		if cookies[demo.OTPDeviceCookieName] == nil {
 			t.Errorf("no %s cookie for the code step", demo.OTPDeviceCookieName)
 		}
-		alice.click("signout")
-		alice.shows("Sign in")
+		alice.Click("signout")
+		alice.Shows("Sign in")
 	}) {
 		return
 	}
@@ -464,68 +251,68 @@ func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 	}
 
 	if !t.Run("b: a browser without the cookie waits, the sprayed address gets a CAPTCHA", func(t *testing.T) {
-		stranger := newTab(t, browser, s.demo.URL, strangerIP) // browser B
-		stranger.open("/login")
-		stranger.fill("username", "alice", "password", "wonderland-42") // even the right password
-		if got := stranger.click("signin"); got != http.StatusTooManyRequests {
+		stranger := browsertest.NewTab(t, browser, s.demo.URL, strangerIP) // browser B
+		stranger.Open("/login")
+		stranger.Fill("username", "alice", "password", "wonderland-42") // even the right password
+		if got := stranger.Click("signin"); got != http.StatusTooManyRequests {
 			t.Errorf("alice's password from a browser without her cookie: status %d, want 429", got)
 		}
-		stranger.shows("Too many attempts, try again in 8 seconds.", "!"+textPassword)
-		stranger.screenshot(t, "b-delayed-without-cookie")
+		stranger.Shows("Too many attempts, try again in 8 seconds.", "!"+textPassword)
+		stranger.Screenshot(t, "b-delayed-without-cookie")
 
-		stranger.setIP(aliceIP) // now behind the sprayed address
-		stranger.open("/login")
-		stranger.fill("username", "bob", "password", "builder-42")
-		if got := stranger.click("signin"); got != http.StatusTooManyRequests {
+		stranger.SetIP(aliceIP) // now behind the sprayed address
+		stranger.Open("/login")
+		stranger.Fill("username", "bob", "password", "builder-42")
+		if got := stranger.Click("signin"); got != http.StatusTooManyRequests {
 			t.Errorf("bob from the sprayed address: status %d, want 429 with a CAPTCHA", got)
 		}
-		stranger.shows(textCaptcha, "I am not a robot")
-		stranger.screenshot(t, "b-captcha")
-		stranger.fill("username", "bob", "password", "builder-42")
-		stranger.tick("captcha")
-		if got := stranger.click("signin"); got != http.StatusOK {
+		stranger.Shows(textCaptcha, "I am not a robot")
+		stranger.Screenshot(t, "b-captcha")
+		stranger.Fill("username", "bob", "password", "builder-42")
+		stranger.Tick("captcha")
+		if got := stranger.Click("signin"); got != http.StatusOK {
 			t.Errorf("bob with the CAPTCHA solved: status %d", got)
 		}
-		stranger.shows(textPassword)
+		stranger.Shows(textPassword)
 	}) {
 		return
 	}
 
 	if !t.Run("c: the owner's browser goes ahead at once", func(t *testing.T) {
-		alice.open("/login")
-		alice.fill("username", "alice", "password", "wonderland-42")
-		if got := alice.click("signin"); got != http.StatusOK {
+		alice.Open("/login")
+		alice.Fill("username", "alice", "password", "wonderland-42")
+		if got := alice.Click("signin"); got != http.StatusOK {
 			t.Errorf("alice with her cookie: status %d", got)
 		}
-		alice.shows(textPassword, "!"+textTooMany, "!"+textCaptcha)
-		alice.screenshot(t, "c-owner-at-once")
+		alice.Shows(textPassword, "!"+textTooMany, "!"+textCaptcha)
+		alice.Screenshot(t, "c-owner-at-once")
 	}) {
 		return
 	}
 
 	if !t.Run("d: a code resent too soon waits", func(t *testing.T) {
-		alice.click("send-code")
-		alice.shows(textOnItsWay)
-		code = alice.read("#sms-log li:last-child .sms-code")
-		if got := alice.click("send-code"); got != http.StatusTooManyRequests {
+		alice.Click("send-code")
+		alice.Shows(textOnItsWay)
+		code = alice.Read("#sms-log li:last-child .sms-code")
+		if got := alice.Click("send-code"); got != http.StatusTooManyRequests {
 			t.Errorf("second send: status %d, want 429", got)
 		}
-		text := alice.shows("A code was sent a moment ago. You can ask for another in")
+		text := alice.Shows("A code was sent a moment ago. You can ask for another in")
 		if m := secondsRE.FindStringSubmatch(text); m == nil || m[1] != "60" {
 			t.Errorf("resend wait %v; want 60 seconds (30 s, then doubling)", m)
 		}
-		alice.screenshot(t, "d-resend-too-soon")
+		alice.Screenshot(t, "d-resend-too-soon")
 	}) {
 		return
 	}
 
 	t.Run("c: the owner finishes signing in during the attack", func(t *testing.T) {
-		alice.fill("code", code)
-		if got := alice.click("verify"); got != http.StatusOK {
+		alice.Fill("code", code)
+		if got := alice.Click("verify"); got != http.StatusOK {
 			t.Errorf("code step: status %d", got)
 		}
-		alice.shows(textSignedIn, "!"+textTooMany, "!"+textCaptcha)
-		alice.screenshot(t, "c-signed-in-during-attack")
+		alice.Shows(textSignedIn, "!"+textTooMany, "!"+textCaptcha)
+		alice.Screenshot(t, "c-signed-in-during-attack")
 
 		// Meanwhile, the account is still delayed for everyone else.
 		if a := s.postLogin(t, "198.51.100.99", "alice", "guess"); a.status != http.StatusTooManyRequests {

@@ -3,7 +3,6 @@ package expresslogin
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -21,7 +20,8 @@ import (
 	"time"
 
 	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/chromedp"
+
+	"github.com/tollgate-auth/tollgate/internal/browsertest"
 
 	"github.com/tollgate-auth/tollgate/api/client"
 )
@@ -289,219 +289,6 @@ func postLogin(t *testing.T, base, ip, user, password string) answer {
 	return answer{status: res.StatusCode, header: res.Header, body: string(body)}
 }
 
-// browserPath finds Chromium: the test is skipped without it, and fails
-// without it when CI=true (scripts/ensure-chromium.sh installs it).
-func browserPath(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	need(t, "no chromium, chromium-browser or google-chrome on PATH; scripts/ensure-chromium.sh installs one")
-	return ""
-}
-
-// startBrowser starts headless Chromium for the test, bounded by
-// browserBudget, and stops it at cleanup, failing the test if any of its
-// processes outlives it.
-func startBrowser(t *testing.T) context.Context {
-	t.Helper()
-	path, profile := browserPath(t), t.TempDir()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(path),
-		chromedp.NoSandbox, // the tests run as root
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(900, 820),
-	)
-	ctx, cancelTimeout := context.WithTimeout(context.Background(), browserBudget)
-	allocCtx, cancelAlloc := chromedp.NewExecAllocator(ctx, opts...)
-	browserCtx, cancelBrowser := chromedp.NewContext(allocCtx)
-	t.Cleanup(func() {
-		// Close the browser gracefully, so that it reaps its own child
-		// processes; then the allocator kills whatever is left and waits.
-		closing, cancelClosing := context.WithTimeout(browserCtx, 10*time.Second)
-		if err := chromedp.Cancel(closing); err != nil {
-			t.Logf("closing the browser: %v", err)
-		}
-		cancelClosing()
-		cancelBrowser()
-		cancelAlloc()
-		cancelTimeout()
-		if left := processesUsing(profile); len(left) > 0 {
-			t.Errorf("browser processes left after the test: %v", left)
-		}
-	})
-	if err := chromedp.Do(browserCtx); err != nil { // starts the browser
-		t.Fatalf("starting %s: %v", path, err)
-	}
-	return browserCtx
-}
-
-// processesUsing lists the processes whose command line names dir (the
-// browser's profile, which every process of it is started with), waiting
-// up to 5 seconds for them to go.
-func processesUsing(dir string) []string {
-	var left []string
-	for range 50 {
-		left = left[:0]
-		cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
-		for _, f := range cmdlines {
-			b, err := os.ReadFile(f)
-			if err == nil && strings.Contains(string(b), dir) {
-				left = append(left, filepath.Base(filepath.Dir(f)))
-			}
-		}
-		if len(left) == 0 {
-			return nil
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	return left
-}
-
-// tab is one browser profile of its own (cookies apart) that plays one
-// client address.
-type tab struct {
-	t   *testing.T
-	ctx context.Context
-	url string
-}
-
-func newTab(t *testing.T, browserCtx context.Context, base, ip string) *tab {
-	t.Helper()
-	ctx, cancel := chromedp.NewContext(browserCtx, chromedp.WithNewBrowserContext())
-	t.Cleanup(cancel)
-	b := &tab{t: t, ctx: ctx, url: base}
-	if _, err := chromedp.Call(ctx, network.Enable, network.EnableParams{}); err != nil {
-		t.Fatalf("network.Enable: %v", err)
-	}
-	b.setIP(ip)
-	return b
-}
-
-// setIP makes every request of the tab say it comes from ip, as the app's
-// (loopback) reverse proxy would.
-func (b *tab) setIP(ip string) {
-	b.t.Helper()
-	_, err := chromedp.Call(b.ctx, network.SetExtraHTTPHeaders,
-		network.SetExtraHTTPHeadersParams{Headers: network.Headers{"X-Forwarded-For": ip}})
-	if err != nil {
-		b.t.Fatalf("setting X-Forwarded-For: %v", err)
-	}
-}
-
-// open loads path and returns the status of the page.
-func (b *tab) open(path string) int64 {
-	b.t.Helper()
-	res, err := chromedp.Run(b.ctx, chromedp.NavigateResponse(b.url+path))
-	if err != nil {
-		b.t.Fatalf("opening %s: %v", path, err)
-	}
-	return res.Status
-}
-
-// fill sets form fields, by element id.
-func (b *tab) fill(fields ...string) {
-	b.t.Helper()
-	for i := 0; i+1 < len(fields); i += 2 {
-		if err := chromedp.Do(b.ctx, chromedp.SetValue(chromedp.CSS("#"+fields[i]), fields[i+1])); err != nil {
-			b.t.Fatalf("filling #%s: %v", fields[i], err)
-		}
-	}
-}
-
-// submit clicks the element with the id, waits for the page it leads to
-// and returns its response (after redirects).
-func (b *tab) submit(id string) *network.Response {
-	b.t.Helper()
-	res, err := chromedp.RunResponse(b.ctx, chromedp.Click(chromedp.CSS("#"+id)))
-	if err != nil {
-		b.t.Fatalf("clicking #%s: %v", id, err)
-	}
-	return res
-}
-
-// click is submit's status.
-func (b *tab) click(id string) int64 {
-	b.t.Helper()
-	return b.submit(id).Status
-}
-
-// tick ticks a checkbox without leaving the page.
-func (b *tab) tick(id string) {
-	b.t.Helper()
-	if err := chromedp.Do(b.ctx, chromedp.Click(chromedp.CSS("#"+id))); err != nil {
-		b.t.Fatalf("ticking #%s: %v", id, err)
-	}
-}
-
-// text is the page's visible text.
-func (b *tab) text() string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS("body")))
-	if err != nil {
-		b.t.Fatalf("reading the page: %v", err)
-	}
-	return s
-}
-
-// read is the text of the element sel.
-func (b *tab) read(sel string) string {
-	b.t.Helper()
-	s, err := chromedp.Run(b.ctx, chromedp.Text(chromedp.CSS(sel)))
-	if err != nil {
-		b.t.Fatalf("reading %s: %v", sel, err)
-	}
-	return s
-}
-
-// shows fails the test unless the page's text holds every want and none of
-// the not (texts after a "!").
-func (b *tab) shows(wants ...string) string {
-	b.t.Helper()
-	text := b.text()
-	for _, w := range wants {
-		if not, ok := strings.CutPrefix(w, "!"); ok {
-			if strings.Contains(text, not) {
-				b.t.Errorf("the page shows %q; it should not:\n%s", not, text)
-			}
-		} else if !strings.Contains(text, w) {
-			b.t.Errorf("the page does not show %q:\n%s", w, text)
-		}
-	}
-	return text
-}
-
-// screenshot saves the viewport as name.png in the test's artifact
-// directory (kept with go test -artifacts -outputdir DIR).
-func (b *tab) screenshot(t *testing.T, name string) {
-	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.CaptureScreenshot())
-	if err != nil {
-		t.Fatalf("screenshot: %v", err)
-	}
-	path := filepath.Join(t.ArtifactDir(), name+".png")
-	if err := os.WriteFile(path, png, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("screenshot: %s", path)
-}
-
-// cookies are the browser's cookies for the app, by name.
-func (b *tab) cookies() map[string]*network.Cookie {
-	b.t.Helper()
-	res, err := chromedp.Call(b.ctx, network.GetCookies, network.GetCookiesParams{URLs: []string{b.url}})
-	if err != nil {
-		b.t.Fatalf("network.GetCookies: %v", err)
-	}
-	m := make(map[string]*network.Cookie)
-	for _, c := range res.Cookies {
-		m[c.Name] = c
-	}
-	return m
-}
-
 // header is a response's header field, by any case of its name.
 func header(res *network.Response, name string) string {
 	for k, v := range res.Headers {
@@ -540,30 +327,30 @@ func TestExpressDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		t.Skip("builds tollgate and runs tollgate, node and Chromium")
 	}
 	dir := appDir(t)
-	browserPath(t) // skip before building anything when there is no browser
+	browsertest.Path(t) // skip before building anything when there is no browser
 	base := startApp(t, dir, startTollgate(t))
-	browser := startBrowser(t)
-	alice := newTab(t, browser, base, aliceIP) // browser A
+	browser := browsertest.Start(t, browserBudget)
+	alice := browsertest.NewTab(t, browser, base, aliceIP) // browser A
 
 	if !t.Run("a: the owner signs in with a code and gets the device cookie", func(t *testing.T) {
-		if got := alice.open("/login"); got != http.StatusOK {
+		if got := alice.Open("/login"); got != http.StatusOK {
 			t.Fatalf("GET /login: status %d", got)
 		}
-		alice.shows("Sign in", "alice / wonderland-42", "bob / builder-42")
-		alice.fill("username", "alice", "password", "wonderland-42")
-		if got := alice.click("signin"); got != http.StatusOK {
+		alice.Shows("Sign in", "alice / wonderland-42", "bob / builder-42")
+		alice.Fill("username", "alice", "password", "wonderland-42")
+		if got := alice.Click("signin"); got != http.StatusOK {
 			t.Errorf("password step: status %d", got)
 		}
-		alice.shows(textPassword, textSMSPanel, "No message yet.")
-		alice.click("send-code")
-		alice.shows(textOnItsWay, "to +44 7400 123456: Your tollgate demo code is")
-		code := alice.read("#sms-log li:last-child .sms-code")
-		alice.fill("code", code)
-		alice.click("verify")
-		alice.shows(textSignedIn, "!"+textTooMany)
-		alice.screenshot(t, "a-signed-in")
+		alice.Shows(textPassword, textSMSPanel, "No message yet.")
+		alice.Click("send-code")
+		alice.Shows(textOnItsWay, "to +44 7400 123456: Your tollgate demo code is")
+		code := alice.Read("#sms-log li:last-child .sms-code")
+		alice.Fill("code", code)
+		alice.Click("verify")
+		alice.Shows(textSignedIn, "!"+textTooMany)
+		alice.Screenshot(t, "a-signed-in")
 
-		cookies := alice.cookies()
+		cookies := alice.Cookies()
 		c := cookies[client.DefaultDeviceCookieName]
 		if c == nil {
 			t.Fatalf("no %s cookie; cookies: %v", client.DefaultDeviceCookieName, cookies)
@@ -578,8 +365,8 @@ func TestExpressDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		if cookies[otpCookieName] == nil {
 			t.Errorf("no %s cookie for the code step", otpCookieName)
 		}
-		alice.click("signout")
-		alice.shows("Sign in")
+		alice.Click("signout")
+		alice.Shows("Sign in")
 	}) {
 		return
 	}
@@ -631,19 +418,19 @@ func TestExpressDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 
 		// A browser without her cookie waits too, even with her password,
 		// and the page says as long as Retry-After.
-		stranger := newTab(t, browser, base, strangerIP) // browser B
-		stranger.open("/login")
-		stranger.fill("username", "alice", "password", "wonderland-42")
-		res := stranger.submit("signin")
+		stranger := browsertest.NewTab(t, browser, base, strangerIP) // browser B
+		stranger.Open("/login")
+		stranger.Fill("username", "alice", "password", "wonderland-42")
+		res := stranger.Submit("signin")
 		if res.Status != http.StatusTooManyRequests {
 			t.Errorf("alice's password from a browser without her cookie: status %d, want 429", res.Status)
 		}
-		text := stranger.shows("Too many attempts, try again in", "!"+textPassword)
+		text := stranger.Shows("Too many attempts, try again in", "!"+textPassword)
 		retry := header(res, "Retry-After")
 		if n := waitSeconds(text); n < 1 || n > 8 || strconv.Itoa(n) != retry {
 			t.Errorf("the page says wait %d s, Retry-After %q; want the same, at most 8 s", n, retry)
 		}
-		stranger.screenshot(t, "b-delayed-without-cookie")
+		stranger.Screenshot(t, "b-delayed-without-cookie")
 	}) {
 		return
 	}
@@ -674,36 +461,36 @@ func TestExpressDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 
 		// In a browser behind that address: the CAPTCHA stand-in, then
 		// the password step once it is ticked.
-		b := newTab(t, browser, base, sprayerIP)
-		b.open("/login")
-		b.fill("username", "bob", "password", "builder-42")
-		if got := b.click("signin"); got != http.StatusTooManyRequests {
+		b := browsertest.NewTab(t, browser, base, sprayerIP)
+		b.Open("/login")
+		b.Fill("username", "bob", "password", "builder-42")
+		if got := b.Click("signin"); got != http.StatusTooManyRequests {
 			t.Errorf("bob from the sprayed address: status %d, want 429 with a CAPTCHA", got)
 		}
-		b.shows(textCaptcha, "I am not a robot", "!"+textTooMany)
-		b.screenshot(t, "c-captcha")
-		b.fill("username", "bob", "password", "builder-42")
-		b.tick("captcha")
-		if got := b.click("signin"); got != http.StatusOK {
+		b.Shows(textCaptcha, "I am not a robot", "!"+textTooMany)
+		b.Screenshot(t, "c-captcha")
+		b.Fill("username", "bob", "password", "builder-42")
+		b.Tick("captcha")
+		if got := b.Click("signin"); got != http.StatusOK {
 			t.Errorf("bob with the CAPTCHA solved: status %d", got)
 		}
-		b.shows(textPassword)
+		b.Shows(textPassword)
 	}) {
 		return
 	}
 
 	if !t.Run("d: the owner's browser goes ahead at once, from the attacked address", func(t *testing.T) {
-		alice.open("/login")
-		alice.fill("username", "alice", "password", "wonderland-42")
+		alice.Open("/login")
+		alice.Fill("username", "alice", "password", "wonderland-42")
 		started := time.Now()
-		if got := alice.click("signin"); got != http.StatusOK {
+		if got := alice.Click("signin"); got != http.StatusOK {
 			t.Errorf("alice with her cookie: status %d", got)
 		}
 		if took := time.Since(started); took > 3*time.Second {
 			t.Errorf("alice's password step took %v; want at once", took)
 		}
-		alice.shows(textPassword, "!"+textTooMany, "!"+textCaptcha)
-		alice.screenshot(t, "d-owner-at-once")
+		alice.Shows(textPassword, "!"+textTooMany, "!"+textCaptcha)
+		alice.Screenshot(t, "d-owner-at-once")
 	}) {
 		return
 	}
@@ -712,28 +499,28 @@ func TestExpressDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		// Her known device gets a code at once (the owner's codes), but a
 		// second one right after it meets the destination's backoff: the
 		// rest of 30 s after step a's code (60 s once that is over).
-		if got := alice.click("send-code"); got != http.StatusOK {
+		if got := alice.Click("send-code"); got != http.StatusOK {
 			t.Fatalf("send: status %d", got)
 		}
-		alice.shows(textOnItsWay)
-		code := alice.read("#sms-log li:last-child .sms-code")
-		res := alice.submit("send-code")
+		alice.Shows(textOnItsWay)
+		code := alice.Read("#sms-log li:last-child .sms-code")
+		res := alice.Submit("send-code")
 		if res.Status != http.StatusTooManyRequests {
 			t.Errorf("second send at once: status %d, want 429", res.Status)
 		}
-		text := alice.shows(textResend)
+		text := alice.Shows(textResend)
 		n, retry := waitSeconds(text), header(res, "Retry-After")
 		if n < 1 || n > 60 || strconv.Itoa(n) != retry {
 			t.Errorf("resend wait %d s, Retry-After %q; want the same, at most 60 s", n, retry)
 		}
-		alice.screenshot(t, "e-resend-too-soon")
+		alice.Screenshot(t, "e-resend-too-soon")
 
-		alice.fill("code", code)
-		if got := alice.click("verify"); got != http.StatusOK {
+		alice.Fill("code", code)
+		if got := alice.Click("verify"); got != http.StatusOK {
 			t.Errorf("code step: status %d", got)
 		}
-		alice.shows(textSignedIn, "!"+textTooMany, "!"+textCaptcha)
-		alice.screenshot(t, "e-signed-in-during-attack")
+		alice.Shows(textSignedIn, "!"+textTooMany, "!"+textCaptcha)
+		alice.Screenshot(t, "e-signed-in-during-attack")
 
 		// Meanwhile, the account is still delayed for everyone else.
 		if a := postLogin(t, base, "198.51.100.99", "alice", "guess"); a.status != http.StatusTooManyRequests {

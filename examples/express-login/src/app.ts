@@ -62,7 +62,9 @@ export interface AppConfig {
   warn?: (line: string) => void;
 }
 
-const styleCSS = readFileSync(new URL("../public/style.css", import.meta.url));
+// The Go demo's own stylesheet (dist/app.js is two levels below examples/),
+// so that the two demos look alike without a copy to drift.
+const styleCSS = readFileSync(new URL("../../demo-login/demo/templates/style.css", import.meta.url));
 
 /** html is a Responder page: the document of p, with status. */
 function html(status: number, p: Page): AnswerPage {

@@ -3,6 +3,8 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,6 +128,52 @@ func (d *blipDeployment) attack(t *testing.T, fault func()) int {
 	return proceeds
 }
 
+// replicated waits until m's replica has applied every write m had made
+// (its slave_repl_offset reached m's master_repl_offset), at most 5 s.
+func replicated(m *redis.Client) error {
+	ctx := context.Background()
+	info, err := m.Info(ctx, "replication").Result()
+	if err != nil {
+		return err
+	}
+	var host, port string
+	for _, kv := range strings.Split(infoField(info, "slave0"), ",") {
+		k, v, _ := strings.Cut(kv, "=")
+		switch k {
+		case "ip":
+			host = v
+		case "port":
+			port = v
+		}
+	}
+	if host == "" || port == "" {
+		return fmt.Errorf("the master %s names no replica", m.Options().Addr)
+	}
+	r := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(host, port)})
+	defer r.Close()
+	want, _ := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
+		info, err := r.Info(ctx, "replication").Result()
+		if err != nil {
+			return err
+		}
+		if got, _ := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64); got >= want {
+			return nil
+		}
+	}
+	return fmt.Errorf("the replica of %s did not reach offset %d in 5 s", m.Options().Addr, want)
+}
+
+// infoField is the value of name in an INFO answer.
+func infoField(info, name string) string {
+	for _, line := range strings.Split(info, "\n") {
+		if v, ok := strings.CutPrefix(strings.TrimSpace(line), name+":"); ok {
+			return v
+		}
+	}
+	return ""
+}
+
 // untilBack waits, at most 30 s from now (a master's kill), until back says
 // the instances answer from Redis again, and returns how long that took.
 func (d *blipDeployment) untilBack(t *testing.T, back func() bool) time.Duration {
@@ -212,7 +260,8 @@ func TestBlip_RealRedisStallsAndWritePausesForgetNoDelay(t *testing.T) {
 }
 
 // Against a Sentinel group (master, replica, three sentinels with a quorum
-// of two): the master is killed mid-attack; writes move to the promoted
+// of two): the master is killed mid-attack, once the replica holds what it
+// wrote (as in the Cluster's kill below); writes move to the promoted
 // replica a few seconds later. Before the recall the issue measured +12 proceeds for the account
 // in backoff; now none, and both instances answer from Redis again.
 func TestBlip_SentinelMasterKilledForgetsNoDelay(t *testing.T) {
@@ -232,6 +281,13 @@ func TestBlip_SentinelMasterKilledForgetsNoDelay(t *testing.T) {
 	d := newBlipDeployment(t, client, 0)
 	var back time.Duration
 	got := d.attack(t, func() {
+		m := redis.NewClient(&redis.Options{Addr: master.Addr})
+		err := replicated(m)
+		m.Close()
+		if err != nil {
+			t.Error(err)
+			return
+		}
 		before := d.fromR.Load()
 		master.Stop()
 		back = d.untilBack(t, func() bool { return isMaster(replica.Addr) && d.fromR.Load() > before+50 })
@@ -395,6 +451,14 @@ func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 // instance on its fallback for 37–51 s although the Cluster failed over in
 // about 4 s. Now none proceeds, and both instances answer from the Cluster
 // again within 10 s of the kill.
+//
+// The kill comes once the replica holds the counter (replicated): Redis
+// replicates asynchronously, and a master killed within milliseconds of a
+// write takes the write with it. Killed a few milliseconds after the
+// victim's third failure, the replica promoted without it in 2 of 6 runs
+// on a loaded machine and the attacker had the 3 free guesses again; what
+// the failover loses that way is Redis's, README says so, and this test
+// measures what tollgate adds to a failover, not Redis's replication lag.
 func TestBlip_ClusterMasterKilledForgetsNoDelay(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a Cluster master and waits for its failover")
@@ -420,7 +484,16 @@ func TestBlip_ClusterMasterKilledForgetsNoDelay(t *testing.T) {
 	key := "tg:default:login:acct:" + strings.TrimSuffix(pattern[i+1:], "*")
 	var back time.Duration
 	got := d.attack(t, func() {
-		dead := masterOf(t, first.(*redis.ClusterClient), key)
+		m, err := first.(*redis.ClusterClient).MasterForKey(context.Background(), key)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		dead := m.Options().Addr
+		if err := replicated(m); err != nil {
+			t.Error(err)
+			return
+		}
 		before := d.fromR.Load()
 		if err := rc.Node(dead).Kill(); err != nil {
 			t.Error(err)

@@ -83,14 +83,14 @@ const DefaultRecallBytes = 32 << 20
 
 // Engine decides verdicts. It is safe for concurrent use.
 type Engine struct {
-	policy   *Policy
+	// policies are the policies in force; SetPolicies swaps them whole.
+	policies atomic.Pointer[policies]
 	store    Store
 	fallback Store
 	now      func() time.Time
 	prefix   string
 	hash     *hasher            // subject hashes, for tenants without a secret of their own
 	tenants  map[string]*hasher // subject hashes of the tenants with one
-	policies map[string]*Policy // the tenants with a policy of their own
 	attempts *attemptSigner
 	tokens   *signer
 	observe  func(Event)
@@ -135,10 +135,8 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = 50 * time.Millisecond
 	}
-	for name, p := range cfg.TenantPolicies {
-		if !tenantRE.MatchString(name) || p == nil {
-			return nil, fmt.Errorf("authguard: tenant %q: a tenant's policy needs a tenant name and flows", name)
-		}
+	if err := checkTenantPolicies(cfg.TenantPolicies); err != nil {
+		return nil, err
 	}
 	tenants := map[string]*hasher{}
 	for name, secret := range cfg.TenantSecrets {
@@ -169,26 +167,26 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.RecallBytes == 0 {
 		cfg.RecallBytes = DefaultRecallBytes
 	}
-	return &Engine{
+	e := &Engine{
 		slots:    slots,
 		priority: priority,
 		recall:   newRecall(cfg.RecallBytes),
 		wait:     cfg.QueueWait,
-		policy:   cfg.Policy,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,
 		prefix:   cfg.KeyPrefix,
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
 		tenants:  tenants,
-		policies: cfg.TenantPolicies,
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
 
 		tenantList:     tenantList,
 		recordSubjects: cfg.RecordSubjects,
-	}, nil
+	}
+	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
+	return e, nil
 }
 
 // hasher keys the subject hashes of tenant.
@@ -200,15 +198,9 @@ func (e *Engine) hasher(tenant string) *hasher {
 }
 
 // Policy returns the engine's policy.
-func (e *Engine) Policy() *Policy { return e.policy }
+func (e *Engine) Policy() *Policy { return e.policies.Load().policy }
 
 // policyFor is the policy of tenant ("" is DefaultTenant).
 func (e *Engine) policyFor(tenant string) *Policy {
-	if tenant == "" {
-		tenant = DefaultTenant
-	}
-	if p, ok := e.policies[tenant]; ok {
-		return p
-	}
-	return e.policy
+	return e.policies.Load().of(tenant)
 }

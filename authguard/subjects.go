@@ -13,6 +13,7 @@ import (
 type subjects struct {
 	prefix  string
 	tenant  string
+	policy  *Policy // the tenant's, as the call found it: one policy a call
 	flow    *Flow
 	account string     // hash, or empty when the flow counts no account and none was sent
 	ip      string     // hash of the IP prefix; empty when allow-listed or not sent
@@ -58,7 +59,8 @@ func (e *Engine) subjectsOf(in sentParts) (subjects, error) {
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	s.prefix, s.tenant = e.prefix, tenant
-	if s.flow = e.policyFor(tenant).Flow(in.flow); s.flow == nil {
+	s.policy = e.policyFor(tenant)
+	if s.flow = s.policy.Flow(in.flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}
 	}
 	if s.flow.Kind != in.kind {
@@ -168,7 +170,7 @@ func (e *Engine) destinationOf(s *subjects, sf *Flow, channel, destination strin
 // destination is checked as a send checks it; a flow that verifies none
 // takes no destination.
 func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*subjects, error) {
-	sf := e.policyFor(s.tenant).Flow(s.flow.Verifies)
+	sf := s.policy.Flow(s.flow.Verifies)
 	if sf == nil {
 		return nil, &InputError{Field: "destination", Detail: "is taken only by flows that verify a send flow's codes (verifies: otp_send)"}
 	}

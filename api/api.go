@@ -14,6 +14,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/tollgate-auth/tollgate"
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
@@ -53,6 +54,12 @@ type Config struct {
 	// call's. The default is nil: no authentication, every call in the
 	// default tenant (the server then listens on loopback only).
 	Verifier *auth.Verifier
+	// Reload, when set, serves POST /v1/admin/reload: it re-reads the
+	// configuration and swaps the running policy, or returns an error and
+	// keeps it (an error wrapping ErrConfigInvalid is the file's fault and
+	// is answered 409 with its text, which names the line). The default is
+	// nil: the route answers 409, there being no configuration to re-read.
+	Reload func() (wire.ReloadResult, error)
 }
 
 // API is tollgate's HTTP handler.
@@ -66,6 +73,7 @@ type API struct {
 	ready    time.Duration
 	health   func() error
 	verifier *auth.Verifier
+	reload   func() (wire.ReloadResult, error)
 	mux      *chi.Mux
 	shed     shedLog
 }
@@ -97,6 +105,7 @@ func New(cfg Config) (*API, error) {
 		ready:    cfg.ReadyTimeout,
 		health:   cfg.StoreHealth,
 		verifier: cfg.Verifier,
+		reload:   cfg.Reload,
 	}
 	a.mux = a.routes()
 	return a, nil
@@ -133,6 +142,7 @@ func (a *API) routes() *chi.Mux {
 		r.Post("/v1/admin/allow", a.allow)
 		r.Post("/v1/admin/deny", a.deny)
 		r.Post("/v1/admin/remove", a.remove)
+		r.Post("/v1/admin/reload", a.reloadConfig)
 	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)

@@ -22,6 +22,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate"
 	"github.com/tollgate-auth/tollgate/api"
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
@@ -124,6 +125,7 @@ type harness struct {
 type harnessConfig struct {
 	engine   authguard.Config
 	verifier *auth.Verifier
+	reload   func() (wire.ReloadResult, error)
 }
 
 type harnessOption func(*harnessConfig)
@@ -140,6 +142,10 @@ func withPolicy(yaml string) harnessOption {
 
 func withVerifier(v *auth.Verifier) harnessOption {
 	return func(c *harnessConfig) { c.verifier = v }
+}
+
+func withReload(f func() (wire.ReloadResult, error)) harnessOption {
+	return func(c *harnessConfig) { c.reload = f }
 }
 
 func newHarness(tb testing.TB, opts ...harnessOption) *harness {
@@ -176,6 +182,7 @@ func newHarness(tb testing.TB, opts ...harnessOption) *harness {
 		Metrics:  h.metrics,
 		Logger:   slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Verifier: hc.verifier,
+		Reload:   hc.reload,
 	})
 	if err != nil {
 		tb.Fatal(err)

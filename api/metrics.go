@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,7 +21,8 @@ import (
 // types and a fixed list of methods — never an identifier.
 type Metrics struct {
 	reg       *prometheus.Registry
-	shadow    map[string]bool // flows in shadow mode
+	shadow    atomic.Pointer[map[string]bool] // flows in shadow mode; SetPolicy swaps it
+	reloads   *prometheus.CounterVec
 	verdicts  *prometheus.CounterVec
 	reasons   *prometheus.CounterVec
 	shadowed  *prometheus.CounterVec
@@ -45,8 +47,11 @@ type Metrics struct {
 func NewMetrics(policy *authguard.Policy) *Metrics {
 	callFlow := []string{"call", "flow"}
 	m := &Metrics{
-		reg:    prometheus.NewRegistry(),
-		shadow: map[string]bool{},
+		reg: prometheus.NewRegistry(),
+		reloads: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_config_reloads_total",
+			Help: "Configuration reloads (SIGHUP, POST /v1/admin/reload), by result: ok, or invalid (the file does not load or validate, or its policy cannot replace the running one; the running policy stays).",
+		}, []string{"result"}),
 		verdicts: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_verdicts_total",
 			Help: "Verdicts answered, by call (check, report, send), flow and action.",
@@ -131,13 +136,30 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed, m.recalled,
-		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions,
+		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions, m.reloads,
 	)
-	// Start the counters operators alert on at zero, so rate() works from
-	// the first scrape.
+	m.reloads.WithLabelValues("ok")
+	m.reloads.WithLabelValues("invalid")
+	m.SetPolicy(policy)
+	m.admin.WithLabelValues("reset")
+	for _, call := range []string{"check", "report", "send", "explain", "reset"} {
+		m.engErr.WithLabelValues(call)
+	}
+	for _, k := range kinds {
+		m.problems.WithLabelValues(k.slug)
+	}
+	return m
+}
+
+// SetPolicy tells the metrics the flows of a policy (nil: none): which are
+// in shadow mode, and the series operators alert on, started at zero so
+// that rate() works from the first scrape. NewMetrics calls it; a reload
+// calls it again with the new policy (series of flows it drops stay).
+func (m *Metrics) SetPolicy(policy *authguard.Policy) {
+	shadow := map[string]bool{}
 	for _, name := range policy.FlowNames() { // a nil Policy has none
 		f := policy.Flow(name)
-		m.shadow[name] = f.Mode == authguard.Shadow
+		shadow[name] = f.Mode == authguard.Shadow
 		calls, actions := []string{"check", "report"}, []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha}
 		if f.Kind == authguard.Sends {
 			calls, actions = []string{"send"}, append(actions, authguard.Deny)
@@ -153,14 +175,17 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			m.closed.WithLabelValues(call, name)
 		}
 	}
-	m.admin.WithLabelValues("reset")
-	for _, call := range []string{"check", "report", "send", "explain", "reset"} {
-		m.engErr.WithLabelValues(call)
+	m.shadow.Store(&shadow)
+}
+
+// ConfigReloaded counts a reload of the configuration: ok, or refused
+// (tollgate_config_reloads_total{result="invalid"}).
+func (m *Metrics) ConfigReloaded(ok bool) {
+	result := "ok"
+	if !ok {
+		result = "invalid"
 	}
-	for _, k := range kinds {
-		m.problems.WithLabelValues(k.slug)
-	}
-	return m
+	m.reloads.WithLabelValues(result).Inc()
 }
 
 // Registry returns the registry the metrics are on, to serve or to add
@@ -283,7 +308,7 @@ func (m *Metrics) Observe(ev authguard.Event) {
 			m.spend.WithLabelValues(ev.Flow, ev.Channel.String(), country).Add(float64(ev.Price))
 		}
 	}
-	if m.shadow[ev.Flow] {
+	if (*m.shadow.Load())[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()
 	}
 	if ev.Source == authguard.SourceRecall {

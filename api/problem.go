@@ -39,6 +39,7 @@ var (
 	kindUnauthenticated  = &kind{"unauthenticated", "Unauthenticated", http.StatusUnauthorized}
 	kindForbidden        = &kind{"forbidden", "Forbidden", http.StatusForbidden}
 	kindTooManyEntries   = &kind{"too-many-entries", "Too many entries", http.StatusConflict}
+	kindConfigInvalid    = &kind{"config-invalid", "Configuration invalid", http.StatusConflict}
 )
 
 // kinds lists every kind, for metrics.
@@ -46,7 +47,7 @@ var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
-	kindUnauthenticated, kindForbidden, kindTooManyEntries,
+	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindConfigInvalid,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

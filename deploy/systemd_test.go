@@ -306,10 +306,13 @@ func TestSystemdUnit_HasTheHardeningAndLifeCycleDirectives(t *testing.T) {
 			t.Errorf("[Service] %s = %q, want one value", key, svc[key])
 		}
 	}
-	// SIGHUP ends a tollgate without tls: (and reloads nothing else), so
-	// systemctl reload must be refused rather than send it. DynamicUser, not
-	// a fixed user; no capability for a port below 1024.
-	for _, key := range []string{"ExecReload", "User", "Group", "SupplementaryGroups", "Sockets"} {
+	// systemctl reload sends SIGHUP, which reloads the policy (and never
+	// ends the process: TestReload_ARealProcessReloadsItsPolicyUnderTrafficAndKeepsItsCounters).
+	if got := svc["ExecReload"]; !slices.Equal(got, []string{"/bin/kill -HUP $MAINPID"}) {
+		t.Errorf("[Service] ExecReload = %q, want SIGHUP to the main process", got)
+	}
+	// DynamicUser, not a fixed user; no capability for a port below 1024.
+	for _, key := range []string{"User", "Group", "SupplementaryGroups", "Sockets"} {
 		if v, ok := svc[key]; ok {
 			t.Errorf("[Service] %s = %q, want it absent", key, v)
 		}

@@ -82,3 +82,14 @@ type ResetResult struct {
 	// Deleted is how many store keys the reset deleted.
 	Deleted int `json:"deleted"`
 }
+
+// ReloadResult is the answer to POST /v1/admin/reload: the policy now in
+// force.
+type ReloadResult struct {
+	// Flows are the default tenant's flows after the reload, sorted.
+	Flows []string `json:"flows"`
+	// RestartNeeded names the settings the file changes that only a
+	// restart applies (listen, redis, secret, auth, tls, ...), sorted;
+	// empty when none. The running process keeps their old values.
+	RestartNeeded []string `json:"restart_needed"`
+}

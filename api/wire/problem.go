@@ -43,6 +43,10 @@ const (
 	// ProblemTooManyEntries (409, admin allow and deny): the tenant already
 	// holds as many unexpired entries as it may.
 	ProblemTooManyEntries = ProblemBase + "too-many-entries"
+	// ProblemConfigInvalid (409, admin reload): the configuration file does
+	// not load or validate, or its policy cannot replace the running one;
+	// the running policy stays.
+	ProblemConfigInvalid = ProblemBase + "config-invalid"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json), the

@@ -97,7 +97,7 @@ func TestServe_RedisNeedsASecret(t *testing.T) {
 	cfg := config.Default()
 	cfg.Policy = config.DefaultPolicy()
 	cfg.Redis = &config.RedisConfig{URL: "redis://127.0.0.1:1"}
-	err := serve(context.Background(), cfg, io.Discard, nil)
+	err := serve(context.Background(), cfg, io.Discard, nil, nil)
 	if err == nil || !strings.Contains(err.Error(), "TOLLGATE_SECRET") {
 		t.Errorf("serve on Redis without a secret: %v", err)
 	}

@@ -128,7 +128,8 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 		fmt.Fprintf(stderr, "tollgate: bad configuration: %v\n", err)
 		return 1
 	}
-	if err := serve(ctx, cfg, stderr, nil); err != nil {
+	load := func() (*config.Config, error) { return config.Load(path, getenv) }
+	if err := serve(ctx, cfg, stderr, nil, load); err != nil {
 		fmt.Fprintf(stderr, "tollgate: %v\n", err)
 		return 1
 	}

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api"
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
@@ -40,7 +41,9 @@ const fallbackMemoryLimit = 32 << 20
 // connections, lets in-flight requests finish (within
 // cfg.Timeouts.Shutdown) and closes the store. ready, when set, is called
 // with the address once the listener is open. Logs go to logOut as JSON.
-func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func(net.Addr)) error {
+// load, when set, re-reads the configuration for a reload (SIGHUP, POST
+// /v1/admin/reload; see reloader); nil leaves the policy as it started.
+func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func(net.Addr), load func() (*config.Config, error)) error {
 	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
 	if err := cfg.CheckListen(); err != nil {
 		return err
@@ -145,7 +148,12 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	go engine.RunEntries(ctx, cfg.EntriesRefresh, func(err error) {
 		log.Warn("the allow and deny entries could not be refreshed; the ones read before still apply until they expire", slog.String("error", err.Error()))
 	})
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier})
+	reload := &reloader{load: load, engine: engine, metrics: metrics, log: log, running: cfg}
+	var reloadRoute func() (wire.ReloadResult, error)
+	if load != nil {
+		reloadRoute = func() (wire.ReloadResult, error) { return reload.reload("POST /v1/admin/reload") }
+	}
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier, Reload: reloadRoute})
 	if err != nil {
 		return err
 	}
@@ -155,34 +163,44 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		return err
 	}
 	scheme := "http"
+	var certs *certReloader
 	if cfg.TLS != nil {
-		certs, err := newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, func(err error) {
+		certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, func(err error) {
 			log.Warn("the TLS certificate changed but does not load; serving the previous one", slog.String("error", err.Error()))
 		})
 		if err != nil {
 			ln.Close()
 			return err
 		}
-		hup := make(chan os.Signal, 1)
-		signal.Notify(hup, syscall.SIGHUP)
-		defer signal.Stop(hup)
-		go func() {
-			for {
-				select {
-				case <-hup:
+		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate})
+		scheme = "https"
+	}
+	// SIGHUP reloads: the TLS certificate, and the configuration's policy.
+	// Handled always, so that a SIGHUP (what systemctl reload and
+	// configuration tools send) never ends the process with its default
+	// action, which on the memory store would lose every counter.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-hup:
+				if certs != nil {
 					if err := certs.reload(); err != nil {
 						log.Warn("SIGHUP: the TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))
 					} else {
 						log.Info("SIGHUP: TLS certificate reloaded")
 					}
-				case <-ctx.Done():
-					return
 				}
+				if load != nil {
+					reload.reload("SIGHUP") // it logs what it did
+				}
+			case <-ctx.Done():
+				return
 			}
-		}()
-		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate})
-		scheme = "https"
-	}
+		}
+	}()
 	srv := &http.Server{
 		Handler:           handler,
 		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,

@@ -71,7 +71,7 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 	var logs testkit.SyncBuffer
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &logs, func(a net.Addr) { addrs <- a }) }()
+	go func() { done <- serve(ctx, cfg, &logs, func(a net.Addr) { addrs <- a }, nil) }()
 	var addr string
 	select {
 	case a := <-addrs:
@@ -128,7 +128,7 @@ func TestServe_WarnsAboutARandomSecret(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var logs testkit.SyncBuffer
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, &logs, func(net.Addr) { cancel() }) }()
+	go func() { done <- serve(ctx, cfg, &logs, func(net.Addr) { cancel() }, nil) }()
 	if err := <-done; err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,7 @@ func startServe(t *testing.T, cfg *config.Config) (string, *testkit.SyncBuffer) 
 	logs := new(testkit.SyncBuffer)
 	addrs := make(chan net.Addr, 1)
 	done := make(chan error, 1)
-	go func() { done <- serve(ctx, cfg, logs, func(a net.Addr) { addrs <- a }) }()
+	go func() { done <- serve(ctx, cfg, logs, func(a net.Addr) { addrs <- a }, nil) }()
 	select {
 	case a := <-addrs:
 		t.Cleanup(func() {

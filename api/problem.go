@@ -39,6 +39,8 @@ var (
 	kindUnauthenticated  = &kind{"unauthenticated", "Unauthenticated", http.StatusUnauthorized}
 	kindForbidden        = &kind{"forbidden", "Forbidden", http.StatusForbidden}
 	kindTooManyEntries   = &kind{"too-many-entries", "Too many entries", http.StatusConflict}
+	kindSecretMismatch   = &kind{"secret-mismatch", "Secret mismatch", http.StatusServiceUnavailable}
+	kindStoreEvicts      = &kind{"store-evicts", "Store evicts", http.StatusServiceUnavailable}
 )
 
 // kinds lists every kind, for metrics.
@@ -46,7 +48,7 @@ var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
-	kindUnauthenticated, kindForbidden, kindTooManyEntries,
+	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindSecretMismatch, kindStoreEvicts,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

@@ -189,6 +189,7 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 		"ProblemStoreUnavailable": wire.ProblemStoreUnavailable, "ProblemStoreFull": wire.ProblemStoreFull,
 		"ProblemOverloaded": wire.ProblemOverloaded, "ProblemUnauthenticated": wire.ProblemUnauthenticated,
 		"ProblemForbidden": wire.ProblemForbidden, "ProblemTooManyEntries": wire.ProblemTooManyEntries,
+		"ProblemSecretMismatch": wire.ProblemSecretMismatch, "ProblemStoreEvicts": wire.ProblemStoreEvicts,
 	}
 	tests := []struct {
 		prefix string

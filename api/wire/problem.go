@@ -43,6 +43,13 @@ const (
 	// ProblemTooManyEntries (409, admin allow and deny): the tenant already
 	// holds as many unexpired entries as it may.
 	ProblemTooManyEntries = ProblemBase + "too-many-entries"
+	// ProblemSecretMismatch (503, /readyz only): an instance keyed by
+	// another secret shares the store and counts apart from this one.
+	ProblemSecretMismatch = ProblemBase + "secret-mismatch"
+	// ProblemStoreEvicts (503, /readyz only, with -strict-store): the store
+	// may evict tollgate's keys (a Redis maxmemory-policy other than
+	// noeviction).
+	ProblemStoreEvicts = ProblemBase + "store-evicts"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json), the

@@ -145,7 +145,12 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	go engine.RunEntries(ctx, cfg.EntriesRefresh, func(err error) {
 		log.Warn("the allow and deny entries could not be refreshed; the ones read before still apply until they expire", slog.String("error", err.Error()))
 	})
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier})
+	checks, err := startStoreCheck(ctx, store, engine, metrics, log, cfg.StrictStore) // storecheck.go
+	if err != nil {
+		return err
+	}
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
+		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -47,8 +48,16 @@ type Config struct {
 	// answered its ping: an error means the store answers but cannot serve,
 	// and /readyz answers 503. An error wrapping authguard.ErrStoreFull (a
 	// Redis at maxmemory, which still answers PING) is answered with the
-	// store-full problem type. The default is nil: a store that answers a ping is ready.
+	// store-full problem type, one wrapping authguard.ErrSecretMismatch with
+	// the secret-mismatch type and one wrapping authguard.ErrStoreEvicts
+	// with the store-evicts type. The default is nil: a store that answers
+	// a ping is ready.
 	StoreHealth func() error
+	// StoreWarnings, when set, is asked by /readyz when it answers 200:
+	// what it returns is the answer's warnings (say, a Redis whose
+	// maxmemory-policy may evict keys), written by tollgate and holding no
+	// secret, address or identifier. The default is nil: no warnings.
+	StoreWarnings func() []string
 	// Verifier, when set, requires every /v1 call to carry a bearer token
 	// it accepts, with the verdicts scope; the token's tenant is the
 	// call's. The default is nil: no authentication, every call in the
@@ -72,6 +81,7 @@ type API struct {
 	openapi  []byte
 	ready    time.Duration
 	health   func() error
+	warnings func() []string
 	verifier *auth.Verifier
 	reload   func() (wire.ReloadResult, error)
 	mux      *chi.Mux
@@ -104,6 +114,7 @@ func New(cfg Config) (*API, error) {
 		openapi:  cfg.OpenAPI,
 		ready:    cfg.ReadyTimeout,
 		health:   cfg.StoreHealth,
+		warnings: cfg.StoreWarnings,
 		verifier: cfg.Verifier,
 		reload:   cfg.Reload,
 	}
@@ -301,14 +312,29 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 				st.err = err
 			}
 			p := newProblem(kindStoreUnavailable, "", "the store answers a ping but fails calls")
-			if errors.Is(err, authguard.ErrStoreFull) {
+			switch {
+			case errors.Is(err, authguard.ErrSecretMismatch):
+				p = newProblem(kindSecretMismatch, "", "the store holds another secret's check value: "+
+					"an instance with another TOLLGATE_SECRET (or tenant secret) shares it and counts apart from this one")
+			case errors.Is(err, authguard.ErrStoreFull):
 				p = newProblem(kindStoreFull, "", "the store answers but is out of memory and refuses writes")
+			case errors.Is(err, authguard.ErrStoreEvicts):
+				p = newProblem(kindStoreEvicts, "", "the store may evict keys when full (a Redis maxmemory-policy other than noeviction) and -strict-store is set")
 			}
 			a.writeError(w, r, p)
 			return
 		}
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if a.warnings != nil {
+		if warnings := a.warnings(); len(warnings) > 0 {
+			_ = json.NewEncoder(w).Encode(struct {
+				Status   string   `json:"status"`
+				Warnings []string `json:"warnings"`
+			}{"ready", warnings})
+			return
+		}
+	}
 	_, _ = w.Write(statusReady)
 }
 

@@ -39,6 +39,8 @@ type Metrics struct {
 	authFail  *prometheus.CounterVec
 	admin     *prometheus.CounterVec
 	evictions *evictions
+	mismatch  prometheus.Gauge
+	evicting  prometheus.Gauge
 }
 
 // NewMetrics returns Metrics registered on a registry of their own, with
@@ -131,12 +133,23 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 				"A memory store's byte budget (memory_limit; 32 MiB for the fallback), by store.",
 				[]string{"store"}, nil),
 		},
+		mismatch: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_secret_mismatch",
+			Help: "1 while the store holds another secret's check value: an instance with another TOLLGATE_SECRET (or tenant secret) " +
+				"shares this store and counts apart from this one; /readyz answers 503 secret-mismatch. Always 0 on the memory store.",
+		}),
+		evicting: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_store_evicting",
+			Help: "1 while a Redis master's maxmemory-policy may evict tollgate's keys (anything but noeviction): an evicted counter is a reset one. " +
+				"0 when it is noeviction, could not be read (CONFIG refused), or the store is the memory store.",
+		}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed, m.recalled,
 		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions, m.reloads,
+		m.mismatch, m.evicting,
 	)
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("invalid")
@@ -207,6 +220,21 @@ func (m *Metrics) AddMemoryStore(name string, s MemoryStore) {
 		return
 	}
 	e.stores[i].store = s
+}
+
+// SetSecretMismatch sets tollgate_secret_mismatch: whether the store holds
+// another secret's check value (see authguard.SecretCheck).
+func (m *Metrics) SetSecretMismatch(mismatch bool) { m.mismatch.Set(b2f(mismatch)) }
+
+// SetStoreEvicting sets tollgate_store_evicting: whether the store may evict
+// tollgate's keys (a Redis maxmemory-policy other than noeviction).
+func (m *Metrics) SetStoreEvicting(evicting bool) { m.evicting.Set(b2f(evicting)) }
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // AddBuildInfo exports tollgate_build_info{version,revision,goversion}, a

@@ -40,6 +40,8 @@ var (
 	kindForbidden        = &kind{"forbidden", "Forbidden", http.StatusForbidden}
 	kindTooManyEntries   = &kind{"too-many-entries", "Too many entries", http.StatusConflict}
 	kindConfigInvalid    = &kind{"config-invalid", "Configuration invalid", http.StatusConflict}
+	kindSecretMismatch   = &kind{"secret-mismatch", "Secret mismatch", http.StatusServiceUnavailable}
+	kindStoreEvicts      = &kind{"store-evicts", "Store evicts", http.StatusServiceUnavailable}
 )
 
 // kinds lists every kind, for metrics.
@@ -47,7 +49,8 @@ var kinds = []*kind{
 	kindMalformedJSON, kindMissingField, kindInvalidField, kindUnknownField,
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
-	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindConfigInvalid,
+	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindConfigInvalid, kindSecretMismatch,
+	kindStoreEvicts,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

@@ -41,6 +41,8 @@ func TestReadyz_StoreFull(t *testing.T) {
 		{"healthy", nil, false, 200, "", ""},
 		{"full", fmt.Errorf("the store answered full 1s ago: %w", authguard.ErrStoreFull), false, 503, "store-full", "out of memory"},
 		{"failing otherwise", errors.New("the store fails calls"), false, 503, "store-unavailable", "fails calls"},
+		{"another secret on the store", fmt.Errorf("TOLLGATE_SECRET: %w", authguard.ErrSecretMismatch), false, 503, "secret-mismatch", "another TOLLGATE_SECRET"},
+		{"an evicting store under -strict-store", authguard.ErrStoreEvicts, false, 503, "store-evicts", "noeviction"},
 		{"healthy again", nil, false, 200, "", ""},
 		{"no ping answer comes first", fmt.Errorf("x: %w", authguard.ErrStoreFull), true, 503, "store-unavailable", "does not answer"},
 	}
@@ -64,10 +66,37 @@ func TestReadyz_StoreFull(t *testing.T) {
 			if body["type"] != "https://tollgate.dev/problems/"+tt.wantType || !strings.Contains(fmt.Sprint(body["detail"]), tt.wantDetail) {
 				t.Errorf("/readyz body %s, want a %s problem whose detail says %q", res.body, tt.wantType, tt.wantDetail)
 			}
-			if strings.Contains(string(res.body), "answered full 1s ago") || strings.Contains(string(res.body), "x:") {
+			if strings.Contains(string(res.body), "answered full 1s ago") || strings.Contains(string(res.body), "x:") || strings.Contains(string(res.body), "TOLLGATE_SECRET:") {
 				t.Errorf("/readyz body %s repeats the error's text", res.body)
 			}
 		})
+	}
+}
+
+// TestReadyz_StoreWarnings: a store that answers but is set up against
+// README (a Redis that may evict keys) is ready, and the answer says why it
+// should not be so.
+func TestReadyz_StoreWarnings(t *testing.T) {
+	h := newHarness(t)
+	var warnings []string
+	var err error
+	h.api, err = api.New(api.Config{Engine: h.engine, Store: h.store, Metrics: h.metrics, StoreWarnings: func() []string { return warnings }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name     string
+		warnings []string
+		want     string
+	}{
+		{"none", nil, `{"status":"ready"}`},
+		{"an evicting Redis", []string{"Redis's maxmemory-policy allkeys-lru may evict tollgate's keys"}, `{"status":"ready","warnings":["Redis's maxmemory-policy allkeys-lru may evict tollgate's keys"]}`},
+	} {
+		warnings = tt.warnings
+		res := h.do(t, http.MethodGet, "/readyz", "", "")
+		if res.status != 200 || strings.TrimSpace(string(res.body)) != tt.want {
+			t.Errorf("%s: /readyz = %d %s, want 200 %s", tt.name, res.status, res.body, tt.want)
+		}
 	}
 }
 

@@ -110,6 +110,7 @@ type Engine struct {
 	entries    entries
 	// recordSubjects is Config.RecordSubjects.
 	recordSubjects bool
+	secretChecks   []SecretCheck // secretcheck.go
 }
 
 // New returns an Engine.
@@ -184,6 +185,7 @@ func New(cfg Config) (*Engine, error) {
 
 		tenantList:     tenantList,
 		recordSubjects: cfg.RecordSubjects,
+		secretChecks:   secretChecks(cfg),
 	}
 	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
 	return e, nil

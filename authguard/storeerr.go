@@ -18,6 +18,17 @@ var ErrCircuitOpen = errors.New("authguard: store circuit open after repeated fa
 // the noeviction policy answers OOM). Reads still work then.
 var ErrStoreFull = errors.New("authguard: store full")
 
+// ErrSecretMismatch is wrapped by the errors that say the store holds the
+// check value of another secret (SecretCheck): an instance keyed by
+// another secret shares the store, and its counts, device tokens and
+// attempt tokens are apart from this instance's.
+var ErrSecretMismatch = errors.New("authguard: the store is shared with an instance keyed by another secret")
+
+// ErrStoreEvicts is wrapped by the errors that say the store may evict keys
+// to make room (a Redis maxmemory-policy other than noeviction): an evicted
+// counter is a reset one, so no daily bound holds.
+var ErrStoreEvicts = errors.New("authguard: the store may evict keys when full")
+
 // StoreErrorKind classifies a store error for metrics and logs: "full"
 // (the store answers but is out of memory), "timeout" (no answer within the
 // deadline), "circuit_open" (not tried: the breaker is open) or

@@ -189,7 +189,8 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 		"ProblemStoreUnavailable": wire.ProblemStoreUnavailable, "ProblemStoreFull": wire.ProblemStoreFull,
 		"ProblemOverloaded": wire.ProblemOverloaded, "ProblemUnauthenticated": wire.ProblemUnauthenticated,
 		"ProblemForbidden": wire.ProblemForbidden, "ProblemTooManyEntries": wire.ProblemTooManyEntries,
-		"ProblemConfigInvalid": wire.ProblemConfigInvalid,
+		"ProblemConfigInvalid":  wire.ProblemConfigInvalid,
+		"ProblemSecretMismatch": wire.ProblemSecretMismatch, "ProblemStoreEvicts": wire.ProblemStoreEvicts,
 	}
 	tests := []struct {
 		prefix string

@@ -47,6 +47,13 @@ const (
 	// not load or validate, or its policy cannot replace the running one;
 	// the running policy stays.
 	ProblemConfigInvalid = ProblemBase + "config-invalid"
+	// ProblemSecretMismatch (503, /readyz only): an instance keyed by
+	// another secret shares the store and counts apart from this one.
+	ProblemSecretMismatch = ProblemBase + "secret-mismatch"
+	// ProblemStoreEvicts (503, /readyz only, with -strict-store): the store
+	// may evict tollgate's keys (a Redis maxmemory-policy other than
+	// noeviction).
+	ProblemStoreEvicts = ProblemBase + "store-evicts"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json), the

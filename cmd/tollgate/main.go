@@ -1,7 +1,8 @@
 // Command tollgate is the tollgate server and its tools (the load tool is
 // cmd/tollgate-bench, outside this binary).
 //
-//	tollgate [serve] [-config FILE]    run the service (the default)
+//	tollgate [serve] [-config FILE] [-strict-store]
+//	                                   run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
 //	tollgate replay -config FILE LOG...  replay recorded logins through policies
 //	tollgate validate-config [-print] FILE  check a config file without starting
@@ -41,7 +42,10 @@ func main() {
 }
 
 const usage = `usage:
-  tollgate [serve] [-config FILE]    run the service (the default)
+  tollgate [serve] [-config FILE] [-strict-store]
+                                     run the service (the default); -strict-store
+                                     refuses a Redis whose maxmemory-policy may
+                                     evict keys (README, Redis memory)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
   tollgate replay -config FILE [-config FILE...] LOG...
                                      whom would each policy have slowed, and
@@ -109,6 +113,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	configFile := fs.String("config", "", "config `FILE` (default $TOLLGATE_CONFIG)")
+	strictStore := fs.Bool("strict-store", false, "refuse a Redis whose maxmemory-policy may evict keys")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -128,6 +133,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 		fmt.Fprintf(stderr, "tollgate: bad configuration: %v\n", err)
 		return 1
 	}
+	cfg.StrictStore = *strictStore
 	load := func() (*config.Config, error) { return config.Load(path, getenv) }
 	if err := serve(ctx, cfg, stderr, nil, load); err != nil {
 		fmt.Fprintf(stderr, "tollgate: %v\n", err)

@@ -148,12 +148,17 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	go engine.RunEntries(ctx, cfg.EntriesRefresh, func(err error) {
 		log.Warn("the allow and deny entries could not be refreshed; the ones read before still apply until they expire", slog.String("error", err.Error()))
 	})
+	checks, err := startStoreCheck(ctx, store, engine, metrics, log, cfg.StrictStore) // storecheck.go
+	if err != nil {
+		return err
+	}
 	reload := &reloader{load: load, engine: engine, metrics: metrics, log: log, running: cfg}
 	var reloadRoute func() (wire.ReloadResult, error)
 	if load != nil {
 		reloadRoute = func() (wire.ReloadResult, error) { return reload.reload("POST /v1/admin/reload") }
 	}
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log, StoreHealth: watch.health, Verifier: verifier, Reload: reloadRoute})
+	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
+		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute})
 	if err != nil {
 		return err
 	}

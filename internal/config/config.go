@@ -73,6 +73,11 @@ type Config struct {
 	// TenantPolicies are the policies of the tenants whose auth entry has
 	// flows: those flows laid over the file's policy.
 	TenantPolicies map[string]*authguard.Policy
+	// StrictStore, set by `tollgate serve -strict-store` (never by the
+	// file), refuses to start on a Redis whose maxmemory-policy may evict
+	// keys, and fails /readyz while it does. The default is false: a
+	// warning, a metric and a /readyz warning.
+	StrictStore bool
 }
 
 // TLSConfig names the server's certificate and key files.

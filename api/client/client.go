@@ -342,6 +342,20 @@ func (c *Client) Remove(ctx context.Context, req wire.RemoveRequest) (wire.Remov
 	return r, nil
 }
 
+// Reload asks tollgate to re-read its configuration file and swap its
+// policy at once, as SIGHUP does: it answers the flows in force and the
+// settings the file changed that only a restart applies. A file that does
+// not validate is an *Error of type wire.ProblemConfigInvalid whose Detail
+// names the line; the running policy stays. With auth configured, the
+// token needs the admin:write scope of the default tenant.
+func (c *Client) Reload(ctx context.Context) (wire.ReloadResult, error) {
+	var r wire.ReloadResult
+	if err := c.call(ctx, "reload", "/v1/admin/reload", struct{}{}, &r); err != nil {
+		return wire.ReloadResult{}, err
+	}
+	return r, nil
+}
+
 // verdict is call for the verdict calls: an answer that is not one of the
 // actions is no verdict.
 func (c *Client) verdict(ctx context.Context, op, path string, in any, v *wire.Verdict) error {

@@ -653,3 +653,36 @@ func TestClient_EntriesAllowDenyListRemove(t *testing.T) {
 		t.Errorf("after the removal: %+v", v)
 	}
 }
+
+// TestClient_Reload: a deployment script reloads tollgate's policy and
+// learns what needs a restart; a server with no file to re-read (or a bad
+// one) answers config-invalid, which the client surfaces as a typed error.
+func TestClient_Reload(t *testing.T) {
+	ts := startTollgate(t)
+	c := newClient(t, ts.URL, client.Config{})
+	_, err := c.Reload(context.Background())
+	var ce *client.Error
+	if !errors.As(err, &ce) || ce.Op != "reload" || ce.Status != http.StatusConflict || ce.Type != wire.ProblemConfigInvalid {
+		t.Errorf("Reload on a server with no file = %v, want a 409 config-invalid *client.Error", err)
+	}
+	if calls := ts.recorded(); len(calls) != 1 || calls[0].path != "/v1/admin/reload" || calls[0].body != "{}" {
+		t.Errorf("the request: %+v, want POST /v1/admin/reload with {}", calls)
+	}
+
+	engine, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: []byte("tollgate-client-tests-secret-32-bytes")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := api.New(api.Config{Engine: engine, Reload: func() (wire.ReloadResult, error) {
+		return wire.ReloadResult{Flows: []string{"login"}, RestartNeeded: []string{"listen"}}, nil
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	r, err := newClient(t, srv.URL, client.Config{}).Reload(context.Background())
+	if err != nil || !slices.Equal(r.Flows, []string{"login"}) || !slices.Equal(r.RestartNeeded, []string{"listen"}) {
+		t.Errorf("Reload = %+v, %v", r, err)
+	}
+}

@@ -218,3 +218,15 @@ func keyOf(field string) string {
 	}
 	return key
 }
+
+// syntaxError is the *Error of a file that is not YAML, at the line the
+// yaml package names in its text ("yaml: line 3: did not find ...").
+func syntaxError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+		if n, err2 := strconv.Atoi(l); err2 == nil {
+			return &Error{Line: n, Err: &said{"not YAML: " + rest, err}}
+		}
+	}
+	return &Error{Err: &said{"not YAML: " + msg, err}}
+}

@@ -122,3 +122,40 @@ func TestClosest(t *testing.T) {
 		}
 	}
 }
+
+// TestConfig_AConfigFileMistakeNamesItsPathAndLine: a config file's
+// unknown key or wrong type said Go's words ("field flow not found in type
+// config.fileConfig", "into int"); every mistake is now a *config.Error
+// naming the key's path, its line, and the valid key it is closest to.
+func TestConfig_AConfigFileMistakeNamesItsPathAndLine(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		line       int
+		path, want string
+	}{
+		{"a top-level typo", "listen: 127.0.0.1:1\nflow:\n  login: {mode: shadow}\n", 2, "flow", `is not a top-level key (valid: listen, secret, log_level, timeouts, store, key_prefix, entries_refresh, decision_log, auth, tls, flows); did you mean "flows"?`},
+		{"a timeout typo", "timeouts:\n  raed: 1s\n", 2, "timeouts", `unknown field "raed" (valid: read_header, read, write, idle, shutdown); did you mean "read"?`},
+		{"a Redis typo", "store:\n  redis:\n    ulr: redis://x:1\n", 3, "store.redis", `did you mean "url"?`},
+		{"an auth key typo", "auth:\n  audience: a\n  keys:\n    - {id: k, alg: HS256, secret_fil: k.pem}\n", 4, "auth.keys[0]", `did you mean "secret_file"?`},
+		{"a tenant typo", "auth:\n  tenants:\n    - name: shop\n      isuer: a\n", 4, "auth.tenants[0]", `did you mean "issuer"?`},
+		{"a wrong type", "listen: 127.0.0.1:1\nstore:\n  redis:\n    pool_size: many\n", 4, "store.redis.pool_size", "cannot unmarshal !!str `many` into int"},
+		{"a bad value", "key_prefix: \"a b\"\n", 1, "key_prefix", "key_prefix must be 1 to 32 letters"},
+		{"a bad timeout", "timeouts:\n  idle: 2h\n", 2, "timeouts.idle", "timeouts.idle must be more than 0s"},
+		{"not YAML", "listen: [\n", 1, "", "not YAML"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Parse([]byte(tt.yaml))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Parse = %v, want a *config.Error", err)
+			}
+			if e.Line != tt.line || e.Path != tt.path || !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Parse = %v (line %d, path %q); want line %d, path %q, saying %q", err, e.Line, e.Path, tt.line, tt.path, tt.want)
+			}
+			if strings.Contains(err.Error(), "fileConfig") || strings.Contains(err.Error(), "not found in type") {
+				t.Errorf("Parse = %v, in Go's words", err)
+			}
+		})
+	}
+}

@@ -693,9 +693,11 @@ func unknownKey(k *yaml.Node, valid []string, where string) error {
 }
 
 // yamlKeys lists the yaml tags of a struct's fields.
-func yamlKeys(v any) []string {
+func yamlKeys(v any) []string { return yamlKeysOf(reflect.TypeOf(v)) }
+
+// yamlKeysOf lists the yaml tags of the fields of struct type t.
+func yamlKeysOf(t reflect.Type) []string {
 	var keys []string
-	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
 		if tag := t.Field(i).Tag.Get("yaml"); tag != "" && tag != "-" {
 			keys = append(keys, strings.Split(tag, ",")[0])

@@ -40,7 +40,12 @@ func TestValidateConfig(t *testing.T) {
 		{"bad file", []string{write("bad.yaml", "flows:\n  login:\n    mode: sometimes\n")}, 1, "", "bad.yaml: policy: line 3"},
 		{"public listen address", []string{write("public.yaml", "listen: 0.0.0.0:8080\n")}, 1, "", "caller authentication"},
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, 1, "", "no such file"},
-		{"no file", nil, 2, "", "usage"},
+		{"no file: the built-in policy", nil, 0, "ok\n" +
+			"login: at most 90 failed checks per account in any 24h (account_backoff 62; device_backoff 13 shared + 3 devices x 5 of their own)\n" +
+			"otp_send: sends one-time codes to every country; denies premium_rate, shared_cost, unknown numbers; destination prefixes leave out 3 digits; 3 owner codes a day to a verified destination\n" +
+			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n", ""},
+		{"two files", []string{write("a.yaml", ""), write("b.yaml", "")}, 2, "", "usage"},
+		{"-print and -json", []string{"-print", "-json"}, 2, "", "usage"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,7 +5,9 @@
 //	                                   run the service (the default)
 //	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
 //	tollgate replay -config FILE LOG...  replay recorded logins through policies
-//	tollgate validate-config [-print] FILE  check a config file without starting
+//	tollgate validate-config [-strict] [-json | -print] [FILE]
+//	                                   check a config file (or the built-in
+//	                                   policy) without starting
 //	tollgate version                   print the version
 //	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
 //
@@ -50,8 +52,11 @@ const usage = `usage:
   tollgate replay -config FILE [-config FILE...] LOG...
                                      whom would each policy have slowed, and
                                      what stopped, in recorded logins (replay -h)
-  tollgate validate-config [-print] FILE
-                                     check a config file without starting
+  tollgate validate-config [-strict] [-json | -print] [FILE]
+                                     check a config file (without FILE, the
+                                     built-in policy) without starting; -strict
+                                     fails on warnings and on a flow above NIST
+                                     SP 800-63B's 100 (validate-config -h)
   tollgate version                   print the version, commit and Go version
   tollgate healthcheck [URL]         exit 0 when URL (default /healthz on
                                      TOLLGATE_LISTEN's port) answers 200
@@ -138,42 +143,6 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	if err := serve(ctx, cfg, stderr, nil, load); err != nil {
 		fmt.Fprintf(stderr, "tollgate: %v\n", err)
 		return 1
-	}
-	return 0
-}
-
-// validateCmd checks a config file as serve would read it, without the
-// environment, and prints "ok" and each flow's worst case, or the error.
-// With -print it also prints every flow's effective policy as a table.
-func validateCmd(args []string, stdout, stderr io.Writer) int {
-	print := len(args) > 0 && args[0] == "-print"
-	if print {
-		args = args[1:]
-	}
-	if len(args) != 1 || args[0] == "" || args[0][0] == '-' {
-		fmt.Fprint(stderr, "usage: tollgate validate-config [-print] FILE\n")
-		return 2
-	}
-	cfg, err := config.Load(args[0], func(string) string { return "" })
-	if err == nil {
-		err = cfg.CheckListen()
-		if err != nil {
-			err = fmt.Errorf("%s: listen: %w", args[0], err)
-		}
-	}
-	if err != nil {
-		fmt.Fprintf(stderr, "%v\n", err)
-		return 1
-	}
-	fmt.Fprintln(stdout, "ok")
-	for _, name := range cfg.Policy.FlowNames() {
-		f := cfg.Policy.Flow(name)
-		if print {
-			fmt.Fprintln(stdout)
-			printFlow(stdout, f)
-		} else {
-			fmt.Fprintln(stdout, budgetLine(f))
-		}
 	}
 	return 0
 }

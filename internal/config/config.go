@@ -8,12 +8,13 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"net"
 	"net/netip"
 	"os"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -119,6 +120,59 @@ func Default() *Config {
 			Shutdown:   20 * time.Second,
 		},
 	}
+}
+
+// configKeys are the top-level keys of a config file.
+var configKeys = yamlKeys(fileConfig{})
+
+// checkFileKeys checks the keys of mapping n against the yaml keys of the
+// struct type t, and those of the mappings below n against their fields'
+// types, naming where: the first unknown key is an *Error at its line, with
+// the valid keys and the one it is closest to. A field that is a yaml.Node
+// (flows) or reads itself (yaml.Unmarshaler) is left to its own checks.
+func checkFileKeys(n *yaml.Node, t reflect.Type, where string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch {
+	case t == reflect.TypeOf(yaml.Node{}) || reflect.PointerTo(t).Implements(reflect.TypeOf((*yaml.Unmarshaler)(nil)).Elem()):
+		return nil
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, c := range n.Content {
+			if err := checkFileKeys(c, t.Elem(), fmt.Sprintf("%s[%d]", where, i)); err != nil {
+				return err
+			}
+		}
+		return nil
+	case t.Kind() != reflect.Struct || n.Kind != yaml.MappingNode:
+		return nil // a type mismatch is the decoder's to report
+	}
+	valid := yamlKeysOf(t)
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		k := n.Content[i]
+		if !slices.Contains(valid, k.Value) {
+			return unknownKey(k, valid, where)
+		}
+		f, _ := fieldOfKey(t, k.Value)
+		path := k.Value
+		if where != "" {
+			path = where + "." + k.Value
+		}
+		if err := checkFileKeys(n.Content[i+1], f.Type, path); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fieldOfKey is the field of struct type t whose yaml key is key.
+func fieldOfKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for i := range t.NumField() {
+		if tag, _, _ := strings.Cut(t.Field(i).Tag.Get("yaml"), ","); tag == key {
+			return t.Field(i), true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // fileConfig is the YAML form of Config. flows is the policy format of
@@ -261,54 +315,54 @@ type fileTimeouts struct {
 	Shutdown   *Duration `yaml:"shutdown"`
 }
 
-// Parse reads a config file's bytes over the defaults. Errors name the
-// line they are about.
+// Parse reads a config file's bytes over the defaults. A mistake is an
+// *Error naming its line and its path in the file ("timeouts.read").
 func Parse(data []byte) (*Config, error) {
 	cfg := Default()
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
-		return nil, err
+		return nil, syntaxError(err)
 	}
 	var fc fileConfig
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&fc); err != nil && !errors.Is(err, io.EOF) {
-		return nil, err
-	}
-	var top *yaml.Node // the top-level mapping, if any
+	lines := lineIndex{}
 	if len(root.Content) == 1 {
-		top = root.Content[0]
+		top := root.Content[0]
 		if top.Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("line %d: the file must be a mapping of keys (listen, secret, log_level, timeouts, store, key_prefix, auth, flows)", top.Line)
+			return nil, errorAt(top.Line, "", "the file must be a mapping of keys (%s)", strings.Join(configKeys, ", "))
+		}
+		if err := checkFileKeys(top, reflect.TypeOf(fc), ""); err != nil {
+			return nil, err
+		}
+		for i := 0; i+1 < len(top.Content); i += 2 {
+			k := top.Content[i].Value
+			lines[k] = top.Content[i].Line
+			lines.add(k, top.Content[i+1])
+		}
+		if err := top.Decode(&fc); err != nil {
+			return nil, decodeError("", err).(*Error).at(lines)
 		}
 	}
-	line := func(key string) int {
-		if top != nil {
-			for i := 0; i+1 < len(top.Content); i += 2 {
-				if top.Content[i].Value == key {
-					return top.Content[i].Line
-				}
-			}
-		}
-		return 0
+	// at is an *Error at path, on its line in the file, else on the line
+	// of the nearest key above it that the file wrote.
+	at := func(path string, err error) error {
+		return (&Error{Path: path, Err: err}).at(lines)
 	}
-
 	if fc.Listen != nil {
 		if err := checkListen(*fc.Listen); err != nil {
-			return nil, fmt.Errorf("line %d: listen: %w", line("listen"), err)
+			return nil, at("listen", err)
 		}
 		cfg.Listen = *fc.Listen
 	}
 	if fc.Secret != nil {
 		if err := checkSecret(*fc.Secret); err != nil {
-			return nil, fmt.Errorf("line %d: secret: %w", line("secret"), err)
+			return nil, at("secret", err)
 		}
 		cfg.Secret, cfg.SecretInFile = []byte(*fc.Secret), true
 	}
 	if fc.LogLevel != nil {
 		l, err := parseLogLevel(*fc.LogLevel)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: log_level: %w", line("log_level"), err)
+			return nil, at("log_level", err)
 		}
 		cfg.LogLevel = l
 	}
@@ -327,7 +381,7 @@ func Parse(data []byte) (*Config, error) {
 			continue
 		}
 		if d := time.Duration(*t.in); d <= 0 || d > time.Hour {
-			return nil, fmt.Errorf("line %d: timeouts.%s must be more than 0s and at most 1h", line("timeouts"), t.name)
+			return nil, at("timeouts."+t.name, errors.New("must be more than 0s and at most 1h"))
 		}
 		*t.out = time.Duration(*t.in)
 	}
@@ -339,31 +393,31 @@ func Parse(data []byte) (*Config, error) {
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
-			return nil, fmt.Errorf("line %d: store.redis: %w", line("store"), err)
+			return nil, at("store.redis", err)
 		}
 	}
 	if m := fc.Store.MemoryLimit; m != nil {
 		n, err := ParseBytes(*m)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: store.memory_limit: %w", line("store"), err)
+			return nil, at("store.memory_limit", err)
 		}
 		cfg.MemoryLimit = n
 	}
 	if fc.KeyPrefix != nil {
 		if !keyPrefixRE.MatchString(*fc.KeyPrefix) {
-			return nil, fmt.Errorf("line %d: key_prefix must be 1 to 32 letters, digits, '-' or '_'", line("key_prefix"))
+			return nil, at("key_prefix", errors.New("must be 1 to 32 letters, digits, '-' or '_'"))
 		}
 		cfg.KeyPrefix = *fc.KeyPrefix
 	}
 	if fc.DecisionLog != nil {
 		if *fc.DecisionLog == "" {
-			return nil, fmt.Errorf("line %d: decision_log is a file path or stdout", line("decision_log"))
+			return nil, at("decision_log", errors.New("is a file path or stdout"))
 		}
 		cfg.DecisionLog = *fc.DecisionLog
 	}
 	if fc.EntriesRefresh != nil {
 		if d := time.Duration(*fc.EntriesRefresh); d < 100*time.Millisecond || d > 5*time.Minute {
-			return nil, fmt.Errorf("line %d: entries_refresh must be between 100ms and 5m", line("entries_refresh"))
+			return nil, at("entries_refresh", errors.New("must be between 100ms and 5m"))
 		}
 		cfg.EntriesRefresh = time.Duration(*fc.EntriesRefresh)
 	}
@@ -371,7 +425,8 @@ func Parse(data []byte) (*Config, error) {
 	if fc.Auth != nil {
 		a, err := authConfig(fc.Auth)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line("auth"), err)
+			msg, _ := strings.CutPrefix(err.Error(), "auth: ")
+			return nil, at("auth", &said{msg, err})
 		}
 		cfg.Auth = a
 		for _, t := range fc.Auth.Tenants {
@@ -380,11 +435,11 @@ func Parse(data []byte) (*Config, error) {
 			}
 			data, err := os.ReadFile(t.SecretFile)
 			if err != nil {
-				return nil, fmt.Errorf("line %d: auth: tenant %s: %w", line("auth"), t.Name, err)
+				return nil, at("auth.tenants["+t.Name+"].secret_file", err)
 			}
 			secret := bytes.TrimRight(data, "\r\n")
 			if err := checkSecret(string(secret)); err != nil {
-				return nil, fmt.Errorf("line %d: auth: tenant %s: secret_file: %w", line("auth"), t.Name, err)
+				return nil, at("auth.tenants["+t.Name+"].secret_file", err)
 			}
 			if cfg.TenantSecrets == nil {
 				cfg.TenantSecrets = map[string][]byte{}
@@ -395,10 +450,10 @@ func Parse(data []byte) (*Config, error) {
 
 	if t := fc.TLS; t != nil {
 		if t.CertFile == "" || t.KeyFile == "" {
-			return nil, fmt.Errorf("line %d: tls: give cert_file and key_file (PEM)", line("tls"))
+			return nil, at("tls", errors.New("give cert_file and key_file (PEM)"))
 		}
 		if _, err := tls.LoadX509KeyPair(t.CertFile, t.KeyFile); err != nil {
-			return nil, fmt.Errorf("line %d: tls: %w", line("tls"), err)
+			return nil, at("tls", err)
 		}
 		cfg.TLS = &TLSConfig{CertFile: t.CertFile, KeyFile: t.KeyFile}
 	}

@@ -70,10 +70,10 @@ func TestParseConfig_ErrorsNameTheLine(t *testing.T) {
 	}{
 		{"unknown top-level key", "listen: 127.0.0.1:1\nlisten_addr: x\n", "line 2"},
 		{"bad listen", "\nlisten: nowhere\n", "line 2: listen"},
-		{"short secret", "secret: short\n", "line 1: secret: must be at least 32 bytes"},
+		{"short secret", "secret: short\n", "line 1: secret must be at least 32 bytes"},
 		{"bad log level", "log_level: loud\n", "line 1: log_level"},
 		{"bad timeout", "timeouts:\n  read: soon\n", "line 2"},
-		{"zero timeout", "timeouts:\n  read: 0s\n", "line 1: timeouts.read"},
+		{"zero timeout", "timeouts:\n  read: 0s\n", "line 2: timeouts.read must be"},
 		{"unknown timeout", "timeouts:\n  forever: 1s\n", "line 2"},
 		{"unknown flow key after other keys", "listen: 127.0.0.1:1\nlog_level: info\n\nflows:\n  login:\n    fre: 3\n", "line 6"},
 		{"bad flow value", "secret: " + secret32 + "\nflows:\n  login:\n    mode: sometimes\n", "line 4"},
@@ -277,7 +277,7 @@ func TestParse_Auth(t *testing.T) {
 	at := strings.LastIndex(withSecret, secret) // the tenant's, not the key's
 	shortTenant := withSecret[:at] + short + withSecret[at+len(secret):]
 	for _, c := range []struct{ name, yaml, want string }{
-		{"a short tenant secret", shortTenant, "tenant shop: secret_file: must be at least 32 bytes"},
+		{"a short tenant secret", shortTenant, "auth.tenants[shop].secret_file must be at least 32 bytes"},
 		{"no audience", strings.Replace(good, "audience: tollgate", "audience: \"\"", 1), "line 2: auth:"},
 		{"a key without a file", "auth:\n  audience: a\n  keys: [{id: k, alg: HS256}]\n  tenants: [{name: shop, issuer: i}]\n", "line 1: auth: keys[0]: give public_key_file"},
 		{"a missing file", strings.Replace(good, secret, filepath.Join(dir, "nope"), 1), "no such file"},
@@ -388,7 +388,7 @@ func TestParse_MemoryLimit(t *testing.T) {
 		switch {
 		case tt.want == 0 && err == nil:
 			t.Errorf("memory_limit %q: accepted as %d, want an error", tt.in, cfg.MemoryLimit)
-		case tt.want == 0 && !strings.Contains(err.Error(), "line 1: store.memory_limit: must be a size between 16MiB and 1TiB"):
+		case tt.want == 0 && !strings.Contains(err.Error(), "line 2: store.memory_limit must be a size between 16MiB and 1TiB"):
 			t.Errorf("memory_limit %q: error %q does not say what is valid", tt.in, err)
 		case tt.want != 0 && (err != nil || cfg.MemoryLimit != tt.want):
 			t.Errorf("memory_limit %q: %d %v, want %d", tt.in, cfg.MemoryLimit, err, tt.want)

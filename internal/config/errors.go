@@ -218,3 +218,44 @@ func keyOf(field string) string {
 	}
 	return key
 }
+
+// syntaxError is the *Error of a file that is not YAML, at the line the
+// yaml package names in its text ("yaml: line 3: did not find ...").
+func syntaxError(err error) error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
+		if n, err2 := strconv.Atoi(l); err2 == nil {
+			return &Error{Line: n, Err: &said{"not YAML: " + rest, err}}
+		}
+	}
+	return &Error{Err: &said{"not YAML: " + msg, err}}
+}
+
+// at places e in a file whose keys are at lines: a path without a line
+// gets the line of its path or of the nearest key above it the file wrote;
+// a line without a path gets the path of the deepest key on that line.
+func (e *Error) at(lines lineIndex) *Error {
+	c := *e
+	if c.Line == 0 {
+		for p := c.Path; p != "" && c.Line == 0; p = parentPath(p) {
+			c.Line = lines[p]
+		}
+	}
+	if c.Path == "" && c.Line > 0 {
+		for p, l := range lines {
+			if l == c.Line && (len(p) > len(c.Path) || len(p) == len(c.Path) && p < c.Path) {
+				c.Path = p
+			}
+		}
+	}
+	return &c
+}
+
+// parentPath is the path of the mapping or list holding path's last key:
+// "store.redis" for "store.redis.url", "auth.keys" for "auth.keys[0]".
+func parentPath(path string) string {
+	if i := strings.LastIndexAny(path, ".["); i > 0 {
+		return path[:i]
+	}
+	return ""
+}

@@ -12,11 +12,18 @@ var updateGolden = flag.Bool("update", false, "rewrite testdata/policy_errors.go
 // policyMistakes are policy files with one mistake each, one for every
 // message of the validation in authguard and here.
 var policyMistakes = []string{
+	// the file
+	"flow:\n  login: {mode: shadow}\n",
+	"- flows\n",
+	"flows: [\n",
 	// flows
 	"flows: 5\n",
 	"flows:\n  login: 5\n",
 	"flows:\n  login:\n    acount_backoff: {}\n",
 	"flows:\n  Log-In:\n    mode: enforce\n",
+	"flows:\n  logn:\n    mode: shadow\n",
+	"flows:\n  signup:\n    mode: shadow\n",
+	"flows:\n  login:\n    mod: shadow\n",
 	"flows:\n  login:\n    mode: loud\n",
 	"flows:\n  login:\n    fail_mode: half\n",
 	"flows:\n  login:\n    kind: both\n",
@@ -49,6 +56,9 @@ var policyMistakes = []string{
 	"flows:\n  login:\n    rules:\n      - {subject: ip}\n",
 	"flows:\n  login:\n    rules: [{name: ip_rate}, {name: ip_rate}]\n",
 	"flows:\n  api:\n    rules:\n      - {name: ip_rate, off: true}\n",
+	"flows:\n  login:\n    rules:\n      - {name: ip_sprya, off: true}\n",
+	"flows:\n  login:\n    rules:\n      - {name: acount_backoff, max: 10m}\n",
+	"flows:\n  login:\n    rules:\n      - {name: mystery, limit: 3}\n",
 	"flows:\n  login:\n    rules:\n      - {name: ip_rate, burst: 5}\n",
 	"flows:\n  login:\n    rules:\n      - {name: ip_spray, windows: [{window: 1h, max: 3}]}\n",
 	"flows:\n  login:\n    rules:\n      - name: account_backoff\n        max: 30 minutes\n",

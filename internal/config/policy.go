@@ -5,8 +5,8 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
-	"io"
 	"reflect"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -43,10 +43,21 @@ func LoadPolicy(data []byte) (*authguard.Policy, error) {
 		Flows yaml.Node `yaml:"flows"`
 	}
 	if len(bytes.TrimSpace(data)) > 0 {
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&top); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("policy: %w", err)
+		var root yaml.Node
+		if err := yaml.Unmarshal(data, &root); err != nil {
+			return nil, fmt.Errorf("policy: %w", syntaxError(err))
+		}
+		if len(root.Content) == 1 {
+			n := root.Content[0]
+			if n.Kind != yaml.MappingNode {
+				return nil, fmt.Errorf("policy: %w", errorAt(n.Line, "", "a policy file is a mapping with one key, flows"))
+			}
+			if err := checkKeys(n, []string{"flows"}, ""); err != nil {
+				return nil, fmt.Errorf("policy: %w", err)
+			}
+			if err := n.Decode(&top); err != nil {
+				return nil, fmt.Errorf("policy: %w", decodeError("", err))
+			}
 		}
 	}
 	return policyFromNode(&top.Flows)
@@ -293,6 +304,11 @@ func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*fl
 		if err := checkKeys(body, flowKeys, "flows."+name); err != nil {
 			return nil, err
 		}
+		if out[name] == nil {
+			if err := declaresNewFlow(n.Content[i], body, out, templates); err != nil {
+				return nil, err
+			}
+		}
 		f, err := startFlow(name, body, out[name], templates)
 		if err != nil {
 			return nil, err
@@ -313,6 +329,40 @@ func overlay(base, templates map[string]*flowFile, n *yaml.Node) (map[string]*fl
 		out[name] = f
 	}
 	return out, nil
+}
+
+// newFlowKeys are the keys that declare a new flow: what it starts from
+// (template), what kind of calls it takes (kind) or its rules. A flow of a
+// new name with none of them is a mistake, most likely a misspelt name:
+// `logn: {mode: shadow}` would otherwise be a new empty flow, and login
+// would go on enforcing.
+var newFlowKeys = []string{"template", "kind", "rules"}
+
+// flowNameRE is authguard's rule for flow names; a name it refuses is left
+// for authguard to explain.
+var flowNameRE = regexp.MustCompile(`^[a-z][a-z0-9_]{0,31}$`)
+
+// declaresNewFlow refuses a flow of a name neither flows nor templates
+// have, at key, unless its body says what makes it a new flow
+// (newFlowKeys), suggesting the known name closest to it.
+func declaresNewFlow(key, body *yaml.Node, flows, templates map[string]*flowFile) error {
+	name := key.Value
+	if !flowNameRE.MatchString(name) || templates[name] != nil {
+		return nil
+	}
+	for j := 0; body.Kind == yaml.MappingNode && j+1 < len(body.Content); j += 2 {
+		if slices.Contains(newFlowKeys, body.Content[j].Value) {
+			return nil
+		}
+	}
+	known := flowNames(flows)
+	for _, t := range flowNames(templates) {
+		if flows[t] == nil {
+			known = append(known, t)
+		}
+	}
+	return errorAt(key.Line, "flows."+name, "the policy has no flow of this name to change (it has %s; a new flow says what it is with kind, template or rules)%s",
+		strings.Join(known, ", "), didYouMean(name, known))
 }
 
 // startFlow is what a flow in a file is laid over: the template it names,
@@ -388,15 +438,29 @@ func (f *flowFile) mergeRules(flow string) error {
 		case r.Off && at >= 0:
 			f.rules = slices.Delete(f.rules, at, at+1)
 		case r.Off:
-			return errorAt(n.Line, where, "there is no rule of that name to switch off (the flow has %s)", f.ruleNames())
+			return errorAt(n.Line, where, "there is no rule of that name to switch off (the flow has %s)%s", f.ruleNames(), didYouMean(id.Name, f.names()))
 		case at >= 0:
 			f.rules[at] = r
+		case len(f.rules) > 0 && (r.Subject == "" || r.Algorithm == ""):
+			// Changing a rule never needs its subject or algorithm, and a new
+			// rule always does: this is a change of a rule the flow lacks.
+			return errorAt(n.Line, where, "the flow has no rule of this name to change (it has %s; a new rule gives subject and algorithm)%s",
+				f.ruleNames(), didYouMean(id.Name, f.names()))
 		default:
 			f.rules = append(f.rules, r)
 		}
 	}
 	f.Rules = nil
 	return nil
+}
+
+// names are the names of the flow's rules.
+func (f *flowFile) names() []string {
+	names := make([]string, len(f.rules))
+	for i, r := range f.rules {
+		names[i] = r.Name
+	}
+	return names
 }
 
 func (f *flowFile) ruleNames() string {
@@ -605,7 +669,7 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 	for i := 0; i+1 < len(n.Content); i += 2 {
 		k := n.Content[i]
 		if !slices.Contains(valid, k.Value) {
-			return errorAt(k.Line, where, "unknown field %q (valid: %s)", k.Value, strings.Join(valid, ", "))
+			return unknownKey(k, valid, where)
 		}
 		if k.Value == "windows" && n.Content[i+1].Kind == yaml.SequenceNode {
 			for _, w := range n.Content[i+1].Content {
@@ -618,10 +682,22 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 	return nil
 }
 
+// unknownKey is the error of a key k that is not one of valid, in the
+// mapping at where ("" for the top level): its line, what is valid and the
+// valid key it is closest to.
+func unknownKey(k *yaml.Node, valid []string, where string) error {
+	if where == "" {
+		return errorAt(k.Line, k.Value, "is not a top-level key (valid: %s)%s", strings.Join(valid, ", "), didYouMean(k.Value, valid))
+	}
+	return errorAt(k.Line, where, "unknown field %q (valid: %s)%s", k.Value, strings.Join(valid, ", "), didYouMean(k.Value, valid))
+}
+
 // yamlKeys lists the yaml tags of a struct's fields.
-func yamlKeys(v any) []string {
+func yamlKeys(v any) []string { return yamlKeysOf(reflect.TypeOf(v)) }
+
+// yamlKeysOf lists the yaml tags of the fields of struct type t.
+func yamlKeysOf(t reflect.Type) []string {
 	var keys []string
-	t := reflect.TypeOf(v)
 	for i := range t.NumField() {
 		if tag := t.Field(i).Tag.Get("yaml"); tag != "" && tag != "-" {
 			keys = append(keys, strings.Split(tag, ",")[0])

@@ -78,7 +78,7 @@ flows:
 // A new flow never silently starts from login: without a template it has
 // no rules at all.
 func TestLoadPolicy_NewFlowStartsEmpty(t *testing.T) {
-	p, err := LoadPolicy([]byte("flows:\n  signup:\n    mode: shadow\n"))
+	p, err := LoadPolicy([]byte("flows:\n  signup:\n    kind: attempts\n    mode: shadow\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

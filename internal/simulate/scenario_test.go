@@ -362,7 +362,7 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"flows scalar", strings.Replace(base, "duration: 1h", "duration: 1h\nflows: api", 1), "line 3: flows: want a mapping of flow names to flows, as in a config file"},
 		{"flows empty", strings.Replace(base, "duration: 1h", "duration: 1h\nflows: {}", 1), "line 3: flows: want a mapping of flow names to flows"},
 		{"flows changes login", strings.Replace(withFlows, "  api:", "  login:", 1), "line 4: flows.login: the policy already has this flow; a scenario adds flows, the -config file changes them"},
-		{"flows twice", strings.Replace(withFlows, "duration: 1m", "duration: 1m\nflows: {other: {}}", 1), "line 4: flows: set twice (first on line 3)"},
+		{"flows twice", strings.Replace(withFlows, "duration: 1m", "duration: 1m\nflows: {other: {kind: attempts}}", 1), "line 4: flows: set twice (first on line 3)"},
 		{"flow not a mapping", strings.Replace(withFlows, "  api:\n    rules:", "  api: 5\n  other:\n    rules:", 1), "line 4: flows.api must be a mapping"},
 		{"flow unknown key", strings.Replace(withFlows, "    rules:", "    rulez: []\n    rules:", 1), `line 5: flows.api: unknown field "rulez"`},
 		{"flow bad template", strings.Replace(withFlows, "    rules:", "    template: signup\n    rules:", 1), `line 5: flows.api: template must be one of login, otp_send, otp_verify or none, not "signup"`},

@@ -1,0 +1,131 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
+)
+
+// validate runs validate-config with args and returns its exit status,
+// stdout and stderr.
+func validate(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := run(context.Background(), append([]string{"validate-config"}, args...), &out, &errOut, testkit.Env())
+	return code, out.String(), errOut.String()
+}
+
+func writeTemp(t *testing.T, name, data string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// laxPolicy caps login's delay at 10 minutes: 185 failed checks a day.
+const laxPolicy = "flows:\n  login:\n    rules:\n      - {name: account_backoff, max: 10m}\n"
+
+// TestValidateConfig_StrictFailsAPolicyAboveNIST: validate-config printed
+// "above NIST SP 800-63B's 100" and exited 0, so CI could not gate on it.
+// With -strict it exits 1, wherever the flag is; without, it still exits 0.
+func TestValidateConfig_StrictFailsAPolicyAboveNIST(t *testing.T) {
+	lax := writeTemp(t, "lax.yaml", laxPolicy)
+	for _, args := range [][]string{{"-strict", lax}, {lax, "-strict"}, {"-strict", "-json", lax}, {"-strict", "-print", lax}} {
+		code, _, stderr := validate(t, args...)
+		if code != 1 || !strings.Contains(stderr, "warning: flow login: at most 185 failed checks per account in any 24h, above NIST SP 800-63B's 100") {
+			t.Errorf("validate-config %v: exit %d, stderr %q; want 1 and the warning", args, code, stderr)
+		}
+	}
+	if code, stdout, stderr := validate(t, lax); code != 0 || !strings.Contains(stdout, "above NIST") || !strings.Contains(stderr, "warning: flow login") {
+		t.Errorf("validate-config without -strict: exit %d, stdout %q, stderr %q; want 0 with the warning printed", code, stdout, stderr)
+	}
+}
+
+// TestValidateConfig_StrictFailsATenantAboveNIST: a tenant's own flows are
+// gated too, not only the file's.
+func TestValidateConfig_StrictFailsATenantAboveNIST(t *testing.T) {
+	key := writeTemp(t, "hs.key", secret32)
+	path := writeTemp(t, "t.yaml", `auth:
+  audience: tollgate
+  keys: [{id: k, alg: HS256, secret_file: `+key+`, tenants: [bank]}]
+  tenants:
+    - name: bank
+      issuer: b
+      flows:
+        login:
+          rules: [{name: account_backoff, max: 10m}]
+`)
+	code, stdout, stderr := validate(t, "-strict", path)
+	if code != 1 || !strings.Contains(stderr, "warning: tenant bank: flow login: at most 185") || !strings.Contains(stdout, "tenant bank: login: at most 185") {
+		t.Errorf("exit %d, stdout %q, stderr %q; want 1 and tenant bank's login above NIST", code, stdout, stderr)
+	}
+}
+
+// TestValidateConfig_StrictFailsOnAnyWarning: a secret in the file is what
+// serve warns of at start; -strict fails on it, the built-in policy passes.
+func TestValidateConfig_StrictFailsOnAnyWarning(t *testing.T) {
+	if code, _, stderr := validate(t, "-strict", writeTemp(t, "s.yaml", "secret: "+secret32+"\n")); code != 1 || !strings.Contains(stderr, "warning: the secret is set in the config file") {
+		t.Errorf("a secret in the file: exit %d, stderr %q; want 1 and the warning", code, stderr)
+	}
+	if code, _, stderr := validate(t, "-strict"); code != 0 || stderr != "" {
+		t.Errorf("the built-in policy: exit %d, stderr %q; want 0 and no warning", code, stderr)
+	}
+}
+
+// TestValidateConfig_JSONGivesTheEffectivePolicyAndEachBound: -json is for
+// tools: the flows, their rules with their parameters, each flow's bound.
+func TestValidateConfig_JSONGivesTheEffectivePolicyAndEachBound(t *testing.T) {
+	var got validationJSON
+	code, stdout, stderr := validate(t, "-json", writeTemp(t, "lax.yaml", laxPolicy))
+	if err := json.Unmarshal([]byte(stdout), &got); err != nil || code != 0 {
+		t.Fatalf("exit %d, %v, stderr %q:\n%s", code, err, stderr, stdout)
+	}
+	bounds := map[string]*boundJSON{}
+	for _, f := range got.Flows {
+		bounds[f.Name] = f.Bound
+	}
+	if b := bounds["login"]; !got.OK || b == nil || *b != (boundJSON{Max: 185, Exact: true, AboveNIST: true}) {
+		t.Errorf("login's bound = %+v, want 185, exact, above NIST", b)
+	}
+	if b := bounds["otp_verify"]; b == nil || b.Max != 81 || b.AboveNIST {
+		t.Errorf("otp_verify's bound = %+v, want 81", b)
+	}
+	if b, ok := bounds["otp_send"]; !ok || b != nil {
+		t.Errorf("otp_send's bound = %+v, want null (a send flow)", b)
+	}
+	if len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "flow login") {
+		t.Errorf("warnings = %q, want login's", got.Warnings)
+	}
+	for _, want := range []string{
+		`"name": "account_backoff"`, `"max": "10m"`, `"max_failures_per_day": 157`,
+		`"of": "account"`, `"windows": [`, `"interval": "50ms"`, `"deny_number_types": [`, `"fail_closed_retry": "2s"`,
+	} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("-json lacks %s", want)
+		}
+	}
+
+	// A mistake: exit 1, and the JSON says where.
+	code, stdout, _ = validate(t, "-json", writeTemp(t, "bad.yaml", "flows:\n  logn:\n    mode: shadow\n"))
+	var bad validationJSON
+	if err := json.Unmarshal([]byte(stdout), &bad); err != nil || code != 1 || bad.OK || bad.Error == nil || bad.Error.Line != 2 || bad.Error.Path != "flows.logn" {
+		t.Errorf("a mistake: exit %d, %v, %+v; want 1 and an error at line 2 of flows.logn", code, err, bad.Error)
+	}
+}
+
+// TestValidateConfig_PrintWithoutAFilePrintsTheBuiltInPolicy: -print with
+// no FILE was a usage error.
+func TestValidateConfig_PrintWithoutAFilePrintsTheBuiltInPolicy(t *testing.T) {
+	code, stdout, stderr := validate(t, "-print")
+	if code != 0 || !strings.Contains(stdout, "flow login: enforce") || !strings.Contains(stdout, "flow otp_send:") || strings.Contains(stderr, "usage") {
+		t.Errorf("exit %d, stderr %q:\n%s", code, stderr, stdout)
+	}
+}

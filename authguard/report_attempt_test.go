@@ -71,11 +71,11 @@ func TestReport_AForgedAttemptIsRefusedAndCountsNothing(t *testing.T) {
 	otherFlow := h.check(authguard.CheckRequest{Flow: "otp_verify", Account: account, IP: ip}).Attempt
 	otherTenant := h.check(authguard.CheckRequest{Tenant: "acme", Account: account, IP: ip}).Attempt
 	tampered := []byte(own.Attempt)
-	tampered[20] ^= 'A' ^ 'B' // flip a payload character (the expiry or flags)
+	tampered[20] ^= 'A' ^ 'B' // a character of the device id: zeros, so 'A', without a device
 	if tampered[20] == own.Attempt[20] {
 		t.Fatal("bug in the test: nothing tampered")
 	}
-	before, calls := h.counts(account, ip), h.store.calls.Load()
+	before := h.counts(account, ip)
 	if got := h.accountCount(account); got != 1 {
 		t.Fatalf("account_backoff = %d after one check, want 1", got)
 	}
@@ -91,7 +91,7 @@ func TestReport_AForgedAttemptIsRefusedAndCountsNothing(t *testing.T) {
 		{"a JWT", "eyJhbGciOiJIUzI1NiJ9.e30.x", "is not an attempt token"},
 		{"the token with a space", own.Attempt + " ", "is not an attempt token"},
 	}
-	calls = h.store.calls.Load()
+	calls := h.store.calls.Load()
 	for _, tt := range tests {
 		for _, outcome := range []authguard.Outcome{authguard.Failure, authguard.Success} {
 			v, err := h.e.Report(context.Background(), authguard.ReportRequest{Flow: "login", Account: account, IP: ip, Outcome: outcome, Attempt: tt.token})

@@ -12,8 +12,9 @@ PYTHON   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo py
 run:
 	$(GO) run ./cmd/tollgate serve
 
-## demo: tollgate (memory store, 127.0.0.1:8080) and the demo login of
-## examples/demo-login (127.0.0.1:8081) together; Ctrl-C stops both
+## demo: tollgate (memory store) and the demo login of examples/demo-login
+## together, on free loopback ports (printed; TOLLGATE_ADDR and DEMO_ADDR
+## choose them); Ctrl-C stops both
 demo:
 	GO=$(GO) ./scripts/demo.sh
 

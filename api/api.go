@@ -37,8 +37,10 @@ type Config struct {
 	// NewMetrics(Engine.Policy()), which then sees no engine events.
 	Metrics *Metrics
 	// Logger receives one JSON-friendly line per request (and panics). It
-	// never receives an account, IP, token or fingerprint. The default
-	// discards everything.
+	// never receives an account, IP, token or fingerprint. Metrics that have
+	// no logger yet write theirs to it: at most one line a minute per flow
+	// about reports without a valid attempt token. The default discards
+	// everything.
 	Logger *slog.Logger
 	// OpenAPI is served at /openapi.yaml. The default is tollgate.OpenAPI.
 	OpenAPI []byte
@@ -99,6 +101,7 @@ func New(cfg Config) (*API, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	cfg.Metrics.useLogger(cfg.Logger)
 	if cfg.OpenAPI == nil {
 		cfg.OpenAPI = tollgate.OpenAPI
 	}

@@ -2,6 +2,7 @@ package api
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
 )
@@ -45,3 +46,7 @@ func DecodeOutcomes(i int, body []byte) (scan, strict string) {
 	}
 	return describe(decodeJSONScan), describe(decodeJSON)
 }
+
+// SetClock makes the metrics' sampled log lines read now instead of
+// time.Now.
+func (m *Metrics) SetClock(now func() time.Time) { m.unsettledLog.now = now }

@@ -1,6 +1,8 @@
 package api
 
 import (
+	"context"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -41,6 +43,10 @@ type Metrics struct {
 	evictions *evictions
 	mismatch  prometheus.Gauge
 	evicting  prometheus.Gauge
+	// unsettled counts reports without a valid attempt token;
+	// unsettledLog samples their log lines.
+	unsettled    *prometheus.CounterVec
+	unsettledLog unsettledLog
 }
 
 // NewMetrics returns Metrics registered on a registry of their own, with
@@ -118,6 +124,12 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Name: "tollgate_admin_writes_total",
 			Help: "Administrators' writes done, by action (reset); each is also an audit log line.",
 		}, []string{"action"}),
+		unsettled: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "tollgate_reports_without_attempt_total",
+			Help: "Reports that settled no check's attempt, by flow: they carried no attempt token, or one past the flow's attempt_ttl. " +
+				"Each is counted on its own, so a failure counts twice (its check already counted it) and a success refunds nothing; " +
+				"above zero, the caller probably does not pass the check's attempt token to its report.",
+		}, []string{"flow"}),
 		evictions: &evictions{desc: prometheus.NewDesc(
 			"tollgate_store_evictions_total",
 			"Keys a memory store evicted because it was full, by store (main: the embedded store; fallback: "+
@@ -149,8 +161,9 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed, m.recalled,
 		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions, m.reloads,
-		m.mismatch, m.evicting,
+		m.mismatch, m.evicting, m.unsettled,
 	)
+	m.unsettledLog.now = time.Now
 	m.reloads.WithLabelValues("ok")
 	m.reloads.WithLabelValues("invalid")
 	m.SetPolicy(policy)
@@ -176,6 +189,8 @@ func (m *Metrics) SetPolicy(policy *authguard.Policy) {
 		calls, actions := []string{"check", "report"}, []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha}
 		if f.Kind == authguard.Sends {
 			calls, actions = []string{"send"}, append(actions, authguard.Deny)
+		} else {
+			m.unsettled.WithLabelValues(name)
 		}
 		for _, call := range calls {
 			for _, a := range actions {
@@ -336,6 +351,10 @@ func (m *Metrics) Observe(ev authguard.Event) {
 			m.spend.WithLabelValues(ev.Flow, ev.Channel.String(), country).Add(float64(ev.Price))
 		}
 	}
+	if ev.Call == "report" && ev.Attempt != authguard.AttemptSettled {
+		m.unsettled.WithLabelValues(ev.Flow).Inc()
+		m.unsettledLog.note(ev.Flow, ev.Attempt)
+	}
 	if (*m.shadow.Load())[ev.Flow] {
 		m.shadowed.WithLabelValues(ev.Call, ev.Flow, ev.Computed.Action.String()).Inc()
 	}
@@ -365,4 +384,61 @@ func (m *Metrics) adminWrite(action string) { m.admin.WithLabelValues(action).In
 
 func (m *Metrics) request(method, route string, status int, d time.Duration) {
 	m.latency.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// useLogger makes the metrics write their sampled log lines to log, unless
+// they already have a logger. api.New gives them the API's.
+func (m *Metrics) useLogger(log *slog.Logger) { m.unsettledLog.log.CompareAndSwap(nil, log) }
+
+// unsettledLogEvery is how often at most unsettledLog writes a line per flow.
+const unsettledLogEvery = time.Minute
+
+// unsettledLog samples the log lines of reports without a valid attempt
+// token: at most one warning a minute per flow, with how many there were
+// since the last line, by kind, and never an identifier or token. A caller
+// that forgets the token does so on every report; a line per report would
+// flood the log.
+type unsettledLog struct {
+	log   atomic.Pointer[slog.Logger]
+	now   func() time.Time
+	mu    sync.Mutex
+	flows map[string]*unsettledFlow // configured flow names only
+}
+
+// unsettledFlow is one flow's reports since its last line.
+type unsettledFlow struct {
+	last             time.Time // zero before the first line
+	missing, expired int64
+}
+
+func (l *unsettledLog) note(flow string, a authguard.AttemptState) {
+	log := l.log.Load()
+	if log == nil {
+		return
+	}
+	now := l.now()
+	l.mu.Lock()
+	if l.flows == nil {
+		l.flows = map[string]*unsettledFlow{}
+	}
+	f := l.flows[flow]
+	if f == nil {
+		f = &unsettledFlow{}
+		l.flows[flow] = f
+	}
+	if a == authguard.AttemptExpired {
+		f.expired++
+	} else {
+		f.missing++
+	}
+	if !f.last.IsZero() && now.Sub(f.last) < unsettledLogEvery {
+		l.mu.Unlock()
+		return
+	}
+	missing, expired := f.missing, f.expired
+	f.last, f.missing, f.expired = now, 0, 0
+	l.mu.Unlock()
+	log.LogAttrs(context.Background(), slog.LevelWarn,
+		"reports without a valid attempt token: each is counted on its own, so a failure counts twice (its check already counted it); pass the check's attempt token to the report",
+		slog.String("flow", flow), slog.Int64("missing", missing), slog.Int64("expired", expired))
 }

@@ -85,28 +85,55 @@ func (s *attemptSigner) sign(tenant, flow, account string, a attempt, expires ti
 	return b.String()
 }
 
-// parse verifies token for this tenant, flow and account at now; false for
-// anything malformed, forged, issued for another call, or expired.
-func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time) (attempt, bool) {
+// attemptStatus is what parse found in a report's attempt token.
+type attemptStatus uint8
+
+const (
+	// attemptValid: issued by this engine's key for this tenant, flow and
+	// account, and not expired.
+	attemptValid attemptStatus = iota
+	// attemptMissing: no token at all.
+	attemptMissing
+	// attemptMalformed: not the shape of an attempt token (length,
+	// encoding, version).
+	attemptMalformed
+	// attemptForged: the tag does not verify. The token was forged or
+	// altered, or issued for another tenant, flow or account (the tag binds
+	// them without carrying them, so these cannot be told apart), or under
+	// another secret.
+	attemptForged
+	// attemptExpired: the tag verifies, but the token is past its expiry.
+	attemptExpired
+)
+
+// parse verifies token for this tenant, flow and account at now. Only an
+// attemptValid status comes with the attempt.
+func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time) (attempt, attemptStatus) {
+	if token == "" {
+		return attempt{}, attemptMissing
+	}
 	if len(token) != attemptTokenLen || token[attemptPayloadLen] != '.' {
-		return attempt{}, false
+		return attempt{}, attemptMalformed
 	}
 	var p [attemptPayload]byte
 	var got [attemptTag]byte
 	// Strict decoding: one token, one spelling (the tag's last character has
 	// spare bits a lenient decoder would ignore).
 	if n, err := strictB64.Decode(p[:], []byte(token[:attemptPayloadLen])); err != nil || n != attemptPayload {
-		return attempt{}, false
+		return attempt{}, attemptMalformed
 	}
 	if n, err := strictB64.Decode(got[:], []byte(token[attemptPayloadLen+1:])); err != nil || n != attemptTag {
-		return attempt{}, false
+		return attempt{}, attemptMalformed
 	}
 	var t [attemptTag]byte
-	if !hmac.Equal(got[:], s.tag(p[:], tenant, flow, account, t[:0])) || p[0] != attemptVersion {
-		return attempt{}, false
+	if !hmac.Equal(got[:], s.tag(p[:], tenant, flow, account, t[:0])) {
+		return attempt{}, attemptForged
+	}
+	if p[0] != attemptVersion { // signed by us, so a version this build does not read
+		return attempt{}, attemptMalformed
 	}
 	if int64(binary.BigEndian.Uint64(p[1:9])) <= now.Unix() {
-		return attempt{}, false
+		return attempt{}, attemptExpired
 	}
 	a := attempt{
 		id:     base64.RawURLEncoding.EncodeToString(p[10+hashBytes:]),
@@ -116,5 +143,5 @@ func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time
 	if p[9]&flagDevice != 0 {
 		a.device = base64.RawURLEncoding.EncodeToString(p[10 : 10+hashBytes])
 	}
-	return a, true
+	return a, attemptValid
 }

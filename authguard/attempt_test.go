@@ -21,21 +21,26 @@ func TestAttemptToken(t *testing.T) {
 		if len(tok) != attemptTokenLen {
 			t.Errorf("%+v: token length %d, want %d", a, len(tok), attemptTokenLen)
 		}
-		got, ok := s.parse(tok, "t", "login", "acct", now)
-		if !ok || got != a {
-			t.Errorf("parse(sign(%+v)) = %+v, %v", a, got, ok)
+		got, st := s.parse(tok, "t", "login", "acct", now)
+		if st != attemptValid || got != a {
+			t.Errorf("parse(sign(%+v)) = %+v, %v", a, got, st)
 		}
 		for _, bad := range []struct{ name, tenant, flow, account string }{
 			{"other tenant", "u", "login", "acct"},
 			{"other flow", "t", "otp_verify", "acct"},
 			{"other account", "t", "login", "acct2"},
 		} {
-			if _, ok := s.parse(tok, bad.tenant, bad.flow, bad.account, now); ok {
-				t.Errorf("%s: token verified", bad.name)
+			if _, st := s.parse(tok, bad.tenant, bad.flow, bad.account, now); st != attemptForged {
+				t.Errorf("%s: status %d, want attemptForged", bad.name, st)
 			}
 		}
-		if _, ok := s.parse(tok, "t", "login", "acct", now.Add(time.Minute)); ok {
-			t.Error("expired token verified")
+		if _, st := s.parse(tok, "t", "login", "acct", now.Add(time.Minute)); st != attemptExpired {
+			t.Errorf("expired token: status %d, want attemptExpired", st)
+		}
+		// An expired token issued for another call is forged, not expired:
+		// only a token that verifies says how old it is.
+		if _, st := s.parse(tok, "t", "login", "acct2", now.Add(time.Minute)); st != attemptForged {
+			t.Errorf("expired token of another account: status %d, want attemptForged", st)
 		}
 		for i := range tok { // every single-character change is caught
 			if tok[i] == '.' {
@@ -46,14 +51,28 @@ func TestAttemptToken(t *testing.T) {
 				c = 'B'
 			}
 			forged := tok[:i] + string(c) + tok[i+1:]
-			if _, ok := s.parse(forged, "t", "login", "acct", now); ok {
-				t.Fatalf("token with byte %d changed verified", i)
+			if _, st := s.parse(forged, "t", "login", "acct", now); st != attemptForged && st != attemptMalformed {
+				t.Fatalf("token with byte %d changed: status %d", i, st)
 			}
 		}
 	}
 	other := newAttemptSigner([]byte("another-key-another-key-another-"))
-	if _, ok := other.parse(s.sign("t", "login", "acct", tests[0], now.Add(time.Minute)), "t", "login", "acct", now); ok {
-		t.Error("token verified under another key")
+	if _, st := other.parse(s.sign("t", "login", "acct", tests[0], now.Add(time.Minute)), "t", "login", "acct", now); st != attemptForged {
+		t.Errorf("token under another key: status %d, want attemptForged", st)
+	}
+	for _, tt := range []struct {
+		name, tok string
+		want      attemptStatus
+	}{
+		{"empty", "", attemptMissing},
+		{"garbage", "garbage", attemptMalformed},
+		{"a JWT", "eyJhbGciOiJIUzI1NiJ9.e30.x", attemptMalformed},
+		{"right length, not base64url", strings.Repeat("*", attemptTokenLen), attemptMalformed},
+		{"right length, no dot", strings.Repeat("A", attemptTokenLen), attemptMalformed},
+	} {
+		if _, st := s.parse(tt.tok, "t", "login", "acct", now); st != tt.want {
+			t.Errorf("%s: status %d, want %d", tt.name, st, tt.want)
+		}
 	}
 }
 
@@ -64,8 +83,11 @@ func FuzzAttemptToken(f *testing.F) {
 	f.Add("")
 	f.Add(strings.Repeat("A", attemptTokenLen))
 	f.Fuzz(func(t *testing.T, tok string) {
-		a, ok := s.parse(tok, "t", "login", "acct", now)
-		if ok && (len(a.id) != hashLen || (a.device != "" && len(a.device) != hashLen)) {
+		a, st := s.parse(tok, "t", "login", "acct", now)
+		if (st == attemptMissing) != (tok == "") || st > attemptExpired {
+			t.Fatalf("parse(%q): status %d", tok, st)
+		}
+		if st == attemptValid && (len(a.id) != hashLen || (a.device != "" && len(a.device) != hashLen)) {
 			t.Fatalf("verified a malformed token: %+v", a)
 		}
 	})

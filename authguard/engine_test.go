@@ -210,31 +210,6 @@ func TestReport_SuccessRefundsOnlyItsOwnAttempt(t *testing.T) {
 	}
 }
 
-func TestReport_WithoutTokenIsCountedOnItsOwn(t *testing.T) {
-	h := newHarness(t, "")
-	for range 5 {
-		h.report(authguard.ReportRequest{Account: "erin", IP: "192.0.2.4", Outcome: authguard.Failure})
-	}
-	if v := h.check(authguard.CheckRequest{Account: "erin", IP: "192.0.2.4"}); v.Action != authguard.Delay {
-		t.Errorf("after 5 untokened failures: %v, want delay", v.Action)
-	}
-}
-
-func TestReport_ForgedOrForeignTokenIsCountedOnItsOwn(t *testing.T) {
-	h := newHarness(t, "")
-	v := h.check(authguard.CheckRequest{Account: "mallory", IP: "192.0.2.5"})
-	// A token for another account, and a tampered one, count as no token:
-	// each report adds a failure of its own.
-	for _, tok := range []string{v.Attempt, v.Attempt[:len(v.Attempt)-2] + "xx", "garbage"} {
-		h.report(authguard.ReportRequest{Account: "frank", IP: "192.0.2.5", Outcome: authguard.Failure, Attempt: tok})
-	}
-	h.report(authguard.ReportRequest{Account: "frank", IP: "192.0.2.5", Outcome: authguard.Failure})
-	h.report(authguard.ReportRequest{Account: "frank", IP: "192.0.2.5", Outcome: authguard.Failure})
-	if v := h.check(authguard.CheckRequest{Account: "frank", IP: "192.0.2.5"}); v.Action != authguard.Delay {
-		t.Errorf("after 5 failures with foreign/forged tokens: %v, want delay", v.Action)
-	}
-}
-
 func TestReport_ReplayedFailureIsCountedOnce(t *testing.T) {
 	h := newHarness(t, "")
 	for range 4 {

@@ -27,6 +27,27 @@ const (
 
 func (s Source) String() string { return [...]string{"store", "fallback", "none", "recall"}[s] }
 
+// AttemptState says whether a report settled the attempt of a check. A
+// report that settles none is counted on its own: its check already charged
+// the attempt as a failure, so a failure is counted twice and a success
+// refunds nothing. (A report whose token is malformed, forged, or issued
+// for another tenant, flow or account is refused with an InputError and
+// decides nothing, so no Event says so.)
+type AttemptState uint8
+
+const (
+	// AttemptSettled: a report with a valid attempt token; also the zero
+	// value of a check's or a send's Event.
+	AttemptSettled AttemptState = iota
+	// AttemptMissing: the report carried no attempt token.
+	AttemptMissing
+	// AttemptExpired: the report's token was issued for this call but is
+	// past its flow's AttemptTTL.
+	AttemptExpired
+)
+
+func (a AttemptState) String() string { return [...]string{"settled", "missing", "expired"}[a] }
+
 // Event describes one decided call. It holds no identifier.
 type Event struct {
 	// Call is "check", "report" or "send".
@@ -57,6 +78,10 @@ type Event struct {
 	Tenant string
 	// Outcome is a report's outcome; zero for a check or send.
 	Outcome Outcome
+	// Attempt says whether a report settled its check's attempt, or was
+	// counted on its own (missing or expired token); AttemptSettled for a
+	// check or send.
+	Attempt AttemptState
 	// Subjects are the call's subjects as keyed hashes; nil unless
 	// Config.RecordSubjects.
 	Subjects *EventSubjects

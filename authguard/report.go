@@ -14,8 +14,16 @@ import (
 // A success refunds the attempt's own charge (never failures that other
 // attempts made, so an attacker cannot tell whether the owner logged in),
 // takes the account off the log rules, and returns a device token. A
-// failure confirms the charge, or is counted on its own when the report
-// carries no valid attempt token.
+// failure confirms the charge.
+//
+// A report with an attempt token that is malformed, forged, or issued for
+// another tenant, flow or account is the caller's bug: it is refused with
+// an *InputError on "attempt" before any store operation, and changes
+// nothing. A report with no token, or with one of this call that has
+// expired (a check answered more than the flow's AttemptTTL ago), settles
+// nothing and is counted on its own: a failure adds a failure to the one
+// its check charged, a success refunds nothing. Its Event says so
+// (Event.Attempt).
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
 	slot, err := e.acquire(true, true) // settlements go first: each follows a proceed
 	if err != nil {
@@ -42,7 +50,19 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
 
-	a, tokened := e.attempts.parse(req.Attempt, s.tenant, s.flow.Name, s.account, e.now())
+	a, status := e.attempts.parse(req.Attempt, s.tenant, s.flow.Name, s.account, e.now())
+	state := AttemptSettled
+	switch status {
+	case attemptMalformed:
+		return Verdict{}, &InputError{Field: "attempt", Detail: "is not an attempt token: send the one the check's proceed returned, unchanged, or none"}
+	case attemptForged:
+		return Verdict{}, &InputError{Field: "attempt", Detail: "does not verify: it was altered, or issued for another tenant, flow or account, or under another secret; send the token this attempt's check returned, with the same flow and account"}
+	case attemptMissing:
+		state = AttemptMissing
+	case attemptExpired:
+		state = AttemptExpired
+	}
+	tokened := status == attemptValid
 	device := e.deviceID(&s, req.DeviceToken)
 	if tokened {
 		device = a.device
@@ -89,7 +109,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		rec = e.record(&s, used, settled)
 		rec.Issued = issued
 	}
-	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Answer: answer, Computed: computed,
-		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
+		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }

@@ -40,8 +40,9 @@ type ReportRequest struct {
 	Account string
 	IP      string
 	Outcome Outcome
-	// Attempt is the token the check returned. A report without a valid one
-	// is counted on its own.
+	// Attempt is the token the check returned. A report without one, or
+	// with an expired one, is counted on its own; one that is malformed or
+	// not this call's is an InputError (see Engine.Report).
 	Attempt             string
 	DeviceToken         string
 	PasswordFingerprint string

@@ -241,6 +241,13 @@ func (c *Client) Check(ctx context.Context, req wire.CheckRequest, mode FailMode
 // known ones. The Verdict is the one for the next attempt of the same
 // account from the same client; a success carries a fresh device token.
 //
+// Pass the check's token unchanged, or none when the check gave none (a
+// fallback proceed): a report without one is counted on its own, on top of
+// the failure the check already counted, and tollgate counts it in
+// tollgate_reports_without_attempt_total; a token that is not the one this
+// call's check returned is refused, an *Error of type
+// wire.ProblemInvalidField for the field "attempt".
+//
 // A report may be sent again after an error: an attempt settles once. As
 // for Check, the Verdict is always usable and mode answers when tollgate
 // does not (FailCaptcha then asks for a CAPTCHA, as a report has no solved

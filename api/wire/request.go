@@ -61,8 +61,10 @@ type ReportRequest struct {
 	// failure for an account that does not exist exactly as for one that
 	// does.
 	Outcome string `json:"outcome"`
-	// Attempt is the attempt token the check returned. A report without a
-	// valid one is counted on its own.
+	// Attempt is the attempt token the check returned, unchanged. A report
+	// without one (or with one past the flow's attempt_ttl) is counted on its
+	// own; one that is not this call's check's is refused (400
+	// invalid-field).
 	Attempt string `json:"attempt,omitempty"`
 	// DeviceToken is the device token the check carried, if any.
 	DeviceToken string `json:"device_token,omitempty"`

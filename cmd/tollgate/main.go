@@ -43,7 +43,7 @@ func main() {
 	os.Exit(code)
 }
 
-const usage = `usage:
+const commandUsage = `usage:
   tollgate [serve] [-config FILE] [-strict-store]
                                      run the service (the default); -strict-store
                                      refuses a Redis whose maxmemory-policy may
@@ -65,18 +65,6 @@ const usage = `usage:
   tollgate token -key FILE -tenant T [flags]
                                      print a bearer token for calling tollgate
                                      (token -h)
-
-environment:
-  TOLLGATE_CONFIG     config file, when -config is not given
-  TOLLGATE_LISTEN     host:port to listen on (default 127.0.0.1:8080; loopback only without auth)
-  TOLLGATE_SECRET     key for identifier hashes and tokens, at least 32 bytes
-                      (default: random per process, so state does not survive a restart)
-  TOLLGATE_SECRET_FILE  a file holding it instead (systemd credentials, Compose
-                      and Kubernetes secrets); likewise TOLLGATE_REDIS_PASSWORD_FILE
-  TOLLGATE_REDIS_URL, TOLLGATE_REDIS_CLUSTER_ADDRS, TOLLGATE_REDIS_SENTINEL_ADDRS
-                      (+ TOLLGATE_REDIS_SENTINEL_MASTER), TOLLGATE_REDIS_USERNAME,
-                      TOLLGATE_REDIS_PASSWORD: the Redis store (README, Configuration)
-  TOLLGATE_LOG_LEVEL  debug, info, warn or error (default info)
 `
 
 // run runs one command and returns the exit status. ctx is cancelled by

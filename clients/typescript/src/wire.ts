@@ -49,7 +49,7 @@ export interface ReportRequest {
   ip?: string | undefined;
   /** "failure" or "success". Required. Report a failure for an unknown account exactly as for a known one. */
   outcome: Outcome | (string & {});
-  /** The attempt token the check returned; a report without a valid one is counted on its own. */
+  /** The attempt token the check returned, unchanged; a report without one is counted on its own, and one that is not this call's check's is refused (400 invalid-field). */
   attempt?: string | undefined;
   /** The device token the check carried, if any. */
   device_token?: string | undefined;

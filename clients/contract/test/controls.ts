@@ -37,3 +37,15 @@ export const badChannel: SendRequest = { destination: "+44 7400 123456", channel
 // A route openapi.yaml does not have.
 // @ts-expect-error no such path
 export type NoRoute = paths["/v1/nope"];
+
+// POST /v1/admin/reload: the clients send {} and read { flows, restart_needed }
+// (the TypeScript client's ReloadResult, the Python client's, Go's
+// wire.ReloadResult).
+type ReloadRequest = NonNullable<paths["/v1/admin/reload"]["post"]["requestBody"]>["content"]["application/json"];
+type ReloadAnswer = paths["/v1/admin/reload"]["post"]["responses"][200]["content"]["application/json"];
+export const reloadBody: ReloadRequest = {};
+// @ts-expect-error the reload body takes no field
+export const reloadField: ReloadRequest = { force: true };
+export const reloaded: ReloadAnswer = { flows: ["login", "otp_send", "otp_verify"], restart_needed: [] };
+// @ts-expect-error restart_needed is always in the answer
+export const reloadedPartly: ReloadAnswer = { flows: ["login"] };

@@ -144,13 +144,15 @@ def tollgate_binary() -> Optional[str]:
 
 class Tollgate:
     """A real tollgate process on 127.0.0.1 (memory store, built-in
-    policy), killed by stop()."""
+    policy, or the configuration file config names), killed by stop()."""
 
-    def __init__(self, binary: str) -> None:
+    def __init__(self, binary: str, config: Optional[str] = None) -> None:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("TOLLGATE_") or k == "TOLLGATE_BIN"}
         env.pop("TOLLGATE_BIN", None)
         env["TOLLGATE_LISTEN"] = "127.0.0.1:0"
+        if config is not None:
+            env["TOLLGATE_CONFIG"] = config
         self.proc = subprocess.Popen([binary, "serve"], env=env, stdin=subprocess.DEVNULL,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.log: List[Dict[str, Any]] = []

@@ -234,6 +234,37 @@ class Answers(Base):
         self.assertEqual((e.id, e.kind, e.length), ("e1", "block", 24))
         self.assertEqual(s.last().body, b'{"ip_range":"203.0.113.0/24","action":"captcha","expires_in":"1h","reason":"r"}')  # type: ignore[union-attr]
 
+    def test_reload_posts_an_empty_object_and_reads_its_answer_as_go_does(self) -> None:
+        s = self.stand_in(200, JSON, b'{"flows":["login","signup"],"restart_needed":["listen"],"extra":1}')
+        r = self.client(s.url + "/prefix", token=TEST_TOKEN).reload()
+        self.assertIsInstance(r, tollgate.ReloadResult)
+        self.assertEqual((r.flows, r.restart_needed), (["login", "signup"], ["listen"]))
+        req = s.last()
+        assert req is not None
+        self.assertEqual((req.method, req.path, req.body), ("POST", "/prefix/v1/admin/reload", b"{}"))
+        self.assertEqual(req.headers.get("Content-Type"), "application/json")
+        self.assertEqual(req.headers.get("Authorization"), "Bearer " + TEST_TOKEN)
+        # null (Go's nil) and an absent key are the empty list.
+        r = self.client(self.stand_in(200, JSON, b'{"flows":null}').url).reload()
+        self.assertEqual((r.flows, r.restart_needed), ([], []))
+        # An answer of another shape is no answer.
+        with self.assertRaises(Unavailable) as cm:
+            self.client(self.stand_in(200, JSON, b'{"flows":"login","restart_needed":[]}').url).reload()
+        self.assertEqual(cm.exception.op, "reload")
+        # A problem is a TollgateError with its members.
+        bad = self.stand_in(409, {"Content-Type": "application/problem+json", "X-Request-Id": "r7"},
+                            b'{"type":"https://tollgate.dev/problems/config-invalid","title":"Configuration invalid",'
+                            b'"status":409,"detail":"/etc/tollgate.yaml: yaml: line 14: mapping values are not allowed in this context"}')
+        with self.assertRaises(TollgateError) as cm2:
+            self.client(bad.url).reload()
+        e = cm2.exception
+        self.assertEqual((e.op, e.status, e.type, e.request_id, e.unavailable),
+                         ("reload", 409, tollgate.PROBLEM_BASE + "config-invalid", "r7", False))
+        self.assertEqual(str(e), "tollgate: reload: 409 config-invalid: /etc/tollgate.yaml: yaml: line 14: "
+                                 "mapping values are not allowed in this context (request id r7)")
+        with self.assertRaises(Unavailable):
+            self.client(closed_port_url()).reload()
+
     def test_errors_never_hold_request_values(self) -> None:
         urls = [closed_port_url(), self.stand_in(200, JSON, b"no").url,
                 self.stand_in(400, PROBLEM, b'{"type":"https://tollgate.dev/problems/invalid-field","detail":"ip is bad","field":"ip"}').url,

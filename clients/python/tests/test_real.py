@@ -1,9 +1,13 @@
 """The client against a real tollgate: the binary TOLLGATE_BIN names, or
 one built with go build, on 127.0.0.1 with the memory store and the
-built-in policy, killed after each test."""
+built-in policy (or, for reload, a configuration file the test writes),
+killed after each test."""
 
 from __future__ import annotations
 
+import os
+import re
+import tempfile
 import unittest
 from typing import Dict, Optional
 
@@ -184,6 +188,13 @@ class RealTollgate(unittest.TestCase):
         self.assertEqual(known.status, 429)
         self.assertEqual(known, unknown)
 
+    def test_reload_without_a_file_answers_the_built_in_flows(self) -> None:
+        with Client(self.server.url, timeout=5.0) as admin:  # re-reading the policy may take longer than a verdict
+            r = admin.reload()
+        self.assertIsInstance(r, tollgate.ReloadResult)
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify"], []))
+        self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
+
     def test_the_readme_login_handler(self) -> None:
         from .test_readme import load_example
 
@@ -206,3 +217,93 @@ class RealTollgate(unittest.TestCase):
         # The owner's browser still gets in at once.
         again = ex.login({"user": ALICE, "password": "correct horse"}, "127.0.0.1", browser)
         self.assertEqual(again[0], 200)
+
+
+# The configuration files of RealReload: a login policy, then a new flow and
+# a setting only a restart applies, then a rule that does not validate at
+# line 16 (no subject, an unknown algorithm).
+BEFORE = """flows:
+  login:
+    rules:
+      - name: account_backoff
+        free: 3
+"""
+AFTER = """log_level: debug
+flows:
+  login:
+    rules:
+      - name: account_backoff
+        free: 5
+  signup:
+    rules:
+      - name: ip_minute
+        subject: ip
+        algorithm: fixed_window
+        counts: check
+        limit: 2
+        window: 1m
+        past: delay
+"""
+BROKEN = AFTER + """      - name: broken
+        algorithm: nonsense
+"""
+
+
+class RealReload(unittest.TestCase):
+    """reload against a real tollgate reading TOLLGATE_CONFIG."""
+
+    binary: Optional[str] = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.binary = tollgate_binary()
+        if cls.binary is None:
+            raise unittest.SkipTest("no TOLLGATE_BIN and no go to build tollgate with")
+
+    def setUp(self) -> None:
+        assert self.binary is not None
+        tmp = tempfile.TemporaryDirectory(prefix="tollgate-python-reload-")
+        self.addCleanup(tmp.cleanup)
+        self.file = os.path.join(tmp.name, "tollgate.yaml")
+        self.write(BEFORE)
+        self.server = Tollgate(self.binary, config=self.file)
+        self.addCleanup(self.server.stop)
+        self.tg = Client(self.server.url, timeout=5.0)
+        self.addCleanup(self.tg.close)
+
+    def write(self, text: str) -> None:
+        with open(self.file, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    def test_a_changed_file_applies_at_once_and_names_what_needs_a_restart(self) -> None:
+        v = self.tg.check(flow="signup", ip="192.0.2.50")
+        self.assertIsInstance(v.error, TollgateError)
+        assert isinstance(v.error, TollgateError)
+        self.assertEqual(v.error.field, "flow")
+        r = self.tg.reload()
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify"], []))
+        self.write(AFTER)
+        r = self.tg.reload()
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify", "signup"], ["log_level"]))
+        v = self.tg.check(flow="signup", ip="192.0.2.50")
+        self.assertEqual((v.action, v.error), ("proceed", None))
+
+    def test_a_file_that_does_not_validate_is_a_config_invalid_error_naming_the_line(self) -> None:
+        self.write(AFTER)
+        self.tg.reload()
+        self.write(BROKEN)
+        with self.assertRaises(TollgateError) as cm:
+            self.tg.reload()
+        e = cm.exception
+        self.assertEqual((e.op, e.status, e.type, e.unavailable),
+                         ("reload", 409, tollgate.PROBLEM_BASE + "config-invalid", False))
+        self.assertRegex(e.detail, r"\bline 16\b")
+        self.assertTrue(e.request_id)
+        self.assertTrue(str(e).startswith("tollgate: reload: 409 config-invalid: "), str(e))
+        self.assertTrue(re.search(r"\bline 16\b", str(e)), str(e))
+        # The last good file's policy still runs: signup is a flow.
+        v = self.tg.check(flow="signup", ip="192.0.2.51")
+        self.assertIsNone(v.error)
+        # Mended, the file reloads again.
+        self.write(AFTER)
+        self.assertEqual(self.tg.reload().restart_needed, ["log_level"])

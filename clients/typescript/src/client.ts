@@ -21,6 +21,7 @@ import {
   type EntryRequest,
   type Explanation,
   type RemoveRequest,
+  type ReloadResult,
   type Removed,
   type ReportRequest,
   type ResetRequest,
@@ -241,6 +242,18 @@ export class Client {
   /** Deletes an entry by id; `removed` is false when there was none. Needs admin:write. Rejects on error. */
   async remove(req: RemoveRequest, options?: CallOptions): Promise<Removed> {
     return (await this.#call("remove", "/v1/admin/remove", encodeRequest(req, requestFields.remove), adminShapes.removed, options)) as Removed;
+  }
+
+  /**
+   * Asks tollgate to re-read its configuration file and swap its policy at
+   * once, as SIGHUP does: answers the flows in force and the settings the
+   * file changed that only a restart applies. A file that does not
+   * validate rejects with a {@link TollgateError} of status 409 and type
+   * `config-invalid` whose `detail` names the line; the running policy
+   * stays. Needs admin:write of the default tenant. Rejects on error.
+   */
+  async reload(options?: CallOptions): Promise<ReloadResult> {
+    return (await this.#call("reload", "/v1/admin/reload", "{}", adminShapes.reload, options)) as ReloadResult;
   }
 
   /** The counts of the FailOpen allowance since the client was made. */

@@ -18,9 +18,9 @@ export const problemBase = "https://tollgate.dev/problems/";
 
 /**
  * The call an error is about: "check", "report", "send", "explain",
- * "reset", "allow", "deny", "entries" or "remove".
+ * "reset", "allow", "deny", "entries", "remove" or "reload".
  */
-export type Op = "check" | "report" | "send" | "explain" | "reset" | "allow" | "deny" | "entries" | "remove";
+export type Op = "check" | "report" | "send" | "explain" | "reset" | "allow" | "deny" | "entries" | "remove" | "reload";
 
 /**
  * tollgate could not answer the call: it is unreachable (connection refused

@@ -67,4 +67,5 @@ export {
   type Entry,
   type RemoveRequest,
   type Removed,
+  type ReloadResult,
 } from "./wire.js";

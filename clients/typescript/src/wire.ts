@@ -223,6 +223,18 @@ export interface Removed {
   removed: boolean;
 }
 
+/** The answer to reload: the policy now in force. */
+export interface ReloadResult {
+  /** The default tenant's flows after the reload, sorted. */
+  flows: string[];
+  /**
+   * The settings the file changes that only a restart applies (listen,
+   * redis, secret, auth, tls, ...), sorted; empty when none. The running
+   * process keeps their old values.
+   */
+  restart_needed: string[];
+}
+
 /** A field of a request body: its JSON name and whether it is sent when empty. */
 type FieldSpec = readonly [name: string, always: boolean];
 
@@ -374,6 +386,7 @@ export const adminShapes = {
   entry: entryShape,
   entries: { entries: [entryShape] },
   removed: { removed: "bool" },
+  reload: { flows: ["string"], restart_needed: ["string"] },
 } as const satisfies Record<string, Shape>;
 
 /** The zero value of shape, as Go's: "", 0, false, [] (Go's nil) or an object of zeros. */

@@ -280,6 +280,52 @@ test("admin calls reject with the call's error", async () => {
   }
 });
 
+test("reload posts {} to /v1/admin/reload and reads {flows, restart_needed} as Go does", async () => {
+  const srv = await answering(200, { "content-type": "application/json" }, '{"flows":["login","signup"],"restart_needed":["listen"],"extra":1}');
+  try {
+    const c = new Client({ baseURL: srv.base + "/prefix", token: "tok-r" });
+    assert.deepEqual(await c.reload(), { flows: ["login", "signup"], restart_needed: ["listen"] });
+    const [req] = srv.requests;
+    assert.equal(req?.method, "POST");
+    assert.equal(req?.path, "/prefix/v1/admin/reload");
+    assert.equal(req?.body, "{}");
+    assert.equal(req?.headers["content-type"], "application/json");
+    assert.equal(req?.headers["authorization"], "Bearer tok-r");
+  } finally {
+    await srv.close();
+  }
+  // null (Go's nil) and an absent key are the empty list.
+  const nulls = await answering(200, { "content-type": "application/json" }, '{"flows":null}');
+  try {
+    assert.deepEqual(await new Client({ baseURL: nulls.base }).reload(), { flows: [], restart_needed: [] });
+  } finally {
+    await nulls.close();
+  }
+  // An answer of another shape is no answer.
+  const wrong = await answering(200, { "content-type": "application/json" }, '{"flows":"login","restart_needed":[]}');
+  try {
+    await assert.rejects(new Client({ baseURL: wrong.base }).reload(), (e: unknown) => e instanceof UnavailableError && e.op === "reload" && /not the JSON/.test(e.message));
+  } finally {
+    await wrong.close();
+  }
+  // A problem is a TollgateError with the problem's members.
+  const bad = await answering(409, { "content-type": "application/problem+json", "x-request-id": "r7" }, '{"type":"https://tollgate.dev/problems/config-invalid","title":"Configuration invalid","status":409,"detail":"/etc/tollgate.yaml: yaml: line 14: mapping values are not allowed in this context"}');
+  try {
+    await assert.rejects(new Client({ baseURL: bad.base }).reload(), (e: unknown) => {
+      assert.ok(e instanceof TollgateError);
+      assert.equal(e.op, "reload");
+      assert.equal(e.status, 409);
+      assert.equal(e.type, "https://tollgate.dev/problems/config-invalid");
+      assert.equal(e.requestId, "r7");
+      assert.equal(e.message, "tollgate: reload: 409 config-invalid: /etc/tollgate.yaml: yaml: line 14: mapping values are not allowed in this context (request id r7)");
+      return true;
+    });
+  } finally {
+    await bad.close();
+  }
+  await assert.rejects(new Client({ baseURL: await closedPort() }).reload(), (e: unknown) => e instanceof UnavailableError && e.op === "reload");
+});
+
 test("no error message, cause or inspection repeats a request value", async () => {
   const secrets = {
     account: "secret-account-7f3a@example.com",

@@ -106,16 +106,18 @@ export function tollgateBinary(): { path: string; cleanup: () => void } {
 
 /**
  * Starts `<bin> serve` with TOLLGATE_LISTEN=127.0.0.1:0 and no
- * TOLLGATE_CONFIG or TOLLGATE_REDIS_*, and waits (at most 60 s) for the
- * JSON log line "listening" with its addr. stop() kills it by its PID.
+ * TOLLGATE_CONFIG or TOLLGATE_REDIS_* (extra sets TOLLGATE_ variables of
+ * its own, such as TOLLGATE_CONFIG), and waits (at most 60 s) for the JSON
+ * log line "listening" with its addr. stop() kills it by its PID.
  */
-export async function startTollgate(bin: string): Promise<Tollgate> {
+export async function startTollgate(bin: string, extra: Record<string, string> = {}): Promise<Tollgate> {
   const env: NodeJS.ProcessEnv = {};
   for (const [k, v] of Object.entries(process.env)) {
     if (k.startsWith("TOLLGATE_")) continue;
     env[k] = v;
   }
   env["TOLLGATE_LISTEN"] = "127.0.0.1:0";
+  Object.assign(env, extra);
   const child: ChildProcess = spawn(bin, ["serve"], { env, stdio: ["ignore", "ignore", "pipe"] });
   const logs: string[] = [];
   let exited = false;

@@ -1,10 +1,14 @@
 /**
  * Against a real tollgate: $TOLLGATE_BIN, or one built from this
  * repository, started on 127.0.0.1 and a free port with the memory store
- * and the built-in policy, and killed by PID at the end.
+ * and the built-in policy (and a second one reading a configuration file
+ * for the reload tests), and killed by PID at the end.
  */
 
 import assert from "node:assert/strict";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { after, before, describe, test } from "node:test";
 import { setTimeout as sleep } from "node:timers/promises";
 
@@ -14,6 +18,7 @@ import {
   Responder,
   TollgateError,
   failCaptcha,
+  problemBase,
   failDelay,
   failOpen,
   type Answer,
@@ -22,6 +27,7 @@ import {
 import { startTollgate, tollgateBinary, type Tollgate } from "./helpers.js";
 
 let tg: Tollgate | undefined;
+let binPath = "";
 let cleanup: () => void = () => undefined;
 let client: Client;
 const responder = new Responder();
@@ -32,6 +38,7 @@ const timeoutMs = 5000;
 before(async () => {
   const bin = tollgateBinary();
   cleanup = bin.cleanup;
+  binPath = bin.path;
   tg = await startTollgate(bin.path);
   client = new Client({ baseURL: tg.base, timeoutMs });
 });
@@ -226,10 +233,96 @@ describe("a real tollgate", () => {
     assert.equal(k.at(-1)?.status, 429);
   });
 
+  test("reload re-reads the configuration (here none: the built-in policy) and answers its flows", async () => {
+    const r = await client.reload();
+    assert.deepEqual(r, { flows: ["login", "otp_send", "otp_verify"], restart_needed: [] });
+    const v = await client.check({ flow: "login", account: "after-reload@example.com", ip: "203.0.113.18" }, failDelay);
+    assert.equal(v.error, undefined, String(v.error));
+    assert.equal(v.action, "proceed");
+  });
+
   test("tollgate's default timeout is enough on loopback", async () => {
     const quick = new Client({ baseURL: tg!.base });
     const v = await quick.check({ flow: "login", account: "quick@example.com", ip: "203.0.113.17" }, failDelay);
     assert.equal(v.error, undefined, String(v.error));
+  });
+});
+
+describe("reload of a real tollgate's configuration file (TOLLGATE_CONFIG)", () => {
+  const before1 = ["flows:", "  login:", "    rules:", "      - name: account_backoff", "        free: 3", ""].join("\n");
+  // A new flow, and a setting that only a restart applies.
+  const after1 = [
+    "log_level: debug",
+    "flows:",
+    "  login:",
+    "    rules:",
+    "      - name: account_backoff",
+    "        free: 5",
+    "  signup:",
+    "    rules:",
+    "      - name: ip_minute",
+    "        subject: ip",
+    "        algorithm: fixed_window",
+    "        counts: check",
+    "        limit: 2",
+    "        window: 1m",
+    "        past: delay",
+    "",
+  ].join("\n");
+  // Line 16: a rule that does not validate (no subject, an unknown algorithm).
+  const broken = after1 + "      - name: broken\n        algorithm: nonsense\n";
+
+  let dir = "";
+  let file = "";
+  let server: Tollgate | undefined;
+  let c: Client;
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "tollgate-ts-reload-"));
+    file = join(dir, "tollgate.yaml");
+    writeFileSync(file, before1);
+    server = await startTollgate(binPath, { TOLLGATE_CONFIG: file });
+    c = new Client({ baseURL: server.base, timeoutMs });
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a changed file: its flows at once, and what needs a restart", async () => {
+    const unknown = await c.check({ flow: "signup", ip: "192.0.2.50" }, failDelay);
+    assert.ok(unknown.error instanceof TollgateError && unknown.error.field === "flow", String(unknown.error));
+    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify"], restart_needed: [] });
+    writeFileSync(file, after1);
+    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify", "signup"], restart_needed: ["log_level"] });
+    const v = await c.check({ flow: "signup", ip: "192.0.2.50" }, failDelay);
+    assert.equal(v.error, undefined, String(v.error));
+    assert.equal(v.action, "proceed");
+  });
+
+  test("a file that does not validate: a 409 config-invalid TollgateError naming the line; the running policy stays", async () => {
+    writeFileSync(file, after1);
+    await c.reload();
+    writeFileSync(file, broken);
+    const err = await c.reload().then(
+      (r) => assert.fail(`reload of a bad file answered ${JSON.stringify(r)}`),
+      (e: unknown) => e,
+    );
+    assert.ok(err instanceof TollgateError, String(err));
+    assert.equal(err.op, "reload");
+    assert.equal(err.status, 409);
+    assert.equal(err.type, problemBase + "config-invalid");
+    assert.equal(err.unavailable, false);
+    assert.match(err.detail, /\bline 16\b/);
+    assert.ok(err.requestId !== "", "the request id is kept");
+    assert.ok(err.message.startsWith("tollgate: reload: 409 config-invalid: "), err.message);
+    // The policy of the last good file still runs: signup is a flow.
+    const v = await c.check({ flow: "signup", ip: "192.0.2.51" }, failDelay);
+    assert.equal(v.error, undefined, String(v.error));
+    // Mended, the file reloads again.
+    writeFileSync(file, after1);
+    assert.deepEqual((await c.reload()).restart_needed, ["log_level"]);
   });
 });
 

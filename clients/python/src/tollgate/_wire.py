@@ -236,3 +236,4 @@ EXPLANATION: Schema = {
 ENTRIES: Schema = {"entries": [ENTRY]}
 RESET_RESULT: Schema = {"deleted": "int"}
 REMOVED: Schema = {"removed": "bool"}
+RELOAD_RESULT: Schema = {"flows": "strs", "restart_needed": "strs"}

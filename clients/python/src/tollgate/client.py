@@ -6,8 +6,8 @@ first. Each takes a fail mode and always returns a usable
 :class:`~tollgate.Verdict`: tollgate's, or, when tollgate gave none, the
 fail mode's answer, marked ``fallback`` with the error that explains it.
 These calls never raise because of tollgate. The admin calls (explain,
-reset, allow, deny, entries, remove) raise :class:`~tollgate.TollgateError`
-or :class:`~tollgate.Unavailable` instead.
+reset, allow, deny, entries, remove, reload) raise
+:class:`~tollgate.TollgateError` or :class:`~tollgate.Unavailable` instead.
 """
 
 from __future__ import annotations
@@ -46,7 +46,7 @@ from .failmode import (
     fallback,
 )
 
-__all__ = ["Client", "Explanation", "RuleState", "Entry", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT"]
+__all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT"]
 
 #: Seconds each call may take unless the Client says otherwise: tollgate
 #: answers in a few milliseconds, and past this the fail mode answers.
@@ -108,6 +108,18 @@ class Explanation:
     verdict: Verdict = field(default_factory=lambda: Verdict(action=""))
     rules: List[RuleState] = field(default_factory=list)
     entries: List[Entry] = field(default_factory=list)
+
+
+@dataclass
+class ReloadResult:
+    """The answer to :meth:`Client.reload`: the policy now in force."""
+
+    #: The default tenant's flows after the reload, sorted.
+    flows: List[str] = field(default_factory=list)
+    #: The settings the file changes that only a restart applies (listen,
+    #: redis, secret, auth, tls, ...), sorted; empty when none. The running
+    #: process keeps their old values.
+    restart_needed: List[str] = field(default_factory=list)
 
 
 def _base_url(raw: str) -> urllib.parse.SplitResult:
@@ -581,6 +593,17 @@ class Client:
         Needs admin:write with auth. Raises TollgateError or Unavailable."""
         body = _omit_empty([("id", id, True), ("reason", reason, True)])
         return bool(self._admin("remove", "/v1/admin/remove", body, _wire.REMOVED)["removed"])
+
+    def reload(self) -> ReloadResult:
+        """Have tollgate re-read its configuration file and swap its policy
+        at once, as SIGHUP does; returns the flows in force and the settings
+        the file changed that only a restart applies. A file that does not
+        validate raises a TollgateError of status 409 and type
+        ``PROBLEM_BASE + "config-invalid"`` whose detail names the line; the
+        running policy stays. Needs admin:write of the default tenant with
+        auth. Raises TollgateError or Unavailable."""
+        d = self._admin("reload", "/v1/admin/reload", [], _wire.RELOAD_RESULT)
+        return ReloadResult(flows=d["flows"], restart_needed=d["restart_needed"])
 
     def _admin(self, op: str, path: str, body: Optional[List[Field]], schema: _wire.Schema) -> Dict[str, Any]:
         try:

@@ -55,7 +55,7 @@ class TollgateError(Exception):
 
     Attributes:
         op: the call: "check", "report", "send", "explain", "reset", "allow",
-            "deny", "entries" or "remove".
+            "deny", "entries", "remove" or "reload".
         status: the HTTP status code.
         type: the problem type URI; "" when the answer was not a problem.
         title: the problem's title, or the status text.

@@ -17,7 +17,7 @@ import (
 // failure confirms the charge, or is counted on its own when the report
 // carries no valid attempt token.
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
-	slot, err := e.acquire(true, true) // settlements go first: each follows a proceed
+	slot, err := e.acquire(ctx, true, true) // settlements go first: each follows a proceed
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -89,7 +89,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		rec = e.record(&s, used, settled)
 		rec.Issued = issued
 	}
-	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Answer: answer, Computed: computed,
+	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }

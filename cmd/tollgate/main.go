@@ -77,6 +77,14 @@ environment:
                       (+ TOLLGATE_REDIS_SENTINEL_MASTER), TOLLGATE_REDIS_USERNAME,
                       TOLLGATE_REDIS_PASSWORD: the Redis store (README, Configuration)
   TOLLGATE_LOG_LEVEL  debug, info, warn or error (default info)
+  OTEL_EXPORTER_OTLP_ENDPOINT, OTEL_EXPORTER_OTLP_TRACES_ENDPOINT, or
+  OTEL_TRACES_EXPORTER=otlp
+                      turn traces on, sent over OTLP/HTTP (off by default;
+                      OTEL_SDK_DISABLED=true or OTEL_TRACES_EXPORTER=none keep them
+                      off); also read: OTEL_SERVICE_NAME (default tollgate),
+                      OTEL_RESOURCE_ATTRIBUTES, OTEL_TRACES_SAMPLER(_ARG),
+                      OTEL_EXPORTER_OTLP_HEADERS and the other OTEL_EXPORTER_OTLP_*
+                      and OTEL_BSP_* variables (README, Traces)
 `
 
 // run runs one command and returns the exit status. ctx is cancelled by

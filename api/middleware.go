@@ -30,7 +30,6 @@ type requestState struct {
 	flow    string // set only once the engine accepted the flow
 	action  string
 	reasons []authguard.Reason
-	source  string // the verdict's authguard.Source, set only when traced (EngineTrace)
 	problem *kind
 	err     error // an internal error, for the log only
 	// authReason is why the caller was refused (auth.Error.Reason), for

@@ -78,9 +78,6 @@ func endServerSpan(span trace.Span, w http.ResponseWriter, r *http.Request, meth
 				reasons[i] = rs.String()
 			}
 			attrs = append(attrs, attrFlow.String(st.flow), attrAction.String(st.action), attrReasons.StringSlice(reasons))
-			if st.source != "" {
-				attrs = append(attrs, attrSource.String(st.source))
-			}
 		}
 		if st.problem != nil {
 			attrs = append(attrs, attrProblem.String(st.problem.uri()))
@@ -109,7 +106,7 @@ func spanMethod(m string) string {
 // EngineTrace returns the hooks that trace the engine's work as children
 // of the API's server spans (authguard.Config.Trace): a span for the
 // store's round trip, the fallback's and an admission wait, and the
-// decided call's Source for the server span's tollgate.source. A span
+// decided call's Source as the server span's tollgate.source. A span
 // fails with the kind of its error only ("timeout", "unavailable",
 // "overloaded"), never the error's text. Work outside a sampled request's
 // span is not traced. tp nil gives the zero Trace, which calls nothing.
@@ -137,8 +134,9 @@ func EngineTrace(tp trace.TracerProvider) authguard.Trace {
 			}
 		},
 		Decided: func(ctx context.Context, ev authguard.Event) {
-			if st := stateOf(ctx); st != nil {
-				st.source = ev.Source.String()
+			// The server span's: the engine's spans are not put in ctx.
+			if span := trace.SpanFromContext(ctx); span.IsRecording() {
+				span.SetAttributes(attrSource.String(ev.Source.String()))
 			}
 		},
 	}

@@ -151,13 +151,13 @@ func TestTraces_CarryNoIdentifier(t *testing.T) {
 			if !slices.Contains(spanAttributes, string(kv.Key)) {
 				t.Errorf("span %q carries %s, which is not in the list of attributes known to identify nobody", s.Name, kv.Key)
 			}
-			texts = append(texts, kv.Value.Emit())
+			texts = append(texts, kv.Value.String())
 		}
 		if len(s.Events) > 0 || len(s.Links) > 0 {
 			t.Errorf("span %q carries events %v or links %v", s.Name, s.Events, s.Links)
 		}
 		for _, kv := range s.Resource.Attributes() {
-			texts = append(texts, kv.Value.Emit())
+			texts = append(texts, kv.Value.String())
 		}
 		for _, text := range texts {
 			for _, secret := range secrets {
@@ -172,7 +172,7 @@ func TestTraces_CarryNoIdentifier(t *testing.T) {
 func attrs(kvs []attribute.KeyValue) map[string]string {
 	m := map[string]string{}
 	for _, kv := range kvs {
-		m[string(kv.Key)] = kv.Value.Emit()
+		m[string(kv.Key)] = kv.Value.String()
 	}
 	return m
 }

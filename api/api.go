@@ -13,6 +13,7 @@ import (
 	"github.com/go-chi/chi/v5"
 	"github.com/go-chi/chi/v5/middleware"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-auth/tollgate"
 	"github.com/tollgate-auth/tollgate/api/wire"
@@ -71,6 +72,13 @@ type Config struct {
 	// is answered 409 with its text, which names the line). The default is
 	// nil: the route answers 409, there being no configuration to re-read.
 	Reload func() (wire.ReloadResult, error)
+	// Tracer, when set, gives every request a server span (see traced),
+	// a child of the caller's trace when it sends a W3C traceparent
+	// header; pass EngineTrace of the same provider as the engine's
+	// authguard.Config.Trace for the store's and admission's child spans
+	// and the span's tollgate.source. The default is nil: no span, and no
+	// tracing middleware in the chain.
+	Tracer trace.TracerProvider
 }
 
 // API is tollgate's HTTP handler.
@@ -86,6 +94,7 @@ type API struct {
 	warnings func() []string
 	verifier *auth.Verifier
 	reload   func() (wire.ReloadResult, error)
+	tracer   trace.Tracer // nil without Config.Tracer
 	mux      *chi.Mux
 	shed     shedLog
 }
@@ -121,6 +130,9 @@ func New(cfg Config) (*API, error) {
 		verifier: cfg.Verifier,
 		reload:   cfg.Reload,
 	}
+	if cfg.Tracer != nil {
+		a.tracer = cfg.Tracer.Tracer(TracerName)
+	}
 	a.mux = a.routes()
 	return a, nil
 }
@@ -135,7 +147,11 @@ func (a *API) routes() *chi.Mux {
 	r := chi.NewRouter()
 	// GetHead serves HEAD on a GET route with its GET handler; net/http
 	// sends the headers and drops the body.
-	r.Use(a.instrument, a.recoverer, middleware.GetHead)
+	r.Use(a.instrument)
+	if a.tracer != nil {
+		r.Use(a.traced)
+	}
+	r.Use(a.recoverer, middleware.GetHead)
 	r.NotFound(a.notFound)
 	r.MethodNotAllowed(a.methodNotAllowed)
 

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/legacy"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/tollgate-auth/tollgate"
 	"github.com/tollgate-auth/tollgate/api"
@@ -126,6 +127,7 @@ type harnessConfig struct {
 	engine   authguard.Config
 	verifier *auth.Verifier
 	reload   func() (wire.ReloadResult, error)
+	tracer   trace.TracerProvider
 }
 
 type harnessOption func(*harnessConfig)
@@ -146,6 +148,11 @@ func withVerifier(v *auth.Verifier) harnessOption {
 
 func withReload(f func() (wire.ReloadResult, error)) harnessOption {
 	return func(c *harnessConfig) { c.reload = f }
+}
+
+// withTracer traces the API and the engine under tp.
+func withTracer(tp trace.TracerProvider) harnessOption {
+	return func(c *harnessConfig) { c.tracer, c.engine.Trace = tp, api.EngineTrace(tp) }
 }
 
 func newHarness(tb testing.TB, opts ...harnessOption) *harness {
@@ -183,6 +190,7 @@ func newHarness(tb testing.TB, opts ...harnessOption) *harness {
 		Logger:   slog.New(slog.NewJSONHandler(h.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 		Verifier: hc.verifier,
 		Reload:   hc.reload,
+		Tracer:   hc.tracer,
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -57,7 +57,7 @@ var ErrStoreNotAnswering = errors.New("authguard: the store does not answer")
 // delayed?". It answers from the store only (never the fallback). Invalid
 // input is an *InputError; the answer holds no identifier.
 func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, error) {
-	slot, err := e.admit()
+	slot, err := e.admit(ctx)
 	if err != nil {
 		return Explanation{}, err
 	}
@@ -137,7 +137,7 @@ const MaxReasonBytes = 200
 // country) and compound subjects of an IP or destination are left alone:
 // they are other people's too. Invalid input is an *InputError.
 func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
-	slot, err := e.admit()
+	slot, err := e.admit(ctx)
 	if err != nil {
 		return 0, err
 	}

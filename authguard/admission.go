@@ -1,6 +1,7 @@
 package authguard
 
 import (
+	"context"
 	"errors"
 	"time"
 )
@@ -22,8 +23,9 @@ var ErrOverloaded = errors.New("authguard: overloaded: too many calls in flight"
 // flood of unknown clients cannot keep the owner's known device or the
 // settlement of attempts out. Waiting goroutines are parked, so a flood
 // does not compete for the CPU that admitted calls need. It returns
-// ErrOverloaded when no slot was had.
-func (e *Engine) acquire(priority, wait bool) (chan struct{}, error) {
+// ErrOverloaded when no slot was had. A wait is traced (SpanAdmission)
+// under ctx.
+func (e *Engine) acquire(ctx context.Context, priority, wait bool) (slot chan struct{}, err error) {
 	if e.slots == nil {
 		return nil, nil
 	}
@@ -44,6 +46,8 @@ func (e *Engine) acquire(priority, wait bool) (chan struct{}, error) {
 	if !wait {
 		return nil, ErrOverloaded
 	}
+	end := e.span(ctx, SpanAdmission)
+	defer func() { end(err) }()
 	e.waiting.Add(1)
 	defer e.waiting.Add(-1)
 	t := time.NewTimer(e.wait)
@@ -60,7 +64,9 @@ func (e *Engine) acquire(priority, wait bool) (chan struct{}, error) {
 }
 
 // admit waits for an ordinary call slot; release gives it back.
-func (e *Engine) admit() (chan struct{}, error) { return e.acquire(false, true) }
+func (e *Engine) admit(ctx context.Context) (chan struct{}, error) {
+	return e.acquire(ctx, false, true)
+}
 
 // overloaded reports whether this process is shedding or queueing calls:
 // some call waits to be admitted now, or one was shed within the last

@@ -51,7 +51,8 @@ func (r *reservation) run(ctx context.Context, st Store, ops []Op) ([]Result, bo
 // The store call does not inherit ctx's cancellation: a caller that hangs
 // up must neither leave a batch half applied nor count as a store failure
 // (enough of those would open a circuit breaker and turn every instance to
-// its fail mode). The store's own timeout bounds the call.
+// its fail mode). The store's own timeout bounds the call. ctx's values
+// are kept: Config.Trace finds the call's span there.
 func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batch {
 	ctx = context.WithoutCancel(ctx)
 	start := e.now()
@@ -65,7 +66,9 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 			rr = &reservation{append(make([]Gate, len(pre)), r.gates...), r.solved}
 		}
 	}
+	end := e.span(ctx, SpanStore)
 	res, undone, err := rr.run(ctx, e.store, all)
+	end(err)
 	b := batch{took: e.now().Sub(start), err: err, src: SourceNone, undone: undone}
 	if err == nil && len(res) != len(all) {
 		b.err = fmt.Errorf("authguard: store returned %d results for %d operations", len(res), len(all))
@@ -92,7 +95,10 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 	}
 	local := continueHeld(ops, b.held)
 	if f.FailMode == FailOpen && e.fallback != nil {
-		if res, undone, ferr := r.run(ctx, e.fallback, local); ferr == nil && len(res) == len(ops) {
+		end := e.span(ctx, SpanFallback)
+		res, undone, ferr := r.run(ctx, e.fallback, local)
+		end(ferr)
+		if ferr == nil && len(res) == len(ops) {
 			b.res, b.src, b.undone = res, SourceFallback, undone
 			if r == nil && !errors.Is(b.err, ErrStoreFull) { // a check's once its verdict is known (reserve)
 				e.writeBack.add(ops, res)

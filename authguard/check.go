@@ -18,7 +18,7 @@ import (
 // clients only: what others do from its address never slows it. Any other
 // client is counted by the rules for unknown clients.
 func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
-	slot, busy := e.acquire(false, false)
+	slot, busy := e.acquire(ctx, false, false)
 	defer func() { release(slot) }()
 	s, err := e.subjectsOf(sentParts{kind: Attempts, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, fingerprint: req.PasswordFingerprint})
 	if err != nil {
@@ -38,7 +38,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
 	computed, refused := s.match.verdict(Attempts, e.now, req.CaptchaSolved)
 	if !refused && busy != nil {
-		computed, refused, slot = e.flooded(&s, device, id, req.CaptchaSolved, &b)
+		computed, refused, slot = e.flooded(ctx, &s, device, id, req.CaptchaSolved, &b)
 	}
 	if !refused {
 		p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved)
@@ -65,7 +65,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		}
 		rec = e.record(&s, device, attempt)
 	}
-	e.observe(Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	e.decided(ctx, Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }
 
@@ -75,7 +75,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // device first) and left to the store, or shed with the flow's shed
 // verdict. It returns the verdict, whether it is final, and the slot
 // taken (nil for none).
-func (e *Engine) flooded(s *subjects, device, id string, solved bool, b *batch) (Verdict, bool, chan struct{}) {
+func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch) (Verdict, bool, chan struct{}) {
 	p := e.checkPlan(s, device, id, solved)
 	if held := e.recall.held(p.ops, e.now(), false); held != nil {
 		if v := e.combine(s.flow, &p, batch{res: held}, solved); v.Action != Proceed {
@@ -83,7 +83,7 @@ func (e *Engine) flooded(s *subjects, device, id string, solved bool, b *batch) 
 			return v, true, nil
 		}
 	}
-	slot, err := e.acquire(device != "", true)
+	slot, err := e.acquire(ctx, device != "", true)
 	if err != nil {
 		return s.flow.shed(), true, nil
 	}

@@ -76,6 +76,11 @@ type Config struct {
 	// flooded a call they already refuse is answered without the store.
 	// Negative turns it off. The default is 32 MiB (about 150,000 keys).
 	RecallBytes int64
+	// Trace tells a tracer where Check, Report and Send spend their time
+	// (the store's round trip, the fallback's, a wait for a call slot) and
+	// what they decided, with the call's context. The default is the zero
+	// Trace: nothing is called, at the cost of a nil check.
+	Trace Trace
 }
 
 // DefaultRecallBytes is Config.RecallBytes's default.
@@ -94,6 +99,7 @@ type Engine struct {
 	attempts *attemptSigner
 	tokens   *signer
 	observe  func(Event)
+	trace    Trace
 	slots    chan struct{} // one token per call running; nil for no bound
 	// priority are slots only calls from known devices and reports may
 	// take when slots are all taken; nil for none.
@@ -182,6 +188,7 @@ func New(cfg Config) (*Engine, error) {
 		attempts: newAttemptSigner(deriveKey(cfg.Secret, "attempt")),
 		tokens:   newSigner(deriveKey(cfg.Secret, "device"), cfg.Now),
 		observe:  cfg.Observe,
+		trace:    cfg.Trace,
 
 		tenantList:     tenantList,
 		recordSubjects: cfg.RecordSubjects,

@@ -25,7 +25,7 @@ import (
 // its check charged, a success refunds nothing. Its Event says so
 // (Event.Attempt).
 func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error) {
-	slot, err := e.acquire(true, true) // settlements go first: each follows a proceed
+	slot, err := e.acquire(ctx, true, true) // settlements go first: each follows a proceed
 	if err != nil {
 		return Verdict{}, err
 	}
@@ -109,7 +109,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		rec = e.record(&s, used, settled)
 		rec.Issued = issued
 	}
-	e.observe(Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
+	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
 		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }

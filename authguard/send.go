@@ -15,7 +15,7 @@ import (
 // flow's fail mode. The verdict never depends on whether the destination
 // belongs to an account.
 func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
-	slot, busy := e.acquire(false, false)
+	slot, busy := e.acquire(ctx, false, false)
 	defer func() { release(slot) }()
 	flow := req.Flow
 	if flow == "" {
@@ -41,7 +41,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed, refused = Verdict{Action: Deny, Reasons: []Reason{reason}}, true
 	} else if computed, refused = s.match.verdict(Sends, e.now, req.CaptchaSolved); !refused && busy != nil {
-		computed, refused, slot = e.flooded(&s, device, "", req.CaptchaSolved, &b)
+		computed, refused, slot = e.flooded(ctx, &s, device, "", req.CaptchaSolved, &b)
 	}
 	if !refused {
 		_, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved)
@@ -57,7 +57,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if e.recordSubjects {
 		rec = e.record(&s, device, "")
 	}
-	e.observe(Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
+	e.decided(ctx, Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	return answer, nil
 }

@@ -84,6 +84,11 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	metrics := api.NewMetrics(cfg.Policy)
 	build := readBuildInfo()
 	metrics.AddBuildInfo(build.Version, build.Revision, build.Go)
+	tracing, err := startTracing(ctx, os.Getenv, build.Version, log) // tracing.go: off unless OTEL_* ask for it
+	if err != nil {
+		return err
+	}
+	defer tracing.shutdown(log)
 	if mem, ok := store.(*memstore.Store); ok {
 		metrics.AddMemoryStore("main", mem)
 	}
@@ -133,6 +138,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		Tenants:        tenantNames(cfg.Auth),
 		Observe:        observe,
 		RecordSubjects: cfg.DecisionLog != "",
+		Trace:          tracing.engineTrace(),
 	})
 	if err != nil {
 		return err
@@ -158,7 +164,8 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		reloadRoute = func() (wire.ReloadResult, error) { return reload.reload("POST /v1/admin/reload") }
 	}
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
-		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute})
+		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute,
+		Tracer: tracing.tracerProvider()})
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,8 @@
 # with redis-benchmark; prints the markdown table and the four ratios; and
 # stops every process it started, by PID, at the end, on failure or on
 # Ctrl-C. tollgate-bench table -h lists the flags; the defaults (5 rounds of
-# 20,000 checks per row) take about 2 minutes on a 2-core machine.
+# 20,000 checks per row) take about a minute on the project's 2-core VM
+# without envoy's ratelimit, and bounded by -timeout (default 10m) always.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-redis.sh

@@ -70,12 +70,7 @@ targets=(-pid "$serve_pid" -pid "$ceiling_pid" "${redis_args[@]}" "http://127.0.
 
 if [ -n "${REDIS_URL:-}" ] && command -v ratelimit >/dev/null; then
   mkdir -p "$dir/rt/ratelimit/config"
-  cat >"$dir/rt/ratelimit/config/bench.yaml" <<'YAML'
-domain: tollgate_bench
-descriptors:
-  - key: ip
-    rate_limit: {unit: second, requests_per_unit: 20}
-YAML
+  cp cmd/tollgate-bench/ratelimit.yaml "$dir/rt/ratelimit/config/bench.yaml"
   envoy_port=$(free_port)
   redis_hostport=$(python3 -c 'import sys, urllib.parse as u; p = u.urlparse(sys.argv[1]); print(f"{p.hostname}:{p.port or 6379}")' "$REDIS_URL")
   env USE_STATSD=false REDIS_SOCKET_TYPE=tcp REDIS_URL="$redis_hostport" LOG_LEVEL=warn \

@@ -35,6 +35,7 @@ const (
 
 const benchUsage = `usage: tollgate-bench [flags] URL [URL...]
        tollgate-bench ceiling [-listen ADDR]
+       tollgate-bench table [flags]
 
 Drives each running service at URL (its base, such as http://127.0.0.1:8080)
 over HTTP with a closed-loop load: -c workers each send a request, wait for
@@ -64,6 +65,9 @@ flags:
                         path (default random)
   -c N                  concurrent workers, 1 to 4096 (default 50)
   -duration D           length of each run, at most 10m (default 10s)
+  -n N                  requests per run: a run ends when N have been sent
+                        and answered, or at -duration, whichever comes first
+                        (default 0: -duration alone)
   -rounds N             rounds, 1 to 20 (default 3)
   -pid PID              the process serving a URL, for its CPU per request:
                         once per URL, in the URLs' order; 0 skips one
@@ -155,6 +159,7 @@ type benchConfig struct {
 	Subjects    benchSubjects
 	Concurrency int
 	Duration    time.Duration
+	Requests    int64 // requests per run; 0 for -duration alone
 	Rounds      int
 	PIDs        []int  // the process serving each URL; 0 when not measured
 	Redis       string // the Redis to measure; "" when none
@@ -172,6 +177,7 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 	fs.Var(&cfg.Subjects, "subjects", "")
 	fs.IntVar(&cfg.Concurrency, "c", 50, "")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "")
+	fs.Int64Var(&cfg.Requests, "n", 0, "")
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "")
 	var pids pidList
 	fs.Var(&pids, "pid", "")
@@ -185,6 +191,8 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 		return nil, errors.New("no URL")
 	case cfg.Duration <= 0 || cfg.Duration > maxBenchDuration:
 		return nil, fmt.Errorf("-duration %v: want more than 0 and at most %v", cfg.Duration, maxBenchDuration)
+	case cfg.Requests < 0:
+		return nil, fmt.Errorf("-n %d: want 0 or more", cfg.Requests)
 	case cfg.Rounds < 1 || cfg.Rounds > maxBenchRounds:
 		return nil, fmt.Errorf("-rounds %d: want 1 to %d", cfg.Rounds, maxBenchRounds)
 	case cfg.Concurrency < 1 || cfg.Concurrency > maxBenchConcurrency:
@@ -387,25 +395,39 @@ func (b *bencher) close() {
 // not there and a Redis that does not answer INFO: one check to each URL
 // (any HTTP status will do) and one reading of each CPU counter.
 func (b *bencher) probe(ctx context.Context) error {
-	w := newBenchWorker(b, b.cfg.Subjects)
-	for i, u := range b.cfg.URLs {
-		cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		w.newSubject()
-		check, body := u+"/v1/check", w.checkBody()
-		if b.cfg.Envoy[i] {
-			check, body = u+"/json", w.envoyBody()
-		}
-		_, _, err := w.post(cctx, check, body)
-		cancel()
-		if err != nil {
+	for i := range b.cfg.URLs {
+		if err := b.probeTarget(ctx, b.target(i)); err != nil {
 			return err
 		}
-		if pid := b.cfg.PIDs[i]; pid != 0 {
-			if _, err := procCPU(pid); err != nil {
-				return fmt.Errorf("-pid %d: %w", pid, err)
-			}
+	}
+	return b.probeRedis(ctx)
+}
+
+// probeTarget sends t one check (any HTTP status will do) and reads its
+// process's CPU counter.
+func (b *bencher) probeTarget(ctx context.Context, t benchTarget) error {
+	w := newBenchWorker(b, t.Subjects)
+	cctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	w.newSubject()
+	check, body := t.URL+"/v1/check", w.checkBody()
+	if t.Envoy {
+		check, body = t.URL+"/json", w.envoyBody()
+	}
+	if _, _, err := w.post(cctx, check, body); err != nil {
+		return err
+	}
+	if t.PID != 0 {
+		if _, err := procCPU(t.PID); err != nil {
+			return fmt.Errorf("-pid %d: %w", t.PID, err)
 		}
 	}
+	return nil
+}
+
+// probeRedis reads Redis's CPU counter once, when there is a Redis to
+// measure.
+func (b *bencher) probeRedis(ctx context.Context) error {
 	if b.redis != nil {
 		if _, err := b.redisCPU(ctx); err != nil {
 			return fmt.Errorf("-redis %s: %w", b.cfg.Redis, err)
@@ -419,10 +441,10 @@ type cpuReading struct {
 	server, redis, bench time.Duration
 }
 
-func (b *bencher) readCPU(ctx context.Context, i int) (cpuReading, error) {
+func (b *bencher) readCPU(ctx context.Context, pid int) (cpuReading, error) {
 	var c cpuReading
 	var err error
-	if pid := b.cfg.PIDs[i]; pid != 0 {
+	if pid != 0 {
 		if c.server, err = procCPU(pid); err != nil {
 			return c, fmt.Errorf("server CPU (-pid %d): %w", pid, err)
 		}
@@ -438,37 +460,60 @@ func (b *bencher) readCPU(ctx context.Context, i int) (cpuReading, error) {
 	return c, nil
 }
 
+// benchTarget is what one run drives: a service, the process serving it
+// and whose logins it sends.
+type benchTarget struct {
+	URL      string
+	Envoy    bool // envoy's ratelimit, not tollgate
+	PID      int  // 0 when not measured
+	Subjects benchSubjects
+}
+
+// target is URL i of the bench's configuration.
+func (b *bencher) target(i int) benchTarget {
+	return benchTarget{URL: b.cfg.URLs[i], Envoy: b.cfg.Envoy[i], PID: b.cfg.PIDs[i], Subjects: b.cfg.Subjects}
+}
+
 // run drives URL i for one run and returns what it measured.
 func (b *bencher) run(ctx context.Context, round, i int) (benchRun, error) {
+	r, err := b.runTarget(ctx, b.target(i))
+	r.Round = round
+	return r, err
+}
+
+// runTarget drives t for one run, -duration long or until -n requests
+// have been answered, and returns what it measured (without a round).
+func (b *bencher) runTarget(ctx context.Context, t benchTarget) (benchRun, error) {
 	b.transport.CloseIdleConnections() // each run opens its own connections
-	before, err := b.readCPU(ctx, i)
+	before, err := b.readCPU(ctx, t.PID)
 	if err != nil {
 		return benchRun{}, err
 	}
-	st := new(runStats)
+	st := &runStats{limit: b.cfg.Requests}
 	rctx, cancel := context.WithTimeout(ctx, b.cfg.Duration)
 	defer cancel()
-	base := b.cfg.URLs[i]
 	start := time.Now()
 	var wg sync.WaitGroup
 	for range b.cfg.Concurrency {
-		w := newBenchWorker(b, b.cfg.Subjects)
-		wg.Go(func() { w.loop(rctx, base, b.cfg.Envoy[i], st) })
+		w := newBenchWorker(b, t.Subjects)
+		wg.Go(func() { w.loop(rctx, t.URL, t.Envoy, st) })
 	}
+	// With -n, the run ends when every worker has stopped taking requests
+	// and its last one is answered.
+	go func() { wg.Wait(); cancel() }()
 	<-rctx.Done()
 	elapsed := time.Since(start)
 	wg.Wait()
 	if ctx.Err() != nil {
 		return benchRun{}, ctx.Err()
 	}
-	after, err := b.readCPU(ctx, i)
+	after, err := b.readCPU(ctx, t.PID)
 	if err != nil {
 		return benchRun{}, err
 	}
 
 	r := benchRun{
-		Round:    round,
-		URL:      base,
+		URL:      t.URL,
 		Seconds:  elapsed.Seconds(),
 		Requests: st.requests.Load(),
 		Calls:    st.calls.Load(),
@@ -486,7 +531,7 @@ func (b *bencher) run(ctx context.Context, round, i int) (benchRun, error) {
 		v := float64(d.Microseconds()) / float64(r.Requests)
 		return &v
 	}
-	if b.cfg.PIDs[i] != 0 {
+	if t.PID != 0 {
 		r.ServerCPU = perReq(after.server - before.server)
 	}
 	if b.redis != nil {
@@ -587,6 +632,8 @@ var benchActions = [...]string{"proceed", "delay", "captcha", "other"}
 // runStats is what the workers of one run count. Its size is fixed,
 // whatever the number of requests.
 type runStats struct {
+	limit                   int64        // requests to send; 0 for no limit
+	sent                    atomic.Int64 // requests started
 	requests, calls, errors atomic.Int64
 	statuses                [600]atomic.Int64 // by HTTP status; 0 for one outside 100-599
 	actions                 [len(benchActions)]atomic.Int64
@@ -641,6 +688,9 @@ func (w *benchWorker) loop(ctx context.Context, base string, envoy bool, st *run
 		check, request = base+"/json", w.envoyRequest
 	}
 	for ctx.Err() == nil {
+		if st.limit > 0 && st.sent.Add(1) > st.limit {
+			return
+		}
 		start := time.Now()
 		err := request(ctx, check, report, st)
 		switch {
@@ -909,8 +959,8 @@ func median(vs []float64) float64 {
 }
 
 func writeBenchHeader(w io.Writer, cfg *benchConfig) {
-	fmt.Fprintf(w, "tollgate-bench: -load %s -subjects %s -c %d -duration %v -rounds %d, URLs in turn within each round\n",
-		cfg.Load, cfg.Subjects, cfg.Concurrency, cfg.Duration, cfg.Rounds)
+	fmt.Fprintf(w, "tollgate-bench: -load %s -subjects %s -c %d -duration %v -n %d -rounds %d, URLs in turn within each round\n",
+		cfg.Load, cfg.Subjects, cfg.Concurrency, cfg.Duration, cfg.Requests, cfg.Rounds)
 	for i, u := range cfg.URLs {
 		pid := "no -pid"
 		if cfg.PIDs[i] != 0 {

@@ -335,7 +335,8 @@ func TestBench_UsageErrors(t *testing.T) {
 		{"unknown subjects", []string{"-subjects", "cold", url}, "-subjects"},
 		{"a -pid short", []string{"-pid", "1", url, url}, "1 -pid for 2 URLs"},
 		{"negative -pid", []string{"-pid", "-1", url}, "-pid"},
-		{"unknown flag", []string{"-n", "5", url}, "-n"},
+		{"unknown flag", []string{"-x", "5", url}, "-x"},
+		{"negative -n", []string{"-n", "-1", url}, "-n"},
 		{"not http", []string{"ftp://127.0.0.1/"}, "not an http"},
 		{"no host", []string{"http://"}, "not an http"},
 		{"a query", []string{url + "/?x=1"}, "not an http"},
@@ -589,4 +590,21 @@ func FuzzParseProcStat(f *testing.F) {
 			t.Errorf("parseProcStat(%q) = %v", b, d)
 		}
 	})
+}
+
+// TestBench_RequestCount: with -n a run ends once n requests have been
+// answered, long before its -duration.
+func TestBench_RequestCount(t *testing.T) {
+	ceiling := httptest.NewServer(ceilingHandler())
+	defer ceiling.Close()
+	start := time.Now()
+	rep := benchJSON(t, "-n", "300", "-c", "7", "-duration", "5m", "-rounds", "2", ceiling.URL)
+	if elapsed := time.Since(start); elapsed > time.Minute {
+		t.Errorf("two runs of 300 requests took %v", elapsed)
+	}
+	for _, r := range rep.Runs {
+		if r.Requests != 300 || r.Calls != 300 || r.Errors != 0 {
+			t.Errorf("round %d: %d requests, %d calls, %d errors; want 300, 300, 0", r.Round, r.Requests, r.Calls, r.Errors)
+		}
+	}
 }

@@ -3,6 +3,8 @@
 //
 //	tollgate-bench [flags] URL [URL...]    load running services over HTTP
 //	tollgate-bench ceiling [-listen ADDR]  the Go ceiling server to compare with
+//	tollgate-bench table [flags]           issue 27's table in one run: starts
+//	                                       Redis and the servers, measures, stops them
 //
 // tollgate-bench -h and tollgate-bench ceiling -h print their flags;
 // BENCHMARKS.md has the commands behind its figures.
@@ -24,11 +26,15 @@ func main() {
 }
 
 // run runs one command and returns the exit status: `ceiling` serves the
-// ceiling, anything else is a bench's flags and URLs. ctx is cancelled by
+// ceiling, `table` measures issue 27's table, anything else is a bench's
+// flags and URLs. ctx is cancelled by
 // SIGTERM or SIGINT.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) > 0 && args[0] == "ceiling" {
 		return ceilingCmd(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "table" {
+		return tableCmd(ctx, args[1:], stdout, stderr)
 	}
 	return benchCmd(ctx, args, stdout, stderr)
 }

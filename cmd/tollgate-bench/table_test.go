@@ -1,0 +1,205 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
+)
+
+// TestMain lets the table run this test binary as its children: as
+// `tollgate-bench ceiling` (the table runs its own executable for the
+// ceiling) and, through a script, as a stand-in for envoy's ratelimit.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "ceiling":
+			ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+			code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+			stop()
+			os.Exit(code)
+		case "fake-ratelimit":
+			os.Exit(fakeRatelimit())
+		}
+	}
+	os.Exit(m.Run())
+}
+
+// fakeRatelimit stands in for envoy's ratelimit: it reads the same
+// environment (HOST, PORT, REDIS_URL as host:port), answers POST /json
+// with OK after an INCR in Redis of the descriptor's key, so that its
+// server and Redis CPU are both above zero.
+func fakeRatelimit() int {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	rdb := redis.NewClient(&redis.Options{Addr: os.Getenv("REDIS_URL")})
+	defer rdb.Close()
+	srv := &http.Server{
+		Addr: os.Getenv("HOST") + ":" + os.Getenv("PORT"),
+		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if r.URL.Path != "/json" || r.Method != http.MethodPost {
+				http.NotFound(w, r)
+				return
+			}
+			if err := rdb.Incr(r.Context(), "fake-ratelimit").Err(); err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			fmt.Fprint(w, `{"overallCode":"OK"}`)
+		}),
+	}
+	go func() { <-ctx.Done(); srv.Close() }()
+	if err := srv.ListenAndServe(); err != http.ErrServerClosed {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return 0
+}
+
+// TestTable_EveryRowAndRatio runs the whole table in a tiny configuration,
+// one round, with the real tollgate on a real Redis and on the memory
+// store, the ceiling and a stand-in for envoy's ratelimit, and checks that
+// it prints every row and every ratio with positive figures and leaves no
+// process behind. No figure is compared with a target.
+func TestTable_EveryRowAndRatio(t *testing.T) {
+	redistest.Require(t)
+	if _, err := exec.LookPath("redis-benchmark"); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal("redis-benchmark is not installed (scripts/ensure-redis.sh)")
+		}
+		t.Skip("redis-benchmark is not installed (scripts/ensure-redis.sh)")
+	}
+	dir := t.TempDir()
+	tollgate := filepath.Join(dir, "tollgate")
+	if out, err := exec.Command("go", "build", "-o", tollgate, "github.com/tollgate-auth/tollgate/cmd/tollgate").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/tollgate: %v\n%s", err, out)
+	}
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ratelimit := filepath.Join(dir, "ratelimit")
+	script := "#!/bin/sh\nexec " + strconv.Quote(self) + " fake-ratelimit\n"
+	if err := os.WriteFile(ratelimit, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+
+	var stdout, stderr testkit.SyncBuffer
+	code := run(context.Background(), []string{"table", "-rounds", "1", "-n", "1500", "-c", "8", "-floor-n", "2000",
+		"-tollgate", tollgate, "-ratelimit", ratelimit, "-timeout", "2m"}, &stdout, &stderr)
+	out := stdout.String()
+	if code != 0 {
+		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, out, stderr.String())
+	}
+	t.Logf("stdout:\n%s\nstderr:\n%s", out, stderr.String())
+
+	number := `([0-9]+\.[0-9])`
+	for row, name := range rowNames {
+		var want *regexp.Regexp
+		switch row {
+		case rowFloor3:
+			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| – \| ` + number + ` \|  \|$`)
+		case rowMemory, rowCeiling:
+			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| ` + number + ` \| – \| ` + number + ` \|$`)
+		default:
+			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| ` + number + ` \| ` + number + ` \| ` + number + ` \|$`)
+		}
+		m := want.FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("no row %q with its figures in:\n%s", name, out)
+			continue
+		}
+		for _, v := range m[1:] {
+			if f, _ := strconv.ParseFloat(v, 64); f <= 0 {
+				t.Errorf("row %q: figure %s, want above 0", name, v)
+			}
+		}
+	}
+	for _, q := range tableRatios {
+		m := regexp.MustCompile(regexp.QuoteMeta("* "+q.name+": **") + `([0-9]+\.[0-9]+)×\*\*`).FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("no ratio %q in:\n%s", q.name, out)
+			continue
+		}
+		if f, _ := strconv.ParseFloat(m[1], 64); f <= 0 {
+			t.Errorf("ratio %q = %s, want above 0", q.name, m[1])
+		}
+	}
+
+	// Every process the table started is gone.
+	for _, m := range regexp.MustCompile(`(?m)^([a-z-]+): pid ([0-9]+) on `).FindAllStringSubmatch(stderr.String(), -1) {
+		pid, _ := strconv.Atoi(m[2])
+		if err := syscall.Kill(pid, 0); err == nil {
+			t.Errorf("%s (pid %d) still runs after the table", m[1], pid)
+		}
+	}
+	if n := strings.Count(stderr.String(), ": pid "); n != 5 {
+		t.Errorf("stderr names %d processes, want 5 (redis-server, two tollgate, ceiling, ratelimit):\n%s", n, stderr.String())
+	}
+}
+
+// TestTable_EnvoyAbsent: without envoy's ratelimit its row and its ratio
+// say absent, and the other rows are printed as they are.
+func TestTable_EnvoyAbsent(t *testing.T) {
+	var rows [numRows]tableRow
+	for i := range rows {
+		rows[i].server = []float64{20, 40}
+		rows[i].redis = []float64{10, 30}
+	}
+	rows[rowEnvoy] = tableRow{absent: "absent (no ratelimit on the PATH)"}
+	rows[rowFloor3] = tableRow{redis: []float64{10, 10}, usecPerCall: []float64{7, 8}}
+	rows[rowMemory].redis, rows[rowCeiling].redis = nil, nil
+	var out strings.Builder
+	writeTable(&out, &tableConfig{Rounds: 2, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
+	for _, want := range []string{
+		"| " + rowNames[rowEnvoy] + " | absent (no ratelimit on the PATH) | – | – |",
+		"| " + rowNames[rowFresh] + " | 30.0 | 20.0 | 50.0 |",
+		"| " + rowNames[rowFloor3] + " | – | 10.0 |  |",
+		"| " + rowNames[rowMemory] + " | 30.0 | – | 30.0 |",
+		"* Redis CPU per fresh check ÷ floor3: **2.00×** (1.00–3.00; target ≤ 2×)",
+		"* tollgate total per fresh check ÷ envoy total per request: absent (target ≤ 1.0×)",
+		"* memory-store server CPU ÷ bare server CPU: **1.00×** (1.00–1.00; target ≤ 1.5×)",
+		"usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 7.5 µs",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+}
+
+func TestTable_UsageErrors(t *testing.T) {
+	for _, args := range [][]string{
+		{"-rounds", "0"}, {"-rounds", "21"}, {"-n", "0"}, {"-c", "0"}, {"-floor-n", "0"},
+		{"-timeout", "31m"}, {"-tollgate", "/nonexistent/tollgate"}, {"extra"},
+	} {
+		var stdout, stderr testkit.SyncBuffer
+		code := run(context.Background(), append([]string{"table"}, args...), &stdout, &stderr)
+		if code != 2 || stdout.String() != "" || !strings.Contains(stderr.String(), "usage: tollgate-bench table") {
+			t.Errorf("table %v: exit %d, stdout %q, stderr %q; want 2 and the usage", args, code, stdout.String(), stderr.String())
+		}
+	}
+}
+
+func TestEvalshaStats(t *testing.T) {
+	info := "# Commandstats\r\ncmdstat_config:calls=1,usec=5,usec_per_call=5.00\r\n" +
+		"cmdstat_evalsha:calls=2000,usec=26000,usec_per_call=13.00,rejected_calls=0,failed_calls=0\r\n"
+	if calls, usec := evalshaStats(info); calls != 2000 || usec != 13 {
+		t.Errorf("evalshaStats = %d, %v; want 2000, 13", calls, usec)
+	}
+	if calls, usec := evalshaStats("# Commandstats\r\n"); calls != 0 || usec != 0 {
+		t.Errorf("evalshaStats of nothing = %d, %v; want 0, 0", calls, usec)
+	}
+}

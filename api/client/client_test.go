@@ -686,3 +686,19 @@ func TestClient_Reload(t *testing.T) {
 		t.Errorf("Reload = %+v, %v", r, err)
 	}
 }
+
+// The default timeout is DefaultTimeout (250 ms): a tollgate that does not
+// answer is a timeout after at least that long, never a wait without end.
+// (The shared vectors run with a longer timeout of their own.)
+func TestClient_TheDefaultTimeoutIs250ms(t *testing.T) {
+	srv := startStalled(t)
+	c := newClient(t, srv.URL, client.Config{})
+	start := time.Now()
+	_, err := c.Check(context.Background(), login(), client.FailDelay)
+	if took := time.Since(start); !errors.Is(err, client.ErrTimeout) || took < client.DefaultTimeout-10*time.Millisecond {
+		t.Errorf("a stalled server: %v after %v, want ErrTimeout after at least %v", err, took, client.DefaultTimeout)
+	}
+	if client.DefaultTimeout != 250*time.Millisecond {
+		t.Errorf("DefaultTimeout = %v, want 250ms", client.DefaultTimeout)
+	}
+}

@@ -379,12 +379,16 @@ func TestVectors_FailModes(t *testing.T) {
 		Cases []failModeVector `json:"cases"`
 	}
 	readVectors(t, "fail_modes.json", &doc)
+	const vectorTimeout = 5 * time.Second
 	modes := map[string]client.FailMode{"open": client.FailOpen, "delay": client.FailDelay, "captcha": client.FailCaptcha}
 	steps := 0
 	for _, c := range doc.Cases {
 		t.Run(c.Name, func(t *testing.T) {
 			base, last := vectorServer(t, c)
-			cfg := client.Config{BaseURL: base, FailOpenPerAccount: c.Client.FailOpenPerAccount, FailOpenPerAddress: c.Client.FailOpenPerAddress}
+			// A case without timeout_ms runs with vectorTimeout, not the
+			// client's 250 ms default: a stand-in's answer on a loaded
+			// machine must not turn into a timeout (CI saw 358 ms once).
+			cfg := client.Config{BaseURL: base, FailOpenPerAccount: c.Client.FailOpenPerAccount, FailOpenPerAddress: c.Client.FailOpenPerAddress, Timeout: vectorTimeout}
 			if c.Client.TimeoutMS > 0 {
 				cfg.Timeout = time.Duration(c.Client.TimeoutMS) * time.Millisecond
 			}

@@ -219,7 +219,10 @@ class FailModeVectors(unittest.TestCase):
             stand_in = StandIn(answer, delay=(server.get("delay_ms") or 0) / 1000.0)
             self.addCleanup(stand_in.close)
             base = stand_in.url
-        kw: Dict[str, Any] = {}
+        # A case without timeout_ms runs with 5 s, not the client's 0.25 s
+        # default: a stand-in's answer on a loaded machine must not turn into
+        # a timeout (CI saw 358 ms once in the TypeScript runner).
+        kw: Dict[str, Any] = {"timeout": 5.0}
         if cfg.get("timeout_ms"):
             kw["timeout"] = cfg["timeout_ms"] / 1000.0
         for k in ("fail_open_per_account", "fail_open_per_address"):

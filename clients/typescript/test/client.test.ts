@@ -35,10 +35,13 @@ function answering(status: number, headers: Record<string, string>, body: string
   });
 }
 
+// The tests below that talk to a stand-in set a 5 s timeout: a loaded machine
+// must turn no answer into a timeout; "the default timeout is 250 ms" holds the
+// default.
 test("check sends Go's body: wire order, empty optional fields left out, unknown keys never sent", async () => {
   const srv = await answering(200, { "content-type": "application/json" }, verdictJSON);
   try {
-    const c = new Client({ baseURL: srv.base + "/prefix/", token: "tok-1" });
+    const c = new Client({ baseURL: srv.base + "/prefix/", token: "tok-1", timeoutMs: 5000 });
     const req = { flow: "login", captcha_solved: false, ip: "203.0.113.9", account: "a", device_token: "", extra: "x" } as CheckRequest;
     const v = await c.check(req, failDelay);
     assert.equal(v.action, "proceed");
@@ -66,7 +69,7 @@ test("check sends Go's body: wire order, empty optional fields left out, unknown
 test("entries is a GET with the flow escaped as Go's url.QueryEscape", async () => {
   const srv = await answering(200, { "content-type": "application/json" }, '{"entries":[{"id":"e1","kind":"allow"}]}');
   try {
-    const c = new Client({ baseURL: srv.base, userAgent: "ua/2" });
+    const c = new Client({ baseURL: srv.base, userAgent: "ua/2", timeoutMs: 5000 });
     const l = await c.entries("a b&c/é!");
     assert.equal(l[0]?.id, "e1");
     assert.equal(l[0]?.length, 0, "missing fields are Go's zero values");
@@ -85,7 +88,7 @@ test("allow takes a 201; a token source is asked with the call's signal", async 
   const srv = await answering(201, { "content-type": "application/json" }, '{"id":"e2","kind":"allow","subject":"ip_range","length":24}');
   try {
     let asked: AbortSignal | undefined;
-    const c = new Client({ baseURL: srv.base, tokenSource: async (signal) => ((asked = signal), "fresh") });
+    const c = new Client({ baseURL: srv.base, timeoutMs: 5000, tokenSource: async (signal) => ((asked = signal), "fresh") });
     const e = await c.allow({ ip_range: "192.0.2.0/24", expires_in: "1h", reason: "r" });
     assert.equal(e.length, 24);
     assert.ok(asked instanceof AbortSignal);
@@ -142,7 +145,7 @@ test("answers that are no verdict are unavailability, never a proceed", async ()
   for (const body of bodies) {
     const srv = await answering(200, { "content-type": "application/json" }, body);
     try {
-      const c = new Client({ baseURL: srv.base });
+      const c = new Client({ baseURL: srv.base, timeoutMs: 5000 });
       const v = await c.check({ flow: "login", account: "a", ip: "192.0.2.1" }, failDelay);
       assert.equal(v.action, "delay", body);
       assert.equal(v.fallback, true);
@@ -158,7 +161,7 @@ test("answers that are no verdict are unavailability, never a proceed", async ()
 test("keys match case-insensitively and unknown keys are ignored, as Go's encoding/json", async () => {
   const srv = await answering(200, { "content-type": "application/json" }, '{"Action":"delay","DELAY_MS":1500,"retry_after":2,"reasons":null,"new_field":[1]}');
   try {
-    const v = await new Client({ baseURL: srv.base }).check({ flow: "login" });
+    const v = await new Client({ baseURL: srv.base, timeoutMs: 5000 }).check({ flow: "login" });
     assert.deepEqual({ ...v }, { action: "delay", delay_ms: 1500, retry_after: 2, reasons: [], attempt: "", device_token: "", fallback: false });
   } finally {
     await srv.close();
@@ -222,7 +225,7 @@ test("a redirect is not followed: it is a refusal", async () => {
   const target = await answering(200, { "content-type": "application/json" }, verdictJSON);
   const srv = await answering(307, { location: target.base + "/v1/check" }, "");
   try {
-    const v = await new Client({ baseURL: srv.base }).check({ flow: "login" }, failOpen);
+    const v = await new Client({ baseURL: srv.base, timeoutMs: 5000 }).check({ flow: "login" }, failOpen);
     assert.ok(v.error instanceof TollgateError);
     assert.equal(v.error.status, 307);
     assert.equal(v.action, "delay");
@@ -274,7 +277,7 @@ test("admin calls reject with the call's error", async () => {
   await assert.rejects(c.remove({ id: "x" }), UnavailableError);
   const srv = await answering(409, { "content-type": "application/problem+json" }, '{"type":"https://tollgate.dev/problems/too-many-entries","title":"Too many entries","status":409,"detail":"d"}');
   try {
-    await assert.rejects(new Client({ baseURL: srv.base }).deny({ country: "FR", expires_in: "1h", reason: "r" }), (e: unknown) => e instanceof TollgateError && e.status === 409 && e.op === "deny");
+    await assert.rejects(new Client({ baseURL: srv.base, timeoutMs: 5000 }).deny({ country: "FR", expires_in: "1h", reason: "r" }), (e: unknown) => e instanceof TollgateError && e.status === 409 && e.op === "deny");
   } finally {
     await srv.close();
   }

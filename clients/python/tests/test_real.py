@@ -40,7 +40,7 @@ class RealTollgate(unittest.TestCase):
         assert self.binary is not None
         self.server = Tollgate(self.binary)
         self.addCleanup(self.server.stop)
-        self.tg = Client(self.server.url)
+        self.tg = Client(self.server.url, timeout=5.0)  # a loaded machine must time out no call
         self.addCleanup(self.tg.close)
 
     def backoff_count(self) -> int:

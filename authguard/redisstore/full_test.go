@@ -127,7 +127,11 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 	needRedis(t)
 	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
-	s, err := redisstore.New(redisstore.Config{Client: c}) // the default breaker: 5 failures, a 100 ms cooldown
+	// The default breaker (5 failures, a 100 ms cooldown), with a deadline
+	// a loaded machine cannot miss: what this test holds is that refused
+	// writes do not count as failures, and a timeout would (CI once saw 2
+	// calls of 50 ms time out under load, and the breaker open with them).
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 5 * time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}

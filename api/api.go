@@ -292,7 +292,7 @@ func (a *API) writeVerdict(w http.ResponseWriter, r *http.Request, flow string, 
 	}
 	bp := verdictPool.Get().(*[]byte)
 	b := append(appendVerdict((*bp)[:0], v), '\n')
-	w.Header().Set("Content-Type", "application/json")
+	w.Header()["Content-Type"] = contentTypeJSON
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(b)
 	*bp = b

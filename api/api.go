@@ -137,8 +137,50 @@ func New(cfg Config) (*API, error) {
 	return a, nil
 }
 
-// ServeHTTP serves one request.
-func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) { a.mux.ServeHTTP(w, r) }
+// ServeHTTP serves one request. It gives the request one context carrying
+// both chi's routing context and the request's state (requestContext), so
+// that neither chi nor instrument copies the request to add its own: chi
+// uses a routing context it finds, and instrument the state. A request that
+// already has a routing context (the API mounted in another chi router) is
+// left to chi as it is.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	parent := r.Context()
+	if parent.Value(chi.RouteCtxKey) != nil {
+		a.mux.ServeHTTP(w, r)
+		return
+	}
+	rctx := routeContexts.Get().(*chi.Context)
+	rctx.Reset()
+	rctx.Routes = a.mux
+	a.mux.ServeHTTP(w, r.WithContext(&requestContext{Context: parent, route: rctx}))
+	routeContexts.Put(rctx)
+}
+
+// routeContexts are chi's routing contexts, reused as chi's Mux reuses its
+// own.
+var routeContexts = sync.Pool{New: func() any { return chi.NewRouteContext() }}
+
+// requestContext is a request's context below ServeHTTP: its parent, with
+// chi's routing context and the request's state as values. One allocation
+// where chi's and instrument's context.WithValue and r.WithContext made
+// five (issue 27).
+type requestContext struct {
+	context.Context
+	route *chi.Context
+	state requestState
+}
+
+// Value returns the routing context, the request state, or the parent's
+// value for key.
+func (c *requestContext) Value(key any) any {
+	switch key {
+	case chi.RouteCtxKey:
+		return c.route
+	case stateKey:
+		return &c.state
+	}
+	return c.Context.Value(key)
+}
 
 // Router returns the chi router, for tests that walk its routes.
 func (a *API) Router() chi.Routes { return a.mux }

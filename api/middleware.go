@@ -71,12 +71,18 @@ func requestID(r *http.Request) string {
 func (a *API) instrument(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		start := time.Now()
-		st := &requestState{id: requestID(r)}
+		var st *requestState
+		if c, ok := r.Context().(*requestContext); ok { // from ServeHTTP
+			st = &c.state
+		} else { // the router served by itself
+			st = &requestState{}
+			r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
+		}
+		st.id = requestID(r)
 		h := w.Header()
 		h.Set("X-Request-Id", st.id)
 		h["Cache-Control"] = noStore
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
-		r = r.WithContext(context.WithValue(r.Context(), stateKey, st))
 		defer func() {
 			elapsed := time.Since(start)
 			route := "unmatched"

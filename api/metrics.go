@@ -47,6 +47,47 @@ type Metrics struct {
 	// unsettledLog samples their log lines.
 	unsettled    *prometheus.CounterVec
 	unsettledLog unsettledLog
+	// The children every call touches, by their label values: a map lookup
+	// instead of WithLabelValues's hashing and label checks (issue 27).
+	verdictOf   children[[3]string, prometheus.Counter] // call, flow, action
+	storeTimeOf children[string, prometheus.Observer]   // call
+	latencyOf   children[latencyLabels, prometheus.Observer]
+}
+
+// latencyLabels are tollgate_http_request_duration_seconds's labels, the
+// status code as a number.
+type latencyLabels struct {
+	method, route string
+	status        int
+}
+
+// children caches a metric vector's children by their label values. Each
+// is created by the vector, the first time it is asked for, as
+// WithLabelValues would; no vector here deletes a child, so a cached child
+// stays the vector's own and the exposition is the same, series for series.
+// The keys are the vector's label values, bounded as they are.
+type children[K comparable, M any] struct {
+	mu sync.RWMutex
+	m  map[K]M
+}
+
+// load returns the child for k, false when none is cached yet.
+func (c *children[K, M]) load(k K) (M, bool) {
+	c.mu.RLock()
+	m, ok := c.m[k]
+	c.mu.RUnlock()
+	return m, ok
+}
+
+// store caches m, the vector's child for k, and returns it.
+func (c *children[K, M]) store(k K, m M) M {
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = make(map[K]M)
+	}
+	c.m[k] = m
+	c.mu.Unlock()
+	return m
 }
 
 // NewMetrics returns Metrics registered on a registry of their own, with
@@ -337,7 +378,12 @@ func (e *evictions) Collect(ch chan<- prometheus.Metric) {
 // authguard.Config.Observe.
 func (m *Metrics) Observe(ev authguard.Event) {
 	action := ev.Answer.Action.String()
-	m.verdicts.WithLabelValues(ev.Call, ev.Flow, action).Inc()
+	vk := [3]string{ev.Call, ev.Flow, action}
+	verdicts, ok := m.verdictOf.load(vk)
+	if !ok {
+		verdicts = m.verdictOf.store(vk, m.verdicts.WithLabelValues(ev.Call, ev.Flow, action))
+	}
+	verdicts.Inc()
 	for _, r := range ev.Answer.Reasons {
 		m.reasons.WithLabelValues(ev.Call, ev.Flow, action, r.String()).Inc()
 	}
@@ -361,7 +407,11 @@ func (m *Metrics) Observe(ev authguard.Event) {
 	if ev.Source == authguard.SourceRecall {
 		m.recalled.WithLabelValues(ev.Call, ev.Flow).Inc()
 	} else if ev.Source != authguard.SourceNone || ev.StoreErr != nil {
-		m.storeTime.WithLabelValues(ev.Call).Observe(ev.StoreDuration.Seconds())
+		storeTime, ok := m.storeTimeOf.load(ev.Call)
+		if !ok {
+			storeTime = m.storeTimeOf.store(ev.Call, m.storeTime.WithLabelValues(ev.Call))
+		}
+		storeTime.Observe(ev.StoreDuration.Seconds())
 	}
 	if ev.StoreErr != nil {
 		m.storeErr.WithLabelValues(ev.Call, ev.Flow, authguard.StoreErrorKind(ev.StoreErr)).Inc()
@@ -383,7 +433,12 @@ func (m *Metrics) authFailure(reason string) { m.authFail.WithLabelValues(reason
 func (m *Metrics) adminWrite(action string) { m.admin.WithLabelValues(action).Inc() }
 
 func (m *Metrics) request(method, route string, status int, d time.Duration) {
-	m.latency.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())
+	k := latencyLabels{methodLabel(method), route, status}
+	o, ok := m.latencyOf.load(k)
+	if !ok {
+		o = m.latencyOf.store(k, m.latency.WithLabelValues(k.method, route, strconv.Itoa(status)))
+	}
+	o.Observe(d.Seconds())
 }
 
 // useLogger makes the metrics write their sampled log lines to log, unless

@@ -26,12 +26,15 @@ var stateKey = &ctxKey{"request state"}
 // requestState is what the handlers tell the log and metrics middleware
 // about a request. It never holds an identifier, IP or token.
 type requestState struct {
-	id      string
-	flow    string // set only once the engine accepted the flow
-	action  string
-	reasons []authguard.Reason
-	problem *kind
-	err     error // an internal error, for the log only
+	id string
+	// idHeader is the X-Request-Id header's value, id: a slice of it
+	// costs no allocation of its own.
+	idHeader [1]string
+	flow     string // set only once the engine accepted the flow
+	action   string
+	reasons  []authguard.Reason
+	problem  *kind
+	err      error // an internal error, for the log only
 	// authReason is why the caller was refused (auth.Error.Reason), for
 	// the log; empty when it was not.
 	authReason string
@@ -80,7 +83,8 @@ func (a *API) instrument(next http.Handler) http.Handler {
 		}
 		st.id = requestID(r)
 		h := w.Header()
-		h.Set("X-Request-Id", st.id)
+		st.idHeader[0] = st.id
+		h["X-Request-Id"] = st.idHeader[:] // Set would allocate the slice
 		h["Cache-Control"] = noStore
 		ww := middleware.NewWrapResponseWriter(w, r.ProtoMajor)
 		defer func() {

@@ -488,7 +488,10 @@ func (t *table) measureFloor(ctx context.Context) error {
 		return err
 	}
 	calls, usec := evalshaStats(stats)
-	if calls != int64(t.cfg.FloorCalls) {
+	// redis-benchmark 7 can send a few calls past -n (its clients check the
+	// count before they send, not together), at most one per client; the
+	// CPU is divided by the calls Redis counted, so they do not bias it.
+	if n := int64(t.cfg.FloorCalls); calls < n || calls > n+floorClients {
 		return fmt.Errorf("%d EVALSHA calls counted by Redis, not %d (redis-benchmark: %s)", calls, t.cfg.FloorCalls, lastLine(out.String()))
 	}
 	row := &t.rows[rowFloor3]

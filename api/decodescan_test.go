@@ -1,7 +1,7 @@
 package api
 
 // The scanning decoder that decodeJSON replaced, kept as the oracle of
-// FuzzDecodeDifferential: internal/jsonscan's functions, the key scan and
+// FuzzDecodeDifferential: internal/jsonscan's functions (now internal/jsonoracle), the key scan and
 // the decoding through encoding/json that followed it, as they were.
 
 import (
@@ -10,6 +10,8 @@ import (
 	"errors"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tollgate-auth/tollgate/internal/jsonoracle"
 )
 
 // decodeJSONScan is decodeJSON by scanning keys with jsonscan.
@@ -68,21 +70,21 @@ func (fs fields) indexBytes(key []byte) int {
 // encoding/json's struct decoding alone would take the last of two equal
 // keys and match keys case-insensitively.
 func scanKeys(body []byte, fs fields) (present uint64, err error) {
-	i := skipSpace(body, 0)
+	i := jsonoracle.SkipSpace(body, 0)
 	if i >= len(body) || body[i] != '{' {
 		return 0, newProblem(kindMalformedJSON, "", "the body must be a JSON object")
 	}
 	var seen uint64
 	i++
 	for {
-		i = skipSpace(body, i)
+		i = jsonoracle.SkipSpace(body, i)
 		if i >= len(body) || body[i] == '}' {
 			return present, nil
 		}
 		if body[i] == ',' {
-			i = skipSpace(body, i+1)
+			i = jsonoracle.SkipSpace(body, i+1)
 		}
-		end := stringEnd(body, i)
+		end := jsonoracle.StringEnd(body, i)
 		raw := body[i:end]
 		k := -1
 		if len(raw) >= 2 {
@@ -103,66 +105,11 @@ func scanKeys(body []byte, fs fields) (present uint64, err error) {
 			return 0, newProblem(kindDuplicateField, fs[k].name, "appears more than once")
 		}
 		seen |= 1 << k
-		i = skipSpace(body, end)
-		i = skipSpace(body, i+1) // the colon
+		i = jsonoracle.SkipSpace(body, end)
+		i = jsonoracle.SkipSpace(body, i+1) // the colon
 		if i < len(body) && body[i] != 'n' {
 			present |= 1 << k
 		}
-		i = valueEnd(body, i)
+		i = jsonoracle.ValueEnd(body, i)
 	}
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just after the string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just after the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-	}
-	return len(b)
 }

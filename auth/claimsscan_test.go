@@ -2,7 +2,7 @@ package auth
 
 // The scanning claims decoder that decodeClaims replaced, kept as the
 // oracle of FuzzClaimsDifferential: claims.UnmarshalJSON and
-// internal/jsonscan's functions, as they were.
+// internal/jsonscan's functions (now internal/jsonoracle), as they were.
 
 import (
 	"bytes"
@@ -13,31 +13,33 @@ import (
 	"unicode/utf8"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tollgate-auth/tollgate/internal/jsonoracle"
 )
 
 // scanClaims is claims.UnmarshalJSON by scanning.
 func scanClaims(b []byte, c *claims) error {
-	i := skipSpace(b, 0)
+	i := jsonoracle.SkipSpace(b, 0)
 	if i >= len(b) || b[i] != '{' {
 		return errClaimsNotObject
 	}
 	var seen uint8
-	for i = skipSpace(b, i+1); i < len(b) && b[i] == '"'; {
-		end := stringEnd(b, i)
+	for i = jsonoracle.SkipSpace(b, i+1); i < len(b) && b[i] == '"'; {
+		end := jsonoracle.StringEnd(b, i)
 		name, err := jsonString(b[i:end])
 		if err != nil {
 			return err
 		}
-		i = skipSpace(b, end)
+		i = jsonoracle.SkipSpace(b, end)
 		if i >= len(b) || b[i] != ':' {
 			return errClaimsNotObject
 		}
-		i = skipSpace(b, i+1)
-		end = valueEnd(b, i)
+		i = jsonoracle.SkipSpace(b, i+1)
+		end = jsonoracle.ValueEnd(b, i)
 		raw := b[i:end]
-		i = skipSpace(b, end)
+		i = jsonoracle.SkipSpace(b, end)
 		if i < len(b) && b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsonoracle.SkipSpace(b, i+1)
 		}
 
 		var bit uint8
@@ -102,15 +104,15 @@ func audienceClaim(raw []byte, dst *jwt.ClaimStrings) error {
 		return nil
 	}
 	var aud jwt.ClaimStrings
-	for i := skipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
-		end := valueEnd(raw, i)
+	for i := jsonoracle.SkipSpace(raw, 1); i < len(raw) && raw[i] != ']'; {
+		end := jsonoracle.ValueEnd(raw, i)
 		s, err := jsonString(raw[i:end])
 		if err != nil {
 			return err
 		}
 		aud = append(aud, s)
-		if i = skipSpace(raw, end); i < len(raw) && raw[i] == ',' {
-			i = skipSpace(raw, i+1)
+		if i = jsonoracle.SkipSpace(raw, end); i < len(raw) && raw[i] == ',' {
+			i = jsonoracle.SkipSpace(raw, i+1)
 		}
 	}
 	*dst = aud
@@ -153,59 +155,4 @@ func jsonString(raw []byte) (string, error) {
 		return "", errClaimType
 	}
 	return s, nil
-}
-
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON white space.
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just after the string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b)
-}
-
-// valueEnd returns the index just after the value starting at b[i].
-func valueEnd(b []byte, i int) int {
-	if i >= len(b) {
-		return i
-	}
-	switch b[i] {
-	case '"':
-		return stringEnd(b, i)
-	case '{', '[':
-		depth := 0
-		for j := i; j < len(b); j++ {
-			switch b[j] {
-			case '"':
-				j = stringEnd(b, j) - 1
-			case '{', '[':
-				depth++
-			case '}', ']':
-				if depth--; depth == 0 {
-					return j + 1
-				}
-			}
-		}
-		return len(b)
-	}
-	for j := i; j < len(b); j++ {
-		switch b[j] {
-		case ',', '}', ']', ' ', '\t', '\n', '\r':
-			return j
-		}
-	}
-	return len(b)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"hash/maphash"
+	"iter"
 	"path"
 	"strings"
 	"sync"
@@ -73,9 +74,18 @@ const (
 // the garbage collector to scan instead of millions of small ones. There is
 // one list per group and class (lists[2*group+class]), for the groups the
 // shard has held.
+//
+// The index maps a key's hash (the maphash that chose its shard) to its
+// slot, so that it holds no pointer: the garbage collector does not scan it,
+// and a lookup hashes the key once. A key whose hash another key of the
+// shard already holds goes into clash, keyed by the key itself; with 64-bit
+// hashes under a seed chosen at start-up that happens about once in 10¹³
+// stores of a million keys, and no caller can aim for it.
 type shard struct {
 	mu    sync.Mutex
-	index map[string]int32
+	index map[uint64]int32
+	clash map[string]int32
+	n     int // keys held: len(index) + len(clash)
 	slots []slot
 	lists []lru
 	free  int32 // first free slot (linked through next), or none
@@ -99,6 +109,7 @@ type lru struct {
 
 type slot struct {
 	key        string
+	hash       uint64 // maphash of key: its place in the index
 	state      any
 	expires    int64 // Unix nanoseconds
 	prev, next int32
@@ -179,7 +190,7 @@ func New(cfg Config) *Store {
 	perB, restB := cfg.MemoryLimit/int64(cfg.Shards), cfg.MemoryLimit%int64(cfg.Shards)
 	for i := range s.shards {
 		sh := &s.shards[i]
-		sh.index, sh.free, sh.cap, sh.budget = make(map[string]int32), none, per, perB
+		sh.index, sh.free, sh.cap, sh.budget = make(map[uint64]int32), none, per, perB
 		if i < rest {
 			sh.cap++
 		}
@@ -206,13 +217,14 @@ func (s *Store) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 
 func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 	key := op.StoreKey()
-	sh := &s.shards[maphash.String(s.seed, key)%uint64(len(s.shards))]
+	h := maphash.String(s.seed, key)
+	sh := &s.shards[h%uint64(len(s.shards))]
 	ns := now.UnixNano()
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 
 	var state any
-	i, ok := sh.index[key]
+	i, ok := sh.lookup(h, key)
 	if ok && ns < sh.slots[i].expires {
 		state = sh.slots[i].state
 	}
@@ -237,7 +249,7 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 		sl.state, sl.expires, sl.bytes = next, ns+int64(ttl), int32(n)
 		// A state that grew past the budget makes room as a new key does,
 		// while off its list: it cannot evict itself.
-		for sh.bytes > sh.budget && len(sh.index) > 1 {
+		for sh.bytes > sh.budget && sh.n > 1 {
 			s.evict(sh, ns, g, true)
 		}
 		sh.pushFront(i, listOf(g, c))
@@ -245,8 +257,8 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 	}
 	g := s.groups.of(key)
 	n = size(key, next)
-	for len(sh.index) > 0 {
-		if len(sh.index) >= sh.cap {
+	for sh.n > 0 {
+		if sh.n >= sh.cap {
 			s.evict(sh, ns, g, false)
 		} else if sh.bytes+sh.adds(n) > sh.budget {
 			s.evict(sh, ns, g, true)
@@ -254,7 +266,7 @@ func (s *Store) apply(op authguard.Op, now time.Time) authguard.Result {
 			break
 		}
 	}
-	sh.insert(key, next, ns+int64(ttl), listOf(g, c), n)
+	sh.insert(h, key, next, ns+int64(ttl), listOf(g, c), n)
 	return r
 }
 
@@ -321,7 +333,20 @@ func (s *Store) evict(sh *shard, ns int64, g int32, byBytes bool) {
 	}
 }
 
-func (sh *shard) insert(key string, state any, expires int64, l int32, n int64) {
+// lookup returns the slot of key, whose hash is h, if sh holds it.
+func (sh *shard) lookup(h uint64, key string) (int32, bool) {
+	i, ok := sh.index[h]
+	if ok && sh.slots[i].key == key {
+		return i, true
+	}
+	if len(sh.clash) > 0 {
+		i, ok = sh.clash[key]
+		return i, ok
+	}
+	return 0, false
+}
+
+func (sh *shard) insert(h uint64, key string, state any, expires int64, l int32, n int64) {
 	sh.bytes += sh.adds(n)
 	i := sh.free
 	if i == none {
@@ -330,17 +355,48 @@ func (sh *shard) insert(key string, state any, expires int64, l int32, n int64) 
 	} else {
 		sh.free = sh.slots[i].next
 	}
-	sh.slots[i] = slot{key: key, state: state, expires: expires, bytes: int32(n)}
-	sh.index[key] = i
+	sh.slots[i] = slot{key: key, hash: h, state: state, expires: expires, bytes: int32(n)}
+	if _, taken := sh.index[h]; taken {
+		if sh.clash == nil {
+			sh.clash = make(map[string]int32)
+		}
+		sh.clash[key] = i
+	} else {
+		sh.index[h] = i
+	}
+	sh.n++
 	sh.pushFront(i, l)
 }
 
 func (sh *shard) remove(i int32) {
 	sh.unlink(i)
-	delete(sh.index, sh.slots[i].key)
+	sl := &sh.slots[i]
+	if j, ok := sh.index[sl.hash]; ok && j == i {
+		delete(sh.index, sl.hash)
+	} else {
+		delete(sh.clash, sl.key)
+	}
+	sh.n--
 	sh.bytes -= int64(sh.slots[i].bytes) - entryBytes // the slot stays
 	sh.slots[i] = slot{next: sh.free}                 // drop the references for the GC
 	sh.free = i
+}
+
+// held yields the slot of every key sh holds. The loop's body may remove
+// the slot it is given.
+func (sh *shard) held() iter.Seq[int32] {
+	return func(yield func(int32) bool) {
+		for _, j := range sh.index {
+			if !yield(j) {
+				return
+			}
+		}
+		for _, j := range sh.clash {
+			if !yield(j) {
+				return
+			}
+		}
+	}
 }
 
 func (sh *shard) unlink(i int32) {
@@ -386,7 +442,7 @@ func (s *Store) Sweep() {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for _, j := range sh.index {
+		for j := range sh.held() {
 			if ns >= sh.slots[j].expires {
 				sh.remove(j)
 			}
@@ -411,7 +467,7 @@ func (s *Store) Stats() Stats {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		st.Entries += len(sh.index)
+		st.Entries += sh.n
 		st.Bytes += sh.bytes
 		st.MemoryLimit += sh.budget
 		for l := int(protected); l < len(sh.lists); l += int(classes) {
@@ -444,9 +500,9 @@ func (s *Store) Keys() []string {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, j := range sh.index {
+		for j := range sh.held() {
 			if ns < sh.slots[j].expires {
-				keys = append(keys, k)
+				keys = append(keys, sh.slots[j].key)
 			}
 		}
 		sh.mu.Unlock()
@@ -465,8 +521,8 @@ func (s *Store) DeleteMatching(_ context.Context, pattern string) (int, error) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		for k, j := range sh.index {
-			if ok, _ := path.Match(pattern, k); ok {
+		for j := range sh.held() {
+			if ok, _ := path.Match(pattern, sh.slots[j].key); ok {
 				if ns < sh.slots[j].expires {
 					n++
 				}

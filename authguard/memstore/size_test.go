@@ -180,10 +180,11 @@ func checkBytes(t *testing.T, s *Store) {
 	for i := range s.shards {
 		sh := &s.shards[i]
 		sh.mu.Lock()
-		want := int64(len(sh.slots)-len(sh.index)) * entryBytes
+		want := int64(len(sh.slots)-sh.n) * entryBytes
 		lists := make([]int64, len(sh.lists))
-		for k, j := range sh.index {
+		for j := range sh.held() {
 			sl := &sh.slots[j]
+			k := sl.key
 			if n := size(k, sl.state); int64(sl.bytes) != n {
 				t.Errorf("shard %d: key %s holds %d bytes, size says %d", i, k, sl.bytes, n)
 			}
@@ -198,7 +199,7 @@ func checkBytes(t *testing.T, s *Store) {
 				t.Errorf("shard %d list %d accounts %d bytes, holds %d", i, l, sh.lists[l].bytes, lists[l])
 			}
 		}
-		if sh.bytes > sh.budget && len(sh.index) > 1 {
+		if sh.bytes > sh.budget && sh.n > 1 {
 			t.Errorf("shard %d accounts %d bytes, its budget is %d", i, sh.bytes, sh.budget)
 		}
 		sh.mu.Unlock()

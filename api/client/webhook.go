@@ -248,7 +248,7 @@ func webhookSigned(key []byte, id, ts string, body []byte, sigs string) bool {
 	mac.Write(body)
 	want := []byte(base64.StdEncoding.EncodeToString(mac.Sum(nil)))
 	found := false
-	for sig := range strings.FieldsSeq(sigs) {
+	for sig := range strings.SplitSeq(sigs, " ") {
 		version, got, ok := strings.Cut(sig, ",")
 		if !ok || version != "v1" {
 			continue

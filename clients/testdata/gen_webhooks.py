@@ -49,9 +49,10 @@ def add(name, want, body=BODY, secret=SECRET, msg_id=ID, ts=TS, sig=None, now=NO
     if want == "ok":
         ev = json.loads(body)
         if event_want is None:
-            data = ev.get("data", {})
-            event_want = {"id": h.get("webhook-id") or h.get("Webhook-Id"), "type": ev.get("type", ""), "timestamp": ev.get("timestamp", ""), "tenant": ev.get("tenant", ""),
-                          "data": {k: data.get(k, "") for k in ("flow", "rule", "reason", "subject", "ref")} | {"details": data.get("details", {})}}
+            data = ev.get("data") or {}
+            event_want = {"id": h.get("webhook-id") or h.get("Webhook-Id"), "type": ev.get("type") or "", "timestamp": ev.get("timestamp") or "",
+                          "tenant": ev.get("tenant") or "",
+                          "data": {k: data.get(k) or "" for k in ("flow", "rule", "reason", "subject", "ref")} | {"details": data.get("details") or {}}}
         c["event"] = event_want
     cases.append(c)
 
@@ -70,6 +71,12 @@ add("the secret without the whsec_ prefix is taken as raw base64", "ok", secret=
 add("the timestamp exactly 300 s old is inside the tolerance", "ok", ts=NOW - 300)
 add("the timestamp exactly 300 s ahead is inside the tolerance", "ok", ts=NOW + 300)
 
+add("the right signature twice", "ok", sig=good + " " + good)
+add("a body with JSON white space before and after it", "ok", body=" \r\n\t" + BODY + "\n")
+add("an event without a tenant, with null data fields: empty", "ok",
+    body='{"type":"store.degraded","timestamp":"2025-12-31T23:59:55Z","data":{"flow":null,"ref":null,"details":null}}')
+add("an event with a null data: empty", "ok", body='{"type":"store.recovered","timestamp":"2025-12-31T23:59:55Z","tenant":"default","data":null}')
+
 add("signed with another secret", "signature", sig="v1," + sign(OTHER, ID, TS, BODY))
 add("the body tampered with after signing", "signature", sig=good, body=BODY.replace("user-42", "user-43"))
 add("the body with one more space than was signed", "signature", sig=good, body=BODY + " ")
@@ -83,6 +90,8 @@ add("a signature header with an empty v1 signature", "signature", sig="v1,")
 add("a signature that is not base64", "signature", sig="v1,!!!not base64!!!")
 add("the right signature without base64 padding (compared as sent)", "signature", sig=good.rstrip("="))
 add("the right signature truncated", "signature", sig=good[:-8])
+add("the right signature with more after a second comma", "signature", sig=good + ",x")
+add("the right signature after a tab instead of a space", "signature", sig="v1,AAAA\t" + good)
 add("the right signature in hex instead of base64", "signature",
     sig="v1," + hmac.new(key(SECRET), ("%s.%s." % (ID, TS)).encode() + BODY.encode(), hashlib.sha256).hexdigest())
 
@@ -106,10 +115,14 @@ add("a timestamp too long to be a number", "headers", headers={"webhook-id": ID,
 add("a secret that is not base64", "secret", secret="whsec_not*base64", sig=good)
 add("a secret whose base64 lacks its padding", "secret", secret="whsec_YWJjZA", sig=good)
 add("an empty secret", "secret", secret="whsec_", sig=good)
+add("a secret with a space after the prefix", "secret", secret="whsec_ " + SECRET[6:], sig=good)
+add("a secret with a line break in its base64", "secret", secret=SECRET[:20] + "\n" + SECRET[20:], sig=good)
 
 for name, body in [
     ("a signed body that is not JSON", "not json"),
     ("a signed body that is a JSON array", '[{"type":"login.new_device"}]'),
+    ("a signed body that is JSON null", "null"),
+    ("a signed body that is two JSON objects", '{"type":"login.new_device"}{"type":"account.reset"}'),
     ("a signed body whose type is not a string", '{"type":7,"timestamp":"2025-12-31T23:59:55Z","tenant":"default","data":{}}'),
     ("a signed body whose data is not an object", '{"type":"login.new_device","timestamp":"2025-12-31T23:59:55Z","tenant":"default","data":"x"}'),
     ("a signed body whose details are not an object", '{"type":"login.new_device","timestamp":"2025-12-31T23:59:55Z","tenant":"default","data":{"details":[1]}}'),

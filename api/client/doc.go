@@ -77,7 +77,7 @@
 // outage) to the caller's endpoints, signed as Standard Webhooks.
 // VerifyWebhook checks a request's raw body and headers against the
 // endpoint's secret and a 5-minute tolerance, and returns the WebhookEvent;
-// delivery is at least once, so deduplicate by its ID. Check, Report and
-// Send take the caller's own opaque Ref (a user id), which comes back in
-// the events the call causes.
+// delivery is at least once, so deduplicate by its ID. The "ref" of a
+// Check, Report or SendOTP request (the caller's own opaque reference, such
+// as its user id) comes back in the events the call causes, as Data.Ref.
 package client

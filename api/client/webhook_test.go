@@ -216,16 +216,20 @@ func mustInt(t *testing.T, s string) int64 {
 	return n
 }
 
-// setRef sets the Ref field of the wire request *req points to and reports
-// whether it has one: api/wire gains Ref with issue 28's server half (the
-// events helper's branch), and this test runs for real once both are in.
+// setRef sets the field of the wire request *req points to whose JSON name
+// is "ref", and reports whether it has one: api/wire gains it with issue
+// 28's server half (the events helper's branch), and this test runs for
+// real once both are in.
 func setRef(req any, ref string) bool {
-	f := reflect.ValueOf(req).Elem().FieldByName("Ref")
-	if !f.IsValid() || f.Kind() != reflect.String {
-		return false
+	v := reflect.ValueOf(req).Elem()
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		if name == "ref" && v.Field(i).Kind() == reflect.String {
+			v.Field(i).SetString(ref)
+			return true
+		}
 	}
-	f.SetString(ref)
-	return true
+	return false
 }
 
 // The ref comes back in webhook events: Check, Report and Send must send

@@ -89,6 +89,12 @@ class Webhook(unittest.TestCase):
             if not same:
                 self.assertNotEqual(got, "ok", parts)
 
+    def test_a_parsed_body_is_a_type_error(self) -> None:
+        h = {"webhook-id": "msg_1", "webhook-timestamp": str(NOW), "webhook-signature": sign(SECRET, "msg_1", NOW, BODY)}
+        for parsed in (json.loads(BODY), {}, None, 42):
+            with self.assertRaises(TypeError):
+                verify_webhook(SECRET, h, parsed, now=NOW)  # type: ignore[arg-type]
+
     def test_headers_that_are_not_strings_are_ignored(self) -> None:
         h: Dict[str, object] = {"webhook-id": b"msg_1", "webhook-timestamp": NOW, "webhook-signature": None}
         self.assertEqual(kind(SECRET, h, BODY, now=NOW), "headers")

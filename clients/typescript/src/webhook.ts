@@ -140,7 +140,8 @@ const timestampRe = /^[0-9]{1,18}$/;
  * be rotated; versions other than v1 are skipped. Signatures are compared
  * with `timingSafeEqual`.
  *
- * @throws {@link WebhookVerificationError} with the reason's kind
+ * @throws {@link WebhookVerificationError} with the reason's kind; a
+ * TypeError when rawBody is neither a string nor bytes (a parsed body)
  */
 export function verifyWebhook(
   secret: string,
@@ -148,6 +149,10 @@ export function verifyWebhook(
   rawBody: string | Uint8Array,
   options: VerifyWebhookOptions = {},
 ): WebhookEvent {
+  if (typeof rawBody !== "string" && !(rawBody instanceof Uint8Array)) {
+    // A parsed body (express.json()) cannot be verified: its bytes are gone.
+    throw new TypeError("tollgate: verifyWebhook: rawBody must be the raw body, a string or a Buffer (use express.raw(), not express.json())");
+  }
   const b64 = typeof secret === "string" ? (secret.startsWith("whsec_") ? secret.slice(6) : secret) : "";
   if (b64 === "" || !base64Re.test(b64)) throw new WebhookVerificationError("secret");
   const key = Buffer.from(b64, "base64");

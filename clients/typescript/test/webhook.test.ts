@@ -97,3 +97,10 @@ test("webhook: mutated requests are refused and never throw anything else", () =
     if (!same) assert.notEqual(got, "ok", `accepted ${JSON.stringify(parts)}`);
   }
 });
+
+test("webhook: a parsed body (express.json()) is a TypeError that says to use the raw body", () => {
+  const headers = { "webhook-id": "msg_1", "webhook-timestamp": String(now), "webhook-signature": sign(secret, "msg_1", now, body) };
+  for (const parsed of [JSON.parse(body) as unknown, undefined, null, 42]) {
+    assert.throws(() => verifyWebhook(secret, headers, parsed as string, { now: now * 1000 }), (e: unknown) => e instanceof TypeError && /express\.raw\(\)/.test(e.message));
+  }
+});

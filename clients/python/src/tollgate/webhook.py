@@ -142,8 +142,12 @@ def verify_webhook(
     match, so that a secret can be rotated; versions other than v1 are
     skipped. Signatures are compared with :func:`hmac.compare_digest`.
 
-    Raises :class:`WebhookVerificationError` with the reason's kind.
+    Raises :class:`WebhookVerificationError` with the reason's kind, and
+    TypeError when body is not bytes or str (a parsed body).
     """
+    if not isinstance(body, (bytes, bytearray, memoryview, str)):
+        # A parsed body (request.json) cannot be verified: its bytes are gone.
+        raise TypeError("verify_webhook: body must be the raw request body (bytes), not a parsed one")
     raw = secret[6:] if isinstance(secret, str) and secret.startswith("whsec_") else secret
     if not isinstance(raw, str) or raw == "" or _BASE64.fullmatch(raw) is None:
         raise WebhookVerificationError("secret")

@@ -65,13 +65,16 @@ test-deps:
 	cd clients/typescript && npm ci --no-audit --no-fund
 	cd clients/contract && npm ci --no-audit --no-fund
 	cd examples/express-login && npm ci --no-audit --no-fund && npm run build
+	cd examples/webhook-receiver-ts && npm ci --no-audit --no-fund
 
 ## test-clients: the TypeScript and Python clients (each against a real tollgate
-## serve it starts, and every vector of clients/testdata) and the contract check
+## serve it starts, and every vector of clients/testdata), the contract check and
+## the TypeScript webhook receiver (examples/webhook-receiver-ts)
 test-clients: build
 	cd clients/typescript && TOLLGATE_BIN=$(CURDIR)/bin/tollgate npm test
 	TOLLGATE_BIN=$(CURDIR)/bin/tollgate $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python
 	cd clients/contract && npm test
+	cd examples/webhook-receiver-ts && npm test
 
 ## bench: the benchmarks, with allocations
 bench:

@@ -70,4 +70,14 @@
 // rules and keep an allowance of its own. A DeviceCookie (NewDeviceCookie)
 // keeps it in a "__Host-" prefixed, Secure, HttpOnly cookie: Set after a
 // success, Token for the next check's DeviceToken, Clear to drop it.
+//
+// # Webhooks
+//
+// tollgate posts events (a new device, an account under attack, a store
+// outage) to the caller's endpoints, signed as Standard Webhooks.
+// VerifyWebhook checks a request's raw body and headers against the
+// endpoint's secret and a 5-minute tolerance, and returns the WebhookEvent;
+// delivery is at least once, so deduplicate by its ID. The "ref" of a
+// Check, Report or SendOTP request (the caller's own opaque reference, such
+// as its user id) comes back in the events the call causes, as Data.Ref.
 package client

@@ -74,6 +74,32 @@ class Requests(Base):
         self.assertEqual(s.last().body, b'{"flow":"f","destination":"+1","channel":"sms","ip":"i","account":"a",'  # type: ignore[union-attr]
                          b'"device_token":"d","captcha_solved":true}')
 
+    def test_ref_is_sent_when_given_and_left_out_when_not(self) -> None:
+        """The ref comes back in webhook events: it must reach tollgate when
+        given, and no "ref" key may appear when the caller gave none."""
+        s = self.stand_in()
+        c = self.client(s.url)
+        bodies = []
+        for call in (
+            lambda: c.check(flow="login", account="a", ip="203.0.113.9", ref="user-42"),
+            lambda: c.report(flow="login", account="a", outcome="success", ref="user-42"),
+            lambda: c.send(destination="+15550100", channel="sms", ref="user-\u00e9"),
+            lambda: c.check(flow="login", account="a"),
+            lambda: c.report(flow="login", account="a", outcome="failure", ref=""),
+            lambda: c.send(destination="+15550100", channel="sms", ref=None),
+        ):
+            v = call()
+            self.assertIsNone(v.error)
+            bodies.append(s.last().body)  # type: ignore[union-attr]
+        self.assertEqual(bodies, [
+            b'{"flow":"login","account":"a","ip":"203.0.113.9","ref":"user-42"}',
+            b'{"flow":"login","account":"a","outcome":"success","ref":"user-42"}',
+            '{"destination":"+15550100","channel":"sms","ref":"user-\u00e9"}'.encode("utf-8"),
+            b'{"flow":"login","account":"a"}',
+            b'{"flow":"login","account":"a","outcome":"failure"}',
+            b'{"destination":"+15550100","channel":"sms"}',
+        ])
+
     def test_strings_are_escaped_as_go_escapes_them(self) -> None:
         s = self.stand_in()
         self.client(s.url).check(flow="login", account='<a&b>"\\\n\t\x01\x7f\u2028\u2029é\ud800')

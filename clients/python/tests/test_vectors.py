@@ -22,13 +22,15 @@ from tollgate import (
     TollgateError,
     Unavailable,
     Verdict,
+    WebhookVerificationError,
     client_ip,
+    verify_webhook,
 )
 
 from .support import TESTDATA, StandIn, closed_port_url
 
 #: Every vector file, each read by a test below.
-VECTOR_FILES = ("client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json")
+VECTOR_FILES = ("client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json")
 
 #: How many cases each file's test ran, for the report.
 RAN: Dict[str, int] = {}
@@ -272,6 +274,36 @@ class FailModeVectors(unittest.TestCase):
                 self.assertEqual((r.method, r.path.split("?")[0], r.headers.get("Content-Type")),
                                  (wr["method"], wr["path"], wr["content_type"]), where)
         return n
+
+
+class WebhookVectors(unittest.TestCase):
+    def test_webhooks(self) -> None:
+        doc = read_vectors("webhooks.json")
+        strict(doc, ("about", "tolerance_seconds", "cases"), "webhooks.json")
+        self.assertEqual(doc["tolerance_seconds"], 300)
+        n = 0
+        for c in doc["cases"]:
+            strict(c, ("name", "secret", "headers", "body", "now", "want", "event"), "webhooks case")
+            n += 1
+            headers: Dict[str, str] = c["headers"]
+            # The body as bytes, as a str, and the headers as a dict and as (name, value) pairs: the same answer.
+            for body, hs in ((c["body"].encode("utf-8"), headers), (c["body"], list(headers.items()))):
+                with self.subTest(c["name"], body=type(body).__name__):
+                    try:
+                        e = verify_webhook(c["secret"], hs, body, now=c["now"])
+                        got = "ok"
+                    except WebhookVerificationError as err:
+                        got = err.kind
+                    self.assertEqual(got, c["want"])
+                    if got == "ok":
+                        want = c["event"]
+                        self.assertEqual(
+                            {"id": e.id, "type": e.type, "timestamp": e.timestamp, "tenant": e.tenant,
+                             "data": {"flow": e.data.flow, "rule": e.data.rule, "reason": e.data.reason,
+                                      "subject": e.data.subject, "ref": e.data.ref, "details": e.data.details}},
+                            want)
+        self.assertGreaterEqual(n, 40, "the vectors did not load")
+        RAN["webhooks.json"] = n
 
 
 class VectorFiles(unittest.TestCase):

@@ -4,7 +4,8 @@
  * (`api/client`), held to the same shared test vectors: a {@link Client}
  * with fail modes and the FailOpen allowance, the end user's answer
  * ({@link Responder}), the client address behind proxies ({@link Proxies})
- * and the device cookie ({@link DeviceCookie}). No runtime dependencies;
+ * the device cookie ({@link DeviceCookie}) and the verification of the
+ * events tollgate posts ({@link verifyWebhook}). No runtime dependencies;
  * Node >= 18.
  *
  * @packageDocumentation
@@ -49,6 +50,20 @@ export {
   type Op,
   type TollgateErrorFields,
 } from "./errors.js";
+export {
+  verifyWebhook,
+  WebhookVerificationError,
+  webhookEventTypes,
+  defaultWebhookToleranceSeconds,
+  type WebhookEvent,
+  type WebhookEventOf,
+  type WebhookEventType,
+  type UnknownWebhookEvent,
+  type WebhookData,
+  type WebhookErrorKind,
+  type WebhookHeaders,
+  type VerifyWebhookOptions,
+} from "./webhook.js";
 export {
   defaultSendFlow,
   type Action,

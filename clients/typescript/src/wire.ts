@@ -37,6 +37,13 @@ export interface CheckRequest {
   destination?: string | undefined;
   /** The channel the code went by; with destination. */
   channel?: Channel | (string & {}) | undefined;
+  /**
+   * The caller's own opaque reference for the end user (its user id), at
+   * most 128 bytes, no control characters: tollgate never counts it, and
+   * hands it back in the events this call causes ({@link verifyWebhook}),
+   * so that the receiver need not look the subject up. Sent as "ref".
+   */
+  ref?: string | undefined;
 }
 
 /** The body of POST /v1/report: how did the attempt end? */
@@ -59,6 +66,13 @@ export interface ReportRequest {
   destination?: string | undefined;
   /** The channel the verified code went by; with destination. */
   channel?: Channel | (string & {}) | undefined;
+  /**
+   * The caller's own opaque reference for the end user (its user id), at
+   * most 128 bytes, no control characters: tollgate never counts it, and
+   * hands it back in the events this call causes ({@link verifyWebhook}),
+   * so that the receiver need not look the subject up. Sent as "ref".
+   */
+  ref?: string | undefined;
 }
 
 /** The body of POST /v1/otp/send: may a one-time code be sent to this destination now? */
@@ -77,6 +91,13 @@ export interface SendRequest {
   device_token?: string | undefined;
   /** The end user just solved a CAPTCHA that the caller verified. */
   captcha_solved?: boolean | undefined;
+  /**
+   * The caller's own opaque reference for the end user (its user id), at
+   * most 128 bytes, no control characters: tollgate never counts it, and
+   * hands it back in the events this call causes ({@link verifyWebhook}),
+   * so that the receiver need not look the subject up. Sent as "ref".
+   */
+  ref?: string | undefined;
 }
 
 /** tollgate's answer to a check, report or send: always these six fields. */
@@ -249,6 +270,7 @@ export const requestFields = {
     ["password_fingerprint", false],
     ["destination", false],
     ["channel", false],
+    ["ref", false],
   ],
   report: [
     ["flow", true],
@@ -260,6 +282,7 @@ export const requestFields = {
     ["password_fingerprint", false],
     ["destination", false],
     ["channel", false],
+    ["ref", false],
   ],
   send: [
     ["flow", false],
@@ -269,6 +292,7 @@ export const requestFields = {
     ["account", false],
     ["device_token", false],
     ["captcha_solved", false],
+    ["ref", false],
   ],
   explain: [
     ["flow", true],

@@ -66,6 +66,32 @@ test("check sends Go's body: wire order, empty optional fields left out, unknown
   }
 });
 
+// The ref comes back in webhook events: it must reach tollgate when given,
+// and no "ref" key may appear when the caller gave none (an empty one is none).
+test("ref is sent as \"ref\" by check, report and send when given, and left out when not", async () => {
+  const srv = await answering(200, { "content-type": "application/json" }, verdictJSON);
+  try {
+    const c = new Client({ baseURL: srv.base, timeoutMs: 5000 });
+    await c.check({ flow: "login", account: "a", ip: "203.0.113.9", ref: "user-42" });
+    await c.report({ flow: "login", account: "a", outcome: "success", ref: "user-42" });
+    await c.send({ destination: "+15550100", channel: "sms", ref: "user-é" });
+    await c.check({ flow: "login", account: "a" });
+    await c.report({ flow: "login", account: "a", outcome: "failure", ref: "" });
+    await c.send({ destination: "+15550100", channel: "sms", ref: undefined });
+    const bodies = srv.requests.map((r) => r.body);
+    assert.deepEqual(bodies, [
+      '{"flow":"login","account":"a","ip":"203.0.113.9","ref":"user-42"}',
+      '{"flow":"login","account":"a","outcome":"success","ref":"user-42"}',
+      '{"destination":"+15550100","channel":"sms","ref":"user-é"}',
+      '{"flow":"login","account":"a"}',
+      '{"flow":"login","account":"a","outcome":"failure"}',
+      '{"destination":"+15550100","channel":"sms"}',
+    ]);
+  } finally {
+    await srv.close();
+  }
+});
+
 test("entries is a GET with the flow escaped as Go's url.QueryEscape", async () => {
   const srv = await answering(200, { "content-type": "application/json" }, '{"entries":[{"id":"e1","kind":"allow"}]}');
   try {

@@ -20,7 +20,7 @@ test("README's main snippet is examples/readme.ts", () => {
 
 test("the package exports resolve to the built dist (self-reference by name)", async () => {
   const pkg = await import("@tollgate/client");
-  for (const name of ["Client", "Responder", "writeAnswer", "Proxies", "DeviceCookie", "TollgateError", "UnavailableError", "TimeoutError", "isUnavailable"]) {
+  for (const name of ["Client", "Responder", "writeAnswer", "Proxies", "DeviceCookie", "TollgateError", "UnavailableError", "TimeoutError", "isUnavailable", "verifyWebhook", "WebhookVerificationError"]) {
     assert.equal(typeof (pkg as Record<string, unknown>)[name], "function", name);
   }
   assert.deepEqual([pkg.failOpen, pkg.failDelay, pkg.failCaptcha], ["open", "delay", "captcha"]);

@@ -17,6 +17,8 @@ import {
   TimeoutError,
   TollgateError,
   isUnavailable,
+  verifyWebhook,
+  WebhookVerificationError,
   type CheckRequest,
   type FailMode,
   type ReportRequest,
@@ -27,7 +29,7 @@ import { requestFields } from "../src/wire.js";
 import { closedPort, standIn, vectorsDir, type StandIn } from "./helpers.js";
 
 /** The files this test reads, as Go's TestVectors_CoverEveryFile lists them. */
-const covered = ["client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json"];
+const covered = ["client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json"];
 const read = new Set<string>();
 
 type Json = Record<string, unknown>;
@@ -265,6 +267,44 @@ test("vectors: fail_modes.json", async (t) => {
     });
   }
   assert.ok(steps >= 50, `only ${steps} steps: the vectors did not load`);
+});
+
+test("vectors: webhooks.json", async (t) => {
+  const doc = readVectors("webhooks.json", ["tolerance_seconds", "cases"]);
+  assert.equal(doc["tolerance_seconds"], 300);
+  let n = 0;
+  for (const c0 of arr(doc["cases"])) {
+    const c = strict(c0, ["name", "secret", "headers", "body", "now", "want", "event"], "webhooks case");
+    n++;
+    await t.test(s(c["name"]), () => {
+      const headers = c["headers"] as Record<string, string>;
+      const now = new Date((c["now"] as number) * 1000);
+      // The body as a string and as the bytes a server reads: the same answer.
+      for (const body of [s(c["body"]), new Uint8Array(Buffer.from(s(c["body"]), "utf8"))]) {
+        let got: string;
+        let event: unknown;
+        try {
+          event = verifyWebhook(s(c["secret"]), headers, body, { now });
+          got = "ok";
+        } catch (e) {
+          assert.ok(e instanceof WebhookVerificationError, `not a WebhookVerificationError: ${String(e)}`);
+          got = e.kind;
+        }
+        assert.equal(got, s(c["want"]), `verifyWebhook of a ${typeof body}`);
+        if (got === "ok") assert.deepEqual(event, c["event"]);
+      }
+      // Headers as fetch's Headers, which folds the names' case: the same answer.
+      const fetchHeaders = new Headers(headers);
+      let got2 = "ok";
+      try {
+        verifyWebhook(s(c["secret"]), fetchHeaders, s(c["body"]), { now: (c["now"] as number) * 1000 });
+      } catch (e) {
+        got2 = (e as WebhookVerificationError).kind;
+      }
+      assert.equal(got2, s(c["want"]), "verifyWebhook with fetch Headers");
+    });
+  }
+  assert.ok(n >= 40, `only ${n} cases: the vectors did not load`);
 });
 
 // Last (tests of a file run in order): every vector file is read by a test above, and no other exists.

@@ -18,6 +18,8 @@ clients/testdata hold both to the same answers.
 * :class:`Proxies` and :func:`client_ip`: the client address behind your
   own reverse proxies.
 * :class:`DeviceCookie`: the ``__Host-`` cookie that keeps the device token.
+* :func:`verify_webhook`: checks an event tollgate posted (Standard
+  Webhooks signatures) and returns the :class:`WebhookEvent`.
 """
 
 from .allowance import (
@@ -47,6 +49,14 @@ from .failmode import (
     Verdict,
 )
 from .respond import Answer, Responder
+from .webhook import (
+    DEFAULT_WEBHOOK_TOLERANCE,
+    WEBHOOK_EVENT_TYPES,
+    WebhookData,
+    WebhookEvent,
+    WebhookVerificationError,
+    verify_webhook,
+)
 
 __version__ = "1.0.0"
 
@@ -90,4 +100,10 @@ __all__ = [
     "DeviceCookie",
     "DEFAULT_DEVICE_COOKIE_NAME",
     "DEFAULT_DEVICE_COOKIE_MAX_AGE",
+    "verify_webhook",
+    "WebhookEvent",
+    "WebhookData",
+    "WebhookVerificationError",
+    "WEBHOOK_EVENT_TYPES",
+    "DEFAULT_WEBHOOK_TOLERANCE",
 ]

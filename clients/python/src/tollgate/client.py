@@ -376,6 +376,7 @@ class Client:
         password_fingerprint: Optional[str] = None,
         destination: Optional[str] = None,
         channel: Optional[str] = None,
+        ref: Optional[str] = None,
         fail: Union[FailMode, str] = FAIL_DELAY,
     ) -> Verdict:
         """May this attempt go ahead now? Call it before looking at the
@@ -389,13 +390,17 @@ class Client:
         account and address, and delays past it.
 
         destination and channel name where an otp_verify code was sent.
+        ref is your own opaque reference for the end user (your user id; at
+        most 128 bytes, no control characters): tollgate never counts it and
+        hands it back in the events the call causes (:func:`verify_webhook`).
+        report and send take it too.
         """
         mode = coerce_mode(fail)
         body = _omit_empty([
             ("flow", flow, True), ("account", account, False), ("ip", ip, False),
             ("device_token", device_token, False), ("captcha_solved", bool(captcha_solved), False),
             ("password_fingerprint", password_fingerprint, False), ("destination", destination, False),
-            ("channel", channel, False),
+            ("channel", channel, False), ("ref", ref, False),
         ])
         subject = check_subject(flow or "", account or "", ip or "", bool(captcha_solved))
         return self._verdict_call("check", "/v1/check", body, mode, subject)
@@ -412,6 +417,7 @@ class Client:
         password_fingerprint: Optional[str] = None,
         destination: Optional[str] = None,
         channel: Optional[str] = None,
+        ref: Optional[str] = None,
         fail: Union[FailMode, str] = FAIL_DELAY,
     ) -> Verdict:
         """How did the attempt end? outcome is "failure" or "success", with
@@ -429,7 +435,7 @@ class Client:
             ("flow", flow, True), ("account", account, False), ("ip", ip, False),
             ("outcome", outcome, True), ("attempt", attempt, False), ("device_token", device_token, False),
             ("password_fingerprint", password_fingerprint, False), ("destination", destination, False),
-            ("channel", channel, False),
+            ("channel", channel, False), ("ref", ref, False),
         ])
         return self._verdict_call("report", "/v1/report", body, mode, None)
 
@@ -443,6 +449,7 @@ class Client:
         account: Optional[str] = None,
         device_token: Optional[str] = None,
         captcha_solved: bool = False,
+        ref: Optional[str] = None,
         fail: Union[FailMode, str] = FAIL_DELAY,
     ) -> Verdict:
         """May a one-time code be sent to destination now? Send it on proceed
@@ -458,7 +465,7 @@ class Client:
         body = _omit_empty([
             ("flow", flow, False), ("destination", destination, True), ("channel", channel, True),
             ("ip", ip, False), ("account", account, False), ("device_token", device_token, False),
-            ("captcha_solved", bool(captcha_solved), False),
+            ("captcha_solved", bool(captcha_solved), False), ("ref", ref, False),
         ])
         subject = send_subject(flow or "", destination or "", channel or "", ip or "", bool(captcha_solved))
         return self._verdict_call("send", "/v1/otp/send", body, mode, subject)

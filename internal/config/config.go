@@ -74,11 +74,45 @@ type Config struct {
 	// TenantPolicies are the policies of the tenants whose auth entry has
 	// flows: those flows laid over the file's policy.
 	TenantPolicies map[string]*authguard.Policy
+	// Webhooks, when set, delivers the engine's notices to HTTP endpoints
+	// (package webhook). The default is nil: no events are sent.
+	Webhooks *Webhooks
 	// StrictStore, set by `tollgate serve -strict-store` (never by the
 	// file), refuses to start on a Redis whose maxmemory-policy may evict
 	// keys, and fails /readyz while it does. The default is false: a
 	// warning, a metric and a /readyz warning.
 	StrictStore bool
+}
+
+// Webhooks configures event delivery: where each tenant's events go and
+// how long a delivery is retried.
+type Webhooks struct {
+	Endpoints []WebhookEndpoint
+	// MaxAge is how long an event is retried before it is dead-lettered.
+	// The default is 24h.
+	MaxAge time.Duration
+	// Timeout bounds one delivery. The default is 10s.
+	Timeout time.Duration
+}
+
+// WebhookEndpoint is one receiver of events.
+type WebhookEndpoint struct {
+	// Name names the endpoint in metrics, logs and dead letters.
+	Name string
+	// Tenant is the tenant whose events go here. The default is the
+	// default tenant.
+	Tenant string
+	// URL is where events are POSTed: https, or http to a loopback address.
+	URL string
+	// Secret signs the deliveries (Standard Webhooks, "whsec_" and base64),
+	// read from secret_file.
+	Secret string
+	// Types are the event types sent here; empty: every type.
+	Types []string
+	// RatePerSecond and Burst limit the deliveries to this endpoint; zero:
+	// the delivery package's defaults.
+	RatePerSecond float64
+	Burst         int
 }
 
 // TLSConfig names the server's certificate and key files.
@@ -185,11 +219,30 @@ type fileConfig struct {
 	Store     fileStore    `yaml:"store"`
 	KeyPrefix *string      `yaml:"key_prefix"`
 	// EntriesRefresh is the YAML form of Config.EntriesRefresh.
-	EntriesRefresh *Duration `yaml:"entries_refresh"`
-	DecisionLog    *string   `yaml:"decision_log"`
-	Auth           *fileAuth `yaml:"auth"`
-	TLS            *fileTLS  `yaml:"tls"`
-	Flows          yaml.Node `yaml:"flows"`
+	EntriesRefresh *Duration     `yaml:"entries_refresh"`
+	DecisionLog    *string       `yaml:"decision_log"`
+	Auth           *fileAuth     `yaml:"auth"`
+	TLS            *fileTLS      `yaml:"tls"`
+	Webhooks       *fileWebhooks `yaml:"webhooks"`
+	Flows          yaml.Node     `yaml:"flows"`
+}
+
+// fileWebhooks is the YAML form of Webhooks. Secrets come from files, never
+// from the config itself.
+type fileWebhooks struct {
+	Endpoints []fileWebhookEndpoint `yaml:"endpoints"`
+	MaxAge    Duration              `yaml:"max_age"`
+	Timeout   Duration              `yaml:"timeout"`
+}
+
+type fileWebhookEndpoint struct {
+	Name          string   `yaml:"name"`
+	Tenant        string   `yaml:"tenant"`
+	URL           string   `yaml:"url"`
+	SecretFile    string   `yaml:"secret_file"`
+	Types         []string `yaml:"types"`
+	RatePerSecond float64  `yaml:"rate_per_second"`
+	Burst         int      `yaml:"burst"`
 }
 
 // fileAuth is the YAML form of auth.Config. Key material comes from files
@@ -456,6 +509,14 @@ func Parse(data []byte) (*Config, error) {
 			return nil, at("tls", err)
 		}
 		cfg.TLS = &TLSConfig{CertFile: t.CertFile, KeyFile: t.KeyFile}
+	}
+
+	if fc.Webhooks != nil {
+		w, path, err := webhooksConfig(fc.Webhooks)
+		if err != nil {
+			return nil, at(path, err)
+		}
+		cfg.Webhooks = w
 	}
 
 	p, err := policyFromNode(&fc.Flows)

@@ -56,6 +56,8 @@ func conformanceCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		}
 		return 2
 	}
+	profileSet := false
+	fs.Visit(func(f *flag.Flag) { profileSet = profileSet || f.Name == "profile" })
 	usageError := func(format string, a ...any) int {
 		fmt.Fprintf(stderr, "tollgate conformance: "+format+"\n\n%s", append(a, conformanceUsage)...)
 		return 2
@@ -65,7 +67,7 @@ func conformanceCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		return usageError("unexpected argument %q", fs.Arg(0))
 	case *asJSON && *asMarkdown:
 		return usageError("-json and -markdown exclude each other")
-	case *profile != "" && conformance.Title(*profile) == "":
+	case profileSet && conformance.Title(*profile) == "":
 		return usageError("unknown profile %q (the profiles are %s)", *profile, strings.Join(conformance.Profiles(), ", "))
 	case *preset && (*profile == "" || *configFile != "" || *asJSON || *asMarkdown):
 		return usageError("-preset takes -profile and nothing else")

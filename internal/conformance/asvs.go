@@ -121,7 +121,7 @@ func asvsBruteForce(c *checker, r *Result) {
 // asvsEnumeration: the answers do not depend on whether an account exists;
 // the end user's message is the caller's.
 func asvsEnumeration(c *checker, r *Result) {
-	howf(r, "a check's answer depends only on counters, which an unknown account has as a known one does: the same store operations, keys and verdicts, so neither the answer nor its time tells them apart")
+	howf(r, "a check's answer depends only on counters, which an unknown account has as a known one does: the same store operations, keys and verdicts, so nothing tollgate does depends on whether the account exists")
 	howf(r, "an owner's success changes nothing an attacker sees, except two limits README states (an owner's login in progress without her device token, and the spray lists of her own address)")
 	howf(r, "a send's answer does not depend on an account: a denied send looks to the end user like a sent code")
 	r.Caller = "check every attempt, for unknown accounts too, and answer the end user the same for an unknown account and a wrong password, in message, status and time (api/client's Responder writes the same bytes; your own password check must take the same time, such as a hash against a dummy)"
@@ -245,7 +245,11 @@ func failModeLine(f namedFlow) string {
 	if f.FailMode == authguard.FailClosed {
 		return fmt.Sprintf("%s fails closed: while the store is down it answers a delay of %s (reason unavailable)", f.label, config.FormatDuration(f.FailClosedRetry))
 	}
-	return fmt.Sprintf("%s fails open: while the store is down each instance answers from its own fallback store, every rule still counting there, and starts from what the store last said of subjects in backoff", f.label)
+	held := "each account's bound"
+	if f.Kind == authguard.Sends {
+		held = "each destination's cap and the spend budget"
+	}
+	return fmt.Sprintf("%s fails open: while the store is down each instance answers from its own fallback store, every rule still counting there and starting from what the store last said of subjects in backoff, so %s then hold per instance", f.label, held)
 }
 
 // asvsDependencyFailure: each flow has a fail mode; the store is behind a

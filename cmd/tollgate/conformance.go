@@ -35,13 +35,14 @@ could be made: a usage error, a config file that does not load, a search
 that failed.
 `
 
-// conformanceWorstCase is the adversarial search the report shows as
-// evidence; nil until one is plugged in, and the report says "not
-// searched".
-var conformanceWorstCase conformance.WorstCase
+// conformanceSearch makes the adversarial search the report shows as
+// evidence, on the configuration checked (the search runs on cfg.Policy);
+// nil until one is plugged in, and the report says "not searched".
+var conformanceSearch func(cfg *config.Config) conformance.WorstCase
 
-// conformanceCmd runs `tollgate conformance`.
-func conformanceCmd(ctx context.Context, args []string, stdout, stderr io.Writer, worst conformance.WorstCase) int {
+// conformanceCmd runs `tollgate conformance`; search, when not nil, makes
+// the WorstCase for the configuration checked.
+func conformanceCmd(ctx context.Context, args []string, stdout, stderr io.Writer, search func(*config.Config) conformance.WorstCase) int {
 	fs := flag.NewFlagSet("tollgate conformance", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, conformanceUsage) }
@@ -81,14 +82,19 @@ func conformanceCmd(ctx context.Context, args []string, stdout, stderr io.Writer
 		stdout.Write(data)
 		return 0
 	}
-	opts := conformance.Options{WorstCase: worst}
-	if *configFile != "" {
-		cfg, err := config.Load(*configFile, func(string) string { return "" })
-		if err != nil {
-			fmt.Fprintf(stderr, "tollgate conformance: %v\n", err)
-			return 2
-		}
-		opts.Config, opts.Source = cfg, *configFile
+	// The same file serve reads, without the environment (as
+	// validate-config); none is the built-in configuration.
+	cfg, err := config.Load(*configFile, func(string) string { return "" })
+	if err != nil {
+		fmt.Fprintf(stderr, "tollgate conformance: %v\n", err)
+		return 2
+	}
+	opts := conformance.Options{Config: cfg, Source: *configFile}
+	if *configFile == "" {
+		opts.Source = "built-in"
+	}
+	if search != nil {
+		opts.WorstCase = search(cfg)
 	}
 	profiles := conformance.Profiles()
 	if *profile != "" {

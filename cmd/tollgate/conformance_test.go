@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/conformance"
 )
 
@@ -15,8 +16,17 @@ import (
 // and returns its exit status, stdout and stderr.
 func conform(t *testing.T, worst conformance.WorstCase, args ...string) (int, string, string) {
 	t.Helper()
+	var search func(*config.Config) conformance.WorstCase
+	if worst != nil {
+		search = func(cfg *config.Config) conformance.WorstCase {
+			if cfg == nil || cfg.Policy == nil {
+				t.Errorf("the search is made without the policy checked")
+			}
+			return worst
+		}
+	}
 	var out, errOut bytes.Buffer
-	code := conformanceCmd(context.Background(), args, &out, &errOut, worst)
+	code := conformanceCmd(context.Background(), args, &out, &errOut, search)
 	return code, out.String(), errOut.String()
 }
 

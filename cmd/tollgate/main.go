@@ -91,7 +91,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
 	case "conformance":
-		return conformanceCmd(ctx, args, stdout, stderr, conformanceWorstCase)
+		return conformanceCmd(ctx, args, stdout, stderr, conformanceSearch)
 	case "token":
 		return tokenCmd(args, stdout, stderr, time.Now)
 	case "admin":

@@ -31,8 +31,15 @@ const (
 // objective (one of the Objective constants) and the scenario, as
 // simulator YAML, that reaches it. The report compares the score with the
 // requirement's bound, and a score past it fails the requirement. A nil
-// WorstCase means "not searched", and the report says so.
+// WorstCase means "not searched", and the report says so; so does an error
+// that wraps ErrNotSearched (a search that does not know the objective).
+// Any other error makes no report.
 type WorstCase func(ctx context.Context, objective string) (score float64, scenario string, err error)
+
+// ErrNotSearched, wrapped in a WorstCase's error, says that the search did
+// not look at the objective: the report says "not searched" and why,
+// instead of failing.
+var ErrNotSearched = errors.New("not searched")
 
 // The objectives the report asks a WorstCase for. Each is over the whole
 // policy, so the bound a score is held to is the largest figure among the
@@ -294,6 +301,11 @@ func (c *checker) search(r *Result, objective string, bound int) {
 	s, ok := c.searched[objective]
 	if !ok {
 		score, scenario, err := c.worst(c.ctx, objective)
+		if errors.Is(err, ErrNotSearched) {
+			ev.Note = err.Error()
+			r.Evidence = append(r.Evidence, ev)
+			return
+		}
 		if err != nil {
 			if c.err == nil {
 				c.err = fmt.Errorf("conformance: search %s: %w", objective, err)

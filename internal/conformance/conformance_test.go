@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -314,13 +315,23 @@ func TestSearch_WithoutASearchTheReportSaysNotSearched(t *testing.T) {
 }
 
 // TestSearch_AFailedSearchMakesNoReport: a report with a hole where the
-// search should be would read as a pass.
+// search should be would read as a pass. A search that says it did not look
+// (ErrNotSearched) is reported as not searched.
 func TestSearch_AFailedSearchMakesNoReport(t *testing.T) {
 	boom := errors.New("search crashed")
 	_, err := conformance.Run(context.Background(), conformance.Options{Profile: conformance.ProfileNIST,
 		WorstCase: func(context.Context, string) (float64, string, error) { return 0, "", boom }})
 	if !errors.Is(err, boom) {
 		t.Errorf("Run = %v, want the search's error", err)
+	}
+	notHere := fmt.Errorf("the search has no objective %w", conformance.ErrNotSearched)
+	rep, err := conformance.Run(context.Background(), conformance.Options{Profile: conformance.ProfileNIST,
+		WorstCase: func(context.Context, string) (float64, string, error) { return 0, "", notHere }})
+	if err != nil || !rep.Pass {
+		t.Fatalf("a search that does not know the objectives: %v, %+v", err, rep)
+	}
+	if ev := evidenceOf(t, result(t, rep, "3.2.2"), conformance.EvidenceSearch, conformance.ObjectiveAccountFailures); ev.Ran || ev.Note != notHere.Error() {
+		t.Errorf("evidence %+v; want not run, noting %q", ev, notHere)
 	}
 	if _, err := conformance.Run(context.Background(), conformance.Options{Profile: "nist"}); !errors.Is(err, conformance.ErrUnknownProfile) {
 		t.Errorf("Run(nist) = %v, want ErrUnknownProfile", err)

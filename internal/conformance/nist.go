@@ -122,9 +122,12 @@ func nistOOBAttempts(c *checker, r *Result) {
 		noVerifier(c, r)
 		return
 	}
-	largest := 0
+	largest := 0 // guesses at one destination's codes
 	for _, f := range flows {
 		b, bok := FlowBound(f.Flow)
+		if g, ok := DestinationGuesses(f.Flow); ok && f.Mode == authguard.Enforce {
+			largest = max(largest, g.Max)
+		}
 		retry := ""
 		if f.FailMode == authguard.FailClosed {
 			retry = fmt.Sprintf(" (a delay of %s, reason unavailable)", config.FormatDuration(f.FailClosedRetry))
@@ -139,8 +142,6 @@ func nistOOBAttempts(c *checker, r *Result) {
 			failf(r, "%s: no backoff rule counts the account, so guesses at its codes are unbounded", f.label)
 		case b.Max > NISTMaxFailures:
 			failf(r, "%s: %s %d guesses per account in any 24 hours, above %d", f.label, atMost(b.Exact), b.Max, NISTMaxFailures)
-		default:
-			largest = max(largest, b.Max)
 		}
 		if f.SamePasswordWindow > 0 {
 			failf(r, "%s: same_password_window is %s: a code that was wrong against one code is a new guess against the next, and is not counted again", f.label, config.FormatDuration(f.SamePasswordWindow))
@@ -149,7 +150,9 @@ func nistOOBAttempts(c *checker, r *Result) {
 			failf(r, "%s fails open: while the store is down each instance answers from its own fallback, so a short code gets the bound once per instance; fail_mode must be closed", f.label)
 		}
 	}
-	c.search(r, ObjectiveAccountFailures, min(largest, NISTMaxFailures))
+	if largest > 0 { // else 3.2.2-new-code fails: nothing bounds a destination
+		c.search(r, ObjectiveDestinationGuesses, min(largest, NISTMaxFailures))
+	}
 	for _, f := range flows {
 		if b, ok := FlowBound(f.Flow); ok && f.Mode == authguard.Enforce {
 			c.simulate(r, scenarioAccountBotnet, f, min(b.Max, NISTMaxFailures))

@@ -348,7 +348,7 @@ func tests(r *Result, names ...string) {
 	}
 }
 
-// scenarios adds scenario files of the repository to r's evidence.
+// scenarioFiles adds scenario files of the repository to r's evidence.
 func scenarioFiles(r *Result, names ...string) {
 	for _, n := range names {
 		r.Evidence = append(r.Evidence, Evidence{Kind: EvidenceScenario, Name: "scenarios/" + n + ".yaml"})

@@ -68,6 +68,10 @@ type Options struct {
 	// WorstCase, when not nil, is asked for the worst case of each
 	// objective a requirement has. The default is nil: not searched.
 	WorstCase WorstCase
+	// NoScenarios leaves out the scenarios run on the policy, for a caller
+	// that needs the figures only (a fuzz target). The default, false,
+	// runs them.
+	NoScenarios bool
 }
 
 // Report is a profile's conformance report. Its JSON form is the output of
@@ -203,7 +207,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if o.Source == "" {
 		o.Source = "built-in"
 	}
-	c := &checker{ctx: ctx, cfg: cfg, worst: o.WorstCase, flows: flowsOf(cfg)}
+	c := &checker{ctx: ctx, cfg: cfg, worst: o.WorstCase, flows: flowsOf(cfg), noScenarios: o.NoScenarios}
 	rep := &Report{Profile: prof.name, Title: prof.title, Policy: o.Source, Pass: true, Reading: Reading}
 	for _, req := range prof.requirements {
 		r := Result{ID: req.id, Summary: req.summary, Status: Pass, How: []string{}, Failures: []string{}, Evidence: []Evidence{}}
@@ -252,12 +256,13 @@ func flowsOf(cfg *config.Config) []namedFlow {
 // checker holds what the requirements' checks share: the configuration,
 // its flows, and the searches asked so far.
 type checker struct {
-	ctx      context.Context
-	cfg      *config.Config
-	flows    []namedFlow
-	worst    WorstCase
-	searched map[string]searched
-	err      error // the first error of a search; Run returns it
+	ctx         context.Context
+	cfg         *config.Config
+	flows       []namedFlow
+	worst       WorstCase
+	noScenarios bool
+	searched    map[string]searched
+	err         error // the first error of a search; Run returns it
 }
 
 type searched struct {

@@ -11,7 +11,9 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/conformance"
 )
 
-// FuzzRun: any config file that loads gets a report for every profile,
+// FuzzRun: any config file that loads gets a report for every profile
+// (the figures only: a scenario on a policy that barely slows anyone takes
+// seconds),
 // without a panic, whose statuses agree with its failures, whose JSON
 // decodes, and whose 3.2.2 passes only when every enforced flow of checks
 // is bounded at 100 or less.
@@ -37,7 +39,7 @@ func FuzzRun(f *testing.F) {
 		}
 		var reports []*conformance.Report
 		for _, p := range conformance.Profiles() {
-			rep, err := conformance.Run(context.Background(), conformance.Options{Profile: p, Config: cfg})
+			rep, err := conformance.Run(context.Background(), conformance.Options{Profile: p, Config: cfg, NoScenarios: true})
 			if err != nil {
 				t.Fatalf("Run(%s): %v", p, err)
 			}

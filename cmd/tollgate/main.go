@@ -8,6 +8,9 @@
 //	tollgate validate-config [-strict] [-json | -print] [FILE]
 //	                                   check a config file (or the built-in
 //	                                   policy) without starting
+//	tollgate conformance [-profile P] [-config FILE] [-json | -markdown]
+//	                                   map a policy to NIST SP 800-63B-4 and
+//	                                   OWASP ASVS 5.0 L2
 //	tollgate version                   print the version
 //	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
 //
@@ -31,7 +34,6 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
@@ -57,6 +59,11 @@ const commandUsage = `usage:
                                      built-in policy) without starting; -strict
                                      fails on warnings and on a flow above NIST
                                      SP 800-63B's 100 (validate-config -h)
+  tollgate conformance [-profile P] [-config FILE] [-json | -markdown]
+                                     how the policy meets NIST SP 800-63B-4
+                                     and OWASP ASVS 5.0 L2, requirement by
+                                     requirement; -preset prints a profile's
+                                     preset config (conformance -h)
   tollgate version                   print the version, commit and Go version
   tollgate healthcheck [URL]         exit 0 when URL (default /healthz on
                                      TOLLGATE_LISTEN's port) answers 200
@@ -83,6 +90,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return replayCmd(ctx, args, stdout, stderr)
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
+	case "conformance":
+		return conformanceCmd(ctx, args, stdout, stderr, conformanceSearch)
 	case "token":
 		return tokenCmd(args, stdout, stderr, time.Now)
 	case "admin":
@@ -178,58 +187,3 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 
 // dur writes a duration as a config file would.
 func dur(d time.Duration) string { return config.FormatDuration(d) }
-
-// budgetLine says how many failed checks one account can have in a flow in
-// any 24 hours, whatever an attacker does (authguard.Flow.MaxFailuresPerDay),
-// from which backoff rules, and flags a flow above NIST SP 800-63B's 100.
-func budgetLine(f *authguard.Flow) string {
-	if f.Kind == authguard.Sends {
-		sp := f.Send
-		var types []string
-		for _, t := range sp.DenyTypes {
-			types = append(types, t.String())
-		}
-		countries := "every country"
-		switch {
-		case len(sp.AllowCountries) > 0:
-			countries = "only " + strings.Join(sp.AllowCountries, ", ")
-		case len(sp.DenyCountries) > 0:
-			countries = "every country but " + strings.Join(sp.DenyCountries, ", ")
-		}
-		deny := "no number type"
-		if len(types) > 0 {
-			deny = strings.Join(types, ", ")
-		}
-		owner := "no owner codes"
-		if sp.OwnerCodes > 0 {
-			owner = fmt.Sprintf("%d owner codes a day to a verified destination", sp.OwnerCodes)
-		}
-		return fmt.Sprintf("%s: sends one-time codes to %s; denies %s numbers; destination prefixes leave out %d digits; %s",
-			f.Name, countries, deny, sp.PrefixDigits, owner)
-	}
-	total, ok := f.MaxFailuresPerDay()
-	if !ok {
-		return fmt.Sprintf("%s: no bound on failed checks per account: no backoff rule counts the account", f.Name)
-	}
-	at := "at most"
-	var parts []string
-	for _, r := range f.Rules {
-		if r.Algorithm != authguard.Backoff || (r.Subject.Parts != authguard.PartAccount && r.Subject.Parts != authguard.PartDevice) {
-			continue
-		}
-		n := r.Backoff.MaxFailuresIn(24 * time.Hour)
-		if n > backoff.MaxExact {
-			at = "at least" // beyond backoff.MaxExact the figures are lower bounds
-		}
-		part := fmt.Sprintf("%s %d", r.Name, n)
-		if r.Subject.Parts == authguard.PartDevice {
-			part = fmt.Sprintf("%s %d shared + %d devices x %d of their own", r.Name, n, r.DeviceSlots, r.DeviceFree)
-		}
-		parts = append(parts, part)
-	}
-	line := fmt.Sprintf("%s: %s %d failed checks per account in any 24h (%s)", f.Name, at, total, strings.Join(parts, "; "))
-	if total > 100 {
-		line += "; above NIST SP 800-63B's 100"
-	}
-	return line
-}

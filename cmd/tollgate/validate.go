@@ -12,12 +12,13 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/conformance"
 )
 
-// NISTMaxFailures is NIST SP 800-63B's limit (§5.2.2): at most 100 failed
-// attempts on one account before stronger measures. validate-config -strict
-// fails a flow whose daily bound is above it.
-const NISTMaxFailures = 100
+// NISTMaxFailures is NIST SP 800-63B's limit (§3.2.2 of revision 4, §5.2.2
+// of revision 3): at most 100 failed attempts on one account.
+// validate-config -strict fails a flow whose daily bound is above it.
+const NISTMaxFailures = conformance.NISTMaxFailures
 
 const validateUsage = `usage: tollgate validate-config [-strict] [-json | -print] [FILE]
 
@@ -281,24 +282,18 @@ type rateJSON struct {
 }
 
 // boundOf is a check-and-report flow's daily bound, nil for a send flow or
-// an unbounded one.
+// an unbounded one (conformance.FlowBound).
 func boundOf(f *authguard.Flow) *boundJSON {
-	if f.Kind == authguard.Sends {
-		return nil
-	}
-	n, ok := f.MaxFailuresPerDay()
+	b, ok := conformance.FlowBound(f)
 	if !ok {
 		return nil
 	}
-	b := &boundJSON{Max: n, Exact: true, AboveNIST: n > NISTMaxFailures}
-	for _, r := range f.Rules {
-		if r.Algorithm == authguard.Backoff && (r.Subject.Parts == authguard.PartAccount || r.Subject.Parts == authguard.PartDevice) &&
-			r.Backoff.MaxFailuresIn(24*time.Hour) > backoff.MaxExact {
-			b.Exact = false
-		}
-	}
-	return b
+	return &boundJSON{Max: b.Max, Exact: b.Exact, AboveNIST: b.Max > NISTMaxFailures}
 }
+
+// budgetLine says how many failed checks one account can have in a flow in
+// any 24 hours (conformance.BudgetLine).
+func budgetLine(f *authguard.Flow) string { return conformance.BudgetLine(f, dur) }
 
 func flowsJSON(p *authguard.Policy) []flowJSON {
 	var out []flowJSON

@@ -4,10 +4,9 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Reasons of tollgate_webhook_dropped_total.
 const (
-	dropBufferFull    = "buffer_full"   // Emit found its buffer full
-	dropQueueFull     = "queue_full"    // the Queue refused a delivery
-	dropInvalid       = "invalid"       // the event's data is not a JSON object
-	dropUndecryptable = "undecryptable" // a Redis entry did not decrypt (secrets differ)
+	dropBufferFull = "buffer_full" // Emit found its buffer full
+	dropQueueFull  = "queue_full"  // the Queue refused a delivery
+	dropInvalid    = "invalid"     // the event's data is not a JSON object
 )
 
 type metrics struct {
@@ -18,6 +17,7 @@ type metrics struct {
 	retried     *prometheus.CounterVec
 	deadLetters *prometheus.CounterVec
 	latency     *prometheus.HistogramVec
+	undecrypt   prometheus.Counter
 	depth       prometheus.Gauge
 	buffer      prometheus.GaugeFunc
 }
@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, bufferLen func() float64) (*metrics, 
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_dropped_total",
-			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid data, undecryptable queue entries.",
+			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid (data not a JSON object).",
 		}, []string{"reason"}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_delivered_total",
@@ -53,6 +53,10 @@ func newMetrics(reg prometheus.Registerer, bufferLen func() float64) (*metrics, 
 			Help:    "Time from an event to its successful delivery, retries included.",
 			Buckets: []float64{0.05, 0.1, 0.25, 0.5, 1, 2.5, 10, 60, 600, 3600, 21600, 86400},
 		}, []string{"endpoint"}),
+		undecrypt: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "tollgate_webhook_undecryptable_total",
+			Help: "Redis queue entries this instance could not decrypt (its RedisQueueConfig.Secret differs from the instance that queued them); left for another instance.",
+		}),
 		depth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "tollgate_webhook_queue_depth",
 			Help: "Deliveries waiting or in flight in the queue (on Redis: this instance's endpoints, all instances' entries).",
@@ -65,7 +69,7 @@ func newMetrics(reg prometheus.Registerer, bufferLen func() float64) (*metrics, 
 	if reg == nil {
 		return m, nil
 	}
-	for _, c := range []prometheus.Collector{m.queued, m.coalesced, m.dropped, m.delivered, m.retried, m.deadLetters, m.latency, m.depth, m.buffer} {
+	for _, c := range []prometheus.Collector{m.queued, m.coalesced, m.dropped, m.delivered, m.retried, m.deadLetters, m.latency, m.undecrypt, m.depth, m.buffer} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}

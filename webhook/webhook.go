@@ -481,7 +481,7 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 func (d *Dispatcher) updateDepth(ctx context.Context, lanes []Lane) {
 	if u, ok := d.q.(interface{ takeUndecryptable() int64 }); ok {
 		if n := u.takeUndecryptable(); n > 0 {
-			d.m.dropped.WithLabelValues(dropUndecryptable).Add(float64(n))
+			d.m.undecrypt.Add(float64(n))
 		}
 	}
 	if n, err := d.q.Depth(ctx, lanes); err == nil {

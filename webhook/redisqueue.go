@@ -305,9 +305,9 @@ func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int) (
 // decrypt, for the Dispatcher's metric.
 func (q *RedisQueue) takeUndecryptable() int64 { return q.bad.Swap(0) }
 
-// ackScript ends a lease: only the first outcome of an entry counts (a
-// consumer that was too slow and lost its entry to a claim changes
-// nothing). KEYS: stream, then where the delivery goes (retries or dead).
+// ackScript ends a lease: only the first outcome of an entry counts (when a
+// slow consumer's entry was claimed by another, whichever finishes second
+// changes nothing, so a retry is never scheduled twice). KEYS: stream, then where the delivery goes (retries or dead).
 // ARGV: group, entry id, then per mode: ack: -; retry: at ms, blob;
 // dead: dead-at ms, blob, cap.
 var ackScript = redis.NewScript(`

@@ -285,3 +285,28 @@ func TestNewRedisQueue_RefusesAShortSecret(t *testing.T) {
 		t.Error("NewRedisQueue took a prefix with a hash tag")
 	}
 }
+
+// FuzzOpenQueueEntry feeds arbitrary Redis values to the entry decoder: a
+// value someone with write access to Redis planted must be refused, never
+// panic, never decode.
+func FuzzOpenQueueEntry(f *testing.F) {
+	q, err := NewRedisQueue(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), RedisQueueConfig{Secret: queueSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	rq := q.(*RedisQueue)
+	good, err := rq.seal(Delivery{Event: Event{ID: "msg_1", Tenant: "acme", Data: json.RawMessage(`{}`)}, Endpoint: "ops"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, "acme", "ops")
+	f.Add(good, "acme", "other") // another lane's entry
+	f.Add("\x01", "acme", "ops")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, blob, tenant, endpoint string) {
+		d, err := rq.open(Lane{Tenant: tenant, Endpoint: endpoint}, blob)
+		if err == nil && (tenant != "acme" || endpoint != "ops" || d.Event.ID != "msg_1") {
+			t.Fatalf("open accepted a value it did not seal for lane %q/%q", tenant, endpoint)
+		}
+	})
+}

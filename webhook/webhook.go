@@ -278,6 +278,7 @@ func (d *Dispatcher) Emit(e Event) {
 	if e.Time.IsZero() {
 		e.Time = now
 	}
+	e.Data = bytes.Clone(e.Data) // the caller may reuse its buffer
 	if e.Coalesce == "" || e.CoalesceWindow <= 0 {
 		d.send(e)
 		return
@@ -432,6 +433,7 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 	}
 	d.updateDepth(ctx, lanes)
 	start := 0
+	failing := false // the queue's last answer was an error: log changes only
 	for {
 		fetched := 0
 		for i := range d.endpoints {
@@ -447,10 +449,15 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 			}
 			ds, err := d.q.Next(ctx, ep.lane(), now, n)
 			if err != nil {
-				if ctx.Err() == nil {
-					d.log.Warn("webhook: queue unavailable", "op", "next", "endpoint", ep.Name, "err", err)
+				if ctx.Err() == nil && !failing {
+					d.log.Warn("webhook: queue unavailable; deliveries wait", "op", "next", "endpoint", ep.Name, "err", err)
 				}
+				failing = true
 				continue
+			}
+			if failing {
+				d.log.Info("webhook: queue available again")
+				failing = false
 			}
 			ep.take(len(ds), now)
 			for _, dl := range ds {

@@ -23,6 +23,7 @@ type MemoryQueue struct {
 	n        int // waiting and leased
 	seq      uint64
 	lanes    map[Lane]*memHeap
+	buckets  map[Lane]*bucket
 	leased   map[string]Delivery
 	windows  map[string]time.Time // coalescing key → end of its window
 	dead     []Delivery           // oldest first
@@ -39,6 +40,7 @@ func NewMemoryQueue(capacity int) Queue {
 	return &MemoryQueue{
 		capacity: capacity,
 		lanes:    map[Lane]*memHeap{},
+		buckets:  map[Lane]*bucket{},
 		leased:   map[string]Delivery{},
 		windows:  map[string]time.Time{},
 	}
@@ -91,12 +93,23 @@ func (q *MemoryQueue) put(d Delivery, at time.Time) {
 }
 
 // Next implements Queue.
-func (q *MemoryQueue) Next(_ context.Context, l Lane, now time.Time, max int) ([]Delivery, error) {
+func (q *MemoryQueue) Next(_ context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	r = r.orDefault()
 	h := q.lanes[l]
+	if h == nil || h.Len() == 0 || (*h)[0].at.After(now) {
+		return nil, nil
+	}
+	b := q.buckets[l]
+	if b == nil {
+		b = &bucket{tokens: float64(r.Burst), last: now}
+		q.buckets[l] = b
+	}
+	max = min(max, b.available(now, r))
 	var out []Delivery
-	for h != nil && h.Len() > 0 && len(out) < max && !(*h)[0].at.After(now) {
+	defer func() { b.tokens -= float64(len(out)) }()
+	for h.Len() > 0 && len(out) < max && !(*h)[0].at.After(now) {
 		it := heap.Pop(h).(memItem)
 		q.seq++
 		it.d.Lease = strconv.FormatUint(q.seq, 10)
@@ -236,4 +249,19 @@ func (h *memHeap) Pop() any {
 	old[len(old)-1] = memItem{}
 	*h = old[:len(old)-1]
 	return it
+}
+
+// bucket is a lane's token bucket in process.
+type bucket struct {
+	tokens float64
+	last   time.Time
+}
+
+// available refills the bucket to now and returns its whole tokens.
+func (b *bucket) available(now time.Time, r Rate) int {
+	if now.After(b.last) {
+		b.tokens = min(float64(r.Burst), b.tokens+now.Sub(b.last).Seconds()*r.PerSecond)
+		b.last = now
+	}
+	return int(b.tokens)
 }

@@ -23,6 +23,24 @@ type Lane struct {
 	Endpoint string
 }
 
+// Rate is an endpoint's token bucket: PerSecond tokens a second, at most
+// Burst; each delivery attempt spends one.
+type Rate struct {
+	PerSecond float64
+	Burst     int
+}
+
+// orDefault is r with the Endpoint defaults (10/s, burst 20) for zeros.
+func (r Rate) orDefault() Rate {
+	if !(r.PerSecond > 0) {
+		r.PerSecond = 10
+	}
+	if r.Burst <= 0 {
+		r.Burst = 20
+	}
+	return r
+}
+
 // Delivery is one event on its way to one endpoint, with its own retry
 // state. The deliveries of one event to several endpoints share its ID, the
 // webhook-id.
@@ -53,8 +71,10 @@ type Queue interface {
 	// Push queues a delivery for its lane, due now. ErrQueueFull when full.
 	Push(ctx context.Context, d Delivery) error
 	// Next leases up to max deliveries of the lane that are due at now,
-	// including ones leased by a consumer that stopped answering.
-	Next(ctx context.Context, l Lane, now time.Time, max int) ([]Delivery, error)
+	// including ones leased by a consumer that stopped answering, and no
+	// more than the lane's token bucket holds at now; it spends a token for
+	// each. The bucket is the queue's, so on Redis all instances share it.
+	Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error)
 	// Ack removes a delivered delivery.
 	Ack(ctx context.Context, d Delivery) error
 	// Retry puts a delivery back, due at at, with its new Attempts and LastError.

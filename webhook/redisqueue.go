@@ -125,6 +125,7 @@ func NewRedisQueue(c redis.UniversalClient, cfg RedisQueueConfig) (Queue, error)
 func (q *RedisQueue) base(tenant string) string { return q.cfg.Prefix + "{" + tenant + "}" }
 func (q *RedisQueue) stream(l Lane) string      { return q.base(l.Tenant) + ":s:" + l.Endpoint }
 func (q *RedisQueue) retries(l Lane) string     { return q.base(l.Tenant) + ":r:" + l.Endpoint }
+func (q *RedisQueue) bucket(l Lane) string      { return q.base(l.Tenant) + ":b:" + l.Endpoint }
 func (q *RedisQueue) dead(tenant string) string { return q.base(tenant) + ":dead" }
 func (q *RedisQueue) window(tenant, key string) string {
 	sum := sha256.Sum256([]byte(key))
@@ -238,64 +239,84 @@ func (q *RedisQueue) Push(ctx context.Context, d Delivery) error {
 	return nil
 }
 
-// dueScript moves up to ARGV[2] retries due at ARGV[1] (Unix ms) from the
-// lane's sorted set into its stream. KEYS: retries, stream.
-var dueScript = redis.NewScript(`
-local due = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', ARGV[1], 'LIMIT', 0, tonumber(ARGV[2]))
-for _, blob in ipairs(due) do
-  redis.call('ZREM', KEYS[1], blob)
-  redis.call('XADD', KEYS[2], '*', 'd', blob)
+// nextScript leases a lane's due deliveries in one round trip: it refills
+// the lane's token bucket to now, moves retries due at now from the sorted
+// set into the stream, claims entries leased longer than ClaimAfter
+// (XAUTOCLAIM), reads new ones (XREADGROUP), all up to the tokens and max,
+// and spends a token per entry returned. It returns entry ids and blobs,
+// flat. KEYS: stream, retries, bucket. ARGV: group, consumer, now ms, max,
+// ClaimAfter ms, rate per second, burst.
+var nextScript = redis.NewScript(`
+local now, max, rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local b = redis.call('HMGET', KEYS[3], 't', 'ts')
+local tokens, ts = tonumber(b[1]), tonumber(b[2])
+if tokens == nil or ts == nil then tokens, ts = burst, now end
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate / 1000)
+  ts = now
 end
-return #due`)
+local n = math.min(max, math.floor(tokens))
+local out = {}
+if n <= 0 then return out end
+local function add(entries)
+  for _, e in ipairs(entries) do
+    local f = e[2]
+    if f then
+      for i = 1, #f, 2 do
+        if f[i] == 'd' then
+          out[#out + 1] = e[1]
+          out[#out + 1] = f[i + 1]
+        end
+      end
+    end
+  end
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, n)
+for _, blob in ipairs(due) do
+  redis.call('ZREM', KEYS[2], blob)
+  redis.call('XADD', KEYS[1], '*', 'd', blob)
+end
+add(redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', n)[2])
+local left = n - #out / 2
+if left > 0 then
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[1], '>')
+  if r then add(r[1][2]) end
+end
+tokens = tokens - #out / 2
+redis.call('HSET', KEYS[3], 't', tostring(tokens), 'ts', tostring(ts))
+redis.call('PEXPIRE', KEYS[3], math.ceil(burst / rate * 1000) + 60000)
+return out`)
 
-// Next implements Queue: due retries move into the stream, entries another
-// consumer leased more than ClaimAfter ago are claimed (XAUTOCLAIM), then
-// new entries are read (XREADGROUP).
-func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int) ([]Delivery, error) {
+// Next implements Queue in one script (nextScript): the lane's token
+// bucket is in Redis, shared by every instance.
+func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error) {
 	if max <= 0 {
 		return nil, nil
 	}
+	r = r.orDefault()
 	s := q.stream(l)
 	if err := q.ensureGroup(ctx, s); err != nil {
 		return nil, err
 	}
-	if err := dueScript.Run(ctx, q.c, []string{q.retries(l), s}, now.UnixMilli(), max).Err(); err != nil {
-		return nil, fmt.Errorf("webhook: moving due retries: %w", err)
-	}
-	msgs, _, err := q.c.XAutoClaim(ctx, &redis.XAutoClaimArgs{
-		Stream: s, Group: redisGroup, Consumer: q.cfg.Consumer,
-		MinIdle: q.cfg.ClaimAfter, Start: "0-0", Count: int64(max),
-	}).Result()
+	res, err := nextScript.Run(ctx, q.c, []string{s, q.retries(l), q.bucket(l)},
+		redisGroup, q.cfg.Consumer, now.UnixMilli(), max, q.cfg.ClaimAfter.Milliseconds(), r.PerSecond, r.Burst).StringSlice()
 	if err != nil {
 		q.forgetGroup(s, err)
-		return nil, fmt.Errorf("webhook: claiming stale deliveries: %w", err)
+		return nil, fmt.Errorf("webhook: leasing deliveries: %w", err)
 	}
-	if len(msgs) < max {
-		res, err := q.c.XReadGroup(ctx, &redis.XReadGroupArgs{
-			Group: redisGroup, Consumer: q.cfg.Consumer, Streams: []string{s, ">"},
-			Count: int64(max - len(msgs)), Block: -1,
-		}).Result()
-		if err != nil && !errors.Is(err, redis.Nil) {
-			q.forgetGroup(s, err)
-			return nil, fmt.Errorf("webhook: reading the stream: %w", err)
-		}
-		for _, st := range res {
-			msgs = append(msgs, st.Messages...)
-		}
-	}
-	out := make([]Delivery, 0, len(msgs))
-	for _, m := range msgs {
-		blob, _ := m.Values[redisField].(string)
+	out := make([]Delivery, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		id, blob := res[i], res[i+1]
 		d, err := q.open(l, blob)
 		if err != nil {
 			// Left leased, not deleted: an instance with the right
 			// secret claims it after ClaimAfter. One with a wrong secret
 			// must not destroy what the others queued.
 			q.bad.Add(1)
-			q.cfg.Logger.Error("webhook: a queue entry does not decrypt; left for another instance", "tenant", l.Tenant, "endpoint", l.Endpoint, "entry", m.ID, "err", err)
+			q.cfg.Logger.Error("webhook: a queue entry does not decrypt; left for another instance", "tenant", l.Tenant, "endpoint", l.Endpoint, "entry", id, "err", err)
 			continue
 		}
-		d.Lease = m.ID
+		d.Lease = id
 		out = append(out, d)
 	}
 	return out, nil

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -309,4 +310,60 @@ func FuzzOpenQueueEntry(f *testing.F) {
 			t.Fatalf("open accepted a value it did not seal for lane %q/%q", tenant, endpoint)
 		}
 	})
+}
+
+// countingQueue counts the Next calls of one lane.
+type countingQueue struct {
+	Queue
+	lane  Lane
+	nexts atomic.Int64
+}
+
+func (q *countingQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error) {
+	ds, err := q.Queue.Next(ctx, l, now, max, r)
+	if l == q.lane {
+		q.nexts.Add(1)
+	}
+	return ds, err
+}
+
+// waitRounds waits until every queue has been asked for the lane n more times.
+func waitRounds(t *testing.T, n int64, qs ...*countingQueue) {
+	t.Helper()
+	for _, q := range qs {
+		target := q.nexts.Load() + n
+		eventually(t, "the dispatcher polls the lane again", func() bool { return q.nexts.Load() >= target })
+	}
+}
+
+func TestRedis_RateLimitIsSharedByAllInstances(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	clock := testclock.New(time.Time{})
+	r.now = clock.Now
+	limited := r.endpoint("slow", "acme", "/slow")
+	limited.RatePerSecond, limited.Burst = 2, 3
+	lane := Lane{"acme", "slow"}
+	qa := &countingQueue{Queue: redisQueue(t, c, "a", time.Minute), lane: lane}
+	qb := &countingQueue{Queue: redisQueue(t, c, "b", time.Minute), lane: lane}
+	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{limited}, Queue: qa, Now: clock.Now})
+	b, _ := newDispatcher(t, Config{Endpoints: []Endpoint{limited}, Queue: qb, Now: clock.Now})
+	run(t, a)
+	run(t, b)
+	emitN(a, "acme", 5)
+	emitN(b, "acme", 5) // the same ids: b's are duplicates to deliver as well
+	for i := range 5 {
+		b.Emit(Event{ID: fmt.Sprintf("msg_b%d", i), Type: "x", Tenant: "acme"})
+	}
+	eventually(t, "the burst delivered", func() bool { return len(r.deliveries("/slow")) == 3 })
+	waitRounds(t, 3, qa, qb)
+	if got := len(r.deliveries("/slow")); got != 3 {
+		t.Fatalf("two instances, the clock still: %d deliveries, want the one burst of 3", got)
+	}
+	clock.Advance(time.Second)
+	eventually(t, "two more", func() bool { return len(r.deliveries("/slow")) == 5 })
+	waitRounds(t, 3, qa, qb)
+	if got := len(r.deliveries("/slow")); got != 5 {
+		t.Fatalf("one second later: %d deliveries, want 3 + 2", got)
+	}
 }

@@ -111,10 +111,6 @@ type endpoint struct {
 	Endpoint
 	key   []byte
 	types map[string]bool
-
-	mu     sync.Mutex
-	tokens float64
-	last   time.Time
 }
 
 // New validates the endpoints and returns a Dispatcher; Run starts it.
@@ -222,7 +218,7 @@ func newEndpoint(e Endpoint) (*endpoint, error) {
 	if e.Burst == 0 {
 		e.Burst = 20
 	}
-	ep := &endpoint{Endpoint: e, key: key, tokens: float64(e.Burst)}
+	ep := &endpoint{Endpoint: e, key: key}
 	if len(e.Types) > 0 {
 		ep.types = map[string]bool{}
 		for _, t := range e.Types {
@@ -236,30 +232,7 @@ func (ep *endpoint) lane() Lane { return Lane{Tenant: ep.Tenant, Endpoint: ep.Na
 
 func (ep *endpoint) wants(typ string) bool { return ep.types == nil || ep.types[typ] }
 
-// available is how many deliveries the endpoint's token bucket allows at now.
-func (ep *endpoint) available(now time.Time) int {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	ep.refill(now)
-	return int(ep.tokens)
-}
-
-// take spends n tokens.
-func (ep *endpoint) take(n int, now time.Time) {
-	ep.mu.Lock()
-	defer ep.mu.Unlock()
-	ep.refill(now)
-	ep.tokens -= float64(n)
-}
-
-func (ep *endpoint) refill(now time.Time) {
-	if !ep.last.IsZero() && now.After(ep.last) {
-		ep.tokens = min(float64(ep.Burst), ep.tokens+now.Sub(ep.last).Seconds()*ep.RatePerSecond)
-	}
-	if ep.last.IsZero() || now.After(ep.last) {
-		ep.last = now
-	}
-}
+func (ep *endpoint) rate() Rate { return Rate{PerSecond: ep.RatePerSecond, Burst: ep.Burst} }
 
 // localCap bounds the coalescing keys Emit remembers.
 const localCap = 100_000
@@ -421,8 +394,8 @@ func (d *Dispatcher) persist(ctx context.Context, what string, op func() error) 
 }
 
 // deliverLoop leases due deliveries lane by lane, as many as free workers
-// and each endpoint's rate limit allow, and delivers each on its own
-// goroutine.
+// and each endpoint's rate limit (kept by the Queue, so shared on Redis)
+// allow, and delivers each on its own goroutine.
 func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 	sem := make(chan struct{}, d.cfg.Workers)
 	tick := time.NewTicker(d.cfg.Poll)
@@ -442,12 +415,7 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 			if free == 0 || ctx.Err() != nil {
 				break
 			}
-			now := d.now()
-			n := min(free, ep.available(now))
-			if n <= 0 {
-				continue
-			}
-			ds, err := d.q.Next(ctx, ep.lane(), now, n)
+			ds, err := d.q.Next(ctx, ep.lane(), d.now(), free, ep.rate())
 			if err != nil {
 				if ctx.Err() == nil && !failing {
 					d.log.Warn("webhook: queue unavailable; deliveries wait", "op", "next", "endpoint", ep.Name, "err", err)
@@ -459,7 +427,6 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 				d.log.Info("webhook: queue available again")
 				failing = false
 			}
-			ep.take(len(ds), now)
 			for _, dl := range ds {
 				sem <- struct{}{}
 				fetched++

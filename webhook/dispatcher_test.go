@@ -291,15 +291,16 @@ func TestNew_RefusesEndpointsThatCannotBeSignedOrReached(t *testing.T) {
 	}
 }
 
-func TestEmit_DataThatIsNotAnObjectIsDroppedNotSent(t *testing.T) {
+func TestEmit_AnUntypedEventOrDataThatIsNotAnObjectIsDroppedNotSent(t *testing.T) {
 	r := newReceiver(t)
 	d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}})
 	run(t, d)
 	d.Emit(Event{ID: "msg_bad", Type: "x", Tenant: "acme", Data: json.RawMessage(`{"a":`)})
 	d.Emit(Event{ID: "msg_arr", Type: "x", Tenant: "acme", Data: json.RawMessage(`[1]`)})
+	d.Emit(Event{ID: "msg_untyped", Tenant: "acme"})
 	d.Emit(Event{ID: "msg_ok", Type: "x", Tenant: "acme"})
 	eventually(t, "the good event delivered", func() bool { return r.ids("")["msg_ok"] == 1 })
-	eventually(t, "two dropped", func() bool { return metric(t, reg, "tollgate_webhook_dropped_total", "reason", "invalid") == 2 })
+	eventually(t, "three dropped", func() bool { return metric(t, reg, "tollgate_webhook_dropped_total", "reason", "invalid") == 3 })
 	if got := r.ids(""); len(got) != 1 {
 		t.Errorf("delivered %v, want only msg_ok", got)
 	}

@@ -34,7 +34,7 @@ func newMetrics(reg prometheus.Registerer, bufferLen func() float64) (*metrics, 
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_dropped_total",
-			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid (data not a JSON object).",
+			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid (no type, or data not a JSON object).",
 		}, []string{"reason"}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_delivered_total",

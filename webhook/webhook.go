@@ -337,9 +337,9 @@ func (d *Dispatcher) enqueue(ctx context.Context, e Event) {
 	if len(bytes.TrimSpace(e.Data)) == 0 {
 		e.Data = json.RawMessage("{}")
 	}
-	if t := bytes.TrimSpace(e.Data); t[0] != '{' || !json.Valid(t) {
+	if t := bytes.TrimSpace(e.Data); e.Type == "" || t[0] != '{' || !json.Valid(t) {
 		d.m.dropped.WithLabelValues(dropInvalid).Inc()
-		d.log.Warn("webhook: event data is not a JSON object; dropped", "type", e.Type, "tenant", e.Tenant, "id", e.ID)
+		d.log.Warn("webhook: an event without a type or with data that is not a JSON object; dropped", "type", e.Type, "tenant", e.Tenant, "id", e.ID)
 		return
 	}
 	if e.Coalesce != "" && e.CoalesceWindow > 0 {
@@ -501,7 +501,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
 	now := d.now()
 	dl.Attempts++
 	dl.LastError = failure
-	d.log.Info("webhook: delivery failed", "endpoint", ep.Name, "type", dl.Event.Type, "id", dl.Event.ID, "attempts", dl.Attempts, "err", failure)
+	d.log.Debug("webhook: delivery failed", "endpoint", ep.Name, "type", dl.Event.Type, "id", dl.Event.ID, "attempts", dl.Attempts, "err", failure)
 	deadline := dl.Since.Add(d.cfg.MaxAge)
 	if !now.Before(deadline) {
 		dl.DeadAt = now
@@ -510,6 +510,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
 			return
 		}
 		d.m.deadLetters.WithLabelValues(ep.Name).Inc()
+		d.log.Warn("webhook: delivery dead-lettered at its age limit", "endpoint", ep.Name, "type", dl.Event.Type, "id", dl.Event.ID, "attempts", dl.Attempts, "err", failure)
 		return
 	}
 	at := now.Add(d.backoff(dl.Attempts))

@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -366,4 +368,44 @@ func TestRedis_RateLimitIsSharedByAllInstances(t *testing.T) {
 	if got := len(r.deliveries("/slow")); got != 5 {
 		t.Fatalf("one second later: %d deliveries, want 3 + 2", got)
 	}
+}
+
+func TestRedis_AnOutageHoldsEventsUntilRedisReturns(t *testing.T) {
+	srv := redistest.Server(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	r := newReceiver(t)
+	logs := &syncBuffer{}
+	d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: redisQueue(t, c, "a", time.Minute),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	run(t, d)
+	d.Emit(Event{ID: "msg_before", Type: "x", Tenant: "acme"})
+	eventually(t, "the first event delivered", func() bool { return r.ids("")["msg_before"] == 1 })
+
+	srv.Stop() // Redis down, then back empty: its consumer group is gone too
+	ids := emitN(d, "acme", 10)
+	eventually(t, "the push refused while Redis is down", func() bool { return strings.Contains(logs.String(), `op=push`) })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	ids["msg_before"] = true
+	checkAllDelivered(t, r, "", ids)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
 }

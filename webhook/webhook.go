@@ -238,12 +238,15 @@ func (ep *endpoint) rate() Rate { return Rate{PerSecond: ep.RatePerSecond, Burst
 const localCap = 100_000
 
 // Emit hands an event over for delivery. It never blocks and does no I/O:
-// when the buffer is full the event is dropped and counted
+// an event no endpoint takes is ignored; when the buffer is full the event is dropped and counted
 // (tollgate_webhook_dropped_total{reason="buffer_full"}). An event whose
 // coalescing key this instance already passed in its window is dropped here
 // too (tollgate_webhook_coalesced_total), so a flood on one key fills no
 // buffer; across instances the Queue coalesces.
 func (d *Dispatcher) Emit(e Event) {
+	if !d.wanted(e) {
+		return
+	}
 	if e.ID == "" {
 		e.ID = "msg_" + rand.Text()
 	}
@@ -275,6 +278,16 @@ func (d *Dispatcher) Emit(e Event) {
 			d.local[k] = now.Add(e.CoalesceWindow)
 		}
 	}
+}
+
+// wanted reports whether an endpoint takes the event: others are not buffered.
+func (d *Dispatcher) wanted(e Event) bool {
+	for _, ep := range d.byTenant[e.Tenant] {
+		if ep.wants(e.Type) {
+			return true
+		}
+	}
+	return false
 }
 
 func (d *Dispatcher) send(e Event) bool {

@@ -26,6 +26,7 @@ type MemoryQueue struct {
 	buckets  map[Lane]*bucket
 	leased   map[string]Delivery
 	windows  map[string]time.Time // coalescing key → end of its window
+	swept    time.Time            // when windows was last swept
 	dead     []Delivery           // oldest first
 }
 
@@ -54,15 +55,12 @@ func (q *MemoryQueue) Coalesce(_ context.Context, tenant, key string, window tim
 	if end, ok := q.windows[k]; ok && now.Before(end) {
 		return false, nil
 	}
+	if len(q.windows) >= memCoalesceCap && now.Sub(q.swept) >= sweepEvery {
+		q.swept = now
+		sweep(q.windows, now)
+	}
 	if len(q.windows) >= memCoalesceCap {
-		for wk, end := range q.windows {
-			if !now.Before(end) {
-				delete(q.windows, wk)
-			}
-		}
-		if len(q.windows) >= memCoalesceCap {
-			return true, nil
-		}
+		return true, nil
 	}
 	q.windows[k] = now.Add(window)
 	return true, nil

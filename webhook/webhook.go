@@ -32,7 +32,7 @@ type Event struct {
 	Data   json.RawMessage // the payload's "data" object; empty: {}
 	// Coalesce, when not empty, keeps at most one event with this key per
 	// CoalesceWindow (across all instances on Redis). It must not hold a raw
-	// identifier: callers pass a keyed hash.
+	// identifier: callers pass a keyed hash. A window of 0 coalesces nothing.
 	Coalesce       string
 	CoalesceWindow time.Duration
 }
@@ -82,11 +82,17 @@ type Config struct {
 	Now func() time.Time
 }
 
-// DeadLetter is a delivery that failed until its age limit.
+// DeadLetter is a delivery that failed until its age limit. It holds no
+// event data, so listing dead letters shows no identifier.
 type DeadLetter struct {
-	ID, Type, Tenant, Endpoint, LastError string
-	Time, DeadAt                          time.Time
-	Attempts                              int
+	ID        string    `json:"id"` // the webhook-id
+	Type      string    `json:"type"`
+	Tenant    string    `json:"tenant"`
+	Endpoint  string    `json:"endpoint"`
+	LastError string    `json:"last_error"` // "HTTP 503", or the connection's error
+	Time      time.Time `json:"time"`       // the event's
+	DeadAt    time.Time `json:"dead_at"`
+	Attempts  int       `json:"attempts"`
 }
 
 // Dispatcher takes events from Emit and delivers them, signed, to the
@@ -103,8 +109,9 @@ type Dispatcher struct {
 	now       func() time.Time
 	running   atomic.Bool
 
-	localMu sync.Mutex
-	local   map[string]time.Time // coalescing key → end of its window, this instance
+	localMu    sync.Mutex
+	local      map[string]time.Time // coalescing key → end of its window, this instance
+	localSwept time.Time
 }
 
 type endpoint struct {
@@ -267,15 +274,27 @@ func (d *Dispatcher) Emit(e Event) {
 		return
 	}
 	if d.send(e) {
-		if len(d.local) >= localCap {
-			for lk, end := range d.local {
-				if !now.Before(end) {
-					delete(d.local, lk)
-				}
-			}
+		if len(d.local) >= localCap && now.Sub(d.localSwept) >= sweepEvery {
+			// At most once a second, so that keys enough to fill the map
+			// cannot make every Emit walk it.
+			d.localSwept = now
+			sweep(d.local, now)
 		}
 		if len(d.local) < localCap {
 			d.local[k] = now.Add(e.CoalesceWindow)
+		}
+	}
+}
+
+// sweepEvery is how often a full coalescing map is swept of expired keys;
+// between sweeps a key that finds it full is not remembered.
+const sweepEvery = time.Second
+
+// sweep deletes the keys whose window ended by now.
+func sweep(windows map[string]time.Time, now time.Time) {
+	for k, end := range windows {
+		if !now.Before(end) {
+			delete(windows, k)
 		}
 	}
 }

@@ -13,7 +13,6 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -644,14 +643,4 @@ func (d *Dispatcher) Replay(ctx context.Context, tenant, id string) error {
 	}
 	d.signal()
 	return nil
-}
-
-// Endpoints lists the configured endpoints' names, sorted.
-func (d *Dispatcher) Endpoints() []string {
-	names := make([]string, len(d.endpoints))
-	for i, ep := range d.endpoints {
-		names[i] = ep.Name
-	}
-	slices.Sort(names)
-	return names
 }

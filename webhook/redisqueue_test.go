@@ -146,15 +146,17 @@ func dumpRedis(t *testing.T, c *redis.Client) (dump string, types map[string]int
 	return b.String(), types
 }
 
-func TestRedis_DumpRevealsNoIdentifierFromEventData(t *testing.T) {
+func TestRedis_DumpAndLogsRevealNoIdentifierFromEventData(t *testing.T) {
 	c := redisClient(t)
 	r := newReceiver(t)
 	r.down.Store(true)
 	clock := testclock.New(time.Time{})
 	r.now = clock.Now
 	q := redisQueue(t, c, "a", time.Minute)
+	logs := &syncBuffer{}
 	d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q, Now: clock.Now,
-		MaxAge: time.Hour, MinBackoff: time.Second, MaxBackoff: time.Second})
+		MaxAge: time.Hour, MinBackoff: time.Second, MaxBackoff: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	stop := run(t, d)
 	raw := []string{"alice@example.com", "+14155550123", "203.0.113.77", "alice"}
 	data := json.RawMessage(`{"account":"alice@example.com","destination":"+14155550123","ip":"203.0.113.77"}`)
@@ -178,6 +180,12 @@ func TestRedis_DumpRevealsNoIdentifierFromEventData(t *testing.T) {
 		if strings.Contains(dump, s) {
 			t.Errorf("the Redis dump holds %q", s)
 		}
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("the logs hold %q", s)
+		}
+	}
+	if !strings.Contains(logs.String(), "dead-lettered") {
+		t.Errorf("the logs do not show the dead letter, so they were not captured: %s", logs.String())
 	}
 
 	// The encrypted dead letter is still listed and replayed.
@@ -208,7 +216,7 @@ func TestRedis_CoalescingHoldsAcrossInstances(t *testing.T) {
 	b, regB := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", time.Minute)})
 	run(t, a)
 	run(t, b)
-	const window = 2 * time.Second
+	const window = 3 * time.Second
 	attack := func() {
 		for i := range 10000 {
 			d := a

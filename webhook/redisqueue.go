@@ -1,0 +1,469 @@
+package webhook
+
+import (
+	"context"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/hkdf"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// RedisQueueConfig configures a Redis queue. Every instance that shares the
+// queue must have the same Prefix and Secret and its own Consumer.
+type RedisQueueConfig struct {
+	// Prefix starts every key. The default is "tollgate:webhook:".
+	Prefix string
+	// Secret is the key material the entries are encrypted under (AES-256-GCM
+	// under an HKDF-SHA256 key): at least 16 random bytes, the same on every
+	// instance. Required.
+	Secret []byte
+	// Consumer is this instance's name in the streams' consumer group. The
+	// default is a random name, so a restarted instance's unacknowledged
+	// deliveries are claimed after ClaimAfter like a dead one's.
+	Consumer string
+	// ClaimAfter is how long a leased delivery may go unanswered before
+	// another instance claims it (XAUTOCLAIM). Keep it above the
+	// Dispatcher's Timeout, or a slow delivery is sent twice. The default
+	// is 2m.
+	ClaimAfter time.Duration
+	// MaxLen bounds the deliveries of one lane (tenant and endpoint) waiting,
+	// leased or retrying; past it Push answers ErrQueueFull. The default is
+	// 100000.
+	MaxLen int64
+	// DeadCap bounds a tenant's dead letters; the oldest are dropped. The
+	// default is 10000.
+	DeadCap int64
+	// Logger logs entries that do not decrypt (the instances' Secrets
+	// differ). The default discards.
+	Logger *slog.Logger
+}
+
+// RedisQueue is a Queue shared by every instance on one Redis (or Redis
+// Cluster). Per lane a Stream holds the deliveries due now, read through one
+// consumer group, and a sorted set holds the retries by due time; per
+// tenant a sorted set holds the dead letters. A tenant's keys share one
+// hash tag, so they live in one Cluster slot and move together in scripts.
+// Every delivery is stored AES-GCM encrypted, bound to its lane: a dump of
+// Redis shows tenants, endpoint names, webhook-ids' count and timing, but
+// no event data.
+type RedisQueue struct {
+	c      redis.UniversalClient
+	cfg    RedisQueueConfig
+	aead   cipher.AEAD
+	groups sync.Map // stream key → struct{}: its consumer group exists
+	bad    atomic.Int64
+}
+
+var _ Queue = (*RedisQueue)(nil)
+
+const (
+	redisGroup   = "tollgate-webhook"
+	redisField   = "d"
+	blobVersion  = 1
+	hkdfInfo     = "tollgate webhook queue v1"
+	minRedisKey  = 16
+	coalesceHash = 16 // bytes of SHA-256 kept in a coalescing key's name
+)
+
+// NewRedisQueue returns a Queue on c.
+func NewRedisQueue(c redis.UniversalClient, cfg RedisQueueConfig) (Queue, error) {
+	if c == nil {
+		return nil, errors.New("webhook: NewRedisQueue: no Redis client")
+	}
+	if len(cfg.Secret) < minRedisKey {
+		return nil, fmt.Errorf("webhook: RedisQueueConfig.Secret has %d bytes, at least %d are needed", len(cfg.Secret), minRedisKey)
+	}
+	if cfg.Prefix == "" {
+		cfg.Prefix = "tollgate:webhook:"
+	}
+	if strings.ContainsAny(cfg.Prefix, "{}") {
+		return nil, errors.New("webhook: RedisQueueConfig.Prefix must not hold { or }: the tenant is the hash tag")
+	}
+	if cfg.Consumer == "" {
+		cfg.Consumer = "c-" + rand.Text()[:16]
+	}
+	if cfg.ClaimAfter <= 0 {
+		cfg.ClaimAfter = 2 * time.Minute
+	}
+	if cfg.MaxLen <= 0 {
+		cfg.MaxLen = 100000
+	}
+	if cfg.DeadCap <= 0 {
+		cfg.DeadCap = 10000
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	key, err := hkdf.Key(sha256.New, cfg.Secret, nil, hkdfInfo, 32)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: deriving the queue key: %w", err)
+	}
+	block, err := aes.NewCipher(key)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: queue cipher: %w", err)
+	}
+	aead, err := cipher.NewGCM(block)
+	if err != nil {
+		return nil, fmt.Errorf("webhook: queue cipher: %w", err)
+	}
+	return &RedisQueue{c: c, cfg: cfg, aead: aead}, nil
+}
+
+// Keys. The tenant in braces is the hash tag: all of a tenant's keys are in one slot.
+func (q *RedisQueue) base(tenant string) string { return q.cfg.Prefix + "{" + tenant + "}" }
+func (q *RedisQueue) stream(l Lane) string      { return q.base(l.Tenant) + ":s:" + l.Endpoint }
+func (q *RedisQueue) retries(l Lane) string     { return q.base(l.Tenant) + ":r:" + l.Endpoint }
+func (q *RedisQueue) bucket(l Lane) string      { return q.base(l.Tenant) + ":b:" + l.Endpoint }
+func (q *RedisQueue) dead(tenant string) string { return q.base(tenant) + ":dead" }
+func (q *RedisQueue) window(tenant, key string) string {
+	sum := sha256.Sum256([]byte(key))
+	return q.base(tenant) + ":c:" + hex.EncodeToString(sum[:coalesceHash])
+}
+
+func aad(l Lane) []byte { return []byte("tollgate-webhook\x00" + l.Tenant + "\x00" + l.Endpoint) }
+
+// deadLane stands for the endpoint in the additional data of a dead letter,
+// which is read before its endpoint is known. Endpoint names hold no
+// control character.
+const deadLane = "\x00dead"
+
+// seal encrypts a delivery for its lane: version, nonce, AES-GCM ciphertext.
+func (q *RedisQueue) seal(d Delivery) (string, error) { return q.sealAs(d, d.lane()) }
+
+// sealDead encrypts a dead letter for its tenant's dead letters.
+func (q *RedisQueue) sealDead(d Delivery) (string, error) {
+	return q.sealAs(d, Lane{Tenant: d.Event.Tenant, Endpoint: deadLane})
+}
+
+func (q *RedisQueue) sealAs(d Delivery, l Lane) (string, error) {
+	d.Lease = ""
+	plain, err := json.Marshal(d)
+	if err != nil {
+		return "", fmt.Errorf("webhook: encoding a delivery: %w", err)
+	}
+	out := make([]byte, 1, 1+q.aead.NonceSize()+len(plain)+q.aead.Overhead())
+	out[0] = blobVersion
+	out = append(out, make([]byte, q.aead.NonceSize())...)
+	rand.Read(out[1:])
+	out = q.aead.Seal(out, out[1:], plain, aad(l))
+	return string(out), nil
+}
+
+// open decrypts a blob sealed for lane l.
+func (q *RedisQueue) open(l Lane, blob string) (Delivery, error) {
+	var d Delivery
+	ns := q.aead.NonceSize()
+	if len(blob) < 1+ns || blob[0] != blobVersion {
+		return d, errors.New("webhook: queue entry has an unknown format")
+	}
+	b := []byte(blob)
+	plain, err := q.aead.Open(nil, b[1:1+ns], b[1+ns:], aad(l))
+	if err != nil {
+		return d, errors.New("webhook: queue entry does not decrypt (do the instances share RedisQueueConfig.Secret?)")
+	}
+	if err := json.Unmarshal(plain, &d); err != nil {
+		return d, fmt.Errorf("webhook: queue entry: %w", err)
+	}
+	if d.Event.Tenant != l.Tenant || (l.Endpoint != deadLane && d.Endpoint != l.Endpoint) {
+		return d, errors.New("webhook: queue entry is of another lane")
+	}
+	return d, nil
+}
+
+func (q *RedisQueue) ensureGroup(ctx context.Context, stream string) error {
+	if _, ok := q.groups.Load(stream); ok {
+		return nil
+	}
+	err := q.c.XGroupCreateMkStream(ctx, stream, redisGroup, "0").Err()
+	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+		return fmt.Errorf("webhook: creating the consumer group: %w", err)
+	}
+	q.groups.Store(stream, struct{}{})
+	return nil
+}
+
+// forgetGroup drops the cached group of a stream after NOGROUP (a Redis
+// restart lost it), so the next call creates it again.
+func (q *RedisQueue) forgetGroup(stream string, err error) {
+	if err != nil && strings.Contains(err.Error(), "NOGROUP") {
+		q.groups.Delete(stream)
+	}
+}
+
+// Coalesce implements Queue with SET NX PX on the tenant's key for the
+// coalescing key's hash; the window is counted by Redis's clock.
+func (q *RedisQueue) Coalesce(ctx context.Context, tenant, key string, window time.Duration, _ time.Time) (bool, error) {
+	ok, err := q.c.SetNX(ctx, q.window(tenant, key), 1, max(window, time.Millisecond)).Result()
+	if err != nil {
+		return false, fmt.Errorf("webhook: coalesce: %w", err)
+	}
+	return ok, nil
+}
+
+// pushScript adds an entry to a lane's stream unless the lane holds MaxLen.
+// KEYS: stream, retries. ARGV: max, blob.
+var pushScript = redis.NewScript(`
+if redis.call('XLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
+redis.call('XADD', KEYS[1], '*', 'd', ARGV[2])
+return 1`)
+
+// Push implements Queue.
+func (q *RedisQueue) Push(ctx context.Context, d Delivery) error {
+	l := d.lane()
+	if err := q.ensureGroup(ctx, q.stream(l)); err != nil {
+		return err
+	}
+	blob, err := q.seal(d)
+	if err != nil {
+		return err
+	}
+	n, err := pushScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, q.cfg.MaxLen, blob).Int()
+	if err != nil {
+		return fmt.Errorf("webhook: push: %w", err)
+	}
+	if n == 0 {
+		return ErrQueueFull
+	}
+	return nil
+}
+
+// nextScript leases a lane's due deliveries in one round trip: it refills
+// the lane's token bucket to now, moves retries due at now from the sorted
+// set into the stream, claims entries leased longer than ClaimAfter
+// (XAUTOCLAIM), reads new ones (XREADGROUP), all up to the tokens and max,
+// and spends a token per entry returned. It returns entry ids and blobs,
+// flat. KEYS: stream, retries, bucket. ARGV: group, consumer, now ms, max,
+// ClaimAfter ms, rate per second, burst.
+var nextScript = redis.NewScript(`
+local now, max, rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
+local b = redis.call('HMGET', KEYS[3], 't', 'ts')
+local tokens, ts = tonumber(b[1]), tonumber(b[2])
+if tokens == nil or ts == nil then tokens, ts = burst, now end
+if now > ts then
+  tokens = math.min(burst, tokens + (now - ts) * rate / 1000)
+  ts = now
+end
+local n = math.min(max, math.floor(tokens))
+local out = {}
+if n <= 0 then return out end
+local function add(entries)
+  for _, e in ipairs(entries) do
+    local f = e[2]
+    if f then
+      for i = 1, #f, 2 do
+        if f[i] == 'd' then
+          out[#out + 1] = e[1]
+          out[#out + 1] = f[i + 1]
+        end
+      end
+    end
+  end
+end
+local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, n)
+for _, blob in ipairs(due) do
+  redis.call('ZREM', KEYS[2], blob)
+  redis.call('XADD', KEYS[1], '*', 'd', blob)
+end
+add(redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', n)[2])
+local left = n - #out / 2
+if left > 0 then
+  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[1], '>')
+  if r then add(r[1][2]) end
+end
+tokens = tokens - #out / 2
+redis.call('HSET', KEYS[3], 't', tostring(tokens), 'ts', tostring(ts))
+redis.call('PEXPIRE', KEYS[3], math.ceil(burst / rate * 1000) + 60000)
+return out`)
+
+// Next implements Queue in one script (nextScript): the lane's token
+// bucket is in Redis, shared by every instance.
+func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error) {
+	if max <= 0 {
+		return nil, nil
+	}
+	r = r.orDefault()
+	s := q.stream(l)
+	if err := q.ensureGroup(ctx, s); err != nil {
+		return nil, err
+	}
+	res, err := nextScript.Run(ctx, q.c, []string{s, q.retries(l), q.bucket(l)},
+		redisGroup, q.cfg.Consumer, now.UnixMilli(), max, q.cfg.ClaimAfter.Milliseconds(), r.PerSecond, r.Burst).StringSlice()
+	if err != nil {
+		q.forgetGroup(s, err)
+		return nil, fmt.Errorf("webhook: leasing deliveries: %w", err)
+	}
+	out := make([]Delivery, 0, len(res)/2)
+	for i := 0; i+1 < len(res); i += 2 {
+		id, blob := res[i], res[i+1]
+		d, err := q.open(l, blob)
+		if err != nil {
+			// Left leased, not deleted: an instance with the right
+			// secret claims it after ClaimAfter. One with a wrong secret
+			// must not destroy what the others queued.
+			q.bad.Add(1)
+			q.cfg.Logger.Error("webhook: a queue entry does not decrypt; left for another instance", "tenant", l.Tenant, "endpoint", l.Endpoint, "entry", id, "err", err)
+			continue
+		}
+		d.Lease = id
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// takeUndecryptable returns and resets the count of entries that did not
+// decrypt, for the Dispatcher's metric.
+func (q *RedisQueue) takeUndecryptable() int64 { return q.bad.Swap(0) }
+
+// ackScript ends a lease: only the first outcome of an entry counts (when a
+// slow consumer's entry was claimed by another, whichever finishes second
+// changes nothing, so a retry is never scheduled twice). KEYS: stream, then where the delivery goes (retries or dead).
+// ARGV: group, entry id, then per mode: ack: -; retry: at ms, blob;
+// dead: dead-at ms, blob, cap.
+var ackScript = redis.NewScript(`
+if redis.call('XACK', KEYS[1], ARGV[1], ARGV[2]) == 0 then return 0 end
+redis.call('XDEL', KEYS[1], ARGV[2])
+if ARGV[3] == 'retry' then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+elseif ARGV[3] == 'dead' then
+  redis.call('ZADD', KEYS[2], ARGV[4], ARGV[5])
+  redis.call('ZREMRANGEBYRANK', KEYS[2], 0, -tonumber(ARGV[6]) - 1)
+end
+return 1`)
+
+// Ack implements Queue.
+func (q *RedisQueue) Ack(ctx context.Context, d Delivery) error {
+	l := d.lane()
+	err := ackScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, redisGroup, d.Lease, "ack").Err()
+	if err != nil {
+		return fmt.Errorf("webhook: ack: %w", err)
+	}
+	return nil
+}
+
+// Retry implements Queue.
+func (q *RedisQueue) Retry(ctx context.Context, d Delivery, at time.Time) error {
+	l := d.lane()
+	blob, err := q.seal(d)
+	if err != nil {
+		return err
+	}
+	err = ackScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, redisGroup, d.Lease, "retry", at.UnixMilli(), blob).Err()
+	if err != nil {
+		return fmt.Errorf("webhook: retry: %w", err)
+	}
+	return nil
+}
+
+// Release implements Queue. On Redis it leaves the entry leased: another
+// instance claims it after ClaimAfter, as when an instance dies.
+func (q *RedisQueue) Release(context.Context, Delivery) error { return nil }
+
+// Dead implements Queue.
+func (q *RedisQueue) Dead(ctx context.Context, d Delivery) error {
+	l := d.lane()
+	blob, err := q.sealDead(d)
+	if err != nil {
+		return err
+	}
+	err = ackScript.Run(ctx, q.c, []string{q.stream(l), q.dead(l.Tenant)}, redisGroup, d.Lease, "dead", d.DeadAt.UnixMilli(), blob, q.cfg.DeadCap).Err()
+	if err != nil {
+		return fmt.Errorf("webhook: dead-letter: %w", err)
+	}
+	return nil
+}
+
+// openDead decrypts a dead letter of the tenant.
+func (q *RedisQueue) openDead(tenant, blob string) (Delivery, bool) {
+	d, err := q.open(Lane{Tenant: tenant, Endpoint: deadLane}, blob)
+	if err != nil {
+		q.cfg.Logger.Error("webhook: skipping a dead letter", "tenant", tenant, "err", err)
+		return Delivery{}, false
+	}
+	return d, true
+}
+
+// DeadLetters implements Queue.
+func (q *RedisQueue) DeadLetters(ctx context.Context, tenant string, limit int) ([]Delivery, error) {
+	blobs, err := q.c.ZRevRange(ctx, q.dead(tenant), 0, int64(limit)-1).Result()
+	if err != nil {
+		return nil, fmt.Errorf("webhook: dead letters: %w", err)
+	}
+	out := make([]Delivery, 0, len(blobs))
+	for _, b := range blobs {
+		if d, ok := q.openDead(tenant, b); ok {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}
+
+// replayScript moves one dead letter back into its lane's stream unless
+// another replay took it first. KEYS: dead, stream. ARGV: old blob, new blob.
+var replayScript = redis.NewScript(`
+if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
+redis.call('XADD', KEYS[2], '*', 'd', ARGV[2])
+return 1`)
+
+// Replay implements Queue.
+func (q *RedisQueue) Replay(ctx context.Context, tenant, id string, now time.Time) (int, error) {
+	blobs, err := q.c.ZRange(ctx, q.dead(tenant), 0, -1).Result()
+	if err != nil {
+		return 0, fmt.Errorf("webhook: replay: %w", err)
+	}
+	n := 0
+	for _, b := range blobs {
+		d, ok := q.openDead(tenant, b)
+		if !ok || d.Event.ID != id {
+			continue
+		}
+		d = fresh(d, now)
+		l := d.lane()
+		if err := q.ensureGroup(ctx, q.stream(l)); err != nil {
+			return n, err
+		}
+		blob, err := q.seal(d)
+		if err != nil {
+			return n, err
+		}
+		moved, err := replayScript.Run(ctx, q.c, []string{q.dead(tenant), q.stream(l)}, b, blob).Int()
+		if err != nil {
+			return n, fmt.Errorf("webhook: replay: %w", err)
+		}
+		n += moved
+	}
+	if n == 0 {
+		return 0, ErrNotFound
+	}
+	return n, nil
+}
+
+// Depth implements Queue: the lanes' streams (waiting and leased) and retries.
+func (q *RedisQueue) Depth(ctx context.Context, lanes []Lane) (int64, error) {
+	cmds := make([]*redis.IntCmd, 0, 2*len(lanes))
+	_, err := q.c.Pipelined(ctx, func(p redis.Pipeliner) error {
+		for _, l := range lanes {
+			cmds = append(cmds, p.XLen(ctx, q.stream(l)), p.ZCard(ctx, q.retries(l)))
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("webhook: depth: %w", err)
+	}
+	var n int64
+	for _, c := range cmds {
+		n += c.Val()
+	}
+	return n, nil
+}

@@ -1,0 +1,419 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
+)
+
+var queueSecret = []byte("0123456789abcdef0123456789abcdef")
+
+func redisClient(t *testing.T) *redis.Client {
+	t.Helper()
+	srv := redistest.Server(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func redisQueue(t *testing.T, c redis.UniversalClient, consumer string, claimAfter time.Duration) Queue {
+	t.Helper()
+	q, err := NewRedisQueue(c, RedisQueueConfig{Secret: queueSecret, Consumer: consumer, ClaimAfter: claimAfter})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return q
+}
+
+func TestRedis_ReceiverDownThenBack_NoEventLostAcrossTwoInstances(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	r.down.Store(true)
+	ep := r.endpoint("ops", "acme", "/hook")
+	a, regA := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", time.Minute)})
+	b, regB := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", time.Minute)})
+	run(t, a)
+	run(t, b)
+	ids := emitN(a, "acme", 30)
+	for i := range 30 {
+		id := fmt.Sprintf("msg_b_%d", i)
+		ids[id] = true
+		b.Emit(Event{ID: id, Type: "login.new_device", Tenant: "acme", Data: json.RawMessage(`{}`)})
+	}
+	eventually(t, "every event tried and refused at least once", func() bool {
+		return metric(t, regA, "tollgate_webhook_retried_total")+metric(t, regB, "tollgate_webhook_retried_total") >= 60
+	})
+	r.down.Store(false)
+	checkAllDelivered(t, r, "/hook", ids)
+	eventually(t, "the streams and retries empty", func() bool {
+		n, err := a.q.Depth(context.Background(), []Lane{{"acme", "ops"}})
+		return err == nil && n == 0
+	})
+}
+
+func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	r.hold.Store(true)
+	ep := r.endpoint("ops", "acme", "/hook")
+	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", 300*time.Millisecond)})
+	stopA := run(t, a)
+	a.Emit(Event{ID: "msg_crash", Type: "login.new_device", Tenant: "acme"})
+	select {
+	case <-r.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receiver never got the request")
+	}
+	stopA() // the instance dies while the receiver holds the request
+	r.hold.Store(false)
+	stream := "tollgate:webhook:{acme}:s:ops"
+	pending, err := c.XPending(context.Background(), stream, redisGroup).Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if pending.Count != 1 || pending.Consumers["a"] != 1 {
+		t.Fatalf("after the stop, pending = %+v, want the one entry unacknowledged, leased by a", pending)
+	}
+	if n := len(r.deliveries("")); n != 0 {
+		t.Fatalf("%d deliveries accepted before the second instance started", n)
+	}
+
+	b, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", 300*time.Millisecond)})
+	run(t, b)
+	eventually(t, "the second instance delivers it", func() bool { return r.ids("")["msg_crash"] >= 1 })
+	eventually(t, "acknowledged", func() bool {
+		p, err := c.XPending(context.Background(), stream, redisGroup).Result()
+		return err == nil && p.Count == 0 && c.XLen(context.Background(), stream).Val() == 0
+	})
+	if got := r.ids(""); len(got) != 1 {
+		t.Errorf("delivered %v, want only msg_crash", got)
+	}
+}
+
+// dumpRedis reads every key and every value, stream entries included.
+func dumpRedis(t *testing.T, c *redis.Client) (dump string, types map[string]int) {
+	t.Helper()
+	ctx := context.Background()
+	var b strings.Builder
+	types = map[string]int{}
+	iter := c.Scan(ctx, 0, "*", 100).Iterator()
+	for iter.Next(ctx) {
+		k := iter.Val()
+		b.WriteString(k + "\n")
+		typ := c.Type(ctx, k).Val()
+		switch typ {
+		case "string":
+			b.WriteString(c.Get(ctx, k).Val())
+			types[typ]++
+		case "stream":
+			for _, m := range c.XRange(ctx, k, "-", "+").Val() {
+				fmt.Fprint(&b, m.ID, m.Values)
+				types[typ]++
+			}
+		case "zset":
+			for _, z := range c.ZRangeWithScores(ctx, k, 0, -1).Val() {
+				fmt.Fprint(&b, z.Member, z.Score)
+				types[typ]++
+			}
+		case "hash":
+			fmt.Fprint(&b, c.HGetAll(ctx, k).Val())
+			types[typ]++
+		case "list":
+			fmt.Fprint(&b, c.LRange(ctx, k, 0, -1).Val())
+			types[typ]++
+		case "set":
+			fmt.Fprint(&b, c.SMembers(ctx, k).Val())
+			types[typ]++
+		default:
+			t.Errorf("key %s has type %s, which the dump does not read", k, typ)
+		}
+		b.WriteString("\n")
+	}
+	if err := iter.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return b.String(), types
+}
+
+func TestRedis_DumpAndLogsRevealNoIdentifierFromEventData(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	r.down.Store(true)
+	clock := testclock.New(time.Time{})
+	r.now = clock.Now
+	q := redisQueue(t, c, "a", time.Minute)
+	logs := &syncBuffer{}
+	d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q, Now: clock.Now,
+		MaxAge: time.Hour, MinBackoff: time.Second, MaxBackoff: time.Second,
+		Logger: slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
+	stop := run(t, d)
+	raw := []string{"alice@example.com", "+14155550123", "203.0.113.77", "alice"}
+	data := json.RawMessage(`{"account":"alice@example.com","destination":"+14155550123","ip":"203.0.113.77"}`)
+
+	d.Emit(Event{ID: "msg_1", Type: "login.new_device", Tenant: "acme", Data: data})
+	eventually(t, "a failed attempt", func() bool { return metric(t, reg, "tollgate_webhook_retried_total") == 1 })
+	clock.Advance(2 * time.Hour)
+	eventually(t, "dead-lettered", func() bool { return metric(t, reg, "tollgate_webhook_dead_lettered_total") == 1 })
+	d.Emit(Event{ID: "msg_2", Type: "account.under_attack", Tenant: "acme", Data: data, Coalesce: "k:9c2e51", CoalesceWindow: time.Hour})
+	eventually(t, "msg_2 waiting to be retried", func() bool { return metric(t, reg, "tollgate_webhook_retried_total") == 2 })
+	stop()
+	if err := q.Push(context.Background(), Delivery{Event: Event{ID: "msg_3", Type: "x", Tenant: "acme", Time: clock.Now(), Data: data}, Endpoint: "ops", Since: clock.Now()}); err != nil {
+		t.Fatal(err)
+	}
+
+	dump, types := dumpRedis(t, c)
+	if types["stream"] < 1 || types["zset"] < 2 || types["string"] < 1 {
+		t.Fatalf("the dump holds %v; the test needs a stream entry, a retry, a dead letter and a coalescing key", types)
+	}
+	for _, s := range raw {
+		if strings.Contains(dump, s) {
+			t.Errorf("the Redis dump holds %q", s)
+		}
+		if strings.Contains(logs.String(), s) {
+			t.Errorf("the logs hold %q", s)
+		}
+	}
+	if !strings.Contains(logs.String(), "dead-lettered") {
+		t.Errorf("the logs do not show the dead letter, so they were not captured: %s", logs.String())
+	}
+
+	// The encrypted dead letter is still listed and replayed.
+	dead, err := d.DeadLetters(context.Background(), "acme", 10)
+	if err != nil || len(dead) != 1 || dead[0].ID != "msg_1" || dead[0].LastError != "HTTP 503" {
+		t.Fatalf("DeadLetters = %+v, %v", dead, err)
+	}
+	r.down.Store(false)
+	if err := d.Replay(context.Background(), "acme", "msg_1"); err != nil {
+		t.Fatal(err)
+	}
+	d2, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q, Now: clock.Now, MinBackoff: time.Second, MaxBackoff: time.Second})
+	run(t, d2)
+	clock.Advance(time.Minute) // msg_2's retry is due
+	eventually(t, "all three delivered", func() bool { return len(r.ids("")) == 3 })
+	for _, g := range r.deliveries("") {
+		if !strings.Contains(g.Raw, "alice@example.com") {
+			t.Errorf("delivery %s lost its data: %s", g.ID, g.Raw)
+		}
+	}
+}
+
+func TestRedis_CoalescingHoldsAcrossInstances(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	ep := r.endpoint("sec", "acme", "/hook")
+	a, regA := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", time.Minute)})
+	b, regB := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", time.Minute)})
+	run(t, a)
+	run(t, b)
+	const window = 3 * time.Second
+	attack := func() {
+		for i := range 10000 {
+			d := a
+			if i%2 == 1 {
+				d = b
+			}
+			d.Emit(Event{Type: "account.under_attack", Tenant: "acme", Coalesce: "account.under_attack:5f1c0e", CoalesceWindow: window})
+		}
+	}
+	attack()
+	eventually(t, "one alert", func() bool { return len(r.deliveries("")) == 1 })
+	eventually(t, "9999 coalesced", func() bool {
+		return metric(t, regA, "tollgate_webhook_coalesced_total")+metric(t, regB, "tollgate_webhook_coalesced_total") == 9999
+	})
+	if n := len(r.deliveries("")); n != 1 {
+		t.Fatalf("%d alerts in one window from two instances, want 1", n)
+	}
+	time.Sleep(window + 100*time.Millisecond) // Redis's own clock ends the window
+	attack()
+	eventually(t, "a second alert after the window", func() bool { return len(r.deliveries("")) == 2 })
+}
+
+func TestRedisCluster_TwoTenantsInDifferentSlotsAreBothDelivered(t *testing.T) {
+	cl := redistest.Cluster(t)
+	c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: cl.Addrs()})
+	t.Cleanup(func() { c.Close() })
+	ctx := context.Background()
+	q, err := NewRedisQueue(c, RedisQueueConfig{Secret: queueSecret, Consumer: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rq := q.(*RedisQueue)
+	s1, s2 := c.ClusterKeySlot(ctx, rq.stream(Lane{"acme", "ops"})).Val(), c.ClusterKeySlot(ctx, rq.stream(Lane{"hooli", "ops2"})).Val()
+	if s1/5461 == s2/5461 {
+		t.Fatalf("the tenants' slots %d and %d are on one master; pick other tenants", s1, s2)
+	}
+	if d := c.ClusterKeySlot(ctx, rq.dead("acme")).Val(); d != s1 {
+		t.Fatalf("acme's dead letters are in slot %d, its stream in %d: a tenant's keys must share a slot", d, s1)
+	}
+	r := newReceiver(t)
+	d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/acme"), r.endpoint("ops2", "hooli", "/hooli")}, Queue: q})
+	run(t, d)
+	checkAll := map[string]map[string]bool{"/acme": emitN(d, "acme", 20), "/hooli": emitN(d, "hooli", 20)}
+	for path, ids := range checkAll {
+		checkAllDelivered(t, r, path, ids)
+	}
+}
+
+func TestRedis_InstanceWithAnotherSecretNeitherReadsNorDestroysEntries(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	ep := r.endpoint("ops", "acme", "/hook")
+	good := redisQueue(t, c, "good", 200*time.Millisecond)
+	wrong, err := NewRedisQueue(c, RedisQueueConfig{Secret: []byte("another secret, 32 bytes long..."), Consumer: "wrong", ClaimAfter: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, regW := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: wrong})
+	stopW := run(t, w)
+	if err := good.Push(context.Background(), Delivery{Event: Event{ID: "msg_k", Type: "x", Tenant: "acme", Time: time.Now(), Data: json.RawMessage(`{}`)}, Endpoint: "ops", Since: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the wrong instance counts the entry it cannot read", func() bool { return metric(t, regW, "tollgate_webhook_undecryptable_total") >= 1 })
+	stopW()
+	g, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: good})
+	run(t, g)
+	eventually(t, "an instance with the right secret delivers it", func() bool { return r.ids("")["msg_k"] == 1 })
+}
+
+func TestNewRedisQueue_RefusesAShortSecret(t *testing.T) {
+	c := redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"})
+	defer c.Close()
+	if _, err := NewRedisQueue(c, RedisQueueConfig{Secret: []byte("short")}); err == nil {
+		t.Error("NewRedisQueue took a 5-byte secret")
+	}
+	if _, err := NewRedisQueue(c, RedisQueueConfig{Secret: queueSecret, Prefix: "x{y}"}); err == nil {
+		t.Error("NewRedisQueue took a prefix with a hash tag")
+	}
+}
+
+// FuzzOpenQueueEntry feeds arbitrary Redis values to the entry decoder: a
+// value someone with write access to Redis planted must be refused, never
+// panic, never decode.
+func FuzzOpenQueueEntry(f *testing.F) {
+	q, err := NewRedisQueue(redis.NewClient(&redis.Options{Addr: "127.0.0.1:1"}), RedisQueueConfig{Secret: queueSecret})
+	if err != nil {
+		f.Fatal(err)
+	}
+	rq := q.(*RedisQueue)
+	good, err := rq.seal(Delivery{Event: Event{ID: "msg_1", Tenant: "acme", Data: json.RawMessage(`{}`)}, Endpoint: "ops"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(good, "acme", "ops")
+	f.Add(good, "acme", "other") // another lane's entry
+	f.Add("\x01", "acme", "ops")
+	f.Add("", "", "")
+	f.Fuzz(func(t *testing.T, blob, tenant, endpoint string) {
+		d, err := rq.open(Lane{Tenant: tenant, Endpoint: endpoint}, blob)
+		if err == nil && (tenant != "acme" || endpoint != "ops" || d.Event.ID != "msg_1") {
+			t.Fatalf("open accepted a value it did not seal for lane %q/%q", tenant, endpoint)
+		}
+	})
+}
+
+// countingQueue counts the Next calls of one lane.
+type countingQueue struct {
+	Queue
+	lane  Lane
+	nexts atomic.Int64
+}
+
+func (q *countingQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error) {
+	ds, err := q.Queue.Next(ctx, l, now, max, r)
+	if l == q.lane {
+		q.nexts.Add(1)
+	}
+	return ds, err
+}
+
+// waitRounds waits until every queue has been asked for the lane n more times.
+func waitRounds(t *testing.T, n int64, qs ...*countingQueue) {
+	t.Helper()
+	for _, q := range qs {
+		target := q.nexts.Load() + n
+		eventually(t, "the dispatcher polls the lane again", func() bool { return q.nexts.Load() >= target })
+	}
+}
+
+func TestRedis_RateLimitIsSharedByAllInstances(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	clock := testclock.New(time.Time{})
+	r.now = clock.Now
+	limited := r.endpoint("slow", "acme", "/slow")
+	limited.RatePerSecond, limited.Burst = 2, 3
+	lane := Lane{"acme", "slow"}
+	qa := &countingQueue{Queue: redisQueue(t, c, "a", time.Minute), lane: lane}
+	qb := &countingQueue{Queue: redisQueue(t, c, "b", time.Minute), lane: lane}
+	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{limited}, Queue: qa, Now: clock.Now})
+	b, _ := newDispatcher(t, Config{Endpoints: []Endpoint{limited}, Queue: qb, Now: clock.Now})
+	run(t, a)
+	run(t, b)
+	emitN(a, "acme", 5)
+	emitN(b, "acme", 5) // the same ids: b's are duplicates to deliver as well
+	for i := range 5 {
+		b.Emit(Event{ID: fmt.Sprintf("msg_b%d", i), Type: "x", Tenant: "acme"})
+	}
+	eventually(t, "the burst delivered", func() bool { return len(r.deliveries("/slow")) == 3 })
+	waitRounds(t, 3, qa, qb)
+	if got := len(r.deliveries("/slow")); got != 3 {
+		t.Fatalf("two instances, the clock still: %d deliveries, want the one burst of 3", got)
+	}
+	clock.Advance(time.Second)
+	eventually(t, "two more", func() bool { return len(r.deliveries("/slow")) == 5 })
+	waitRounds(t, 3, qa, qb)
+	if got := len(r.deliveries("/slow")); got != 5 {
+		t.Fatalf("one second later: %d deliveries, want 3 + 2", got)
+	}
+}
+
+func TestRedis_AnOutageHoldsEventsUntilRedisReturns(t *testing.T) {
+	srv := redistest.Server(t)
+	c := redis.NewClient(&redis.Options{Addr: srv.Addr, MaxRetries: -1})
+	t.Cleanup(func() { c.Close() })
+	r := newReceiver(t)
+	logs := &syncBuffer{}
+	d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: redisQueue(t, c, "a", time.Minute),
+		Logger: slog.New(slog.NewTextHandler(logs, nil))})
+	run(t, d)
+	d.Emit(Event{ID: "msg_before", Type: "x", Tenant: "acme"})
+	eventually(t, "the first event delivered", func() bool { return r.ids("")["msg_before"] == 1 })
+
+	srv.Stop() // Redis down, then back empty: its consumer group is gone too
+	ids := emitN(d, "acme", 10)
+	eventually(t, "the push refused while Redis is down", func() bool { return strings.Contains(logs.String(), `op=push`) })
+	if err := srv.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	ids["msg_before"] = true
+	checkAllDelivered(t, r, "", ids)
+}
+
+// syncBuffer is a log sink safe for concurrent writes.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}

@@ -1,0 +1,646 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	mrand "math/rand/v2"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Event is one thing to tell the endpoints of its tenant.
+type Event struct {
+	ID     string // the webhook-id; Emit sets "msg_"+random (base32/hex, ≥128 bits) when empty
+	Type   string // "login.new_device", "account.under_attack", ...
+	Tenant string
+	Time   time.Time       // Emit sets now when zero
+	Data   json.RawMessage // the payload's "data" object; empty: {}
+	// Coalesce, when not empty, keeps at most one event with this key per
+	// CoalesceWindow (across all instances on Redis). It must not hold a raw
+	// identifier: callers pass a keyed hash. A window of 0 coalesces nothing.
+	Coalesce       string
+	CoalesceWindow time.Duration
+}
+
+// Endpoint is one receiver of a tenant's events.
+type Endpoint struct {
+	Name   string   // for metrics and logs; unique among the endpoints
+	Tenant string   // events of this tenant go here
+	URL    string   // http or https
+	Secret string   // "whsec_" + base64 of at least 16 bytes
+	Types  []string // event types sent; empty: all
+	// RatePerSecond and Burst limit deliveries to this endpoint (0: 10/s, burst 20).
+	RatePerSecond float64
+	Burst         int
+}
+
+// Config configures a Dispatcher.
+type Config struct {
+	Endpoints []Endpoint
+	// Queue is where events wait for delivery. The default is NewMemoryQueue(10000).
+	Queue Queue
+	// MaxAge is how long a delivery is retried, from its event's queueing
+	// (or replay), before it is dead-lettered. The default is 24h.
+	MaxAge time.Duration
+	// MinBackoff and MaxBackoff bound the wait before a retry: full jitter
+	// between MinBackoff and MinBackoff·2^(attempts-1), at most MaxBackoff.
+	// The defaults are 1s and 10m.
+	MinBackoff, MaxBackoff time.Duration
+	// Timeout bounds one POST. The default is 10s.
+	Timeout time.Duration
+	// Workers is how many deliveries run at once. The default is 4.
+	Workers int
+	// Buffer is how many events Emit holds before the queue takes them;
+	// past it Emit drops. The default is 10000.
+	Buffer int
+	// Poll is how often an idle Run looks for due deliveries (retries, other
+	// instances' events). The default is 250ms.
+	Poll time.Duration
+	// Client sends the POSTs. The default has Timeout and follows no redirect.
+	Client *http.Client
+	// Registerer gets the tollgate_webhook_* metrics. The default (nil)
+	// registers none.
+	Registerer prometheus.Registerer
+	// Logger logs delivery failures and queue errors. The default discards.
+	Logger *slog.Logger
+	// Now is the clock. The default is time.Now.
+	Now func() time.Time
+}
+
+// DeadLetter is a delivery that failed until its age limit. It holds no
+// event data, so listing dead letters shows no identifier.
+type DeadLetter struct {
+	ID        string    `json:"id"` // the webhook-id
+	Type      string    `json:"type"`
+	Tenant    string    `json:"tenant"`
+	Endpoint  string    `json:"endpoint"`
+	LastError string    `json:"last_error"` // "HTTP 503", or the connection's error
+	Time      time.Time `json:"time"`       // the event's
+	DeadAt    time.Time `json:"dead_at"`
+	Attempts  int       `json:"attempts"`
+}
+
+// Dispatcher takes events from Emit and delivers them, signed, to the
+// endpoints of their tenant, at least once. It is safe for concurrent use.
+type Dispatcher struct {
+	cfg       Config
+	q         Queue
+	endpoints []*endpoint // in Config order
+	byTenant  map[string][]*endpoint
+	buf       chan Event
+	wake      chan struct{}
+	m         *metrics
+	log       *slog.Logger
+	now       func() time.Time
+	running   atomic.Bool
+
+	localMu    sync.Mutex
+	local      map[string]time.Time // coalescing key → end of its window, this instance
+	localSwept time.Time
+}
+
+type endpoint struct {
+	Endpoint
+	key   []byte
+	types map[string]bool
+}
+
+// New validates the endpoints and returns a Dispatcher; Run starts it.
+func New(cfg Config) (*Dispatcher, error) {
+	if cfg.Queue == nil {
+		cfg.Queue = NewMemoryQueue(10000)
+	}
+	if cfg.MaxAge <= 0 {
+		cfg.MaxAge = 24 * time.Hour
+	}
+	if cfg.MinBackoff <= 0 {
+		cfg.MinBackoff = time.Second
+	}
+	if cfg.MaxBackoff <= 0 {
+		cfg.MaxBackoff = 10 * time.Minute
+	}
+	if cfg.MaxBackoff < cfg.MinBackoff {
+		return nil, fmt.Errorf("webhook: MaxBackoff %v is below MinBackoff %v", cfg.MaxBackoff, cfg.MinBackoff)
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = 10 * time.Second
+	}
+	if cfg.Workers <= 0 {
+		cfg.Workers = 4
+	}
+	if cfg.Buffer <= 0 {
+		cfg.Buffer = 10000
+	}
+	if cfg.Poll <= 0 {
+		cfg.Poll = 250 * time.Millisecond
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{
+			Timeout:       cfg.Timeout,
+			CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+		}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Now == nil {
+		cfg.Now = time.Now
+	}
+	d := &Dispatcher{
+		cfg:      cfg,
+		q:        cfg.Queue,
+		byTenant: map[string][]*endpoint{},
+		buf:      make(chan Event, cfg.Buffer),
+		wake:     make(chan struct{}, 1),
+		log:      cfg.Logger,
+		now:      cfg.Now,
+		local:    map[string]time.Time{},
+	}
+	names := map[string]bool{}
+	for i, e := range cfg.Endpoints {
+		ep, err := newEndpoint(e)
+		if err != nil {
+			return nil, fmt.Errorf("webhook: endpoint %d (%q): %w", i, e.Name, err)
+		}
+		if names[e.Name] {
+			return nil, fmt.Errorf("webhook: endpoint %d: the name %q is used twice", i, e.Name)
+		}
+		names[e.Name] = true
+		d.endpoints = append(d.endpoints, ep)
+		d.byTenant[e.Tenant] = append(d.byTenant[e.Tenant], ep)
+	}
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(d.buf)) })
+	if err != nil {
+		return nil, fmt.Errorf("webhook: metrics: %w", err)
+	}
+	d.m = m
+	return d, nil
+}
+
+func newEndpoint(e Endpoint) (*endpoint, error) {
+	switch {
+	case e.Name == "":
+		return nil, errors.New("the Name is empty")
+	case strings.ContainsFunc(e.Name, unicode.IsControl):
+		return nil, errors.New("the Name holds a control character")
+	case e.Tenant == "":
+		return nil, errors.New("the Tenant is empty")
+	case e.RatePerSecond < 0 || math.IsNaN(e.RatePerSecond) || math.IsInf(e.RatePerSecond, 0):
+		return nil, errors.New("the RatePerSecond must be a positive number (0: 10)")
+	case e.Burst < 0:
+		return nil, errors.New("the Burst must not be negative (0: 20)")
+	}
+	u, err := url.Parse(e.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("the URL must be an absolute http or https URL")
+	}
+	if u.User != nil {
+		return nil, errors.New("the URL must not hold a user name or password (the signature authenticates)")
+	}
+	key, err := DecodeSecret(e.Secret)
+	if err != nil {
+		return nil, errors.New(`the Secret must be "whsec_" followed by standard base64`)
+	}
+	if len(key) < MinSecretBytes {
+		return nil, fmt.Errorf("the Secret's key is %d bytes, at least %d are needed", len(key), MinSecretBytes)
+	}
+	if e.RatePerSecond == 0 {
+		e.RatePerSecond = 10
+	}
+	if e.Burst == 0 {
+		e.Burst = 20
+	}
+	ep := &endpoint{Endpoint: e, key: key}
+	if len(e.Types) > 0 {
+		ep.types = map[string]bool{}
+		for _, t := range e.Types {
+			ep.types[t] = true
+		}
+	}
+	return ep, nil
+}
+
+func (ep *endpoint) lane() Lane { return Lane{Tenant: ep.Tenant, Endpoint: ep.Name} }
+
+func (ep *endpoint) wants(typ string) bool { return ep.types == nil || ep.types[typ] }
+
+func (ep *endpoint) rate() Rate { return Rate{PerSecond: ep.RatePerSecond, Burst: ep.Burst} }
+
+// localCap bounds the coalescing keys Emit remembers.
+const localCap = 100_000
+
+// Emit hands an event over for delivery. It never blocks and does no I/O:
+// an event no endpoint takes is ignored; when the buffer is full the event is dropped and counted
+// (tollgate_webhook_dropped_total{reason="buffer_full"}). An event whose
+// coalescing key this instance already passed in its window is dropped here
+// too (tollgate_webhook_coalesced_total), so a flood on one key fills no
+// buffer; across instances the Queue coalesces.
+func (d *Dispatcher) Emit(e Event) {
+	if !d.wanted(e) {
+		return
+	}
+	if e.ID == "" {
+		e.ID = "msg_" + rand.Text()
+	}
+	now := d.now()
+	if e.Time.IsZero() {
+		e.Time = now
+	}
+	e.Data = bytes.Clone(e.Data) // the caller may reuse its buffer
+	if e.Coalesce == "" || e.CoalesceWindow <= 0 {
+		d.send(e)
+		return
+	}
+	k := e.Tenant + "\x00" + e.Coalesce
+	d.localMu.Lock()
+	defer d.localMu.Unlock()
+	if end, ok := d.local[k]; ok && now.Before(end) {
+		d.m.coalesced.Inc()
+		return
+	}
+	if d.send(e) {
+		if len(d.local) >= localCap && now.Sub(d.localSwept) >= sweepEvery {
+			// At most once a second, so that keys enough to fill the map
+			// cannot make every Emit walk it.
+			d.localSwept = now
+			sweep(d.local, now)
+		}
+		if len(d.local) < localCap {
+			d.local[k] = now.Add(e.CoalesceWindow)
+		}
+	}
+}
+
+// sweepEvery is how often a full coalescing map is swept of expired keys;
+// between sweeps a key that finds it full is not remembered.
+const sweepEvery = time.Second
+
+// sweep deletes the keys whose window ended by now.
+func sweep(windows map[string]time.Time, now time.Time) {
+	for k, end := range windows {
+		if !now.Before(end) {
+			delete(windows, k)
+		}
+	}
+}
+
+// wanted reports whether an endpoint takes the event: others are not buffered.
+func (d *Dispatcher) wanted(e Event) bool {
+	for _, ep := range d.byTenant[e.Tenant] {
+		if ep.wants(e.Type) {
+			return true
+		}
+	}
+	return false
+}
+
+func (d *Dispatcher) send(e Event) bool {
+	select {
+	case d.buf <- e:
+		return true
+	default:
+		d.m.dropped.WithLabelValues(dropBufferFull).Inc()
+		return false
+	}
+}
+
+func (d *Dispatcher) signal() {
+	select {
+	case d.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run moves Emit's buffer into the Queue and delivers until ctx is done,
+// then returns nil. Deliveries in flight when ctx ends are abandoned
+// unacknowledged: the memory queue takes them back, on Redis another
+// instance (or this one, restarted) claims them after ClaimAfter. Only one
+// Run at a time.
+func (d *Dispatcher) Run(ctx context.Context) error {
+	if !d.running.CompareAndSwap(false, true) {
+		return errors.New("webhook: Run is already running")
+	}
+	defer d.running.Store(false)
+	var wg sync.WaitGroup
+	wg.Go(func() { d.move(ctx) })
+	d.deliverLoop(ctx, &wg)
+	wg.Wait()
+	return nil
+}
+
+// move takes events from the buffer into the queue, one delivery per
+// endpoint that wants it.
+func (d *Dispatcher) move(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-d.buf:
+			d.enqueue(ctx, e)
+		}
+	}
+}
+
+func (d *Dispatcher) enqueue(ctx context.Context, e Event) {
+	var targets []*endpoint
+	for _, ep := range d.byTenant[e.Tenant] {
+		if ep.wants(e.Type) {
+			targets = append(targets, ep)
+		}
+	}
+	if len(targets) == 0 {
+		return
+	}
+	if len(bytes.TrimSpace(e.Data)) == 0 {
+		e.Data = json.RawMessage("{}")
+	}
+	if t := bytes.TrimSpace(e.Data); e.Type == "" || t[0] != '{' || !json.Valid(t) {
+		d.m.dropped.WithLabelValues(dropInvalid).Inc()
+		d.log.Warn("webhook: an event without a type or with data that is not a JSON object; dropped", "type", e.Type, "tenant", e.Tenant, "id", e.ID)
+		return
+	}
+	if e.Coalesce != "" && e.CoalesceWindow > 0 {
+		var first bool
+		err := d.persist(ctx, "coalesce", func() (err error) {
+			first, err = d.q.Coalesce(ctx, e.Tenant, e.Coalesce, e.CoalesceWindow, d.now())
+			return err
+		})
+		if err != nil {
+			return
+		}
+		if !first {
+			d.m.coalesced.Inc()
+			return
+		}
+	}
+	e.Coalesce, e.CoalesceWindow = "", 0
+	now := d.now()
+	for _, ep := range targets {
+		dl := Delivery{Event: e, Endpoint: ep.Name, Since: now}
+		err := d.persist(ctx, "push", func() error { return d.q.Push(ctx, dl) })
+		switch {
+		case errors.Is(err, ErrQueueFull):
+			d.m.dropped.WithLabelValues(dropQueueFull).Inc()
+			d.log.Warn("webhook: queue full; delivery dropped", "endpoint", ep.Name, "type", e.Type, "id", e.ID)
+		case err == nil:
+			d.m.queued.WithLabelValues(ep.Name).Inc()
+		}
+	}
+	d.signal()
+}
+
+// persist runs a queue operation until it succeeds, is refused as full, or
+// ctx ends: a queue outage holds the event here while Emit's buffer fills.
+func (d *Dispatcher) persist(ctx context.Context, what string, op func() error) error {
+	wait := 100 * time.Millisecond
+	for {
+		err := op()
+		if err == nil || errors.Is(err, ErrQueueFull) {
+			return err
+		}
+		d.log.Warn("webhook: queue unavailable; retrying", "op", what, "err", err)
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+		wait = min(2*wait, 5*time.Second)
+	}
+}
+
+// deliverLoop leases due deliveries lane by lane, as many as free workers
+// and each endpoint's rate limit (kept by the Queue, so shared on Redis)
+// allow, and delivers each on its own goroutine.
+func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
+	sem := make(chan struct{}, d.cfg.Workers)
+	tick := time.NewTicker(d.cfg.Poll)
+	defer tick.Stop()
+	lanes := make([]Lane, len(d.endpoints))
+	for i, ep := range d.endpoints {
+		lanes[i] = ep.lane()
+	}
+	d.updateDepth(ctx, lanes)
+	start := 0
+	failing := false // the queue's last answer was an error: log changes only
+	for {
+		fetched := 0
+		for i := range d.endpoints {
+			ep := d.endpoints[(start+i)%len(d.endpoints)]
+			free := d.cfg.Workers - len(sem)
+			if free == 0 || ctx.Err() != nil {
+				break
+			}
+			ds, err := d.q.Next(ctx, ep.lane(), d.now(), free, ep.rate())
+			if err != nil {
+				if ctx.Err() == nil && !failing {
+					d.log.Warn("webhook: queue unavailable; deliveries wait", "op", "next", "endpoint", ep.Name, "err", err)
+				}
+				failing = true
+				continue
+			}
+			if failing {
+				d.log.Info("webhook: queue available again")
+				failing = false
+			}
+			for _, dl := range ds {
+				sem <- struct{}{}
+				fetched++
+				wg.Go(func() {
+					defer func() { <-sem; d.signal() }()
+					d.deliver(ctx, ep, dl)
+				})
+			}
+		}
+		if len(d.endpoints) > 0 {
+			start = (start + 1) % len(d.endpoints)
+		}
+		if fetched > 0 && len(sem) < d.cfg.Workers {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-d.wake:
+		case <-tick.C:
+			d.updateDepth(ctx, lanes)
+		}
+	}
+}
+
+func (d *Dispatcher) updateDepth(ctx context.Context, lanes []Lane) {
+	if u, ok := d.q.(interface{ takeUndecryptable() int64 }); ok {
+		if n := u.takeUndecryptable(); n > 0 {
+			d.m.undecrypt.Add(float64(n))
+		}
+	}
+	if n, err := d.q.Depth(ctx, lanes); err == nil {
+		d.m.depth.Set(float64(n))
+	}
+}
+
+// payload is the body of a delivery (Standard Webhooks), with the tenant.
+type payload struct {
+	Type      string          `json:"type"`
+	Timestamp string          `json:"timestamp"`
+	Tenant    string          `json:"tenant"`
+	Data      json.RawMessage `json:"data"`
+}
+
+// Body is the JSON body a delivery of e sends.
+func Body(e Event) ([]byte, error) {
+	return json.Marshal(payload{Type: e.Type, Timestamp: e.Time.UTC().Format(time.RFC3339Nano), Tenant: e.Tenant, Data: e.Data})
+}
+
+// finishTimeout bounds the queue call that records a delivery's outcome,
+// which runs even when Run's context has ended.
+const finishTimeout = 5 * time.Second
+
+func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
+	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+	defer cancel()
+	failure := d.post(ctx, ep, dl)
+	if failure == "" {
+		if err := d.q.Ack(fctx, dl); err != nil {
+			d.log.Warn("webhook: ack failed; the delivery will be repeated with the same webhook-id", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
+		}
+		d.m.delivered.WithLabelValues(ep.Name).Inc()
+		d.m.latency.WithLabelValues(ep.Name).Observe(max(0, d.now().Sub(dl.Event.Time).Seconds()))
+		return
+	}
+	if ctx.Err() != nil { // stopping: not the endpoint's failure
+		if err := d.q.Release(fctx, dl); err != nil {
+			d.log.Warn("webhook: release failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
+		}
+		return
+	}
+	now := d.now()
+	dl.Attempts++
+	dl.LastError = failure
+	d.log.Debug("webhook: delivery failed", "endpoint", ep.Name, "type", dl.Event.Type, "id", dl.Event.ID, "attempts", dl.Attempts, "err", failure)
+	deadline := dl.Since.Add(d.cfg.MaxAge)
+	if !now.Before(deadline) {
+		dl.DeadAt = now
+		if err := d.q.Dead(fctx, dl); err != nil {
+			d.log.Warn("webhook: dead-lettering failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
+			return
+		}
+		d.m.deadLetters.WithLabelValues(ep.Name).Inc()
+		d.log.Warn("webhook: delivery dead-lettered at its age limit", "endpoint", ep.Name, "type", dl.Event.Type, "id", dl.Event.ID, "attempts", dl.Attempts, "err", failure)
+		return
+	}
+	at := now.Add(d.backoff(dl.Attempts))
+	if at.After(deadline) {
+		at = deadline
+	}
+	if err := d.q.Retry(fctx, dl, at); err != nil {
+		d.log.Warn("webhook: retry scheduling failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
+		return
+	}
+	d.m.retried.WithLabelValues(ep.Name).Inc()
+}
+
+// backoff is the wait before the next attempt after attempts failures: full
+// jitter between MinBackoff and MinBackoff·2^(attempts-1), at most MaxBackoff.
+func (d *Dispatcher) backoff(attempts int) time.Duration {
+	lo, ceil := d.cfg.MinBackoff, d.cfg.MinBackoff
+	for i := 1; i < attempts && ceil < d.cfg.MaxBackoff; i++ {
+		ceil *= 2
+	}
+	ceil = min(ceil, d.cfg.MaxBackoff)
+	if ceil <= lo {
+		return lo
+	}
+	return lo + mrand.N(ceil-lo+1)
+}
+
+// post sends one attempt and returns "" on a 2xx, or why it failed.
+func (d *Dispatcher) post(ctx context.Context, ep *endpoint, dl Delivery) string {
+	body, err := Body(dl.Event)
+	if err != nil {
+		return "encoding the body: " + err.Error()
+	}
+	rctx, cancel := context.WithTimeout(ctx, d.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(rctx, http.MethodPost, ep.URL, bytes.NewReader(body))
+	if err != nil {
+		return "building the request"
+	}
+	ts := d.now()
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "tollgate-webhook")
+	req.Header.Set(HeaderID, dl.Event.ID)
+	req.Header.Set(HeaderTimestamp, fmt.Sprint(ts.Unix()))
+	req.Header.Set(HeaderSignature, "v1,"+b64(mac(ep.key, dl.Event.ID, ts.Unix(), body)))
+	resp, err := d.cfg.Client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) { // its message repeats the URL, which may hold a token
+			err = ue.Err
+		}
+		return truncate(err.Error(), 200)
+	}
+	io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return fmt.Sprintf("HTTP %d", resp.StatusCode)
+	}
+	return ""
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+// maxDeadLetters bounds one DeadLetters answer.
+const maxDeadLetters = 1000
+
+// DeadLetters lists up to limit (1 to 1000; 0: 100) dead letters of a
+// tenant, newest first.
+func (d *Dispatcher) DeadLetters(ctx context.Context, tenant string, limit int) ([]DeadLetter, error) {
+	if limit <= 0 {
+		limit = 100
+	}
+	limit = min(limit, maxDeadLetters)
+	ds, err := d.q.DeadLetters(ctx, tenant, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]DeadLetter, len(ds))
+	for i, dl := range ds {
+		out[i] = DeadLetter{
+			ID: dl.Event.ID, Type: dl.Event.Type, Tenant: dl.Event.Tenant, Endpoint: dl.Endpoint,
+			LastError: dl.LastError, Time: dl.Event.Time, DeadAt: dl.DeadAt, Attempts: dl.Attempts,
+		}
+	}
+	return out, nil
+}
+
+// Replay puts the dead letters of a tenant with this webhook-id (one per
+// endpoint that gave up) back for delivery, with a fresh age limit and the
+// same webhook-id; ErrNotFound when there is none.
+func (d *Dispatcher) Replay(ctx context.Context, tenant, id string) error {
+	if _, err := d.q.Replay(ctx, tenant, id, d.now()); err != nil {
+		return err
+	}
+	d.signal()
+	return nil
+}

@@ -164,7 +164,11 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if req.Account != "" {
-		return e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+		n, err := e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+		if err == nil {
+			e.resetNotice(&s, req.Account, n)
+		}
+		return n, err
 	}
 	part := PartIP
 	if req.Destination != "" {

@@ -38,6 +38,13 @@ var policyMistakes = []string{
 	"flows:\n  login:\n    device_token_ttl: 1m\n",
 	"flows:\n  login:\n    owner_codes: 3\n",
 	"flows:\n  login:\n    verifies: Otp\n",
+	// events
+	"flows:\n  login:\n    events:\n      emit: [login.new_devise]\n",
+	"flows:\n  login:\n    events:\n      emits: [login.new_device]\n",
+	"flows:\n  login:\n    events: {window: 10s}\n",
+	"flows:\n  login:\n    events: {under_attack_failures: -1}\n",
+	"flows:\n  login:\n    events: {emit: [otp.budget]}\n",
+	"flows:\n  otp_send:\n    events: {emit: [account.under_attack]}\n",
 	"flows:\n  login:\n    verifies: login\n",
 	"flows:\n  api:\n    template: signup\n",
 	"flows:\n  otp_send:\n    verifies: login\n",

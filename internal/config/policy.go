@@ -200,6 +200,8 @@ type flowFile struct {
 	// Prices are by channel, then "default" or a region or calling code.
 	Prices map[string]map[string]int `yaml:"prices"`
 	Rules  []yaml.Node               `yaml:"rules"`
+	// Events are the notices the flow emits (authguard.NoticePolicy).
+	Events eventsFile `yaml:"events"`
 
 	rules []ruleFile // the effective rules
 	line  int        // where the flow was last written, 0 for built-in
@@ -270,6 +272,15 @@ func (c *costField) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// eventsFile is the YAML form of a flow's notices (authguard.NoticePolicy):
+// the types it emits (a list that replaces the flow's whole), the failures
+// that make an account under attack, the coalescing window.
+type eventsFile struct {
+	Emit                []string `yaml:"emit"`
+	UnderAttackFailures int      `yaml:"under_attack_failures"`
+	Window              Duration `yaml:"window"`
+}
+
 // windowFile is one window of a log: at most Limit members within Window.
 type windowFile struct {
 	Window Duration `yaml:"window"`
@@ -280,6 +291,7 @@ var (
 	flowKeys   = yamlKeys(flowFile{})
 	ruleKeys   = yamlKeys(ruleFile{})
 	windowKeys = yamlKeys(windowFile{})
+	eventsKeys = yamlKeys(eventsFile{})
 )
 
 // overlay lays the flows of n over base (which it does not change) and
@@ -548,6 +560,15 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		}
 		out.Send.Prices[ch] = p
 	}
+	for _, typ := range f.Events.Emit {
+		if !slices.Contains(authguard.NoticeTypes, typ) {
+			return nil, &Error{Line: f.lineOf(name, "events.emit"), Path: where + ".events.emit",
+				Err: fmt.Errorf("%q is not an event (events are %s)%s", typ, strings.Join(authguard.NoticeTypes, ", "), didYouMean(typ, authguard.NoticeTypes))}
+		}
+	}
+	out.Notices = authguard.NoticePolicy{
+		Emit: f.Events.Emit, UnderAttackFailures: f.Events.UnderAttackFailures, Window: time.Duration(f.Events.Window),
+	}
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {
@@ -670,6 +691,11 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 		k := n.Content[i]
 		if !slices.Contains(valid, k.Value) {
 			return unknownKey(k, valid, where)
+		}
+		if k.Value == "events" && slices.Equal(valid, flowKeys) {
+			if err := checkKeys(n.Content[i+1], eventsKeys, where+".events"); err != nil {
+				return err
+			}
 		}
 		if k.Value == "windows" && n.Content[i+1].Kind == yaml.SequenceNode {
 			for _, w := range n.Content[i+1].Content {

@@ -1,0 +1,91 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/redistest"
+)
+
+// noticeRecorder is a Notifier that keeps what it is told.
+type noticeRecorder struct {
+	mu    sync.Mutex
+	notes []authguard.Notice
+}
+
+func (r *noticeRecorder) Notify(n authguard.Notice) {
+	r.mu.Lock()
+	r.notes = append(r.notes, n)
+	r.mu.Unlock()
+}
+
+// Attack on a real Redis shared by two instances: 2,000 failed guesses at
+// one account, in three spellings, alternating between the instances. Each
+// instance tells of it once, and both notices carry the same coalescing key
+// (so the delivery de-duplicates them into one) and the spelling of the
+// call that emitted them.
+func TestFullRedis_AttackOnOneAccountIsOneUnderAttackPerInstance(t *testing.T) {
+	in := redistest.Server(t)
+	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr, Timeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	p, err := config.LoadPolicy(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rec [2]noticeRecorder
+	var e [2]*authguard.Engine
+	for i := range e {
+		if e[i], err = authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret, Notifier: &rec[i]}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	spellings := []string{"victim@example.com", "VICTIM@example.com", "ｖｉｃｔｉｍ@example.com"}
+	ctx := context.Background()
+	for i := range 2000 {
+		ip := fmt.Sprintf("198.18.%d.%d", i/250, i%250+1)
+		v, err := e[i%2].Report(ctx, authguard.ReportRequest{Flow: "login", Account: spellings[i%3], IP: ip, Outcome: authguard.Failure, Ref: "u-9"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i >= 5 && v.Action != authguard.Delay {
+			t.Fatalf("failure %d: %v %v, want the account held back", i, v.Action, v.Reasons)
+		}
+	}
+	var keys []string
+	for i := range rec {
+		var under []authguard.Notice
+		for _, n := range rec[i].notes {
+			if n.Type == authguard.NoticeUnderAttack {
+				under = append(under, n)
+			}
+		}
+		if len(under) != 1 {
+			t.Fatalf("instance %d emitted %d account.under_attack notices, want 1", i, len(under))
+		}
+		n := under[0]
+		if n.Flow != "login" || n.Rule != "account_backoff" || n.Reason != "backoff" || n.Ref != "u-9" || n.Coalesce == "" {
+			t.Errorf("instance %d: notice %+v, want login's account_backoff, reason backoff, the ref and a key", i, n)
+		}
+		if n.Subject != spellings[0] && n.Subject != spellings[1] && n.Subject != spellings[2] {
+			t.Errorf("instance %d: subject %q is none of the spellings sent", i, n.Subject)
+		}
+		keys = append(keys, n.Coalesce)
+	}
+	if keys[0] != keys[1] {
+		t.Errorf("the instances' coalescing keys differ (%q, %q): the delivery could not de-duplicate them", keys[0], keys[1])
+	}
+}

@@ -417,3 +417,35 @@ func TestNotice_VerdictsAreTheSameWithOrWithoutANotifier(t *testing.T) {
 		t.Error("the engine with a notifier told nothing: the comparison proves little")
 	}
 }
+
+// A shadow flow answers proceed, but its notices say what the policy saw,
+// marked shadow so that a receiver rolling a policy out can hold them back.
+func TestNotice_AShadowFlowTellsWhatItSawMarkedShadow(t *testing.T) {
+	h := newHarness(t, "flows:\n  login:\n    mode: shadow\n")
+	ctx := context.Background()
+	for i := range 10 {
+		if _, err := h.e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "heidi", IP: addr(i), Outcome: authguard.Failure}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := h.notes.of(authguard.NoticeUnderAttack)
+	if len(got) != 1 || got[0].Details["shadow"] != true {
+		t.Fatalf("shadow flow's notices %+v, want one account.under_attack marked shadow", got)
+	}
+}
+
+// Attack: spraying from rotating IPv6 addresses of one /64. The notice says
+// the /64 was escalated, without any address of it.
+func TestNotice_IPv6SprayEscalatesItsSlash64(t *testing.T) {
+	h := newHarness(t, "")
+	for i := range 30 {
+		h.attempt(fmt.Sprintf("v%d@example.com", i), fmt.Sprintf("2001:db8:1:2::%x", i+1), authguard.Failure, "")
+	}
+	got := h.notes.of(authguard.NoticeIPEscalated)
+	if len(got) == 0 {
+		t.Fatal("no ip.escalated for a spraying /64")
+	}
+	if bits, _ := got[0].Details["prefix_bits"].(int); bits != 64 || strings.Contains(fmt.Sprintf("%+v", got[0]), "2001:db8") {
+		t.Errorf("notice %+v, want prefix_bits 64 and no address", got[0])
+	}
+}

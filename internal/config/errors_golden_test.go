@@ -42,6 +42,7 @@ var policyMistakes = []string{
 	"flows:\n  login:\n    events:\n      emit: [login.new_devise]\n",
 	"flows:\n  login:\n    events:\n      emits: [login.new_device]\n",
 	"flows:\n  login:\n    events: {window: 10s}\n",
+	"flows:\n  login:\n    events: {window: 0s}\n",
 	"flows:\n  login:\n    events: {under_attack_failures: -1}\n",
 	"flows:\n  login:\n    events: {emit: [otp.budget]}\n",
 	"flows:\n  otp_send:\n    events: {emit: [account.under_attack]}\n",

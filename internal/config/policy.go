@@ -214,6 +214,7 @@ func emptyFlow() *flowFile {
 	return &flowFile{
 		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(authguard.DefaultFailClosedRetry), IPv6Prefix: 64,
 		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
+		Events: eventsFile{Window: Duration(authguard.DefaultNoticeWindow)},
 	}
 }
 
@@ -597,6 +598,7 @@ func (f *flowFile) zeroDurations(name string) error {
 		{"FailClosedRetry", "fail_closed_retry", f.FailClosedRetry, authguard.MinFailClosedRetry, authguard.MaxFailClosedRetry},
 		{"AttemptTTL", "attempt_ttl", f.AttemptTTL, authguard.MinAttemptTTL, authguard.MaxAttemptTTL},
 		{"DeviceTokenTTL", "device_token_ttl", f.DeviceTokenTTL, authguard.MinDeviceTokenTTL, authguard.MaxDeviceTokenTTL},
+		{"Notices.Window", "events.window", f.Events.Window, authguard.MinNoticeWindow, authguard.MaxNoticeWindow},
 	} {
 		if d.v == 0 {
 			return f.fieldError(name, &authguard.FieldError{Flow: name, Field: d.field,

@@ -202,7 +202,7 @@ type notices struct {
 	storeDown atomic.Bool
 
 	mu     sync.Mutex
-	recent map[string]time.Time // coalescing key → when its window ends
+	recent map[string]time.Time // notice key (see fresh) → when its window ends
 }
 
 // maxRecentNotices bounds what notices remembers: past it, windows that
@@ -211,12 +211,10 @@ type notices struct {
 // Coalesce).
 const maxRecentNotices = 16384
 
-// fresh says whether a notice of key may be emitted at now, and if so
-// starts its window. A notice without a key is always fresh.
+// fresh says whether a notice of key (the tenant, flow, type and the
+// subject's hash or store key: no identifier) may be emitted at now, and
+// if so starts its window.
 func (n *notices) fresh(key string, window time.Duration, now time.Time) bool {
-	if key == "" {
-		return true
-	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if until, ok := n.recent[key]; ok && now.Before(until) {

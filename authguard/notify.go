@@ -33,11 +33,13 @@ func (e *Engine) notify(c *callNotices, n Notice, key string) {
 		n.Details["shadow"] = true
 	}
 	if key != "" {
+		// The instance's own record is by the hash the call already has;
+		// the HMAC is computed only for a notice that goes out.
 		n.Window = s.flow.Notices.Window
-		n.Coalesce = e.hasher(s.tenant).subject(s.tenant, "notice", s.flow.Name+"\x00"+n.Type+"\x00"+key)
-		if !e.notices.fresh(n.Coalesce, n.Window, n.Time) {
+		if !e.notices.fresh(s.tenant+"\x00"+s.flow.Name+"\x00"+n.Type+"\x00"+key, n.Window, n.Time) {
 			return
 		}
+		n.Coalesce = e.hasher(s.tenant).subject(s.tenant, "notice", s.flow.Name+"\x00"+n.Type+"\x00"+key)
 	}
 	e.notices.to.Notify(n)
 }

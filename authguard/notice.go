@@ -49,9 +49,10 @@ type Notice struct {
 }
 
 // Notifier receives notices. Notify must return at once (no I/O: queue the
-// notice and deliver it elsewhere); it is called on the request's goroutine,
-// after the verdict is decided, and must not keep the Details map for
-// writing.
+// notice and deliver it elsewhere); it is called on the request's
+// goroutine, after the verdict is decided, possibly from many goroutines
+// at once. Each notice's Details map is new and the engine never touches
+// it again: the notifier may keep it.
 type Notifier interface{ Notify(Notice) }
 
 // The notice types.

@@ -181,7 +181,7 @@ func TestNotice_UnderAttackWaitsForTheFlowsFailureCount(t *testing.T) {
 func TestNotice_AdminResetIsTold(t *testing.T) {
 	h := newHarness(t, "")
 	h.attempt("dave@example.com", "192.0.2.1", authguard.Failure, "")
-	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: "Dave@example.com", Reason: "ticket 12"}); err != nil {
+	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: "Dave@example.com", Reason: "ticket 12", Ref: "u-3"}); err != nil {
 		t.Fatal(err)
 	}
 	got := h.notes.of(authguard.NoticeReset)
@@ -189,8 +189,8 @@ func TestNotice_AdminResetIsTold(t *testing.T) {
 		t.Fatalf("%d reset notices, want 1", len(got))
 	}
 	wantNotice(t, got[0], authguard.NoticeReset, "login", "", "admin_reset")
-	if got[0].Subject != "Dave@example.com" {
-		t.Errorf("subject %q, want the account as sent", got[0].Subject)
+	if got[0].Subject != "Dave@example.com" || got[0].Ref != "u-3" {
+		t.Errorf("subject %q, ref %q; want the account as sent and the ref", got[0].Subject, got[0].Ref)
 	}
 }
 

@@ -149,10 +149,10 @@ func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *p
 
 // resetNotice emits account.reset for an administrator's reset of an
 // account that deleted keys keys.
-func (e *Engine) resetNotice(s *subjects, account string, keys int) {
+func (e *Engine) resetNotice(s *subjects, account, ref string, keys int) {
 	if e.notices.to == nil || !s.flow.Notices.Emits(NoticeReset) {
 		return
 	}
-	e.notify(&callNotices{s: s, subject: account}, Notice{Type: NoticeReset, Reason: "admin_reset", Subject: account,
+	e.notify(&callNotices{s: s, subject: account, ref: ref}, Notice{Type: NoticeReset, Reason: "admin_reset", Subject: account,
 		Details: map[string]any{"keys": keys}}, "")
 }

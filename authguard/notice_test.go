@@ -449,3 +449,24 @@ func TestNotice_IPv6SprayEscalatesItsSlash64(t *testing.T) {
 		t.Errorf("notice %+v, want prefix_bits 64 and no address", got[0])
 	}
 }
+
+// Attack: guesses at one account in parallel, as a botnet sends them. The
+// instance still tells of it once.
+func TestNotice_ParallelFailuresOnOneAccountAreOneUnderAttack(t *testing.T) {
+	h := newHarness(t, "")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 100 {
+				if _, err := h.e.Report(context.Background(), authguard.ReportRequest{Flow: "login", Account: "ivan", IP: addr(g*100 + i), Outcome: authguard.Failure}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := len(h.notes.of(authguard.NoticeUnderAttack)); n != 1 {
+		t.Errorf("%d account.under_attack notices for 800 parallel failures, want 1", n)
+	}
+}

@@ -470,3 +470,30 @@ func TestNotice_ParallelFailuresOnOneAccountAreOneUnderAttack(t *testing.T) {
 		t.Errorf("%d account.under_attack notices for 800 parallel failures, want 1", n)
 	}
 }
+
+// Mistake: one coalescing key for two tenants' accounts of one name. A
+// receiver would then drop one tenant's notice as the other's repeat; each
+// tenant's key is its own, and each notice names its tenant.
+func TestNotice_TenantsOfOneAccountNameAreToldApart(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	var rec noticeRecorder
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{Now: clock.Now}), Secret: secret, Now: clock.Now,
+		TenantSecrets: map[string][]byte{"acme": []byte("acme-secret-0123456789abcdef-0123456789")},
+		Notifier:      &rec,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tenant := range []string{"acme", "globex"} {
+		for i := range 10 {
+			if _, err := e.Report(context.Background(), authguard.ReportRequest{Tenant: tenant, Flow: "login", Account: "kim", IP: addr(i), Outcome: authguard.Failure}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	got := rec.of(authguard.NoticeUnderAttack)
+	if len(got) != 2 || got[0].Tenant != "acme" || got[1].Tenant != "globex" || got[0].Coalesce == got[1].Coalesce {
+		t.Errorf("notices %+v, want one per tenant, each with its tenant and its own key", got)
+	}
+}

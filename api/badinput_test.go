@@ -110,6 +110,13 @@ func TestBadInput(t *testing.T) {
 		{name: "remove: no reason", path: "/v1/admin/remove", body: `{"id":"Hq3v0S2b1xY9nQe4a7LrVw"}`, wantStatus: 400, wantType: "missing-field", wantField: "reason", spec: "reject"},
 		{name: "remove: not an id", path: "/v1/admin/remove", body: `{"id":"../../etc","reason":"r"}`, wantStatus: 400, wantType: "invalid-field", wantField: "id", spec: "accept"},
 		{name: "entries: an unknown parameter", method: http.MethodGet, path: "/v1/admin/entries?ip=203.0.113.1", wantStatus: 400, wantType: "unknown-field", wantField: "ip"},
+		{name: "check: ref over the cap", body: `{"flow":"login","account":"a","ip":"192.0.2.1","ref":"` + long(129) + `"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "reject"},
+		{name: "check: ref of 128 characters but 256 bytes", body: `{"flow":"login","account":"a","ip":"192.0.2.1","ref":"` + strings.Repeat("é", 128) + `"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "accept"},
+		{name: "check: ref is a number", body: `{"flow":"login","account":"a","ip":"192.0.2.1","ref":42}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "reject"},
+		{name: "report: ref with a control character", path: report, body: `{"flow":"login","account":"a","ip":"192.0.2.1","outcome":"success","ref":"user\u000a42"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "accept"},
+		{name: "report: ref over the cap", path: report, body: `{"flow":"login","account":"a","ip":"192.0.2.1","outcome":"failure","ref":"` + long(129) + `"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "reject"},
+		{name: "send: ref with a NUL", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","ref":"a\u0000"}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "accept"},
+		{name: "send: ref is an object", path: send, body: `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","ref":{"id":1}}`, wantStatus: 400, wantType: "invalid-field", wantField: "ref", spec: "reject"},
 		{name: "trailing slash", path: "/v1/check/", body: `{"flow":"login","account":"a","ip":"192.0.2.1"}`, wantStatus: 404, wantType: "not-found"},
 	}
 	h := newHarness(t)

@@ -31,7 +31,7 @@ var checkFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"device_token", "a string", false}, {"captcha_solved", "a boolean", false},
 	{"password_fingerprint", "a string", false}, {"destination", "a string", false},
-	{"channel", "a string", false},
+	{"channel", "a string", false}, {"ref", "a string", false},
 }
 
 // checkRequest is the engine's form of a check body.
@@ -45,6 +45,7 @@ func checkRequest(b *checkBody) authguard.CheckRequest {
 		PasswordFingerprint: b.PasswordFingerprint,
 		Destination:         b.Destination,
 		Channel:             b.Channel,
+		Ref:                 b.Ref,
 	}
 }
 
@@ -56,7 +57,7 @@ var reportFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"outcome", "a string", true}, {"attempt", "a string", false},
 	{"device_token", "a string", false}, {"password_fingerprint", "a string", false},
-	{"destination", "a string", false}, {"channel", "a string", false},
+	{"destination", "a string", false}, {"channel", "a string", false}, {"ref", "a string", false},
 }
 
 // reportRequest is the engine's form of a report body; the outcome must be
@@ -76,6 +77,7 @@ func reportRequest(b *reportBody) (authguard.ReportRequest, error) {
 		PasswordFingerprint: b.PasswordFingerprint,
 		Destination:         b.Destination,
 		Channel:             b.Channel,
+		Ref:                 b.Ref,
 	}, nil
 }
 
@@ -90,7 +92,7 @@ type sendBody = wire.SendRequest
 var sendFields = fields{
 	{"flow", "a string", false}, {"destination", "a string", false}, {"channel", "a string", false},
 	{"ip", "a string", false}, {"account", "a string", false}, {"device_token", "a string", false},
-	{"captcha_solved", "a boolean", false},
+	{"captcha_solved", "a boolean", false}, {"ref", "a string", false},
 }
 
 // sendRequest is the engine's form of a send body.
@@ -103,6 +105,7 @@ func sendRequest(b *sendBody) authguard.SendRequest {
 		Account:       b.Account,
 		DeviceToken:   b.DeviceToken,
 		CaptchaSolved: b.CaptchaSolved,
+		Ref:           b.Ref,
 	}
 }
 

@@ -47,6 +47,12 @@ var fuzzSeeds = []string{
 	`{"flow":"login","account":"` + strings.Repeat("ß", 200) + `","ip":"192.0.2.1"}`,
 	`{"flow":"login","account":"a","ip":"192.0.2.1","password_fingerprint":"` + strings.Repeat("x", 9000) + `"}`,
 	`{"flow":[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]],"account":"a","ip":"192.0.2.1"}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"user-42"}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","outcome":"success","ref":null}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"` + strings.Repeat("x", 129) + `"}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"a\u0000\u001f\u007f\u0085"}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":["x"]}`,
+	`{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","ref":"\ud800"}`,
 }
 
 // storeCalls wraps the harness's memory store and counts the calls that
@@ -87,12 +93,12 @@ func withStoreCalls(c *storeCalls) harnessOption {
 // fuzzRoute sends body to path through the router and checks that the
 // answer is never a 5xx, is a problem or a success openapi.yaml describes
 // (the harness checks both), and that a refused request left the store as
-// it was: the same keys and entries, and no store call at all unless the
-// store itself refused (409 too-many-entries). seeds are added to
-// fuzzSeeds.
+// it was: the same keys and entries, no notice, and no store call at all
+// unless the store itself refused (409 too-many-entries). seeds are added
+// to fuzzSeeds.
 func fuzzRoute(f *testing.F, path string, seeds ...string) {
-	calls := &storeCalls{}
-	h := newHarness(f, withStoreCalls(calls))
+	calls, notes := &storeCalls{}, &noticeRecorder{}
+	h := newHarness(f, withStoreCalls(calls), withNotifier(notes))
 	// A real attempt token, so the fuzzer can mutate one.
 	v := h.check(f, login("seed@example.com", "192.0.2.200"))
 	f.Add(`{"flow":"login","account":"seed@example.com","ip":"192.0.2.200","outcome":"failure","attempt":"` + v.Attempt + `"}`)
@@ -111,7 +117,7 @@ func fuzzRoute(f *testing.F, path string, seeds ...string) {
 		return ids
 	}
 	f.Fuzz(func(t *testing.T, body string) {
-		before, beforeEntries, n := h.keys(), entryIDs(), calls.n.Load()
+		before, beforeEntries, n, told := h.keys(), entryIDs(), calls.n.Load(), notes.len()
 		res := h.do(t, http.MethodPost, path, "application/json", body)
 		if res.status >= 500 {
 			t.Fatalf("status %d for body %q: %s", res.status, body, res.body)
@@ -138,6 +144,9 @@ func fuzzRoute(f *testing.F, path string, seeds ...string) {
 		}
 		if got := calls.n.Load() - n; got != 0 && res.status != http.StatusConflict {
 			t.Fatalf("refused request (%d) made %d store calls", res.status, got)
+		}
+		if got := notes.len() - told; got != 0 {
+			t.Fatalf("refused request (%d) emitted %d notices", res.status, got)
 		}
 	})
 }

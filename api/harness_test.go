@@ -151,6 +151,11 @@ func withReload(f func() (wire.ReloadResult, error)) harnessOption {
 }
 
 // withTracer traces the API and the engine under tp.
+// withNotifier has the engine tell n its notices.
+func withNotifier(n authguard.Notifier) harnessOption {
+	return func(c *harnessConfig) { c.engine.Notifier = n }
+}
+
 func withTracer(tp trace.TracerProvider) harnessOption {
 	return func(c *harnessConfig) { c.tracer, c.engine.Trace = tp, api.EngineTrace(tp) }
 }

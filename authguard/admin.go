@@ -126,6 +126,9 @@ type ResetRequest struct {
 	Tenant, Flow                      string
 	Account, IP, Destination, Channel string
 	Reason                            string
+	// Ref is, for an account, the caller's opaque reference for it, as in
+	// CheckRequest: passed only to the account.reset notice.
+	Ref string
 }
 
 // MaxReasonBytes bounds a reset's reason.
@@ -158,13 +161,20 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	if given != 1 {
 		return 0, &InputError{Field: "account", Detail: "give exactly one of account, ip and destination"}
 	}
+	if err := checkRef(req.Ref); err != nil {
+		return 0, err
+	}
 	s, err := e.subjectsOf(sentParts{kind: f.Kind, tenant: req.Tenant, flow: req.Flow, account: req.Account, ip: req.IP, optional: true})
 	if err != nil {
 		return 0, err
 	}
 	ctx = context.WithoutCancel(ctx)
 	if req.Account != "" {
-		return e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+		n, err := e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+		if err == nil {
+			e.resetNotice(&s, req.Account, req.Ref, n)
+		}
+		return n, err
 	}
 	part := PartIP
 	if req.Destination != "" {

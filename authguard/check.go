@@ -27,6 +27,9 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	if len(req.DeviceToken) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
+	if err := checkRef(req.Ref); err != nil {
+		return Verdict{}, err
+	}
 	if req.Destination != "" || req.Channel != "" {
 		if _, err := e.verifiedSubjects(&s, req.Channel, req.Destination); err != nil {
 			return Verdict{}, err
@@ -66,6 +69,11 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		rec = e.record(&s, device, attempt)
 	}
 	e.decided(ctx, Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	if e.notices.to != nil {
+		c := callNotices{s: &s, subject: req.Account, ref: req.Ref}
+		e.ruleNotices(&c, &p, &b)
+		e.storeNotice(&c, &b)
+	}
 	return answer, nil
 }
 

@@ -76,6 +76,12 @@ type Config struct {
 	// flooded a call they already refuse is answered without the store.
 	// Negative turns it off. The default is 32 MiB (about 150,000 keys).
 	RecallBytes int64
+	// Notifier, when set, is told of what the engine sees that an owner or
+	// a security team should hear of (Notice): the notices each flow's
+	// NoticePolicy emits, after the call's verdict is decided. Notify must
+	// return at once. The default is nil: nothing is worked out or
+	// emitted, at the cost of a nil check per call.
+	Notifier Notifier
 	// Trace tells a tracer where Check, Report and Send spend their time
 	// (the store's round trip, the fallback's, a wait for a call slot) and
 	// what they decided, with the call's context. The default is the zero
@@ -117,6 +123,7 @@ type Engine struct {
 	// recordSubjects is Config.RecordSubjects.
 	recordSubjects bool
 	secretChecks   []SecretCheck // secretcheck.go
+	notices        notices       // notice.go
 }
 
 // New returns an Engine.
@@ -194,6 +201,7 @@ func New(cfg Config) (*Engine, error) {
 		recordSubjects: cfg.RecordSubjects,
 		secretChecks:   secretChecks(cfg),
 	}
+	e.notices.to = cfg.Notifier
 	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
 	return e, nil
 }

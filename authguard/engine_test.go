@@ -70,6 +70,9 @@ type harness struct {
 	store  *countingStore
 	events []authguard.Event
 	mu     sync.Mutex
+	// notes records the engine's notices: every test of the engine runs
+	// with a Notifier set (notice_test.go).
+	notes noticeRecorder
 }
 
 func newHarness(t testing.TB, policyYAML string) *harness {
@@ -89,6 +92,7 @@ func newHarness(t testing.TB, policyYAML string) *harness {
 			h.events = append(h.events, ev)
 			h.mu.Unlock()
 		},
+		Notifier: &h.notes,
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -247,6 +247,9 @@ type Flow struct {
 	// Rules are the flow's limits, walked in order; a verdict lists its
 	// reasons in this order.
 	Rules []Rule
+	// Notices says which notices the flow emits to Config.Notifier, and
+	// when (the policy file's events). The default emits none.
+	Notices NoticePolicy
 
 	reasons  []Reason    // the distinct reasons of Rules, in order
 	reasonOf []uint8     // per rule, its reason's index in reasons
@@ -387,6 +390,9 @@ func (f *Flow) compileFlow() error {
 		}
 	}
 	if err := f.compileSend(); err != nil {
+		return err
+	}
+	if err := f.compileNotices(); err != nil {
 		return err
 	}
 	if f.Verifies != "" && (f.Kind != Attempts || !nameRE.MatchString(f.Verifies)) {

@@ -49,6 +49,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if len(req.DeviceToken) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
+	if err := checkRef(req.Ref); err != nil {
+		return Verdict{}, err
+	}
 
 	a, status := e.attempts.parse(req.Attempt, s.tenant, s.flow.Name, s.account, e.now())
 	state := AttemptSettled
@@ -69,9 +72,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 
 	var computed Verdict
-	b := batch{src: SourceNone}
+	b, p := batch{src: SourceNone}, plan{allowance: -1}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
-		p := e.reportPlan(&s, device, req.Outcome, a, tokened)
+		p = e.reportPlan(&s, device, req.Outcome, a, tokened)
 		if verified != nil && tokened && req.Outcome == Success {
 			e.credit(&p, verified)
 			e.verifiedOp(&p, verified)
@@ -89,7 +92,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	used, issued := device, ""
+	used, issued, known := device, "", device != ""
 	if req.Outcome == Success && s.account != "" {
 		if device == "" {
 			device = randomID()
@@ -111,5 +114,8 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
 		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	if e.notices.to != nil {
+		e.reportNotices(&callNotices{s: &s, subject: req.Account, ref: req.Ref}, req.Outcome, known, &p, &b)
+	}
 	return answer, nil
 }

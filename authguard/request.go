@@ -31,6 +31,11 @@ type CheckRequest struct {
 	// was sent, for the flow's rules on the destination. Both or neither;
 	// send them with the report too.
 	Destination, Channel string
+	// Ref is the caller's own opaque reference for the subject (its user
+	// id), at most MaxRefBytes without control characters, or empty. The
+	// engine only passes it, in memory, to the notices of this call
+	// (Notice.Ref); it never stores or logs it.
+	Ref string
 }
 
 // ReportRequest tells tollgate how an attempt ended.
@@ -51,6 +56,8 @@ type ReportRequest struct {
 	// sent: a success with a valid attempt token credits that destination's
 	// conversion rules. Both or neither.
 	Destination, Channel string
+	// Ref is as in CheckRequest.
+	Ref string
 }
 
 // SendRequest asks whether a one-time code may be sent now. A Proceed
@@ -78,6 +85,8 @@ type SendRequest struct {
 	// CaptchaSolved says the end user just solved a CAPTCHA the caller
 	// verified.
 	CaptchaSolved bool
+	// Ref is as in CheckRequest.
+	Ref string
 }
 
 // DefaultSendFlow is the flow of a SendRequest that names none.

@@ -34,9 +34,12 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if len(req.DeviceToken) > MaxTokenBytes {
 		return Verdict{}, &InputError{Field: "device_token", Detail: "must be at most 1024 bytes"}
 	}
+	if err := checkRef(req.Ref); err != nil {
+		return Verdict{}, err
+	}
 	device := e.deviceID(&s, req.DeviceToken)
 
-	computed, b := Verdict{}, batch{src: SourceNone}
+	computed, b, p := Verdict{}, batch{src: SourceNone}, plan{allowance: -1}
 	refused := false
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed, refused = Verdict{Action: Deny, Reasons: []Reason{reason}}, true
@@ -44,7 +47,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 		computed, refused, slot = e.flooded(ctx, &s, device, "", req.CaptchaSolved, &b)
 	}
 	if !refused {
-		_, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved)
+		p, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved)
 		if errors.Is(b.err, ErrOverloaded) {
 			computed = s.flow.shed()
 		}
@@ -59,5 +62,10 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	}
 	e.decided(ctx, Event{Call: "send", Tenant: s.tenant, Flow: s.flow.Name, Channel: ch, Region: d.Region, Price: s.price, Answer: answer, Computed: computed,
 		Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	if e.notices.to != nil {
+		c := callNotices{s: &s, subject: req.Destination, ref: req.Ref, region: d.Region}
+		e.ruleNotices(&c, &p, &b)
+		e.storeNotice(&c, &b)
+	}
 	return answer, nil
 }

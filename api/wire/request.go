@@ -45,6 +45,12 @@ type CheckRequest struct {
 	Destination string `json:"destination,omitempty"`
 	// Channel is the channel the code went by; with Destination.
 	Channel string `json:"channel,omitempty"`
+	// Ref is the caller's own opaque reference for the end user (its user
+	// id), at most 128 bytes of text without control characters, or
+	// empty. tollgate passes it only to the notices (webhooks) this call
+	// causes, so that their receiver can act on them; it never stores or
+	// logs it.
+	Ref string `json:"ref,omitempty"`
 }
 
 // ReportRequest is the body of POST /v1/report: how did the attempt end?
@@ -75,6 +81,8 @@ type ReportRequest struct {
 	Destination string `json:"destination,omitempty"`
 	// Channel is the channel the verified code went by; with Destination.
 	Channel string `json:"channel,omitempty"`
+	// Ref is as in CheckRequest.
+	Ref string `json:"ref,omitempty"`
 }
 
 // SendRequest is the body of POST /v1/otp/send: may a one-time code be sent
@@ -102,4 +110,6 @@ type SendRequest struct {
 	// CaptchaSolved says the end user just solved a CAPTCHA that the caller
 	// verified.
 	CaptchaSolved bool `json:"captcha_solved,omitempty"`
+	// Ref is as in CheckRequest.
+	Ref string `json:"ref,omitempty"`
 }

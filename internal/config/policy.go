@@ -200,6 +200,8 @@ type flowFile struct {
 	// Prices are by channel, then "default" or a region or calling code.
 	Prices map[string]map[string]int `yaml:"prices"`
 	Rules  []yaml.Node               `yaml:"rules"`
+	// Events are the notices the flow emits (authguard.NoticePolicy).
+	Events eventsFile `yaml:"events"`
 
 	rules []ruleFile // the effective rules
 	line  int        // where the flow was last written, 0 for built-in
@@ -212,6 +214,7 @@ func emptyFlow() *flowFile {
 	return &flowFile{
 		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(authguard.DefaultFailClosedRetry), IPv6Prefix: 64,
 		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
+		Events: eventsFile{Window: Duration(authguard.DefaultNoticeWindow)},
 	}
 }
 
@@ -270,6 +273,15 @@ func (c *costField) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
+// eventsFile is the YAML form of a flow's notices (authguard.NoticePolicy):
+// the types it emits (a list that replaces the flow's whole), the failures
+// that make an account under attack, the coalescing window.
+type eventsFile struct {
+	Emit                []string `yaml:"emit"`
+	UnderAttackFailures int      `yaml:"under_attack_failures"`
+	Window              Duration `yaml:"window"`
+}
+
 // windowFile is one window of a log: at most Limit members within Window.
 type windowFile struct {
 	Window Duration `yaml:"window"`
@@ -280,6 +292,7 @@ var (
 	flowKeys   = yamlKeys(flowFile{})
 	ruleKeys   = yamlKeys(ruleFile{})
 	windowKeys = yamlKeys(windowFile{})
+	eventsKeys = yamlKeys(eventsFile{})
 )
 
 // overlay lays the flows of n over base (which it does not change) and
@@ -548,6 +561,15 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		}
 		out.Send.Prices[ch] = p
 	}
+	for _, typ := range f.Events.Emit {
+		if !slices.Contains(authguard.NoticeTypes, typ) {
+			return nil, &Error{Line: f.lineOf(name, "events.emit"), Path: where + ".events.emit",
+				Err: fmt.Errorf("%q is not an event (events are %s)%s", typ, strings.Join(authguard.NoticeTypes, ", "), didYouMean(typ, authguard.NoticeTypes))}
+		}
+	}
+	out.Notices = authguard.NoticePolicy{
+		Emit: f.Events.Emit, UnderAttackFailures: f.Events.UnderAttackFailures, Window: time.Duration(f.Events.Window),
+	}
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {
@@ -576,6 +598,7 @@ func (f *flowFile) zeroDurations(name string) error {
 		{"FailClosedRetry", "fail_closed_retry", f.FailClosedRetry, authguard.MinFailClosedRetry, authguard.MaxFailClosedRetry},
 		{"AttemptTTL", "attempt_ttl", f.AttemptTTL, authguard.MinAttemptTTL, authguard.MaxAttemptTTL},
 		{"DeviceTokenTTL", "device_token_ttl", f.DeviceTokenTTL, authguard.MinDeviceTokenTTL, authguard.MaxDeviceTokenTTL},
+		{"Notices.Window", "events.window", f.Events.Window, authguard.MinNoticeWindow, authguard.MaxNoticeWindow},
 	} {
 		if d.v == 0 {
 			return f.fieldError(name, &authguard.FieldError{Flow: name, Field: d.field,
@@ -670,6 +693,11 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 		k := n.Content[i]
 		if !slices.Contains(valid, k.Value) {
 			return unknownKey(k, valid, where)
+		}
+		if k.Value == "events" && slices.Equal(valid, flowKeys) {
+			if err := checkKeys(n.Content[i+1], eventsKeys, where+".events"); err != nil {
+				return err
+			}
 		}
 		if k.Value == "windows" && n.Content[i+1].Kind == yaml.SequenceNode {
 			for _, w := range n.Content[i+1].Content {

@@ -1,0 +1,69 @@
+package api_test
+
+import (
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// noticeRecorder is a Notifier that keeps what it is told.
+type noticeRecorder struct {
+	mu    sync.Mutex
+	notes []authguard.Notice
+}
+
+func (r *noticeRecorder) Notify(n authguard.Notice) {
+	r.mu.Lock()
+	r.notes = append(r.notes, n)
+	r.mu.Unlock()
+}
+
+func (r *noticeRecorder) len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.notes)
+}
+
+// The caller's ref travels from the JSON body to the notice, with the
+// account as sent, and into no log line.
+func TestNotice_RefFromTheBodyReachesTheNotifierAndNoLog(t *testing.T) {
+	notes := &noticeRecorder{}
+	h := newHarness(t, withNotifier(notes))
+	const account, ref = "Olivia@Example.com", "user-8c1f2e"
+	v := h.check(t, map[string]any{"flow": "login", "account": account, "ip": "192.0.2.1", "ref": ref})
+	h.report(t, map[string]any{"flow": "login", "account": account, "ip": "192.0.2.1", "outcome": "success", "attempt": v.Attempt, "ref": ref})
+	if notes.len() != 1 {
+		t.Fatalf("%d notices after a sign-in without a device token, want 1: %+v", notes.len(), notes.notes)
+	}
+	n := notes.notes[0]
+	if n.Type != authguard.NoticeNewDevice || n.Subject != account || n.Ref != ref || n.Flow != "login" {
+		t.Errorf("notice %+v, want login.new_device for %q with ref %q", n, account, ref)
+	}
+	for _, secret := range []string{ref, account, strings.ToLower(account)} {
+		if strings.Contains(h.logs.String(), secret) {
+			t.Errorf("the logs hold %q", secret)
+		}
+	}
+}
+
+// Mistake: a report with a bad ref. It is refused with a problem and
+// tells no one of a new device.
+func TestNotice_ReportWithABadRefTellsNothing(t *testing.T) {
+	notes := &noticeRecorder{}
+	h := newHarness(t, withNotifier(notes))
+	before := h.keys()
+	res := h.do(t, http.MethodPost, "/v1/report", "application/json",
+		`{"flow":"login","account":"a","ip":"192.0.2.1","outcome":"success","ref":"`+strings.Repeat("r", 200)+`"}`)
+	if res.status != http.StatusBadRequest || res.header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("status %d, content type %q; want a 400 problem", res.status, res.header.Get("Content-Type"))
+	}
+	if p := res.json(t); p["field"] != "ref" {
+		t.Errorf("problem %v, want field ref", p)
+	}
+	if notes.len() != 0 || len(h.keys()) != len(before) {
+		t.Errorf("a refused report emitted %d notices and changed the store", notes.len())
+	}
+}

@@ -1,0 +1,252 @@
+package authguard
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Notice is something the owner of a subject or a security team should
+// hear of: a sign-in from a new device, an account under attack, an address
+// escalated to a CAPTCHA, a pumping hold, a spend budget reached, an
+// administrator's reset, the store failing or answering again. The engine
+// hands it to Config.Notifier in memory, after the verdict is decided; it
+// never logs or stores Subject or Ref.
+type Notice struct {
+	// Type is one of the Notice* constants.
+	Type   string
+	Tenant string
+	Flow   string
+	// Rule is the rule that decided, when one did.
+	Rule string
+	// Reason is a short machine reason: "backoff",
+	// "failures_over_threshold", "captcha", "low_conversion",
+	// "budget_captcha", "budget_deny", "no_device_token", "admin_reset",
+	// or a store error's kind ("timeout", "unavailable", "full", ...) and
+	// "answering" for store.recovered.
+	Reason string
+	// Subject is the account or destination as the caller sent it in this
+	// call, unnormalised; "" when none (never an IP address).
+	Subject string
+	// Ref is the caller's opaque ref from this call (CheckRequest.Ref), if
+	// any.
+	Ref  string
+	Time time.Time
+	// Details are small extra facts: "failures", "delay_ms", "region",
+	// "prefix_bits", "shadow", "keys", "fallback". Never an identifier.
+	Details map[string]any
+	// Coalesce is a keyed hash naming the tenant, flow, type and subject
+	// (the normalised one, so that every spelling of an account shares
+	// it), for de-duplication; "" for a notice that is never coalesced.
+	Coalesce string
+	// Window is how long notices of one Coalesce key are coalesced.
+	Window time.Duration
+}
+
+// Notifier receives notices. Notify must return at once (no I/O: queue the
+// notice and deliver it elsewhere); it is called on the request's
+// goroutine, after the verdict is decided, possibly from many goroutines
+// at once. Each notice's Details map is new and the engine never touches
+// it again: the notifier may keep it.
+type Notifier interface{ Notify(Notice) }
+
+// The notice types.
+const (
+	// NoticeNewDevice: a success report without a valid device token of the
+	// account ("was this you?").
+	NoticeNewDevice = "login.new_device"
+	// NoticeUnderAttack: a failure report found the account's backoff
+	// counter holding it back (or past NoticePolicy.UnderAttackFailures).
+	NoticeUnderAttack = "account.under_attack"
+	// NoticeReset: an administrator reset an account (Engine.Reset).
+	NoticeReset = "account.reset"
+	// NoticeIPEscalated: an address or prefix reached a CAPTCHA rule.
+	NoticeIPEscalated = "ip.escalated"
+	// NoticePumpingHold: a conversion rule holds a country or a block of
+	// numbers for low conversion.
+	NoticePumpingHold = "otp.pumping_hold"
+	// NoticeBudget: a spend budget (a rule with PriceCost) passed its
+	// CAPTCHA or deny level.
+	NoticeBudget = "otp.budget"
+	// NoticeStoreDegraded: the store failed a call after answering (the
+	// flow answers from its fail mode: the fallback or fail-closed).
+	NoticeStoreDegraded = "store.degraded"
+	// NoticeStoreRecovered: the store answered again after failing.
+	NoticeStoreRecovered = "store.recovered"
+)
+
+// NoticeTypes lists every notice type, in a fixed order.
+var NoticeTypes = []string{
+	NoticeNewDevice, NoticeUnderAttack, NoticeReset, NoticeIPEscalated,
+	NoticePumpingHold, NoticeBudget, NoticeStoreDegraded, NoticeStoreRecovered,
+}
+
+// noticeBit is a notice type's bit in NoticePolicy.set.
+func noticeBit(typ string) uint16 {
+	if i := slices.Index(NoticeTypes, typ); i >= 0 {
+		return 1 << i
+	}
+	return 0
+}
+
+// NoticePolicy says which notices a flow emits, and when.
+type NoticePolicy struct {
+	// Emit lists the notice types (NoticeTypes) the flow emits. Empty emits
+	// none; the built-in policy's flows emit the ones docs/design.md lists.
+	// login.new_device and account.under_attack are for flows of checks
+	// and reports, otp.pumping_hold and otp.budget for send flows. A flow
+	// without a device rule emits no login.new_device (it cannot tell a
+	// known device from a new one), and one without a backoff rule on the
+	// account no account.under_attack: a flow made from a template that
+	// switches such a rule off keeps the template's list.
+	Emit []string
+	// UnderAttackFailures, when above zero, makes account.under_attack
+	// wait until the account's backoff counter holds that many failures
+	// (reason "failures_over_threshold") instead of for the counter to
+	// hold the account back at all (reason "backoff"). The counter forgets
+	// after its rule's ForgetAfter without failures: that is its window.
+	// The default is 0.
+	UnderAttackFailures int
+	// Window is how long notices of one subject and type are coalesced:
+	// each instance emits at most one per Window (Notice.Coalesce names
+	// them, so a receiver can de-duplicate across instances), between
+	// MinNoticeWindow and MaxNoticeWindow. The default is
+	// DefaultNoticeWindow (1h).
+	Window time.Duration
+
+	set uint16 // the bits of Emit
+}
+
+// Bounds of NoticePolicy.
+const (
+	DefaultNoticeWindow = time.Hour
+	MinNoticeWindow     = time.Minute
+	MaxNoticeWindow     = 7 * 24 * time.Hour
+	// MaxUnderAttackFailures bounds NoticePolicy.UnderAttackFailures.
+	MaxUnderAttackFailures = 1_000_000
+)
+
+// Emits says whether the flow emits notices of typ.
+func (np *NoticePolicy) Emits(typ string) bool {
+	b := noticeBit(typ)
+	return b != 0 && np.set&b != 0
+}
+
+// compileNotices validates the flow's NoticePolicy and fills in its default.
+func (f *Flow) compileNotices() error {
+	np := &f.Notices
+	np.set = 0
+	for _, typ := range np.Emit {
+		b := noticeBit(typ)
+		if b == 0 {
+			return bad("Notices.Emit", "%q is not a notice type (they are %s)", typ, strings.Join(NoticeTypes, ", "))
+		}
+		np.set |= b
+	}
+	if np.Window == 0 {
+		np.Window = DefaultNoticeWindow
+	}
+	if np.Window < MinNoticeWindow || np.Window > MaxNoticeWindow {
+		return bad("Notices.Window", "must be between %v and %v, not %v", MinNoticeWindow, MaxNoticeWindow, np.Window)
+	}
+	if np.UnderAttackFailures < 0 || np.UnderAttackFailures > MaxUnderAttackFailures {
+		return bad("Notices.UnderAttackFailures", "must be between 0 (when the account is held back) and %d, not %d", MaxUnderAttackFailures, np.UnderAttackFailures)
+	}
+	sendOnly, attemptsOnly := []string{NoticePumpingHold, NoticeBudget}, []string{NoticeNewDevice, NoticeUnderAttack}
+	for _, typ := range np.Emit {
+		switch {
+		case f.Kind != Sends && slices.Contains(sendOnly, typ):
+			return bad("Notices.Emit", "%s is for send flows (kind: send)", typ)
+		case f.Kind == Sends && slices.Contains(attemptsOnly, typ):
+			return bad("Notices.Emit", "%s is for flows of checks and reports, not send flows", typ)
+		}
+	}
+	return nil
+}
+
+// accountBackoff says whether the rule is a backoff counter of the account
+// alone: the counter account.under_attack watches.
+func (r *Rule) accountBackoff() bool {
+	return r.Algorithm == Backoff && r.Subject.Parts == PartAccount
+}
+
+// MaxRefBytes caps a request's Ref.
+const MaxRefBytes = 128
+
+// checkRef validates a request's ref: at most MaxRefBytes of UTF-8 without
+// control characters.
+func checkRef(ref string) error {
+	if ref == "" {
+		return nil
+	}
+	if len(ref) > MaxRefBytes {
+		return &InputError{Field: "ref", Detail: fmt.Sprintf("must be at most %d bytes", MaxRefBytes)}
+	}
+	if !utf8.ValidString(ref) || strings.IndexFunc(ref, unicode.IsControl) >= 0 {
+		return &InputError{Field: "ref", Detail: "must be UTF-8 text without control characters"}
+	}
+	return nil
+}
+
+// notices is the engine's side of Config.Notifier: the notifier, whether
+// the store last failed (for store.degraded and store.recovered), and the
+// coalescing keys emitted lately, so that an attack of thousands of calls
+// on one subject gives one notice per window on each instance.
+type notices struct {
+	to Notifier // nil: nothing is emitted
+
+	storeDown atomic.Bool
+
+	mu     sync.Mutex
+	recent map[string]time.Time // notice key (see fresh) → when its window ends
+}
+
+// maxRecentNotices bounds what notices remembers: past it, windows that
+// ended are dropped, and if none had, everything is (a notice may then be
+// emitted again within its window: the receiver de-duplicates by
+// Coalesce).
+const maxRecentNotices = 16384
+
+// fresh says whether a notice of key (the tenant, flow, type and the
+// subject's hash or store key: no identifier) may be emitted at now, and
+// if so starts its window.
+func (n *notices) fresh(key string, window time.Duration, now time.Time) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if until, ok := n.recent[key]; ok && now.Before(until) {
+		return false
+	}
+	if n.recent == nil {
+		n.recent = map[string]time.Time{}
+	}
+	if len(n.recent) >= maxRecentNotices {
+		for k, until := range n.recent {
+			if !now.Before(until) {
+				delete(n.recent, k)
+			}
+		}
+		if len(n.recent) >= maxRecentNotices {
+			clear(n.recent)
+		}
+	}
+	n.recent[key] = now.Add(window)
+	return true
+}
+
+// storeAnswered records whether the store answered a call of a flow that
+// emits store notices, and returns the notice type of a change ("" for
+// none).
+func (n *notices) storeAnswered(ok bool) string {
+	if n.storeDown.Load() == ok && n.storeDown.CompareAndSwap(ok, !ok) {
+		if ok {
+			return NoticeStoreRecovered
+		}
+		return NoticeStoreDegraded
+	}
+	return ""
+}

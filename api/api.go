@@ -79,6 +79,11 @@ type Config struct {
 	// and the span's tollgate.source. The default is nil: no span, and no
 	// tracing middleware in the chain.
 	Tracer trace.TracerProvider
+	// Webhooks, when set, serves the dead-letter routes of the server's
+	// event delivery: GET /v1/admin/webhooks/dead-letters and POST
+	// /v1/admin/webhooks/replay. The default is nil: both answer 404
+	// not-found.
+	Webhooks Webhooks
 }
 
 // API is tollgate's HTTP handler.
@@ -94,6 +99,7 @@ type API struct {
 	warnings func() []string
 	verifier *auth.Verifier
 	reload   func() (wire.ReloadResult, error)
+	webhooks Webhooks
 	tracer   trace.Tracer // nil without Config.Tracer
 	mux      *chi.Mux
 	shed     shedLog
@@ -129,6 +135,7 @@ func New(cfg Config) (*API, error) {
 		warnings: cfg.StoreWarnings,
 		verifier: cfg.Verifier,
 		reload:   cfg.Reload,
+		webhooks: cfg.Webhooks,
 	}
 	if cfg.Tracer != nil {
 		a.tracer = cfg.Tracer.Tracer(TracerName)
@@ -207,6 +214,7 @@ func (a *API) routes() *chi.Mux {
 		r.Use(a.authenticate(auth.ScopeAdminRead))
 		r.Post("/v1/admin/explain", a.explain)
 		r.Get("/v1/admin/entries", a.entries)
+		r.Get("/v1/admin/webhooks/dead-letters", a.deadLetters)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminWrite))
@@ -215,6 +223,7 @@ func (a *API) routes() *chi.Mux {
 		r.Post("/v1/admin/deny", a.deny)
 		r.Post("/v1/admin/remove", a.remove)
 		r.Post("/v1/admin/reload", a.reloadConfig)
+		r.Post("/v1/admin/webhooks/replay", a.replayWebhook)
 	})
 	r.Get("/healthz", a.healthz)
 	r.Get("/readyz", a.readyz)

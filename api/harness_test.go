@@ -128,6 +128,7 @@ type harnessConfig struct {
 	verifier *auth.Verifier
 	reload   func() (wire.ReloadResult, error)
 	tracer   trace.TracerProvider
+	webhooks api.Webhooks
 }
 
 type harnessOption func(*harnessConfig)
@@ -144,6 +145,10 @@ func withPolicy(yaml string) harnessOption {
 
 func withVerifier(v *auth.Verifier) harnessOption {
 	return func(c *harnessConfig) { c.verifier = v }
+}
+
+func withWebhooks(w api.Webhooks) harnessOption {
+	return func(c *harnessConfig) { c.webhooks = w }
 }
 
 func withReload(f func() (wire.ReloadResult, error)) harnessOption {
@@ -196,6 +201,7 @@ func newHarness(tb testing.TB, opts ...harnessOption) *harness {
 		Verifier: hc.verifier,
 		Reload:   hc.reload,
 		Tracer:   hc.tracer,
+		Webhooks: hc.webhooks,
 	})
 	if err != nil {
 		tb.Fatal(err)

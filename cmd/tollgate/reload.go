@@ -93,6 +93,7 @@ func restartNeeded(running, next *config.Config) []string {
 		{"decision_log", running.DecisionLog, next.DecisionLog},
 		{"auth", running.Auth, next.Auth},
 		{"tls", running.TLS, next.TLS},
+		{"webhooks", running.Webhooks, next.Webhooks},
 		{"tenant secrets", running.TenantSecrets, next.TenantSecrets},
 	} {
 		if !reflect.DeepEqual(s.was, s.will) {

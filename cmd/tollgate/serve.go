@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/decisionlog"
+	"github.com/tollgate-auth/tollgate/webhook"
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
@@ -120,6 +121,16 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	// memory store has no deadline to miss.
 	// The recall is for a store that can fail or be slow: the memory store
 	// does neither.
+	hooks, err := startWebhooks(cfg, secret, metrics.Registry(), log) // webhooks.go
+	if err != nil {
+		return fmt.Errorf("webhooks: %w", err)
+	}
+	defer hooks.close()
+	var notifier authguard.Notifier
+	var hooksAdmin api.Webhooks
+	if hooks != nil {
+		notifier, hooksAdmin = webhook.Notifier{D: hooks.d}, hooks
+	}
 	maxInFlight, queueWait, recall := 0, time.Duration(0), int64(-1)
 	if rs, ok := store.(*redisstore.Store); ok {
 		maxInFlight, queueWait, recall = rs.PoolSize(), cfg.Redis.Timeout, authguard.DefaultRecallBytes
@@ -139,6 +150,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		Observe:        observe,
 		RecordSubjects: cfg.DecisionLog != "",
 		Trace:          tracing.engineTrace(),
+		Notifier:       notifier,
 	})
 	if err != nil {
 		return err
@@ -165,7 +177,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	}
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
 		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute,
-		Tracer: tracing.tracerProvider()})
+		Tracer: tracing.tracerProvider(), Webhooks: hooksAdmin})
 	if err != nil {
 		return err
 	}

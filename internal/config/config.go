@@ -513,6 +513,9 @@ func Parse(data []byte) (*Config, error) {
 
 	if fc.Webhooks != nil {
 		w, path, err := webhooksConfig(fc.Webhooks)
+		if err == nil {
+			path, err = checkWebhookTenants(w, fc.Auth)
+		}
 		if err != nil {
 			return nil, at(path, err)
 		}

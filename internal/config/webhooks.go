@@ -13,6 +13,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
 )
 
 // EventTypes are the event types an endpoint's types may name: the
@@ -85,7 +87,11 @@ func webhooksConfig(fw *fileWebhooks) (*Webhooks, string, error) {
 		if fe.Burst < 0 || fe.Burst > 100000 {
 			return nil, at + ".burst", errors.New("must be between 0 (the default, 20) and 100000")
 		}
-		w.Endpoints = append(w.Endpoints, WebhookEndpoint{Name: fe.Name, Tenant: fe.Tenant, URL: fe.URL, Secret: secret,
+		tenant := fe.Tenant
+		if tenant == "" {
+			tenant = authguard.DefaultTenant
+		}
+		w.Endpoints = append(w.Endpoints, WebhookEndpoint{Name: fe.Name, Tenant: tenant, URL: fe.URL, Secret: secret,
 			Types: fe.Types, RatePerSecond: fe.RatePerSecond, Burst: fe.Burst})
 	}
 	return w, "", nil
@@ -130,4 +136,21 @@ func CheckWebhookSecret(s string) error {
 		return fmt.Errorf("the key is %d bytes; at least %d (openssl rand -base64 32)", len(key), minWebhookKey)
 	}
 	return nil
+}
+
+// checkWebhookTenants refuses an endpoint for a tenant the server does not
+// serve: the default tenant, or one of auth's tenants.
+func checkWebhookTenants(w *Webhooks, a *fileAuth) (string, error) {
+	names := []string{authguard.DefaultTenant}
+	if a != nil {
+		for _, t := range a.Tenants {
+			names = append(names, t.Name)
+		}
+	}
+	for _, e := range w.Endpoints {
+		if !slices.Contains(names, e.Tenant) {
+			return "webhooks.endpoints[" + e.Name + "].tenant", fmt.Errorf("%q is not a tenant of this server%s (%s)", e.Tenant, didYouMean(e.Tenant, names), strings.Join(names, ", "))
+		}
+	}
+	return "", nil
 }

@@ -33,7 +33,7 @@ webhooks:
       rate_per_second: 5
       burst: 10
     - name: local
-      tenant: acme
+      tenant: default
       url: http://127.0.0.1:9000/events
       secret_file: ` + f + `
 `))
@@ -45,10 +45,10 @@ webhooks:
 		t.Fatalf("webhooks = %+v", w)
 	}
 	e := w.Endpoints[0]
-	if e.Name != "security" || e.Secret != testWebhookSecret || len(e.Types) != 2 || e.RatePerSecond != 5 || e.Burst != 10 || e.Tenant != "" {
+	if e.Name != "security" || e.Secret != testWebhookSecret || len(e.Types) != 2 || e.RatePerSecond != 5 || e.Burst != 10 || e.Tenant != "default" {
 		t.Errorf("endpoint 0 = %+v", e)
 	}
-	if w.Endpoints[1].Tenant != "acme" {
+	if w.Endpoints[1].Tenant != "default" {
 		t.Errorf("endpoint 1's tenant = %q", w.Endpoints[1].Tenant)
 	}
 	if cfg, err := Parse([]byte("listen: 127.0.0.1:9\n")); err != nil || cfg.Webhooks != nil {
@@ -85,6 +85,10 @@ func TestParse_WebhooksMistakes(t *testing.T) {
 	_, err := Parse([]byte("webhooks:\n  endpoints:\n    - {name: a, url: 'https://h.example/x', secret_file: " + good + "}\n    - {name: a, url: 'https://h.example/y', secret_file: " + good + "}\n"))
 	if err == nil || !strings.Contains(err.Error(), `"a" names two endpoints`) {
 		t.Errorf("two endpoints named alike: %v", err)
+	}
+	_, err = Parse([]byte("webhooks:\n  endpoints:\n    - {name: a, tenant: acme, url: 'https://h.example/x', secret_file: " + good + "}\n"))
+	if err == nil || !strings.Contains(err.Error(), `line 3: webhooks.endpoints[a].tenant: "acme" is not a tenant of this server`) {
+		t.Errorf("an endpoint for a tenant the server does not serve: %v", err)
 	}
 	if _, err := Parse([]byte("webhooks:\n  max_age: 24h\n")); err == nil || !strings.Contains(err.Error(), "at least one endpoint") {
 		t.Errorf("no endpoint: %v", err)

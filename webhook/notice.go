@@ -1,0 +1,49 @@
+package webhook
+
+import (
+	"encoding/json"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// Notifier hands the engine's notices to a Dispatcher: it is the
+// authguard.Notifier of a server that sends webhooks. Notify marshals the
+// notice's data and calls Emit, which never blocks.
+type Notifier struct{ D *Dispatcher }
+
+var _ authguard.Notifier = Notifier{}
+
+// noticeData is an event's "data" object, what the clients' WebhookData
+// reads: the flow, rule and reason, the subject as the caller sent it and
+// its ref, and the notice's details (never an identifier).
+type noticeData struct {
+	Flow    string         `json:"flow,omitempty"`
+	Rule    string         `json:"rule,omitempty"`
+	Reason  string         `json:"reason,omitempty"`
+	Subject string         `json:"subject,omitempty"`
+	Ref     string         `json:"ref,omitempty"`
+	Details map[string]any `json:"details"`
+}
+
+// Notify implements authguard.Notifier.
+func (n Notifier) Notify(no authguard.Notice) {
+	n.D.Emit(EventOf(no))
+}
+
+// EventOf is the event that tells of notice no.
+func EventOf(no authguard.Notice) Event {
+	d := noticeData{Flow: no.Flow, Rule: no.Rule, Reason: no.Reason, Subject: no.Subject, Ref: no.Ref, Details: no.Details}
+	if d.Details == nil {
+		d.Details = map[string]any{}
+	}
+	data, err := json.Marshal(d)
+	if err != nil { // a detail that does not marshal: say what is known
+		d.Details = map[string]any{}
+		data, _ = json.Marshal(d)
+	}
+	tenant := no.Tenant
+	if tenant == "" {
+		tenant = authguard.DefaultTenant
+	}
+	return Event{Type: no.Type, Tenant: tenant, Time: no.Time, Data: data, Coalesce: no.Coalesce, CoalesceWindow: no.Window}
+}

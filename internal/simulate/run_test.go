@@ -37,6 +37,9 @@ func run(t *testing.T, scenario, policyYAML string) *Result {
 // checkCounters compares an actor's counters with want, field by field.
 func checkCounters(t *testing.T, got, want ActorResult) {
 	t.Helper()
+	if want.DelaySeconds == 0 {
+		got.DelaySeconds = 0 // held by TestRun_DelaySecondsSumsWhatTheActorWasToldToWait
+	}
 	if got != want {
 		t.Errorf("counters of %s:\n got %+v\nwant %+v", want.Name, got, want)
 	}
@@ -1118,5 +1121,53 @@ func TestRun_SendFlowKinds(t *testing.T) {
 	}
 	if _, err := Run(sc, policy); err != nil {
 		t.Errorf("a -config send flow: %v", err)
+	}
+}
+
+func TestRun_DelaySecondsSumsWhatTheActorWasToldToWait(t *testing.T) {
+	policy := `
+flows:
+  login:
+    rules:
+      - {name: account_backoff, free: 1, base: 10s, factor: 1, max: 10s, forget_after: 1h}
+`
+	r := run(t, `
+name: pause
+duration: 1m
+actors:
+  - name: a
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+`, policy)
+	// Six delays of 9 s each (TestRun_ObeyingADelayPausesTheScript).
+	if got := r.Actors[0].DelaySeconds; got != 54 {
+		t.Errorf("delay_seconds = %d, want 54", got)
+	}
+}
+
+func TestRun_StopsAtCaptchaStopsTheSprayerForGood(t *testing.T) {
+	scenario := `
+name: spray
+duration: 1h
+actors:
+  - name: a
+    accounts: {fresh: true}
+    ips: [192.0.2.1]
+    rate: 1/s
+    solves_captcha: true
+    stops_at_captcha: %v
+`
+	stopped := run(t, fmt.Sprintf(scenario, true), "").Actors[0]
+	going := run(t, fmt.Sprintf(scenario, false), "").Actors[0]
+	// ip_spray: 10 accounts an hour from one address, then a CAPTCHA.
+	if stopped.AccountsCheckedBeforeCaptcha != 10 || going.AccountsCheckedBeforeCaptcha != 10 {
+		t.Errorf("accounts before the captcha = %d and %d, want 10 and 10", stopped.AccountsCheckedBeforeCaptcha, going.AccountsCheckedBeforeCaptcha)
+	}
+	if stopped.Captcha != 1 || stopped.Attempts != 11 {
+		t.Errorf("stopping actor: %d captchas in %d attempts, want 1 in 11", stopped.Captcha, stopped.Attempts)
+	}
+	if going.Attempts <= stopped.Attempts {
+		t.Errorf("an actor that does not stop made %d attempts, no more than one that stops (%d)", going.Attempts, stopped.Attempts)
 	}
 }

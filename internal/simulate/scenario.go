@@ -136,6 +136,11 @@ type Actor struct {
 	// a real user who types the code does. Empty means codes are never
 	// verified, as a pumper's are not.
 	VerifiesIn string
+	// StopsAtCaptcha makes the actor stop for good at its first CAPTCHA:
+	// it neither solves it nor attempts anything after it. The default is
+	// false. An attack search that scores what comes before the first
+	// CAPTCHA sets it, so that the rest of the day costs no time.
+	StopsAtCaptcha bool
 
 	flowLine, deviceFromLine, mintLine, destLine, verifyLine int
 }
@@ -240,6 +245,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    device_token: false            # default false
 //	    device_token_from: owner       # default none; another actor's device token
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
+//	    stops_at_captcha: false        # default false; stop for good at the first CAPTCHA
 //	  - name: pumper                   # a send actor: one with destinations
 //	    flow: otp_send                 # default otp_send; a send flow
 //	    destinations: ["+44 7400 123456", a@example.com]
@@ -324,7 +330,8 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // hours [t, t+24h) of the run, and failures_max_24h, the most reports of a
 // failure in any 24 hours (each follows a proceeded check); mint_logins,
 // the minting checks of mints_device_token_in, and mint_refused, those of
-// them that did not proceed.
+// them that did not proceed; delay_seconds, the seconds of delay the actor
+// was answered (see ActorResult).
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc, err := parseScenario(data)
 	if err != nil {
@@ -538,6 +545,7 @@ type actorFields struct {
 	DeviceTokenFrom    actorRef    `yaml:"device_token_from"`
 	VerifiesIn         text        `yaml:"verifies_in"`
 	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
+	StopsAtCaptcha     toggle      `yaml:"stops_at_captcha"`
 }
 
 // decodeActor decodes actor n, at path, of a scenario total long, and
@@ -568,6 +576,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		DeviceTokenFrom:    string(f.DeviceTokenFrom),
 		MintsDeviceTokenIn: string(f.MintsDeviceTokenIn),
 		VerifiesIn:         string(f.VerifiesIn),
+		StopsAtCaptcha:     bool(f.StopsAtCaptcha),
 
 		flowLine:       lineOf(seen["flow"]),
 		deviceFromLine: lineOf(seen["device_token_from"]),

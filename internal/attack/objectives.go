@@ -1,0 +1,334 @@
+package attack
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/simulate"
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
+
+// captchaSeconds is what one CAPTCHA costs the owner in the owner's-loss
+// objectives: a minute of her time.
+const captchaSeconds = 60
+
+// maxRate is the fastest attack searched, in logins an hour outside the
+// sprays (which stop at their first CAPTCHA): one every 5 s. A faster script
+// that waits out delays gains nothing against backoff (it pauses through
+// them), and one that does not obey loses at most 5 s a delay, while each
+// evaluation's cost grows with the checks made.
+const maxRate = 720
+
+// objective is an Objective with how its strategies are built and scored.
+type objective struct {
+	Objective
+	// genes is the number of dimensions of a strategy.
+	genes int
+	// build writes the actors of a strategy (YAML, indented as a list item
+	// of actors) and returns the scored expectations' lines.
+	build func(d *decoder) (actors string, expect []string)
+	// score combines the counters of a run into the score.
+	score func(r *simulate.Result) float64
+	// scoreText says how the score is made from the counters.
+	scoreText string
+	// note, when set, says how the expectations relate to the bound
+	// where they cannot state it exactly.
+	note string
+}
+
+// objectives returns the objectives of policy p, in a fixed order.
+func objectives(p *authguard.Policy) []objective {
+	var out []objective
+	var checkFlows []string
+	for _, name := range p.FlowNames() {
+		if p.Flow(name).Kind != authguard.Sends {
+			checkFlows = append(checkFlows, name)
+		}
+	}
+	for _, name := range checkFlows {
+		f := p.Flow(name)
+		n, ok := f.MaxFailuresPerDay()
+		if !ok {
+			continue
+		}
+		var mintIn []string
+		for _, other := range checkFlows {
+			if other != name {
+				mintIn = append(mintIn, other)
+			}
+		}
+		out = append(out, failuresObjective(name, float64(n), mintIn))
+	}
+	if f := p.Flow("login"); f != nil && f.Kind != authguard.Sends {
+		if b, ok := sprayBound(f, 48); ok {
+			out = append(out, sprayObjective("spray_ipv6_48", "login", b, false,
+				"accounts tried from one IPv6 /48 before the first CAPTCHA, in 24 h (bound: the distinct-accounts rules that cover the /48)"))
+		}
+		if b, ok := sprayBound(f, 0); ok {
+			out = append(out, sprayObjective("spray_ipv4", "login", b, true,
+				"accounts tried from one IPv4 address, in any spelling (IPv4-mapped, 6to4, Teredo), before the first CAPTCHA, in 24 h (bound: the distinct-accounts rules on the address)"))
+		}
+		if _, ok := f.MaxFailuresPerDay(); ok {
+			out = append(out, ownerObjective(f, true), ownerObjective(f, false))
+		}
+	}
+	for _, name := range p.FlowNames() {
+		f := p.Flow(name)
+		if f.Kind != authguard.Sends {
+			continue
+		}
+		if b, ok := destinationBound(f); ok {
+			out = append(out, codesObjective(name, "codes_phone", b, false), codesObjective(name, "codes_mailbox", b, true))
+		}
+		break // the first send flow only: otp_send in the built-in policy
+	}
+	return out
+}
+
+// windowsBound is the most a windows limit admits in 24 hours from a clean
+// start.
+func windowsBound(ws spraydetect.Windows) int {
+	best := math.MaxInt
+	for _, w := range ws {
+		n := w.Limit * int(math.Ceil(float64(24*time.Hour)/float64(w.Length)))
+		best = min(best, n)
+	}
+	return best
+}
+
+// sprayBound is the fewest accounts the distinct-accounts rules (past a
+// CAPTCHA) that count a whole IPv6 prefix of bits (0: an IPv4 address)
+// admit in 24 hours.
+func sprayBound(f *authguard.Flow, bits int) (float64, bool) {
+	best := math.MaxInt
+	for _, r := range f.Rules {
+		if r.Subject.Parts != authguard.PartIP || r.Algorithm != authguard.Distinct || r.Of != authguard.PartAccount || r.Past != authguard.PastCaptcha {
+			continue
+		}
+		covers := r.Subject.IPBits == 0
+		if bits > 0 {
+			group := r.Subject.IPBits
+			if group == 0 {
+				group = f.Grouping.IPv6Bits
+				if group == 0 {
+					group = 64
+				}
+			}
+			covers = group <= bits
+		}
+		if covers {
+			best = min(best, windowsBound(r.Windows))
+		}
+	}
+	return float64(best), best < math.MaxInt
+}
+
+// destinationBound is the fewest codes the rules on a destination that
+// count every client's sends admit in 24 hours.
+func destinationBound(f *authguard.Flow) (float64, bool) {
+	best := math.MaxInt
+	for _, r := range f.Rules {
+		if r.Subject.Parts != authguard.PartDestination || r.Clients != authguard.AllClients || r.Counts != authguard.OnProceed {
+			continue
+		}
+		switch r.Algorithm {
+		case authguard.SlidingLog, authguard.SlidingCounter, authguard.FixedWindow:
+			if r.Rate.Window > 0 {
+				best = min(best, r.Rate.Limit*int(math.Ceil(float64(24*time.Hour)/float64(r.Rate.Window))))
+			}
+		case authguard.Backoff:
+			best = min(best, r.Backoff.MaxFailuresIn(24*time.Hour))
+		}
+	}
+	return float64(best), best < math.MaxInt
+}
+
+// counter returns a score that is one counter of one actor.
+func counter(actor, field string) func(r *simulate.Result) float64 {
+	return func(r *simulate.Result) float64 {
+		for _, a := range r.Actors {
+			if a.Name == actor {
+				v, _ := a.Get(field)
+				return float64(v)
+			}
+		}
+		return 0
+	}
+}
+
+func failuresObjective(flow string, bound float64, mintIn []string) objective {
+	o := objective{
+		Objective: Objective{
+			Name: flow + "_failures",
+			Summary: fmt.Sprintf("failed %s checks on one account in 24 h (bound: validate-config's figure for the flow; NIST SP 800-63B allows %d)",
+				flow, NISTMaxFailures),
+			Bound: bound, Unit: "failures/24h",
+		},
+		score:     counter("attacker", "failures_max_24h"),
+		scoreText: "attacker.failures_max_24h",
+	}
+	o.build = func(d *decoder) (string, []string) {
+		spellings := d.subset(accountSpellings)
+		ips := d.pool(brutePools)
+		rate := d.logInt(1, maxRate)
+		start, stop := d.window(0)
+		obeys, solves := d.toggle(), d.toggle()
+		device := d.pick(3)
+		mintFlow := d.pick(max(len(mintIn), 1))
+
+		// Every attempt has a password of its own: repeats of one wrong
+		// password are one guess (same_password_window), not an attack.
+		var b strings.Builder
+		owner := false
+		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+			flow, yamlList(spellings), ips, rate, startStop(start, stop), obeys, solves)
+		switch {
+		case device == 1: // a thief with a copy of the owner's token
+			owner = true
+			b.WriteString("    device_token_from: owner\n")
+		case device == 2 && len(mintIn) > 0: // knows the password of another flow
+			fmt.Fprintf(&b, "    mints_device_token_in: %s\n", mintIn[mintFlow])
+		}
+		if owner {
+			fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: 8h\n    typos: 1\n    device_token: true\n",
+				flow, yamlQuote(accountSpellings[0]))
+		}
+		return b.String(), []string{fmt.Sprintf("attacker.failures_max_24h: \"<= %d\"", int64(bound))}
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+func sprayObjective(name, flow string, bound float64, ipv4 bool, summary string) objective {
+	o := objective{
+		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "accounts"},
+		score:     counter("attacker", "accounts_checked_before_captcha"),
+		scoreText: "attacker.accounts_checked_before_captcha",
+	}
+	pools := slash48Pools
+	if ipv4 {
+		pools = ipv4Pools
+	}
+	o.build = func(d *decoder) (string, []string) {
+		ips := d.pool(pools)
+		rate := d.logInt(1, 7200)
+		start, stop := d.window(0)
+		fixedPassword := d.toggle()
+		accounts := "{fresh: true}"
+		if n := d.logInt(1, 2000); d.toggle() {
+			accounts = fmt.Sprintf("{generate: %d}", n)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    stops_at_captcha: true\n",
+			flow, accounts, ips, rate, startStop(start, stop))
+		if fixedPassword {
+			b.WriteString("    password: hunter2\n")
+		}
+		return b.String(), []string{fmt.Sprintf("attacker.accounts_checked_before_captcha: \"<= %d\"", int64(bound))}
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+func codesObjective(flow, name string, bound float64, mailbox bool) objective {
+	what, catalogue, channels := "phone number", phoneSpellings, []string{"sms", "voice", "whatsapp"}
+	if mailbox {
+		what, catalogue, channels = "mailbox", mailboxSpellings, []string{"email"}
+	}
+	o := objective{
+		Objective: Objective{
+			Name: name,
+			Summary: fmt.Sprintf("codes %s delivers to one %s in 24 h, in any spelling, for an attacker who cannot read them (bound: the destination rules that count every client)",
+				flow, what),
+			Bound: bound, Unit: "codes/24h",
+		},
+		score:     counter("attacker", "proceeded"),
+		scoreText: "attacker.proceeded",
+	}
+	o.build = func(d *decoder) (string, []string) {
+		dests := d.subset(catalogue)
+		channel := channels[d.pick(len(channels))]
+		ips := d.pool(brutePools)
+		rate := d.logInt(1, maxRate)
+		start, stop := d.window(0)
+		obeys, solves := d.toggle(), d.toggle()
+		accountMode, accounts := d.pick(3), d.logInt(2, 50)
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %t\n",
+			flow, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
+		switch accountMode {
+		case 1:
+			b.WriteString("    accounts: [bomber@example.net]\n")
+		case 2:
+			fmt.Fprintf(&b, "    accounts: {generate: %d}\n", accounts)
+		}
+		return b.String(), []string{fmt.Sprintf("attacker.proceeded: \"<= %d\"", int64(bound))}
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+// ownerLogins is how often the owner logs in, and ownerTypos how many
+// times she mistypes each time, in the owner's-loss objectives.
+const (
+	ownerEvery = 8 * time.Hour
+	ownerTypos = 1
+)
+
+func ownerObjective(f *authguard.Flow, device bool) objective {
+	name, summary, bound := "owner_device_delay", fmt.Sprintf(
+		"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo from a device that holds its token (bound: none: the known device goes ahead)",
+		captchaSeconds, f.Name, ownerEvery, ownerTypos), 0.0
+	if !device {
+		// Without a token the owner shares the account's counter: each of
+		// her attempts may wait out the longest delay of the rules that
+		// count the account, and a CAPTCHA, but never more (no lockout).
+		var longest time.Duration
+		for _, r := range f.Rules {
+			if r.Algorithm == authguard.Backoff && r.Subject.Parts == authguard.PartAccount {
+				longest = max(longest, r.Backoff.Max)
+			}
+		}
+		attempts := float64(24*time.Hour/ownerEvery) * (ownerTypos + 1)
+		name, bound = "owner_delay", attempts*(longest.Seconds()+captchaSeconds)
+		summary = fmt.Sprintf(
+			"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo and keeps no device token (bound: each of her %g attempts waits at most the account rules' longest delay, %v, plus a CAPTCHA: a delay, never a lockout)",
+			captchaSeconds, f.Name, ownerEvery, ownerTypos, attempts, longest)
+	}
+	o := objective{
+		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},
+		score: func(r *simulate.Result) float64 {
+			return counter("owner", "delay_seconds")(r) + captchaSeconds*counter("owner", "captcha")(r)
+		},
+		scoreText: fmt.Sprintf("owner.delay_seconds + %d × owner.captcha", captchaSeconds),
+	}
+	if bound >= captchaSeconds {
+		o.note = "the expectation checks owner.delay_seconds alone; add 60 s per owner.captcha for the score."
+	}
+	o.build = func(d *decoder) (string, []string) {
+		spellings := d.subset(accountSpellings)
+		ips := d.pool(ownerPools)
+		rate := d.logInt(1, maxRate)
+		start, stop := d.window(1)
+		obeys, solves := d.toggle(), d.toggle()
+		fixedPassword := d.toggle()
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: %v\n    typos: %d\n    device_token: %t\n",
+			f.Name, yamlQuote(accountSpellings[0]), shortDuration(ownerEvery), ownerTypos, device)
+		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+			f.Name, yamlList(spellings), ips, rate, startStop(start, stop), obeys, solves)
+		if fixedPassword {
+			b.WriteString("    password: hunter2\n")
+		}
+		expect := []string{fmt.Sprintf("owner.delay_seconds: \"<= %d\"", int64(bound))}
+		if bound < captchaSeconds {
+			expect = append(expect, "owner.captcha: \"== 0\"")
+		}
+		return b.String(), expect
+	}
+	o.genes = countGenes(o.build)
+	return o
+}

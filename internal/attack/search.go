@@ -97,13 +97,13 @@ func (o *optimiser) mutate(g genome) {
 				g[i] = o.rng.Float64()
 				continue
 			}
-			g[i] = reflect(g[i] + o.rng.NormFloat64()*0.1)
+			g[i] = fold01(g[i] + o.rng.NormFloat64()*0.1)
 		}
 	}
 }
 
-// reflect folds x back into [0, 1).
-func reflect(x float64) float64 {
+// fold01 folds x back into [0, 1).
+func fold01(x float64) float64 {
 	x = math.Mod(math.Abs(x), 2)
 	if x >= 1 {
 		x = 2 - x

@@ -28,8 +28,9 @@ type objective struct {
 	// genes is the number of dimensions of a strategy.
 	genes int
 	// build writes the actors of a strategy (YAML, indented as a list item
-	// of actors) and returns the scored expectations' lines.
-	build func(d *decoder) (actors string, expect []string)
+	// of actors) and returns the lines of the expectations that hold
+	// exactly when the score is within bound.
+	build func(d *decoder, bound float64) (actors string, expect []string)
 	// score combines the counters of a run into the score.
 	score func(r *simulate.Result) float64
 	// scoreText says how the score is made from the counters.
@@ -170,7 +171,7 @@ func failuresObjective(flow string, bound float64, mintIn []string) objective {
 		score:     counter("attacker", "failures_max_24h"),
 		scoreText: "attacker.failures_max_24h",
 	}
-	o.build = func(d *decoder) (string, []string) {
+	o.build = func(d *decoder, bound float64) (string, []string) {
 		spellings := d.subset(accountSpellings)
 		ips := d.pool(brutePools)
 		rate := d.logInt(1, maxRate)
@@ -212,7 +213,7 @@ func sprayObjective(name, flow string, bound float64, ipv4 bool, summary string)
 	if ipv4 {
 		pools = ipv4Pools
 	}
-	o.build = func(d *decoder) (string, []string) {
+	o.build = func(d *decoder, bound float64) (string, []string) {
 		ips := d.pool(pools)
 		rate := d.logInt(1, 7200)
 		start, stop := d.window(0)
@@ -248,7 +249,7 @@ func codesObjective(flow, name string, bound float64, mailbox bool) objective {
 		score:     counter("attacker", "proceeded"),
 		scoreText: "attacker.proceeded",
 	}
-	o.build = func(d *decoder) (string, []string) {
+	o.build = func(d *decoder, bound float64) (string, []string) {
 		dests := d.subset(catalogue)
 		channel := channels[d.pick(len(channels))]
 		ips := d.pool(brutePools)
@@ -308,7 +309,7 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 	if bound >= captchaSeconds {
 		o.note = "the expectation checks owner.delay_seconds alone; add 60 s per owner.captcha for the score."
 	}
-	o.build = func(d *decoder) (string, []string) {
+	o.build = func(d *decoder, bound float64) (string, []string) {
 		spellings := d.subset(accountSpellings)
 		ips := d.pool(ownerPools)
 		rate := d.logInt(1, maxRate)

@@ -238,10 +238,10 @@ func shortDuration(d time.Duration) string {
 }
 
 // countGenes is how many numbers build reads.
-func countGenes(build func(*decoder) (string, []string)) int {
+func countGenes(build func(*decoder, float64) (string, []string)) int {
 	d := &decoder{}
 	d.next() // the scenario's seed
-	build(d)
+	build(d, 0)
 	return d.i
 }
 
@@ -251,7 +251,7 @@ func countGenes(build func(*decoder) (string, []string)) int {
 func (o *objective) scenario(g genome) []byte {
 	d := &decoder{g: g}
 	seed := 1 + d.pick(1000)
-	actors, expect := o.build(d)
+	actors, expect := o.build(d, o.Bound)
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "name: %q\nduration: 24h\nseed: %d\nactors:\n%sexpect:\n", "tollgate attack: "+o.Name, seed, actors)
 	for _, e := range expect {

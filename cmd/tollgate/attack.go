@@ -19,7 +19,8 @@ import (
 )
 
 const attackUsage = `usage: tollgate attack [-config FILE] [-objective NAME] [-budget N | -seconds S]
-                       [-seed N] [-workers N] [-bound X] [-out PATH] [-json] [-svg FILE] [-list]
+                       [-seed N] [-workers N] [-bound X] [-stop-when-beaten]
+                       [-out PATH] [-json] [-svg FILE] [-list]
 
 Searches for the strategy that beats a bound of the policy: a seeded
 evolutionary search with random restarts over what the simulator's
@@ -39,6 +40,9 @@ of any objective beaten as a scenario file that reproduces it
   -workers N       strategies evaluated at once (default GOMAXPROCS)
   -bound X         judge against X instead of the policy's own bound (one
                    objective only): a claim to test a policy against
+  -stop-when-beaten
+                   end an objective's search after the batch of strategies
+                   in which one beats the bound
   -out PATH        write each objective's best strategy: to PATH for one
                    objective, else to PATH/NAME.yaml
   -json            print one JSON object per objective instead of a table
@@ -76,6 +80,7 @@ func attackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	asJSON := fs.Bool("json", false, "print JSON")
 	svgFile := fs.String("svg", "", "SVG chart file")
 	list := fs.Bool("list", false, "list the objectives")
+	stopWhenBeaten := fs.Bool("stop-when-beaten", false, "stop at the first batch that beats the bound")
 	rest, err := cliargs.Parse(fs, args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -152,7 +157,8 @@ func attackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		if *seconds > 0 {
 			sctx, cancel = context.WithTimeout(ctx, time.Duration(*seconds*float64(time.Second)))
 		}
-		r, err := attack.Search(sctx, attack.Config{Objective: name, Policy: policy, Budget: n, Seed: *seed, Workers: *workers, Bound: *bound})
+		r, err := attack.Search(sctx, attack.Config{Objective: name, Policy: policy, Budget: n, Seed: *seed, Workers: *workers, Bound: *bound,
+			StopWhenBeaten: *stopWhenBeaten})
 		cancel()
 		if err != nil && !(errors.Is(err, context.DeadlineExceeded) && *seconds > 0 && r.Evaluations > 0) {
 			fmt.Fprintf(stderr, "tollgate attack: %s: %v\n", name, err)

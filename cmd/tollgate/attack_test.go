@@ -21,9 +21,9 @@ func attackRun(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
-// weakConfig lets 500 failures through on an account before any delay and
+// weakConfig lets 200 failures through on an account before any delay and
 // has no device counter: far above the built-in policy's 90 a day.
-const weakConfig = "flows:\n  login:\n    rules:\n      - {name: account_backoff, free: 500}\n      - {name: device_backoff, off: true}\n"
+const weakConfig = "flows:\n  login:\n    rules:\n      - {name: account_backoff, free: 200}\n      - {name: device_backoff, off: true}\n"
 
 // TestAttack_WeakenedConfigIsBeatenAndSimulateReproducesIt: attack exits 1
 // when a strategy beats the bound claimed for a config, writes it, and
@@ -33,7 +33,7 @@ func TestAttack_WeakenedConfigIsBeatenAndSimulateReproducesIt(t *testing.T) {
 	weak := writeTemp(t, "weak.yaml", weakConfig)
 	dir := t.TempDir()
 	found, chart := filepath.Join(dir, "found.yaml"), filepath.Join(dir, "progress.svg")
-	code, out, errOut := attackRun(t, "-config", weak, "-objective", "login_failures", "-bound", "90", "-budget", "8",
+	code, out, errOut := attackRun(t, "-config", weak, "-objective", "login_failures", "-bound", "90", "-budget", "16", "-stop-when-beaten",
 		"-out", found, "-svg", chart)
 	if code != 1 || !strings.Contains(out, "BEATEN") {
 		t.Fatalf("attack on a weakened config: exit %d, want 1 and BEATEN\n%s%s", code, out, errOut)

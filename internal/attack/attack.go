@@ -60,6 +60,11 @@ type Config struct {
 	// test a policy against, such as the built-in policy's figure against a
 	// policy weakened on purpose. The default is the policy's own bound.
 	Bound float64
+	// StopWhenBeaten ends the search after the batch of strategies in
+	// which one beats the bound, instead of spending the whole budget on
+	// beating it by more; where it stops depends on the seed only. The
+	// default is false.
+	StopWhenBeaten bool
 }
 
 // Result is what a search found.
@@ -155,6 +160,9 @@ func Search(ctx context.Context, cfg Config) (Result, error) {
 			res.Progress = append(res.Progress, res.Best)
 		}
 		opt.tell(batch, scores)
+		if cfg.StopWhenBeaten && res.Best > obj.Bound {
+			break
+		}
 	}
 	if res.Evaluations == 0 {
 		return Result{}, ctx.Err()

@@ -74,19 +74,20 @@ func TestBuiltInPolicy_NoStrategyBeatsABound(t *testing.T) {
 }
 
 // weakPolicy is the built-in policy with an account counter that allows
-// 500 failures before any delay, and no device counter: far more than the
-// built-in figure of 90 a day that the search is told to hold it to.
+// 200 failures before any delay and no device counter, and 40 codes a day
+// to a destination: more than the built-in figures of 90 failures and 10
+// codes a day that the search is told to hold it to.
 const weakPolicy = `
 flows:
   login:
     rules:
-      - {name: account_backoff, free: 500}
+      - {name: account_backoff, free: 200}
       - {name: device_backoff, off: true}
   otp_send:
     rules:
-      - {name: destination_backoff, free: 1000}
-      - {name: destination_hourly, limit: 1000}
-      - {name: destination_daily, limit: 1000}
+      - {name: destination_backoff, free: 40}
+      - {name: destination_hourly, limit: 40}
+      - {name: destination_daily, limit: 40}
 `
 
 // TestSearch_FindsTheBreakInAWeakenedPolicy shows the search is not
@@ -102,13 +103,18 @@ func TestSearch_FindsTheBreakInAWeakenedPolicy(t *testing.T) {
 	for _, tt := range []struct{ objective string }{{"login_failures"}, {"codes_phone"}} {
 		t.Run(tt.objective, func(t *testing.T) {
 			claimed := bound(t, nil, tt.objective)
-			r, err := Search(context.Background(), Config{Objective: tt.objective, Policy: weak, Budget: ciBudget(), Seed: 1, Bound: claimed})
+			r, err := Search(context.Background(), Config{Objective: tt.objective, Policy: weak, Budget: ciBudget(), Seed: 1, Bound: claimed,
+				StopWhenBeaten: true})
 			if err != nil {
 				t.Fatal(err)
 			}
 			if !r.Beaten || r.Best <= claimed {
-				t.Fatalf("no strategy beat %g on the weakened policy: best %g", claimed, r.Best)
+				t.Fatalf("no strategy beat %g on the weakened policy in %d: best %g", claimed, r.Evaluations, r.Best)
 			}
+			if r.Evaluations%batchSize != 0 && r.Evaluations != ciBudget() {
+				t.Errorf("stopped after %d evaluations, not at the end of a batch", r.Evaluations)
+			}
+			t.Logf("beaten after %d strategies: %g > %g", r.Evaluations, r.Best, claimed)
 			sc, err := simulate.ParseScenario("found.yaml", r.Scenario)
 			if err != nil {
 				t.Fatal(err)

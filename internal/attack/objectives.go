@@ -16,11 +16,11 @@ import (
 const captchaSeconds = 60
 
 // maxRate is the fastest attack searched, in logins an hour outside the
-// sprays (which stop at their first CAPTCHA): one every 5 s. A faster script
-// that waits out delays gains nothing against backoff (it pauses through
-// them), and one that does not obey loses at most 5 s a delay, while each
-// evaluation's cost grows with the checks made.
-const maxRate = 720
+// sprays (which stop at their first CAPTCHA): one every 10 s. A faster
+// script that waits out delays gains nothing against backoff (it pauses
+// through them), and one that does not obey loses at most 10 s a delay,
+// while each evaluation's cost grows with the checks made.
+const maxRate = 360
 
 // objective is an Objective with how its strategies are built and scored.
 type objective struct {

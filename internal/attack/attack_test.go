@@ -34,6 +34,9 @@ var knownBeaten = map[string]string{
 	"owner_delay": "an attacker whose guesses land the instant each delay ends takes the account counter's slot " +
 		"before the retry of an owner without a device token (tollgate attack -objective owner_delay -budget 400 finds 89,816 s; " +
 		"scenarios/attack-owner-lockout.yaml); her defence is a device token (owner_device_delay holds at 0)",
+	"owner_code_delay": "a bomber who names the owner's account and solves CAPTCHAs spends the 3 CAPTCHA codes a day her account " +
+		"gives her without a device token, and she waits out the number's quota (86,400 s; scenarios/attack-owner-code-spent.yaml); " +
+		"with her token owner_codes gets her codes at once (owner_code_device_delay holds at 0)",
 }
 
 // TestBuiltInPolicy_NoStrategyBeatsABound is the search half of issue 29
@@ -42,8 +45,8 @@ var knownBeaten = map[string]string{
 // same through the simulator.
 func TestBuiltInPolicy_NoStrategyBeatsABound(t *testing.T) {
 	objectives := Objectives(nil)
-	if len(objectives) < 8 {
-		t.Fatalf("%d objectives for the built-in policy, want at least 8", len(objectives))
+	if len(objectives) < 10 {
+		t.Fatalf("%d objectives for the built-in policy, want at least 10", len(objectives))
 	}
 	for _, o := range objectives {
 		t.Run(o.Name, func(t *testing.T) {
@@ -175,6 +178,7 @@ func TestObjectives_BoundsOfTheBuiltInPolicy(t *testing.T) {
 	want := map[string]float64{
 		"login_failures": 90, "otp_verify_failures": 81, "spray_ipv6_48": 200, "spray_ipv4": 20,
 		"owner_device_delay": 0, "owner_delay": 6 * (1800 + 60), "codes_phone": 10, "codes_mailbox": 10,
+		"owner_code_device_delay": 0, "owner_code_delay": 3 * 60,
 	}
 	got := map[string]float64{}
 	for _, o := range Objectives(nil) {

@@ -84,6 +84,9 @@ func objectives(p *authguard.Policy) []objective {
 		if b, ok := destinationBound(f); ok {
 			out = append(out, codesObjective(name, "codes_phone", b, false), codesObjective(name, "codes_mailbox", b, true))
 		}
+		if login, verify := ownerCodeFlows(p, f); login != "" && f.Send.OwnerCodes > 0 {
+			out = append(out, ownerCodeObjective(f, login, verify, true), ownerCodeObjective(f, login, verify, false))
+		}
 		break // the first send flow only: otp_send in the built-in policy
 	}
 	return out
@@ -328,6 +331,85 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 		if bound < captchaSeconds {
 			expect = append(expect, "owner.captcha: \"== 0\"")
 		}
+		return b.String(), expect
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+// ownerCodeFlows returns a check flow whose device tokens send flow f
+// trusts and a flow that verifies f's codes, or "" for either when p has
+// none.
+func ownerCodeFlows(p *authguard.Policy, f *authguard.Flow) (login, verify string) {
+	for _, name := range p.FlowNames() {
+		g := p.Flow(name)
+		switch {
+		case g.Kind == authguard.Sends:
+		case g.Verifies == f.Name && verify == "":
+			verify = name
+		case g.DeviceTrust == f.DeviceTrust && login == "":
+			login = name
+		}
+	}
+	if verify == "" {
+		return "", ""
+	}
+	return login, verify
+}
+
+// deniedSeconds is what a code refused for good costs the owner in the
+// owner's-code objectives: an hour, until she tries another way.
+const deniedSeconds = 3600
+
+func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) objective {
+	n := f.Send.OwnerCodes
+	name, bound := "owner_code_device_delay", 0.0
+	summary := fmt.Sprintf("seconds (a CAPTCHA counts %d s, a denied code %d s) an attacker keeps the owner from her one-time code in 24 h, "+
+		"who asks %s for one every %v with her %s device token and types it in %s (bound: none: %d owner codes a day skip the destination's waits)",
+		captchaSeconds, deniedSeconds, f.Name, ownerEvery, login, verify, n)
+	if !device {
+		name, bound = "owner_code_delay", float64(3*captchaSeconds)
+		summary = fmt.Sprintf("the same for an owner without her device token (bound: %d CAPTCHAs: a send naming her account, which verified the number, "+
+			"is asked for a CAPTCHA instead of the destination's wait, %d times a day)", 3, n)
+	}
+	o := objective{
+		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},
+		score: func(r *simulate.Result) float64 {
+			return counter("owner", "delay_seconds")(r) + captchaSeconds*counter("owner", "captcha")(r) + deniedSeconds*counter("owner", "denied")(r)
+		},
+		scoreText: fmt.Sprintf("owner.delay_seconds + %d × owner.captcha + %d × owner.denied", captchaSeconds, deniedSeconds),
+	}
+	if !device {
+		o.note = "the expectations allow no delay or denial and 3 CAPTCHAs; the score weighs them as above."
+	}
+	o.build = func(d *decoder, bound float64) (string, []string) {
+		dests := d.subset(phoneSpellings)
+		channel := []string{"sms", "voice", "whatsapp"}[d.pick(3)]
+		ips := d.pool(ownerPools)
+		rate := d.logInt(1, maxRate)
+		start, stop := d.window(2)
+		obeys, solves := d.toggle(), d.toggle()
+		accountMode, accounts := d.pick(4), d.logInt(2, 50)
+		var b strings.Builder
+		fmt.Fprintf(&b, "  - name: login\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: %s\n    outcome: success\n    device_token: true\n",
+			login, yamlQuote(accountSpellings[0]), shortDuration(ownerEvery))
+		fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    destinations: [%s]\n    channel: sms\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: %s\n    start: 1m\n    verifies_in: %s\n",
+			f.Name, yamlQuote(phoneSpellings[0]), yamlQuote(accountSpellings[0]), shortDuration(ownerEvery), verify)
+		if device {
+			b.WriteString("    device_token_from: login\n")
+		}
+		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %t\n",
+			f.Name, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
+		switch accountMode {
+		case 1:
+			b.WriteString("    accounts: [bomber@example.net]\n")
+		case 2:
+			fmt.Fprintf(&b, "    accounts: {generate: %d}\n", accounts)
+		case 3: // names the owner's account, to spend her codes
+			fmt.Fprintf(&b, "    accounts: [%s]\n", yamlQuote(accountSpellings[0]))
+		}
+		expect := []string{"owner.delay_seconds: \"== 0\"", "owner.denied: \"== 0\""}
+		expect = append(expect, fmt.Sprintf("owner.captcha: \"<= %d\"", int64(bound)/captchaSeconds))
 		return b.String(), expect
 	}
 	o.genes = countGenes(o.build)

@@ -208,9 +208,10 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // has no accounts). On captcha an actor that solves CAPTCHAs sends again
 // at once with CaptchaSolved; on delay an actor that obeys waits
 // Retry-After seconds and sends again; otherwise, and on deny, the send is
-// over: a denied send is never retried. A proceed is a code sent, counted
-// at once (a delay that comes with it changes nothing), and no report
-// follows. Destinations take the place of accounts above: a rate actor
+// over: a denied send is never retried. A send actor with DeviceTokenFrom
+// sends the device token that actor holds for the send's account. A
+// proceed is a code sent, counted at once (a delay that comes with it
+// changes nothing), and no report follows. Destinations take the place of accounts above: a rate actor
 // takes them in order, cycling, and its accounts, if any, in order as
 // well, each list at its own pace; an every actor's users are its
 // destinations: destination i (of n) is sent to from address i mod
@@ -765,9 +766,13 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.Duration, error) {
 	solved := false
 	for {
+		device := ""
+		if ar.tokenFrom != nil {
+			device = ar.tokenFrom.device(l.account)
+		}
 		v, err := ar.s.engine.Send(ctx, authguard.SendRequest{
 			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
-			Account: l.account, CaptchaSolved: solved,
+			Account: l.account, DeviceToken: device, CaptchaSolved: solved,
 		})
 		if err != nil {
 			return 0, fmt.Errorf("actor %s: send: %w", ar.Name, err)

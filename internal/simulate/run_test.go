@@ -1171,3 +1171,44 @@ actors:
 		t.Errorf("an actor that does not stop made %d attempts, no more than one that stops (%d)", going.Attempts, stopped.Attempts)
 	}
 }
+
+// TestRun_OwnersDeviceTokenGetsHerCodeWhileHerNumberIsBombed: a send actor
+// with device_token_from sends its owner's login token, which owner_codes
+// honours once her account has verified the number: she gets her code at
+// once past a bomber who filled the number's quota; without the token, a
+// CAPTCHA first.
+func TestRun_OwnersDeviceTokenGetsHerCodeWhileHerNumberIsBombed(t *testing.T) {
+	scenario := `
+name: owner codes
+duration: 24h
+actors:
+  - name: login
+    accounts: [victim@example.com]
+    ips: [198.51.100.23]
+    every: 8h
+    outcome: success
+    device_token: true
+  - name: owner
+    destinations: ["+44 7400 123456"]
+    accounts: [victim@example.com]
+    ips: [198.51.100.23]
+    every: 8h
+    start: 1m
+    verifies_in: otp_verify
+    %s
+  - name: bomber
+    destinations: ["+44 7400 123456"]
+    ips: {random_ipv4: 100}
+    rate: 6/m
+    start: 2m
+`
+	with := run(t, fmt.Sprintf(scenario, "device_token_from: login"), "").Actors[1]
+	without := run(t, fmt.Sprintf(scenario, "solves_captcha: true"), "").Actors[1]
+	if with.Proceeded != 3 || with.Delayed != 0 || with.Captcha != 0 {
+		t.Errorf("the owner with her token: %+v, want 3 codes at once", with)
+	}
+	// Without it her account still earns her codes, behind a CAPTCHA.
+	if without.Captcha == 0 {
+		t.Errorf("the owner without her token met no CAPTCHA (%+v): the token is not what let her through", without)
+	}
+}

@@ -315,9 +315,12 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // "+447400123000", "+447400123001", and so on; the first and the last are
 // checked, and a send to an invalid one in between stops the run with an
 // error. accounts is optional for a send actor; outcome, typos, typo_rate,
-// password, device_token, device_token_from and mints_device_token_in mean
-// nothing for a send and are errors, as channel is for an actor without
-// destinations.
+// password, device_token and mints_device_token_in mean nothing for a send
+// and are errors, as channel is for an actor without destinations.
+// device_token_from (with accounts) makes each send carry the device token
+// the named actor holds for the send's account: the owner's login device
+// asking for her code (the send flow must trust that actor's flow,
+// device_trust).
 //
 // An actor sets at most one of device_token: true, device_token_from and
 // mints_device_token_in. Fresh accounts exclude device_token and
@@ -606,7 +609,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 	// Sends.
 	if destNode != nil {
 		var moot []string
-		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "device_token_from", "mints_device_token_in"} {
+		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "mints_device_token_in"} {
 			if seen[k] != nil {
 				moot = append(moot, k)
 			}
@@ -620,6 +623,9 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		}
 		if a.Destinations, err = decodeDestinations(destNode, path+".destinations", a.Channel); err != nil {
 			return nil, err
+		}
+		if seen["device_token_from"] != nil && seen["accounts"] == nil {
+			return nil, errAt(seen["device_token_from"], path+".device_token_from", "a send carries a device token with its account: set accounts")
 		}
 	} else {
 		for _, k := range []string{"channel", "verifies_in"} {

@@ -548,7 +548,7 @@ func TestParseScenario_SendErrors(t *testing.T) {
 		{"typo_rate", add("typo_rate: 0.1"), "line 8: actors[0].typo_rate: means nothing for a send actor"},
 		{"password", add("password: hunter2"), "line 8: actors[0].password: means nothing for a send actor"},
 		{"device_token", add("device_token: false"), "line 8: actors[0].device_token: means nothing for a send actor"},
-		{"device_token_from", add("device_token_from: users"), "line 8: actors[0].device_token_from: means nothing for a send actor"},
+		{"device_token_from without accounts", add("device_token_from: users"), "line 8: actors[0].device_token_from: a send carries a device token with its account: set accounts"},
 		{"mints_device_token_in", add("mints_device_token_in: login"), "line 8: actors[0].mints_device_token_in: means nothing for a send actor"},
 		{"the first of two", add("password: hunter2\n    outcome: success"), "line 8: actors[0].password: means nothing for a send actor"},
 

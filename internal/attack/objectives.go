@@ -167,43 +167,62 @@ func failuresObjective(flow string, bound float64, mintIn []string) objective {
 	o := objective{
 		Objective: Objective{
 			Name: flow + "_failures",
-			Summary: fmt.Sprintf("failed %s checks on one account in 24 h (bound: validate-config's figure for the flow; NIST SP 800-63B allows %d)",
+			Summary: fmt.Sprintf("failed %s checks on one account in 24 h, by one attacker or two at once (bound: validate-config's figure for the flow; NIST SP 800-63B allows %d)",
 				flow, NISTMaxFailures),
 			Bound: bound, Unit: "failures/24h",
 		},
-		score:     counter("attacker", "failures_max_24h"),
-		scoreText: "attacker.failures_max_24h",
+		score: func(r *simulate.Result) float64 {
+			return counter("attacker", "failures_max_24h")(r) + counter("attacker2", "failures_max_24h")(r)
+		},
+		scoreText: "attacker.failures_max_24h + attacker2.failures_max_24h (when there is an attacker2)",
 	}
 	o.build = func(d *decoder, bound float64) (string, []string) {
-		spellings := d.subset(accountSpellings)
-		ips := d.pool(brutePools)
-		rate := d.logInt(1, maxRate)
-		start, stop := d.window(0)
-		obeys, solves := d.toggle(), d.toggle()
-		device := d.pick(3)
-		mintFlow := d.pick(max(len(mintIn), 1))
-
 		// Every attempt has a password of its own: repeats of one wrong
 		// password are one guess (same_password_window), not an attack.
+		first, owner1 := bruteForcer(d, "attacker", flow, mintIn)
+		second, owner2 := bruteForcer(d, "attacker2", flow, mintIn)
+		two := d.toggle()
 		var b strings.Builder
-		owner := false
-		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
-			flow, yamlList(spellings), ips, rate, startStop(start, stop), obeys, solves)
-		switch {
-		case device == 1: // a thief with a copy of the owner's token
-			owner = true
-			b.WriteString("    device_token_from: owner\n")
-		case device == 2 && len(mintIn) > 0: // knows the password of another flow
-			fmt.Fprintf(&b, "    mints_device_token_in: %s\n", mintIn[mintFlow])
+		b.WriteString(first)
+		if two {
+			b.WriteString(second)
 		}
-		if owner {
+		if owner1 || two && owner2 {
 			fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: 8h\n    typos: 1\n    device_token: true\n",
 				flow, yamlQuote(accountSpellings[0]))
 		}
-		return b.String(), []string{fmt.Sprintf("attacker.failures_max_24h: \"<= %d\"", int64(bound))}
+		key := "attacker"
+		if two {
+			key = "attacker+attacker2"
+		}
+		return b.String(), []string{fmt.Sprintf("%s.failures_max_24h: \"<= %d\"", key, int64(bound))}
 	}
 	o.genes = countGenes(o.build)
 	return o
+}
+
+// bruteForcer writes one attacker of an account in flow, and whether it
+// steals the owner's device token (so that the owner must be there).
+func bruteForcer(d *decoder, name, flow string, mintIn []string) (string, bool) {
+	spellings := d.subset(accountSpellings)
+	ips := d.pool(brutePools)
+	rate := d.logInt(1, maxRate)
+	start, stop := d.window(0)
+	obeys, solves := d.toggle(), d.toggle()
+	device := d.pick(3)
+	mintFlow := d.pick(max(len(mintIn), 1))
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+		name, flow, yamlList(spellings), ips, rate, startStop(start, stop), obeys, solves)
+	steals := false
+	switch {
+	case device == 1: // a thief with a copy of the owner's token
+		steals = true
+		b.WriteString("    device_token_from: owner\n")
+	case device == 2 && len(mintIn) > 0: // knows the password of another flow
+		fmt.Fprintf(&b, "    mints_device_token_in: %s\n", mintIn[mintFlow])
+	}
+	return b.String(), steals
 }
 
 func sprayObjective(name, flow string, bound float64, ipv4 bool, summary string) objective {

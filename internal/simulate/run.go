@@ -307,7 +307,11 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 		results[ar.Name] = r.Actors[i]
 	}
 	for _, e := range sc.Expect {
-		got, _ := results[e.Actor].Get(e.Field)
+		var got int64
+		for _, a := range e.Actors() {
+			n, _ := results[a].Get(e.Field)
+			got += n
+		}
 		r.Expectations = append(r.Expectations, ExpectationResult{Expr: e.String(), OK: e.Holds(got), got: got})
 	}
 	return r, runs, nil

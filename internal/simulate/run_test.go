@@ -1212,3 +1212,32 @@ actors:
 		t.Errorf("the owner without her token met no CAPTCHA (%+v): the token is not what let her through", without)
 	}
 }
+
+// TestRun_ExpectationAddsUpSeveralActors: "a+b.field" holds the sum, so a
+// scenario can bound what several attackers get from one account together.
+func TestRun_ExpectationAddsUpSeveralActors(t *testing.T) {
+	r := run(t, `
+name: two
+duration: 1h
+actors:
+  - name: a
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/m
+  - name: b
+    accounts: [victim@example.com]
+    ips: [192.0.2.2]
+    rate: 1/m
+    start: 30s
+expect:
+  a+b.failures_max_24h: "<= 1000"
+  a+b.proceeded: "<= 1"
+`, "")
+	a, b := r.Actors[0].FailuresMax24h, r.Actors[1].FailuresMax24h
+	if got := r.Expectations[0].got; got != int64(a+b) || a == 0 || b == 0 {
+		t.Errorf("a+b.failures_max_24h = %d, want %d + %d", got, a, b)
+	}
+	if r.Expectations[1].OK {
+		t.Errorf("a+b.proceeded <= 1 held with %d and %d proceeds", r.Actors[0].Proceeded, r.Actors[1].Proceeded)
+	}
+}

@@ -327,7 +327,11 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // device_token_from: no fresh account logs in twice, so there would never
 // be a token to send.
 //
-// An expectation names an actor and one of Fields: attempts, proceeded,
+// An expectation names an actor, or several joined by "+" whose counters
+// it adds up ("thief+attacker.failures_max_24h": the account's failures
+// from both; for the *_max_24h counters that is the sum of each one's
+// most, which in a run longer than 24 hours can exceed the most of the
+// sum), and one of Fields: attempts, proceeded,
 // delayed, captcha, denied, accounts_checked and
 // accounts_checked_before_captcha (see ActorResult); proceeded_max_24h, the most proceeded checks in any 24
 // hours [t, t+24h) of the run, and failures_max_24h, the most reports of a

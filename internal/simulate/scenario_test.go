@@ -301,6 +301,8 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"too many logins", strings.Replace(base, "rate: 1/s", "rate: 10000/s", 1), "line 7: actors[0].rate: starts about 36000000 logins"},
 		{"expect not a mapping", strings.Replace(base, `  attacker.proceeded: "<= 100"`, `  - attacker.proceeded`, 1), "line 9: expect: want a mapping"},
 		{"expect unknown actor", strings.Replace(base, "attacker.proceeded:", "owner.proceeded:", 1), `line 9: expect.owner.proceeded: unknown actor "owner"`},
+		{"expect unknown actor in a sum", strings.Replace(base, "attacker.proceeded:", "attacker+owner.proceeded:", 1), `line 9: expect.attacker+owner.proceeded: unknown actor "owner"`},
+		{"expect an empty actor in a sum", strings.Replace(base, "attacker.proceeded:", "attacker+.proceeded:", 1), `line 9: expect.attacker+.proceeded: invalid key`},
 		{"expect unknown field", strings.Replace(base, "attacker.proceeded:", "attacker.guesses:", 1), `line 9: expect.attacker.guesses: unknown field "guesses"`},
 		{"expect bad op", strings.Replace(base, `"<= 100"`, `"about 100"`, 1), `line 9: expect.attacker.proceeded: invalid expectation "about 100"`},
 		{"expect bare number", strings.Replace(base, `"<= 100"`, `100`, 1), `line 9: expect.attacker.proceeded: invalid expectation "100"`},

@@ -168,7 +168,7 @@ func Search(ctx context.Context, cfg Config) (Result, error) {
 		return Result{}, ctx.Err()
 	}
 	res.Beaten = res.Best > obj.Bound
-	res.Scenario = obj.header(best, res, cfg.Seed, budget)
+	res.Scenario = obj.header(best, res, cfg.Seed, cfg.Bound > 0)
 	return res, ctx.Err()
 }
 

@@ -261,14 +261,20 @@ func (o *objective) scenario(g genome) []byte {
 }
 
 // header prefixes the best scenario with what found it and what it scores.
-func (o *objective) header(scenario []byte, res Result, seed int64, budget int) []byte {
+// The budget it names is the evaluations made: the same seed with that
+// budget makes the same search, also when this one stopped early.
+func (o *objective) header(scenario []byte, res Result, seed int64, claimed bool) []byte {
+	boundFlag := ""
+	if claimed {
+		boundFlag = fmt.Sprintf(" -bound %g", o.Bound)
+	}
 	verdict := "the bound holds against the best strategy found"
 	if res.Beaten {
 		verdict = "BEATS THE BOUND"
 	}
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "# Found by `tollgate attack -objective %s -seed %d -budget %d` (%d strategies evaluated).\n",
-		o.Name, seed, budget, res.Evaluations)
+	fmt.Fprintf(&b, "# Found by `tollgate attack -objective %s -seed %d -budget %d%s` (with the policy searched).\n",
+		o.Name, seed, res.Evaluations, boundFlag)
 	fmt.Fprintf(&b, "#\n# Objective %s: %s.\n", o.Name, o.Summary)
 	fmt.Fprintf(&b, "# Score: %s = %g %s; bound %g: %s.\n", o.scoreText, res.Best, o.Unit, o.Bound, verdict)
 	if o.Unit == "failures/24h" {

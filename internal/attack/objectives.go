@@ -264,34 +264,49 @@ func codesObjective(flow, name string, bound float64, mailbox bool) objective {
 	o := objective{
 		Objective: Objective{
 			Name: name,
-			Summary: fmt.Sprintf("codes %s delivers to one %s in 24 h, in any spelling, for an attacker who cannot read them (bound: the destination rules that count every client)",
+			Summary: fmt.Sprintf("codes %s delivers to one %s in 24 h, in any spelling, for one or two attackers who cannot read them (bound: the destination rules that count every client)",
 				flow, what),
 			Bound: bound, Unit: "codes/24h",
 		},
-		score:     counter("attacker", "proceeded"),
-		scoreText: "attacker.proceeded",
+		score: func(r *simulate.Result) float64 {
+			return counter("attacker", "proceeded")(r) + counter("attacker2", "proceeded")(r)
+		},
+		scoreText: "attacker.proceeded + attacker2.proceeded (when there is an attacker2)",
 	}
 	o.build = func(d *decoder, bound float64) (string, []string) {
-		dests := d.subset(catalogue)
-		channel := channels[d.pick(len(channels))]
-		ips := d.pool(brutePools)
-		rate := d.logInt(1, maxRate)
-		start, stop := d.window(0)
-		obeys, solves := d.toggle(), d.toggle()
-		accountMode, accounts := d.pick(3), d.logInt(2, 50)
-		var b strings.Builder
-		fmt.Fprintf(&b, "  - name: attacker\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %t\n",
-			flow, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
-		switch accountMode {
-		case 1:
-			b.WriteString("    accounts: [bomber@example.net]\n")
-		case 2:
-			fmt.Fprintf(&b, "    accounts: {generate: %d}\n", accounts)
+		first := bomber(d, "attacker", flow, catalogue, channels)
+		second := bomber(d, "attacker2", flow, catalogue, channels)
+		key := "attacker"
+		if d.toggle() {
+			first += second
+			key = "attacker+attacker2"
 		}
-		return b.String(), []string{fmt.Sprintf("attacker.proceeded: \"<= %d\"", int64(bound))}
+		return first, []string{fmt.Sprintf("%s.proceeded: \"<= %d\"", key, int64(bound))}
 	}
 	o.genes = countGenes(o.build)
 	return o
+}
+
+// bomber writes one attacker asking flow for codes to spellings of one
+// destination (from catalogue) by one of channels.
+func bomber(d *decoder, name, flow string, catalogue, channels []string) string {
+	dests := d.subset(catalogue)
+	channel := channels[d.pick(len(channels))]
+	ips := d.pool(brutePools)
+	rate := d.logInt(1, maxRate)
+	start, stop := d.window(0)
+	obeys, solves := d.toggle(), d.toggle()
+	accountMode, accounts := d.pick(3), d.logInt(2, 50)
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %t\n",
+		name, flow, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
+	switch accountMode {
+	case 1:
+		b.WriteString("    accounts: [bomber@example.net]\n")
+	case 2:
+		fmt.Fprintf(&b, "    accounts: {generate: %d}\n", accounts)
+	}
+	return b.String()
 }
 
 // ownerLogins is how often the owner logs in, and ownerTypos how many

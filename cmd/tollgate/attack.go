@@ -56,12 +56,13 @@ when a strategy beats one, 2 on a usage or config error.
 // attackJSON is one line of attack -json.
 type attackJSON struct {
 	attack.Objective
-	Best        float64 `json:"best"`
-	Beaten      bool    `json:"beaten"`
-	AboveNIST   bool    `json:"above_nist,omitempty"`
-	Evaluations int     `json:"evaluations"`
-	Seed        int64   `json:"seed"`
-	Scenario    string  `json:"scenario"`
+	Best        float64   `json:"best"`
+	Beaten      bool      `json:"beaten"`
+	AboveNIST   bool      `json:"above_nist,omitempty"`
+	Evaluations int       `json:"evaluations"`
+	Seed        int64     `json:"seed"`
+	Scenario    string    `json:"scenario"`
+	Progress    []float64 `json:"progress"`
 }
 
 // attackCmd runs `tollgate attack`.
@@ -170,7 +171,7 @@ func attackCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 		if *asJSON {
 			writeJSONLine(stdout, attackJSON{Objective: r.Objective, Best: r.Best, Beaten: r.Beaten, AboveNIST: aboveNIST(r),
-				Evaluations: r.Evaluations, Seed: *seed, Scenario: string(r.Scenario)})
+				Evaluations: r.Evaluations, Seed: *seed, Scenario: string(r.Scenario), Progress: r.Progress})
 		} else {
 			verdict := "holds"
 			if r.Beaten {

@@ -77,8 +77,10 @@ type Result struct {
 	Beaten bool `json:"beaten"`
 	// Scenario is the best strategy as a scenario file (YAML) whose
 	// expectations state the bound: `tollgate simulate` on it (with the same
-	// -config) gives Best and fails exactly when Beaten.
-	Scenario []byte `json:"scenario"`
+	// -config) gives Best and fails exactly when Beaten. It is left out of
+	// the JSON form, whose readers want text (`tollgate attack -json`
+	// writes it as a string).
+	Scenario []byte `json:"-"`
 	// Evaluations counts the strategies evaluated.
 	Evaluations int `json:"evaluations"`
 	// Progress is the best score after each evaluation, in order.

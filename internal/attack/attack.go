@@ -77,7 +77,9 @@ type Result struct {
 	Beaten bool `json:"beaten"`
 	// Scenario is the best strategy as a scenario file (YAML) whose
 	// expectations state the bound: `tollgate simulate` on it (with the same
-	// -config) gives Best and fails exactly when Beaten. It is left out of
+	// -config) gives Best and fails when Beaten (exactly, but for an owner's
+	// loss whose score weighs several counters: its header says how). It
+	// is left out of
 	// the JSON form, whose readers want text (`tollgate attack -json`
 	// writes it as a string).
 	Scenario []byte `json:"-"`

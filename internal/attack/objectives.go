@@ -319,7 +319,7 @@ const (
 func ownerObjective(f *authguard.Flow, device bool) objective {
 	name, summary, bound := "owner_device_delay", fmt.Sprintf(
 		"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo from a device that holds its token (bound: none: the known device goes ahead)",
-		captchaSeconds, f.Name, ownerEvery, ownerTypos), 0.0
+		captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos), 0.0
 	if !device {
 		// Without a token the owner shares the account's counter: each of
 		// her attempts may wait out the longest delay of the rules that
@@ -334,7 +334,7 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 		name, bound = "owner_delay", attempts*(longest.Seconds()+captchaSeconds)
 		summary = fmt.Sprintf(
 			"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo and keeps no device token (bound: each of her %g attempts waits at most the account rules' longest delay, %v, plus a CAPTCHA: a delay, never a lockout)",
-			captchaSeconds, f.Name, ownerEvery, ownerTypos, attempts, longest)
+			captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos, attempts, longest)
 	}
 	o := objective{
 		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},
@@ -400,7 +400,7 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 	name, bound := "owner_code_device_delay", 0.0
 	summary := fmt.Sprintf("seconds (a CAPTCHA counts %d s, a denied code %d s) an attacker keeps the owner from her one-time code in 24 h, "+
 		"who asks %s for one every %v with her %s device token and types it in %s (bound: none: %d owner codes a day skip the destination's waits)",
-		captchaSeconds, deniedSeconds, f.Name, ownerEvery, login, verify, n)
+		captchaSeconds, deniedSeconds, f.Name, shortDuration(ownerEvery), login, verify, n)
 	if !device {
 		name, bound = "owner_code_delay", float64(3*captchaSeconds)
 		summary = fmt.Sprintf("the same for an owner without her device token (bound: %d CAPTCHAs: a send naming her account, which verified the number, "+

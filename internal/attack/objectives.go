@@ -334,7 +334,7 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 		name, bound = "owner_delay", attempts*(longest.Seconds()+captchaSeconds)
 		summary = fmt.Sprintf(
 			"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo and keeps no device token (bound: each of her %g attempts waits at most the account rules' longest delay, %v, plus a CAPTCHA: a delay, never a lockout)",
-			captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos, attempts, longest)
+			captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos, attempts, shortDuration(longest))
 	}
 	o := objective{
 		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // decoder reads a genome's numbers in order, one or more per choice. Every
@@ -229,13 +230,8 @@ func startStop(start, stop int) string {
 	return b.String()
 }
 
-// shortDuration writes d without zero units: "8h", "90m" as "1h30m".
-func shortDuration(d time.Duration) string {
-	s := d.String()
-	s = strings.TrimSuffix(s, "0s")
-	s = strings.TrimSuffix(s, "0m")
-	return s
-}
+// shortDuration writes d without zero units: "8h", "1h30m".
+func shortDuration(d time.Duration) string { return config.FormatDuration(d) }
 
 // countGenes is how many numbers build reads.
 func countGenes(build func(*decoder, float64) (string, []string)) int {

@@ -51,6 +51,9 @@ const commandUsage = `usage:
                                      refuses a Redis whose maxmemory-policy may
                                      evict keys (README, Redis memory)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
+  tollgate attack [-objective NAME] [-budget N] [-config FILE]
+                                     search for the strategy that beats a
+                                     bound of the policy (attack -h)
   tollgate replay -config FILE [-config FILE...] LOG...
                                      whom would each policy have slowed, and
                                      what stopped, in recorded logins (replay -h)
@@ -86,6 +89,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return serveCmd(ctx, args, stderr, getenv)
 	case "simulate":
 		return simulate.Main(args, stdout, stderr)
+	case "attack":
+		return attackCmd(ctx, args, stdout, stderr)
 	case "replay":
 		return replayCmd(ctx, args, stdout, stderr)
 	case "validate-config":

@@ -10,9 +10,10 @@ import (
 )
 
 // Expectation is one line of a scenario's expect mapping:
-// "actor.field": "<op> number".
+// "actor.field": "<op> number", or "actor+other.field" for the sum of
+// several actors' counters.
 type Expectation struct {
-	// Actor names the actor.
+	// Actor names the actor, or several joined by "+" (Actors).
 	Actor string
 	// Field is one of Fields.
 	Field string
@@ -25,7 +26,7 @@ type Expectation struct {
 // Fields lists the counters an expectation can name, in output order.
 // ParseScenario describes them.
 var Fields = []string{"attempts", "proceeded", "delayed", "captcha", "denied", "accounts_checked", "accounts_checked_before_captcha",
-	"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused"}
+	"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused", "delay_seconds"}
 
 // ops lists the comparison operators, longest first so that "<=" is not
 // read as "<".
@@ -35,6 +36,10 @@ var ops = []string{"<=", ">=", "==", "<", ">"}
 func (e Expectation) String() string {
 	return e.Actor + "." + e.Field + " " + e.Op + " " + strconv.FormatInt(e.Value, 10)
 }
+
+// Actors are the actors whose counters the expectation adds up: Actor
+// split at "+".
+func (e Expectation) Actors() []string { return strings.Split(e.Actor, "+") }
 
 // Holds reports whether got meets the expectation.
 func (e Expectation) Holds(got int64) bool {
@@ -66,8 +71,8 @@ func ParseExpectation(key, value string) (Expectation, error) {
 
 func parseKey(key string) (Expectation, error) {
 	actor, fieldName, ok := strings.Cut(key, ".")
-	if !ok || actor == "" {
-		return Expectation{}, fmt.Errorf(`invalid key %q (use "actor.field", e.g. "attacker.proceeded")`, key)
+	if !ok || actor == "" || slices.Contains(strings.Split(actor, "+"), "") {
+		return Expectation{}, fmt.Errorf(`invalid key %q (use "actor.field", e.g. "attacker.proceeded", or "actor+other.field" for a sum)`, key)
 	}
 	if !slices.Contains(Fields, fieldName) {
 		return Expectation{}, fmt.Errorf("unknown field %q in %q (use %s)", fieldName, key, strings.Join(Fields, ", "))
@@ -111,8 +116,10 @@ func parseExpectations(n *yaml.Node, path string, actors map[string]bool) ([]Exp
 		if err != nil {
 			return nil, errAt(k, p, "%v", err)
 		}
-		if !actors[e.Actor] {
-			return nil, errAt(k, p, "unknown actor %q", e.Actor)
+		for _, a := range e.Actors() {
+			if !actors[a] {
+				return nil, errAt(k, p, "unknown actor %q", a)
+			}
 		}
 		if e.Op, e.Value, err = parseComparison(v.Value); err != nil {
 			return nil, errAt(v, p, "%v", err)

@@ -58,7 +58,8 @@ func FuzzParseScenario(f *testing.F) {
 			}
 			if a.Sends() {
 				if a.Channel < authguard.ChannelSMS || a.Channel > authguard.ChannelEmail || a.Outcome != 0 || a.Typos != 0 || a.TypoRate != 0 ||
-					a.Password != "" || sources != 0 || (a.Destinations.Count > 0) == (len(a.Destinations.List) > 0) {
+					a.Password != "" || a.DeviceToken || a.MintsDeviceTokenIn != "" || (a.DeviceTokenFrom != "" && a.Accounts.Len() == 0 && !a.Accounts.Fresh) ||
+					(a.Destinations.Count > 0) == (len(a.Destinations.List) > 0) {
 					t.Fatalf("accepted an invalid send actor: %+v", a)
 				}
 				for _, d := range a.Destinations.List {

@@ -11,14 +11,16 @@ import (
 // WriteText writes r as a table with a row per actor, then each expectation
 // with ok or FAIL and the value it was compared with. The denied column
 // appears only when a send was denied, and the mint_logins and
-// mint_refused columns only when an actor minted device tokens.
+// mint_refused columns only when an actor minted device tokens, and the
+// delay_seconds column only when an actor was delayed.
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario: %s (%s simulated)\n\n", r.Scenario, r.Duration)
-	mints, denied := false, false
+	mints, denied, delays := false, false, false
 	for _, a := range r.Actors {
 		mints = mints || a.MintLogins > 0
 		denied = denied || a.Denied > 0
+		delays = delays || a.DelaySeconds > 0
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "actor\tattempts\tproceeded\tdelayed\tcaptcha")
@@ -27,6 +29,9 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	fmt.Fprint(tw, "\tfirst_delay_at\tfirst_captcha_at\taccounts_checked\taccounts_checked_before_captcha"+
 		"\tproceeded_max_24h\tfailures_max_24h")
+	if delays {
+		fmt.Fprint(tw, "\tdelay_seconds")
+	}
 	if mints {
 		fmt.Fprint(tw, "\tmint_logins\tmint_refused")
 	}
@@ -44,6 +49,9 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		fmt.Fprintf(tw, "\t%s\t%s\t%d\t%d\t%d\t%d", dash(a.FirstDelayAt), dash(a.FirstCaptchaAt), a.AccountsChecked, a.AccountsCheckedBeforeCaptcha,
 			a.ProceededMax24h, a.FailuresMax24h)
+		if delays {
+			fmt.Fprintf(tw, "\t%d", a.DelaySeconds)
+		}
 		if mints {
 			fmt.Fprintf(tw, "\t%d\t%d", a.MintLogins, a.MintRefused)
 		}

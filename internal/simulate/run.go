@@ -76,6 +76,12 @@ type ActorResult struct {
 	// includes; MintRefused counts those that did not proceed.
 	MintLogins  int `json:"mint_logins"`
 	MintRefused int `json:"mint_refused"`
+	// DelaySeconds sums the delays the actor was answered: the Retry-After
+	// of each delay (at least 1 s, as an actor that obeys waits) and the
+	// hold of each proceed that came with one, in whole seconds rounded up.
+	// It is what the actor's users lost to waiting, had they all obeyed;
+	// left out of the JSON form while it is zero.
+	DelaySeconds int `json:"delay_seconds,omitempty"`
 }
 
 // Get returns the counter named by one of Fields.
@@ -103,6 +109,8 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.MintLogins), true
 	case "mint_refused":
 		return int64(a.MintRefused), true
+	case "delay_seconds":
+		return int64(a.DelaySeconds), true
 	}
 	return 0, false
 }
@@ -200,9 +208,10 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // has no accounts). On captcha an actor that solves CAPTCHAs sends again
 // at once with CaptchaSolved; on delay an actor that obeys waits
 // Retry-After seconds and sends again; otherwise, and on deny, the send is
-// over: a denied send is never retried. A proceed is a code sent, counted
-// at once (a delay that comes with it changes nothing), and no report
-// follows. Destinations take the place of accounts above: a rate actor
+// over: a denied send is never retried. A send actor with DeviceTokenFrom
+// sends the device token that actor holds for the send's account. A
+// proceed is a code sent, counted at once (a delay that comes with it
+// changes nothing), and no report follows. Destinations take the place of accounts above: a rate actor
 // takes them in order, cycling, and its accounts, if any, in order as
 // well, each list at its own pace; an every actor's users are its
 // destinations: destination i (of n) is sent to from address i mod
@@ -301,7 +310,11 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 		results[ar.Name] = r.Actors[i]
 	}
 	for _, e := range sc.Expect {
-		got, _ := results[e.Actor].Get(e.Field)
+		var got int64
+		for _, a := range e.Actors() {
+			n, _ := results[a].Get(e.Field)
+			got += n
+		}
 		r.Expectations = append(r.Expectations, ExpectationResult{Expr: e.String(), OK: e.Holds(got), got: got})
 	}
 	return r, runs, nil
@@ -402,6 +415,8 @@ type actorRun struct {
 	delayed, captcha, denied int
 	failures                 int
 	mintLogins, mintRefused  int
+	delaySeconds             int
+	stopped                  bool            // StopsAtCaptcha: a captcha has stopped the actor
 	firstDelay, firstCaptcha time.Duration   // -1: never
 	checked                  map[string]bool // unused for fresh accounts
 	checkedCount             int             // distinct accounts that got a proceed
@@ -471,6 +486,9 @@ func (ar *actorRun) schedule() {
 
 // fireRate is one step of a rate actor's script.
 func (ar *actorRun) fireRate(at time.Duration) {
+	if ar.isStopped() {
+		return
+	}
 	batch := ar.pending
 	ar.pending = nil
 	if len(batch) == 0 {
@@ -517,6 +535,9 @@ func (ar *actorRun) fireRate(at time.Duration) {
 func (ar *actorRun) fireEvery(i int) func(time.Duration) {
 	var fire func(time.Duration)
 	fire = func(at time.Duration) {
+		if ar.isStopped() {
+			return
+		}
 		batch := make([]*login, ar.Burst)
 		for b := range batch {
 			ip := ""
@@ -589,6 +610,14 @@ func permute(x uint64, w uint, key uint64) uint64 {
 	return x
 }
 
+// isStopped reports whether a captcha has stopped an actor with
+// StopsAtCaptcha.
+func (ar *actorRun) isStopped() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.stopped
+}
+
 // settle schedules, for each login of an every actor that obeys a delay or
 // holds a proceed, its retry or its going ahead.
 func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Duration) {
@@ -596,6 +625,9 @@ func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Durati
 		if w > 0 && at+w < ar.Stop {
 			l := batch[i]
 			ar.s.at(at+w, func(at time.Duration) {
+				if ar.isStopped() {
+					return
+				}
 				ar.settle([]*login{l}, ar.runBatch([]*login{l}, at), at)
 			})
 		}
@@ -710,7 +742,11 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			if err != nil {
 				return 0, fmt.Errorf("actor %s: check: %w", ar.Name, err)
 			}
-			ar.record(l, v.Action, at)
+			ar.record(l, v, at)
+			if v.Action == authguard.Captcha && ar.StopsAtCaptcha {
+				l.pos = len(l.steps) // the actor stops: no more attempts
+				return 0, nil
+			}
 			if v.Action == authguard.Proceed {
 				if v.Delay > 0 && ar.ObeysDelay {
 					l.held = &held{attempt: v.Attempt, device: device}
@@ -742,14 +778,21 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.Duration, error) {
 	solved := false
 	for {
+		device := ""
+		if ar.tokenFrom != nil {
+			device = ar.tokenFrom.device(l.account)
+		}
 		v, err := ar.s.engine.Send(ctx, authguard.SendRequest{
 			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
-			Account: l.account, CaptchaSolved: solved,
+			Account: l.account, DeviceToken: device, CaptchaSolved: solved,
 		})
 		if err != nil {
 			return 0, fmt.Errorf("actor %s: send: %w", ar.Name, err)
 		}
-		ar.record(l, v.Action, at)
+		ar.record(l, v, at)
+		if v.Action == authguard.Captcha && ar.StopsAtCaptcha {
+			return 0, nil
+		}
 		switch {
 		case v.Action == authguard.Captcha && ar.SolvesCaptcha && !solved:
 			solved = true
@@ -875,13 +918,16 @@ func deviceKey(account string) string {
 	return account
 }
 
-// record counts one check of l.
-func (ar *actorRun) record(l *login, action authguard.Action, at time.Duration) {
+// record counts one check of l, answered v.
+func (ar *actorRun) record(l *login, v authguard.Verdict, at time.Duration) {
 	ar.mu.Lock()
 	defer ar.mu.Unlock()
 	ar.attempts++
-	switch action {
+	switch v.Action {
 	case authguard.Proceed:
+		if v.Delay > 0 {
+			ar.delaySeconds += int((v.Delay + time.Second - 1) / time.Second)
+		}
 		ar.proceeded++
 		// A fresh account is new with every login: count logins, not map
 		// entries. A send counts its destination.
@@ -903,11 +949,15 @@ func (ar *actorRun) record(l *login, action authguard.Action, at time.Duration) 
 		}
 		ar.mark(at)
 	case authguard.Delay:
+		ar.delaySeconds += int(max(v.RetryAfter(), 1))
 		ar.delayed++
 		if ar.firstDelay < 0 {
 			ar.firstDelay = at
 		}
 	case authguard.Captcha:
+		if ar.StopsAtCaptcha {
+			ar.stopped = true
+		}
 		ar.captcha++
 		if ar.firstCaptcha < 0 {
 			ar.firstCaptcha = at
@@ -960,6 +1010,7 @@ func (ar *actorRun) result() ActorResult {
 		FailuresMax24h:               maxInWindow(ar.series, day, func(p point) int { return int(p.failures) }),
 		MintLogins:                   ar.mintLogins,
 		MintRefused:                  ar.mintRefused,
+		DelaySeconds:                 ar.delaySeconds,
 	}
 }
 

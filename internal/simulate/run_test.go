@@ -37,6 +37,9 @@ func run(t *testing.T, scenario, policyYAML string) *Result {
 // checkCounters compares an actor's counters with want, field by field.
 func checkCounters(t *testing.T, got, want ActorResult) {
 	t.Helper()
+	if want.DelaySeconds == 0 {
+		got.DelaySeconds = 0 // held by TestRun_DelaySecondsSumsWhatTheActorWasToldToWait
+	}
 	if got != want {
 		t.Errorf("counters of %s:\n got %+v\nwant %+v", want.Name, got, want)
 	}
@@ -1118,5 +1121,123 @@ func TestRun_SendFlowKinds(t *testing.T) {
 	}
 	if _, err := Run(sc, policy); err != nil {
 		t.Errorf("a -config send flow: %v", err)
+	}
+}
+
+func TestRun_DelaySecondsSumsWhatTheActorWasToldToWait(t *testing.T) {
+	policy := `
+flows:
+  login:
+    rules:
+      - {name: account_backoff, free: 1, base: 10s, factor: 1, max: 10s, forget_after: 1h}
+`
+	r := run(t, `
+name: pause
+duration: 1m
+actors:
+  - name: a
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/s
+`, policy)
+	// Six delays of 9 s each (TestRun_ObeyingADelayPausesTheScript).
+	if got := r.Actors[0].DelaySeconds; got != 54 {
+		t.Errorf("delay_seconds = %d, want 54", got)
+	}
+}
+
+func TestRun_StopsAtCaptchaStopsTheSprayerForGood(t *testing.T) {
+	scenario := `
+name: spray
+duration: 1h
+actors:
+  - name: a
+    accounts: {fresh: true}
+    ips: [192.0.2.1]
+    rate: 1/s
+    solves_captcha: true
+    stops_at_captcha: %v
+`
+	stopped := run(t, fmt.Sprintf(scenario, true), "").Actors[0]
+	going := run(t, fmt.Sprintf(scenario, false), "").Actors[0]
+	// ip_spray: 10 accounts an hour from one address, then a CAPTCHA.
+	if stopped.AccountsCheckedBeforeCaptcha != 10 || going.AccountsCheckedBeforeCaptcha != 10 {
+		t.Errorf("accounts before the captcha = %d and %d, want 10 and 10", stopped.AccountsCheckedBeforeCaptcha, going.AccountsCheckedBeforeCaptcha)
+	}
+	if stopped.Captcha != 1 || stopped.Attempts != 11 {
+		t.Errorf("stopping actor: %d captchas in %d attempts, want 1 in 11", stopped.Captcha, stopped.Attempts)
+	}
+	if going.Attempts <= stopped.Attempts {
+		t.Errorf("an actor that does not stop made %d attempts, no more than one that stops (%d)", going.Attempts, stopped.Attempts)
+	}
+}
+
+// TestRun_OwnersDeviceTokenGetsHerCodeWhileHerNumberIsBombed: a send actor
+// with device_token_from sends its owner's login token, which owner_codes
+// honours once her account has verified the number: she gets her code at
+// once past a bomber who filled the number's quota; without the token, a
+// CAPTCHA first.
+func TestRun_OwnersDeviceTokenGetsHerCodeWhileHerNumberIsBombed(t *testing.T) {
+	scenario := `
+name: owner codes
+duration: 24h
+actors:
+  - name: login
+    accounts: [victim@example.com]
+    ips: [198.51.100.23]
+    every: 8h
+    outcome: success
+    device_token: true
+  - name: owner
+    destinations: ["+44 7400 123456"]
+    accounts: [victim@example.com]
+    ips: [198.51.100.23]
+    every: 8h
+    start: 1m
+    verifies_in: otp_verify
+    %s
+  - name: bomber
+    destinations: ["+44 7400 123456"]
+    ips: {random_ipv4: 100}
+    rate: 6/m
+    start: 2m
+`
+	with := run(t, fmt.Sprintf(scenario, "device_token_from: login"), "").Actors[1]
+	without := run(t, fmt.Sprintf(scenario, "solves_captcha: true"), "").Actors[1]
+	if with.Proceeded != 3 || with.Delayed != 0 || with.Captcha != 0 {
+		t.Errorf("the owner with her token: %+v, want 3 codes at once", with)
+	}
+	// Without it her account still earns her codes, behind a CAPTCHA.
+	if without.Captcha == 0 {
+		t.Errorf("the owner without her token met no CAPTCHA (%+v): the token is not what let her through", without)
+	}
+}
+
+// TestRun_ExpectationAddsUpSeveralActors: "a+b.field" holds the sum, so a
+// scenario can bound what several attackers get from one account together.
+func TestRun_ExpectationAddsUpSeveralActors(t *testing.T) {
+	r := run(t, `
+name: two
+duration: 1h
+actors:
+  - name: a
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 1/m
+  - name: b
+    accounts: [victim@example.com]
+    ips: [192.0.2.2]
+    rate: 1/m
+    start: 30s
+expect:
+  a+b.failures_max_24h: "<= 1000"
+  a+b.proceeded: "<= 1"
+`, "")
+	a, b := r.Actors[0].FailuresMax24h, r.Actors[1].FailuresMax24h
+	if got := r.Expectations[0].got; got != int64(a+b) || a == 0 || b == 0 {
+		t.Errorf("a+b.failures_max_24h = %d, want %d + %d", got, a, b)
+	}
+	if r.Expectations[1].OK {
+		t.Errorf("a+b.proceeded <= 1 held with %d and %d proceeds", r.Actors[0].Proceeded, r.Actors[1].Proceeded)
 	}
 }

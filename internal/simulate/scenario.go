@@ -136,6 +136,11 @@ type Actor struct {
 	// a real user who types the code does. Empty means codes are never
 	// verified, as a pumper's are not.
 	VerifiesIn string
+	// StopsAtCaptcha makes the actor stop for good at its first CAPTCHA:
+	// it neither solves it nor attempts anything after it. The default is
+	// false. An attack search that scores what comes before the first
+	// CAPTCHA sets it, so that the rest of the day costs no time.
+	StopsAtCaptcha bool
 
 	flowLine, deviceFromLine, mintLine, destLine, verifyLine int
 }
@@ -240,6 +245,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    device_token: false            # default false
 //	    device_token_from: owner       # default none; another actor's device token
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
+//	    stops_at_captcha: false        # default false; stop for good at the first CAPTCHA
 //	  - name: pumper                   # a send actor: one with destinations
 //	    flow: otp_send                 # default otp_send; a send flow
 //	    destinations: ["+44 7400 123456", a@example.com]
@@ -309,22 +315,30 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // "+447400123000", "+447400123001", and so on; the first and the last are
 // checked, and a send to an invalid one in between stops the run with an
 // error. accounts is optional for a send actor; outcome, typos, typo_rate,
-// password, device_token, device_token_from and mints_device_token_in mean
-// nothing for a send and are errors, as channel is for an actor without
-// destinations.
+// password, device_token and mints_device_token_in mean nothing for a send
+// and are errors, as channel is for an actor without destinations.
+// device_token_from (with accounts) makes each send carry the device token
+// the named actor holds for the send's account: the owner's login device
+// asking for her code (the send flow must trust that actor's flow,
+// device_trust).
 //
 // An actor sets at most one of device_token: true, device_token_from and
 // mints_device_token_in. Fresh accounts exclude device_token and
 // device_token_from: no fresh account logs in twice, so there would never
 // be a token to send.
 //
-// An expectation names an actor and one of Fields: attempts, proceeded,
+// An expectation names an actor, or several joined by "+" whose counters
+// it adds up ("thief+attacker.failures_max_24h": the account's failures
+// from both; for the *_max_24h counters that is the sum of each one's
+// most, which in a run longer than 24 hours can exceed the most of the
+// sum), and one of Fields: attempts, proceeded,
 // delayed, captcha, denied, accounts_checked and
 // accounts_checked_before_captcha (see ActorResult); proceeded_max_24h, the most proceeded checks in any 24
 // hours [t, t+24h) of the run, and failures_max_24h, the most reports of a
 // failure in any 24 hours (each follows a proceeded check); mint_logins,
 // the minting checks of mints_device_token_in, and mint_refused, those of
-// them that did not proceed.
+// them that did not proceed; delay_seconds, the seconds of delay the actor
+// was answered (see ActorResult).
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc, err := parseScenario(data)
 	if err != nil {
@@ -538,6 +552,7 @@ type actorFields struct {
 	DeviceTokenFrom    actorRef    `yaml:"device_token_from"`
 	VerifiesIn         text        `yaml:"verifies_in"`
 	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
+	StopsAtCaptcha     toggle      `yaml:"stops_at_captcha"`
 }
 
 // decodeActor decodes actor n, at path, of a scenario total long, and
@@ -568,6 +583,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		DeviceTokenFrom:    string(f.DeviceTokenFrom),
 		MintsDeviceTokenIn: string(f.MintsDeviceTokenIn),
 		VerifiesIn:         string(f.VerifiesIn),
+		StopsAtCaptcha:     bool(f.StopsAtCaptcha),
 
 		flowLine:       lineOf(seen["flow"]),
 		deviceFromLine: lineOf(seen["device_token_from"]),
@@ -597,7 +613,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 	// Sends.
 	if destNode != nil {
 		var moot []string
-		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "device_token_from", "mints_device_token_in"} {
+		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "mints_device_token_in"} {
 			if seen[k] != nil {
 				moot = append(moot, k)
 			}
@@ -611,6 +627,9 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		}
 		if a.Destinations, err = decodeDestinations(destNode, path+".destinations", a.Channel); err != nil {
 			return nil, err
+		}
+		if seen["device_token_from"] != nil && seen["accounts"] == nil {
+			return nil, errAt(seen["device_token_from"], path+".device_token_from", "a send carries a device token with its account: set accounts")
 		}
 	} else {
 		for _, k := range []string{"channel", "verifies_in"} {

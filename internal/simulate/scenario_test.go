@@ -301,6 +301,8 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"too many logins", strings.Replace(base, "rate: 1/s", "rate: 10000/s", 1), "line 7: actors[0].rate: starts about 36000000 logins"},
 		{"expect not a mapping", strings.Replace(base, `  attacker.proceeded: "<= 100"`, `  - attacker.proceeded`, 1), "line 9: expect: want a mapping"},
 		{"expect unknown actor", strings.Replace(base, "attacker.proceeded:", "owner.proceeded:", 1), `line 9: expect.owner.proceeded: unknown actor "owner"`},
+		{"expect unknown actor in a sum", strings.Replace(base, "attacker.proceeded:", "attacker+owner.proceeded:", 1), `line 9: expect.attacker+owner.proceeded: unknown actor "owner"`},
+		{"expect an empty actor in a sum", strings.Replace(base, "attacker.proceeded:", "attacker+.proceeded:", 1), `line 9: expect.attacker+.proceeded: invalid key`},
 		{"expect unknown field", strings.Replace(base, "attacker.proceeded:", "attacker.guesses:", 1), `line 9: expect.attacker.guesses: unknown field "guesses"`},
 		{"expect bad op", strings.Replace(base, `"<= 100"`, `"about 100"`, 1), `line 9: expect.attacker.proceeded: invalid expectation "about 100"`},
 		{"expect bare number", strings.Replace(base, `"<= 100"`, `100`, 1), `line 9: expect.attacker.proceeded: invalid expectation "100"`},
@@ -548,7 +550,7 @@ func TestParseScenario_SendErrors(t *testing.T) {
 		{"typo_rate", add("typo_rate: 0.1"), "line 8: actors[0].typo_rate: means nothing for a send actor"},
 		{"password", add("password: hunter2"), "line 8: actors[0].password: means nothing for a send actor"},
 		{"device_token", add("device_token: false"), "line 8: actors[0].device_token: means nothing for a send actor"},
-		{"device_token_from", add("device_token_from: users"), "line 8: actors[0].device_token_from: means nothing for a send actor"},
+		{"device_token_from without accounts", add("device_token_from: users"), "line 8: actors[0].device_token_from: a send carries a device token with its account: set accounts"},
 		{"mints_device_token_in", add("mints_device_token_in: login"), "line 8: actors[0].mints_device_token_in: means nothing for a send actor"},
 		{"the first of two", add("password: hunter2\n    outcome: success"), "line 8: actors[0].password: means nothing for a send actor"},
 

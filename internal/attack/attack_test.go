@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -39,6 +41,12 @@ var knownBeaten = map[string]string{
 		"with her token owner_codes gets her codes at once (owner_code_device_delay holds at 0)",
 }
 
+// knownScenario is the regression scenario of each known finding.
+var knownScenario = map[string]string{
+	"owner_delay":      "attack-owner-lockout.yaml",
+	"owner_code_delay": "attack-owner-code-spent.yaml",
+}
+
 // TestBuiltInPolicy_NoStrategyBeatsABound is the search half of issue 29
 // in CI: for every objective of the built-in policy, a bounded search finds
 // no strategy that beats the bound, and the scenario it writes scores the
@@ -67,6 +75,25 @@ func TestBuiltInPolicy_NoStrategyBeatsABound(t *testing.T) {
 			switch why, known := knownBeaten[o.Name]; {
 			case r.Beaten && known:
 				t.Logf("known: %s beaten (%g > %g): %s", o.Name, r.Best, o.Bound, why)
+			case known:
+				// A budget too small to find it again: the regression
+				// scenario the long search wrote must still beat the
+				// bound, or the finding is fixed and the record (this
+				// map, README's findings) must change.
+				file := knownScenario[o.Name]
+				data, err := os.ReadFile(filepath.Join("..", "..", "scenarios", file))
+				if err != nil {
+					t.Fatal(err)
+				}
+				got, err := Score(o.Name, data, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if got <= o.Bound {
+					t.Errorf("%s is listed as beaten, but scenarios/%s scores %g, within the bound %g: remove it from knownBeaten and README's findings", o.Name, file, got, o.Bound)
+				} else {
+					t.Logf("known: %s beaten by scenarios/%s (%g > %g): %s", o.Name, file, got, o.Bound, why)
+				}
 			case r.Beaten:
 				t.Errorf("%s: a strategy scores %g %s, above the bound %g:\n%s", o.Name, r.Best, o.Unit, o.Bound, r.Scenario)
 			default:

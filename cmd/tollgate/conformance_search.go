@@ -6,8 +6,8 @@ import (
 	"fmt"
 
 	"github.com/tollgate-auth/tollgate/internal/attack"
-	"github.com/tollgate-auth/tollgate/internal/conformance"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/conformance"
 )
 
 // conformanceBudget is the strategies the report's search evaluates per

@@ -79,6 +79,11 @@ type Config struct {
 	// Logger gets a line for each call tollgate did not answer; such lines
 	// hold no identifier. The default discards them.
 	Logger *slog.Logger
+	// WebhookSecret, when set, is the whsec_ secret of the tollgate
+	// webhook endpoint the App serves at POST /tollgate/events: a
+	// login.new_device event puts a "was this you?" notice in the user's
+	// inbox panel. The default is empty: no endpoint.
+	WebhookSecret string
 }
 
 // LoopbackProxies trusts every loopback peer (127.0.0.0/8 and ::1) as a
@@ -109,6 +114,9 @@ type App struct {
 	sendRS      *client.Responder
 	verifyRS    *client.Responder
 	mux         *http.ServeMux
+	// webhookSecret and notices serve POST /tollgate/events.
+	webhookSecret string
+	notices       notices
 }
 
 // New returns the App for cfg, or an error when cfg is unusable.
@@ -116,7 +124,8 @@ func New(cfg Config) (*App, error) {
 	if cfg.Tollgate == nil {
 		return nil, errors.New("demo: Config.Tollgate is required")
 	}
-	a := &App{tg: cfg.Tollgate, proxies: cfg.Proxies, fpKey: cfg.FingerprintKey, now: cfg.Now, log: cfg.Logger}
+	a := &App{tg: cfg.Tollgate, proxies: cfg.Proxies, fpKey: cfg.FingerprintKey, now: cfg.Now, log: cfg.Logger,
+		webhookSecret: cfg.WebhookSecret}
 	if a.proxies == nil {
 		a.proxies = &client.Proxies{}
 	}
@@ -184,6 +193,9 @@ func New(cfg Config) (*App, error) {
 	a.mux.HandleFunc("POST /otp/send", a.sendCode)
 	a.mux.HandleFunc("POST /otp/verify", a.verifyCode)
 	a.mux.HandleFunc("POST /logout", a.logout)
+	if a.webhookSecret != "" {
+		a.mux.HandleFunc("POST /tollgate/events", a.events)
+	}
 	a.mux.HandleFunc("GET /style.css", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/css; charset=utf-8")
 		w.Write(styleCSS)
@@ -213,6 +225,7 @@ type page struct {
 	User       string
 	PhoneEnd   string
 	SMS        []SMS
+	Notices    []Notice // the home page's inbox
 }
 
 // render writes p with status, all at once.
@@ -343,7 +356,7 @@ func (a *App) home(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 		return
 	}
-	a.render(w, http.StatusOK, page{Page: "home", Title: "Welcome", User: s.user})
+	a.render(w, http.StatusOK, page{Page: "home", Title: "Welcome", User: s.user, Notices: a.notices.of(s.user)})
 }
 
 func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {

@@ -95,3 +95,9 @@ func (s *userStore) verify(name, password string) *account {
 	}
 	return a
 }
+
+// known reports whether name is an account's own (lower-case) name.
+func (s *userStore) known(name string) bool {
+	_, ok := s.accounts[name]
+	return ok
+}

@@ -23,15 +23,21 @@ echo "demo: building tollgate and demo-login" >&2
 "$GO" build -o "$DEMO_DIR/tollgate" ./cmd/tollgate
 "$GO" build -o "$DEMO_DIR/demo-login" ./examples/demo-login
 
-# The memory store and the built-in policy: no config file, no Redis. Its
-# log goes to the terminal and to a file demo_wait reads.
-env -u TOLLGATE_CONFIG -u TOLLGATE_REDIS_URL -u TOLLGATE_REDIS_CLUSTER_ADDRS \
-  -u TOLLGATE_REDIS_SENTINEL_ADDRS TOLLGATE_LISTEN="$TOLLGATE_ADDR" \
+# The memory store and the built-in policy, no Redis; a config file with
+# one webhook endpoint, the demo's POST /tollgate/events, under a secret
+# made now. Its log goes to the terminal and to a file demo_wait reads.
+umask 077
+echo "whsec_$(head -c 32 /dev/urandom | base64)" > "$DEMO_DIR/webhook-secret"
+printf 'webhooks:\n  endpoints:\n    - name: demo\n      url: http://%s/tollgate/events\n      secret_file: %s\n' \
+  "$DEMO_ADDR" "$DEMO_DIR/webhook-secret" > "$DEMO_DIR/tollgate.yaml"
+env -u TOLLGATE_REDIS_URL -u TOLLGATE_REDIS_CLUSTER_ADDRS -u TOLLGATE_REDIS_SENTINEL_ADDRS \
+  TOLLGATE_CONFIG="$DEMO_DIR/tollgate.yaml" TOLLGATE_LISTEN="$TOLLGATE_ADDR" \
   "$DEMO_DIR/tollgate" serve 2> >(tee "$DEMO_DIR/tollgate.log" >&2) &
 DEMO_PIDS+=($!)
 demo_wait_tollgate "${DEMO_PIDS[0]}" "$DEMO_DIR/tollgate.log"
 
 "$DEMO_DIR/demo-login" -listen "$DEMO_ADDR" -tollgate "http://$TOLLGATE_ADDR" \
+  -webhook-secret-file "$DEMO_DIR/webhook-secret" \
   2> >(tee "$DEMO_DIR/demo-login.log" >&2) &
 DEMO_PIDS+=($!)
 demo_wait demo-login "${DEMO_PIDS[1]}" "$DEMO_DIR/demo-login.log" "demo-login: open http://$DEMO_ADDR/" "http://$DEMO_ADDR/login"

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/tollgate-auth/tollgate/examples/demo-login/demo"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/webhook"
 )
 
 // The addresses the test plays, through the demo's X-Forwarded-For trust:
@@ -41,6 +43,7 @@ const (
 	textSignedIn  = "Signed in as alice."
 	textTooMany   = "Too many attempts"
 	textSMSPanel  = "Not a real SMS"
+	textNewSignIn = "New sign-in to your account from a browser we have not seen before. Was this you?"
 	browserBudget = 90 * time.Second
 )
 
@@ -54,11 +57,27 @@ type stack struct {
 func startStack(t *testing.T) *stack {
 	t.Helper()
 	clock := testclock.New(testclock.Epoch)
+	// The demo's server comes first: tollgate's webhook endpoint is its
+	// POST /tollgate/events, and tollgate must know where that is.
+	var app http.Handler
+	demoSrv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { app.ServeHTTP(w, r) }))
+	t.Cleanup(demoSrv.Close)
+	hooks, err := webhook.New(webhook.Config{Endpoints: []webhook.Endpoint{{
+		Name: "demo", Tenant: authguard.DefaultTenant, URL: demoSrv.URL + "/tollgate/events", Secret: hookSecret,
+	}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); hooks.Run(ctx) }()
+	t.Cleanup(func() { stop(); <-done })
 	engine, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(),
-		Store:  memstore.New(memstore.Config{Now: clock.Now}),
-		Secret: []byte("demo-login-e2e-secret-of-32-bytes!"),
-		Now:    clock.Now,
+		Policy:   config.DefaultPolicy(),
+		Store:    memstore.New(memstore.Config{Now: clock.Now}),
+		Secret:   []byte("demo-login-e2e-secret-of-32-bytes!"),
+		Now:      clock.Now,
+		Notifier: webhook.Notifier{D: hooks},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -79,17 +98,20 @@ func startStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := demo.New(demo.Config{
+	a, err := demo.New(demo.Config{
 		Tollgate: tc, Proxies: proxies, Now: clock.Now,
 		HashIterations: 1000, // the default's 600,000 are slow under -race
+		WebhookSecret:  hookSecret,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &stack{clock: clock, demo: httptest.NewServer(app)}
-	t.Cleanup(s.demo.Close)
-	return s
+	app = a
+	return &stack{clock: clock, demo: demoSrv}
 }
+
+// hookSecret signs the webhooks tollgate sends the demo.
+const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
 
 // answer is a page the scripted attacker got.
 type answer struct {
@@ -156,6 +178,17 @@ func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 		alice.Fill("code", code)
 		alice.Click("verify")
 		alice.Shows(textSignedIn, "!"+textTooMany)
+		// Her first sign-in from this browser: tollgate's login.new_device
+		// webhook reaches the demo, which shows the e-mail it would send.
+		// Delivery is asynchronous: reload until it is there.
+		for i := 0; i < 100 && !strings.Contains(alice.Text(), textNewSignIn); i++ {
+			time.Sleep(100 * time.Millisecond)
+			alice.Open("/")
+		}
+		alice.Shows(textNewSignIn)
+		if n := strings.Count(alice.Text(), textNewSignIn); n != 1 {
+			t.Errorf("the inbox shows %d new sign-in notices, want 1", n)
+		}
 		alice.Screenshot(t, "a-signed-in")
 
 		cookies := alice.Cookies()

@@ -29,6 +29,7 @@ import (
 	"net/netip"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -50,6 +51,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:8081", "loopback `host:port` to listen on")
 	tollgateURL := fs.String("tollgate", "http://127.0.0.1:8080", "tollgate's base `URL`")
 	token := fs.String("token", "", "bearer `token` for a tollgate with auth configured")
+	hookSecretFile := fs.String("webhook-secret-file", "", "`file` holding the whsec_ secret of tollgate's webhook endpoint at POST /tollgate/events (default: no endpoint)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
@@ -71,7 +73,16 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "demo-login: %v\n", err)
 		return 1
 	}
-	app, err := demo.New(demo.Config{Tollgate: tg, Proxies: proxies, Logger: log})
+	hookSecret := ""
+	if *hookSecretFile != "" {
+		b, err := os.ReadFile(*hookSecretFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "demo-login: -webhook-secret-file: %v\n", err)
+			return 2
+		}
+		hookSecret = strings.TrimSpace(string(b))
+	}
+	app, err := demo.New(demo.Config{Tollgate: tg, Proxies: proxies, Logger: log, WebhookSecret: hookSecret})
 	if err != nil {
 		fmt.Fprintf(stderr, "demo-login: %v\n", err)
 		return 1

@@ -411,9 +411,16 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	}
 	// A failure for an unknown name is reported exactly like a wrong
 	// password for a known one.
+	// A success names the account by the app's own user name (ref), which
+	// tollgate's events carry back: the notice goes to the account, not to
+	// the spelling typed.
+	ref := ""
+	if acct != nil {
+		ref = acct.name
+	}
 	rv, err := a.tg.Report(ctx, wire.ReportRequest{
 		Flow: flowLogin, Account: name, IP: ip, Outcome: outcome,
-		Attempt: v.Attempt, DeviceToken: token, PasswordFingerprint: fp,
+		Attempt: v.Attempt, DeviceToken: token, PasswordFingerprint: fp, Ref: ref,
 	}, client.FailDelay)
 	a.logErr("report", err)
 	if acct == nil {

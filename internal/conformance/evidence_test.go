@@ -90,7 +90,7 @@ func headingAnchors(t *testing.T, path string) map[string]bool {
 		t.Fatal(err)
 	}
 	out := map[string]bool{}
-	drop := regexp.MustCompile("[^\\p{L}\\p{N} _-]")
+	drop := regexp.MustCompile(`[^\p{L}\p{N} _-]`)
 	fenced := false
 	for _, line := range strings.Split(string(data), "\n") {
 		if strings.HasPrefix(line, "```") {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -230,5 +231,119 @@ func TestClient_DeadLettersStoreDownIsUnavailable(t *testing.T) {
 	var ce *client.Error
 	if !errors.As(err, &ce) || ce.Status != http.StatusServiceUnavailable || !errors.Is(err, client.ErrUnavailable) || l != nil {
 		t.Errorf("DeadLetters with the store down = %v, %v; want a 503 matching ErrUnavailable", l, err)
+	}
+}
+
+// dispatcherWebhooks serves the admin routes from a running dispatcher,
+// as cmd/tollgate's webhooks type does.
+type dispatcherWebhooks struct{ d *webhook.Dispatcher }
+
+func (w dispatcherWebhooks) DeadLetters(ctx context.Context, tenant string, limit int) ([]wire.DeadLetter, error) {
+	l, err := w.d.DeadLetters(ctx, tenant, limit)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]wire.DeadLetter, len(l))
+	for i, x := range l {
+		out[i] = wire.DeadLetter{ID: x.ID, Type: x.Type, Tenant: x.Tenant, Endpoint: x.Endpoint, LastError: x.LastError,
+			Attempts: x.Attempts, Time: x.Time.UTC(), DeadAt: x.DeadAt.UTC()}
+	}
+	return out, nil
+}
+
+func (w dispatcherWebhooks) Replay(ctx context.Context, tenant, id string) (bool, error) {
+	switch err := w.d.Replay(ctx, tenant, id); {
+	case errors.Is(err, webhook.ErrNotFound):
+		return false, nil
+	case err != nil:
+		return false, err
+	}
+	return true, nil
+}
+
+// TestClient_AReceiverThatWasDownGetsTheDeadLetterReplayedWithItsWebhookID:
+// the whole path. A receiver answers 503 until its age limit runs out and
+// the event is dead-lettered; on-call lists it with the client, fixes the
+// receiver and replays it; the receiver gets it again, signed, with the
+// same webhook-id, so that it can tell a repeat.
+func TestClient_AReceiverThatWasDownGetsTheDeadLetterReplayedWithItsWebhookID(t *testing.T) {
+	const secret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
+	var (
+		mu       sync.Mutex
+		up       bool
+		received []string // the webhook-ids verified while up
+	)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !up {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		body, _ := io.ReadAll(http.MaxBytesReader(w, r.Body, 64<<10))
+		ev, err := client.VerifyWebhook(secret, r.Header, body, time.Now())
+		if err != nil {
+			http.Error(w, "bad signature", http.StatusBadRequest)
+			return
+		}
+		received = append(received, ev.ID)
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer receiver.Close()
+	d, err := webhook.New(webhook.Config{
+		Endpoints: []webhook.Endpoint{{Name: "security", Tenant: authguard.DefaultTenant, URL: receiver.URL + "/tollgate/events", Secret: secret}},
+		MaxAge:    time.Nanosecond, // the first failure is past the age limit
+		Timeout:   5 * time.Second,
+		Poll:      10 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = d.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	srv, _ := startWebhookAdmin(t, dispatcherWebhooks{d})
+	c := newClient(t, srv.URL, client.Config{Timeout: 5 * time.Second})
+	d.Emit(webhook.Event{ID: "msg_down", Type: "account.under_attack", Tenant: authguard.DefaultTenant, Data: []byte(`{"flow":"login"}`)})
+
+	var l []wire.DeadLetter
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if l, err = c.DeadLetters(context.Background(), 0); err != nil || len(l) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if err != nil || len(l) != 1 {
+		t.Fatalf("DeadLetters = %+v, %v; want the one event", l, err)
+	}
+	if x := l[0]; x.ID != "msg_down" || x.Type != "account.under_attack" || x.Endpoint != "security" ||
+		x.Attempts != 1 || x.LastError == "" || x.Time.IsZero() || x.DeadAt.Before(x.Time) {
+		t.Errorf("the dead letter = %+v", x)
+	}
+
+	mu.Lock()
+	up = true
+	mu.Unlock()
+	if r, err := c.ReplayWebhook(context.Background(), wire.ReplayRequest{ID: "msg_down", Reason: "receiver fixed, incident 93"}); err != nil || !r.Replayed {
+		t.Fatalf("ReplayWebhook = %+v, %v", r, err)
+	}
+	var got []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		mu.Lock()
+		got = slices.Clone(received)
+		mu.Unlock()
+		if len(got) > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if !slices.Equal(got, []string{"msg_down"}) {
+		t.Errorf("the receiver verified %q after the replay, want [msg_down]", got)
+	}
+	if l, err := c.DeadLetters(context.Background(), 0); err != nil || len(l) != 0 {
+		t.Errorf("after the replay: %+v, %v; want no dead letter", l, err)
+	}
+	if r, err := c.ReplayWebhook(context.Background(), wire.ReplayRequest{ID: "msg_down", Reason: "again"}); err != nil || r.Replayed {
+		t.Errorf("a second replay = %+v, %v; want not replayed", r, err)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 
@@ -359,6 +360,45 @@ func (c *Client) Reload(ctx context.Context) (wire.ReloadResult, error) {
 	var r wire.ReloadResult
 	if err := c.call(ctx, "reload", "/v1/admin/reload", struct{}{}, &r); err != nil {
 		return wire.ReloadResult{}, err
+	}
+	return r, nil
+}
+
+// DeadLetters lists the tenant's webhook dead letters, newest first: the
+// deliveries tollgate gave up on, each naming its event (id, type,
+// endpoint, last error, attempts) and holding none of its data. limit is
+// how many at most, 1 to 1000; 0 asks for the server's default (100), and
+// any other value is refused, an *Error of type wire.ProblemInvalidField
+// for the field "limit". A server that sends no webhooks (its configuration
+// has no webhooks section) answers an *Error of status 404 and type
+// wire.ProblemNotFound. With auth configured, the token needs the
+// admin:read scope.
+func (c *Client) DeadLetters(ctx context.Context, limit int) ([]wire.DeadLetter, error) {
+	path := "/v1/admin/webhooks/dead-letters"
+	if limit != 0 {
+		path += "?limit=" + strconv.Itoa(limit)
+	}
+	var l wire.DeadLetters
+	if err := c.call(ctx, "dead-letters", path, nil, &l); err != nil {
+		return nil, err
+	}
+	if l.DeadLetters == nil {
+		l.DeadLetters = []wire.DeadLetter{}
+	}
+	return l.DeadLetters, nil
+}
+
+// ReplayWebhook puts the tenant's dead letter req.ID back for delivery to
+// its endpoint, with the same webhook-id (a receiver that handled it
+// already drops it) and a new age limit; tollgate writes an audit line
+// with req.Reason. Replayed is false when the tenant has no dead letter by
+// that id. As DeadLetters, a server that sends no webhooks answers a 404
+// not-found *Error. With auth configured, the token needs the admin:write
+// scope.
+func (c *Client) ReplayWebhook(ctx context.Context, req wire.ReplayRequest) (wire.Replayed, error) {
+	var r wire.Replayed
+	if err := c.call(ctx, "replay", "/v1/admin/webhooks/replay", req, &r); err != nil {
+		return wire.Replayed{}, err
 	}
 	return r, nil
 }

@@ -15,7 +15,10 @@
 //   - Check before looking at the credential, Report after it (with the
 //     attempt token the check returned);
 //   - SendOTP before sending a one-time code;
-//   - Explain and Reset, the admin calls for support desks and on-call.
+//   - Explain and Reset, the admin calls for support desks and on-call;
+//     Allow, Deny, Entries and Remove for temporary entries; Reload; and
+//     DeadLetters and ReplayWebhook for the webhook deliveries tollgate
+//     gave up on.
 //
 // Errors are typed: a problem+json answer is an *Error with its status and
 // problem type (errors.As); tollgate being unreachable, slow or shedding

@@ -46,7 +46,8 @@ func (timeoutError) Is(target error) bool { return target == ErrUnavailable }
 // token was refused, and no FailMode waves it through.
 type Error struct {
 	// Op is the call: "check", "report", "send", or the admin call's name
-	// ("explain", "reset", "allow", "deny", "entries", "remove", "reload").
+	// ("explain", "reset", "allow", "deny", "entries", "remove", "reload",
+	// "dead-letters", "replay").
 	Op string
 	// Status is the HTTP status code.
 	Status int

@@ -3,6 +3,7 @@ answers, its errors, connection reuse, timeouts and threads."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 import time
@@ -294,6 +295,40 @@ class Answers(Base):
                                  "mapping values are not allowed in this context (request id r7)")
         with self.assertRaises(Unavailable):
             self.client(closed_port_url()).reload()
+
+    def test_dead_letters_gets_the_list_and_replay_webhook_posts_id_and_reason_as_go_does(self) -> None:
+        one = (b'{"id":"msg_1","type":"account.under_attack","tenant":"default","endpoint":"security",'
+               b'"last_error":"status 503","attempts":17,"time":"2026-03-01T12:00:00Z","dead_at":"2026-03-02T12:00:00Z","extra":1}')
+        s = StandIn(lambda r: (200, JSON, b'{"dead_letters":[' + one + b"]}" if r.method == "GET" else b'{"replayed":true}'))
+        self.addCleanup(s.close)
+        c = self.client(s.url + "/prefix", token=TEST_TOKEN)
+        want = tollgate.DeadLetter(id="msg_1", type="account.under_attack", tenant="default", endpoint="security",
+                                   last_error="status 503", attempts=17, time="2026-03-01T12:00:00Z",
+                                   dead_at="2026-03-02T12:00:00Z")
+        self.assertEqual(c.dead_letters(), [want])
+        self.assertEqual(c.dead_letters(limit=5), [want])
+        self.assertIs(c.replay_webhook(id="msg_1", reason="receiver fixed"), True)
+        self.assertEqual([(r.method, r.path, r.body, r.headers.get("Authorization")) for r in s.requests], [
+            ("GET", "/prefix/v1/admin/webhooks/dead-letters", b"", "Bearer " + TEST_TOKEN),
+            ("GET", "/prefix/v1/admin/webhooks/dead-letters?limit=5", b"", "Bearer " + TEST_TOKEN),
+            ("POST", "/prefix/v1/admin/webhooks/replay", b'{"id":"msg_1","reason":"receiver fixed"}', "Bearer " + TEST_TOKEN),
+        ])
+        with self.assertRaises(dataclasses.FrozenInstanceError):
+            want.id = "msg_2"  # type: ignore[misc]
+        # null (Go's nil) is the empty list; a count that is not an integer is no answer.
+        self.assertEqual(self.client(self.stand_in(200, JSON, b'{"dead_letters":null}').url).dead_letters(), [])
+        with self.assertRaises(Unavailable) as cm:
+            self.client(self.stand_in(200, JSON, b'{"dead_letters":[{"id":"msg_1","attempts":1.5}]}').url).dead_letters()
+        self.assertEqual(cm.exception.op, "dead-letters")
+        # A limit that is not an int never reaches the query.
+        quiet = self.stand_in(200, JSON, b'{"dead_letters":[]}')
+        for bad in ("5&tenant=other", True, 1.5):
+            with self.subTest(limit=bad), self.assertRaises(TypeError):
+                self.client(quiet.url).dead_letters(limit=bad)  # type: ignore[arg-type]
+        self.assertEqual(quiet.requests, [])
+        with self.assertRaises(Unavailable) as cm:
+            self.client(closed_port_url()).replay_webhook(id="msg_1", reason="r")
+        self.assertEqual(cm.exception.op, "replay")
 
     def test_errors_never_hold_request_values(self) -> None:
         urls = [closed_port_url(), self.stand_in(200, JSON, b"no").url,

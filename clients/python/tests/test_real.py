@@ -9,12 +9,12 @@ import os
 import re
 import tempfile
 import unittest
-from typing import Dict, Optional
+from typing import Callable, Dict, List, Optional
 
 import tollgate
 from tollgate import FAIL_CAPTCHA, FAIL_DELAY, FAIL_OPEN, Client, DeviceCookie, Responder, TollgateError
 
-from .support import ALICE, ALICE_IP, ALICE_SMS, SECRETS, Tollgate, tollgate_binary
+from .support import ALICE, ALICE_IP, ALICE_SMS, SECRETS, StandIn, Tollgate, tollgate_binary
 
 LOGIN = dict(flow="login", account=ALICE, ip=ALICE_IP)
 
@@ -195,6 +195,14 @@ class RealTollgate(unittest.TestCase):
         self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify"], []))
         self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
 
+    def test_a_server_without_webhooks_answers_not_found_not_an_empty_list(self) -> None:
+        calls: List[Callable[[], object]] = [self.tg.dead_letters, lambda: self.tg.replay_webhook(id="msg_x", reason="test")]
+        for call in calls:
+            with self.assertRaises(TollgateError) as cm:
+                call()
+            e = cm.exception
+            self.assertEqual((e.status, e.type, e.unavailable), (404, tollgate.PROBLEM_BASE + "not-found", False))
+
     def test_the_readme_login_handler(self) -> None:
         from .test_readme import load_example
 
@@ -307,3 +315,56 @@ class RealReload(unittest.TestCase):
         # Mended, the file reloads again.
         self.write(AFTER)
         self.assertEqual(self.tg.reload().restart_needed, ["log_level"])
+
+
+class RealWebhooks(unittest.TestCase):
+    """dead_letters and replay_webhook against a real tollgate whose
+    configuration has a webhooks section, its endpoint a receiver of the
+    test's on loopback."""
+
+    binary: Optional[str] = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.binary = tollgate_binary()
+        if cls.binary is None:
+            raise unittest.SkipTest("no TOLLGATE_BIN and no go to build tollgate with")
+
+    def setUp(self) -> None:
+        assert self.binary is not None
+        receiver = StandIn(lambda _r: (204, {}, b""))
+        self.addCleanup(receiver.close)
+        tmp = tempfile.TemporaryDirectory(prefix="tollgate-python-webhooks-")
+        self.addCleanup(tmp.cleanup)
+        secret = os.path.join(tmp.name, "webhook-secret")
+        with open(secret, "w", encoding="utf-8") as f:
+            f.write("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n")
+        config = os.path.join(tmp.name, "tollgate.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("webhooks:\n  endpoints:\n    - name: security\n      url: %s/tollgate/events\n"
+                    "      secret_file: %s\n" % (receiver.url, secret))
+        self.server = Tollgate(self.binary, config=config)
+        self.addCleanup(self.server.stop)
+        self.tg = Client(self.server.url, timeout=5.0)
+        self.addCleanup(self.tg.close)
+
+    def test_no_dead_letters_is_an_empty_list(self) -> None:
+        self.assertEqual(self.tg.dead_letters(), [])
+        self.assertEqual(self.tg.dead_letters(limit=1000), [])
+
+    def test_a_replay_of_an_id_never_given_up_on_replays_nothing(self) -> None:
+        self.assertIs(self.tg.replay_webhook(id="msg_never_was", reason="test: receiver fixed"), False)
+
+    def test_a_limit_out_of_1_to_1000_is_an_invalid_field_error_on_limit(self) -> None:
+        for limit in (0, 1001, -1):
+            with self.subTest(limit=limit):
+                with self.assertRaises(TollgateError) as cm:
+                    self.tg.dead_letters(limit=limit)
+                e = cm.exception
+                self.assertEqual((e.op, e.status, e.type, e.field, e.unavailable),
+                                 ("dead-letters", 400, tollgate.PROBLEM_BASE + "invalid-field", "limit", False))
+
+    def test_a_replay_without_a_reason_is_refused(self) -> None:
+        with self.assertRaises(TollgateError) as cm:
+            self.tg.replay_webhook(id="msg_x", reason="")
+        self.assertEqual((cm.exception.op, cm.exception.status, cm.exception.field), ("replay", 400, "reason"))

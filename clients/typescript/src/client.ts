@@ -17,12 +17,15 @@ import {
   requestFields,
   verdictShape,
   type CheckRequest,
+  type DeadLetter,
   type Entry,
   type EntryRequest,
   type Explanation,
   type RemoveRequest,
   type ReloadResult,
   type Removed,
+  type ReplayRequest,
+  type Replayed,
   type ReportRequest,
   type ResetRequest,
   type ResetResult,
@@ -254,6 +257,35 @@ export class Client {
    */
   async reload(options?: CallOptions): Promise<ReloadResult> {
     return (await this.#call("reload", "/v1/admin/reload", "{}", adminShapes.reload, options)) as ReloadResult;
+  }
+
+  /**
+   * The tenant's webhook dead letters, newest first: the deliveries
+   * tollgate gave up on, each naming its event and holding none of its
+   * data. limit is how many at most, 1 to 1000; undefined asks for the
+   * server's default (100), and any other value rejects with a
+   * {@link TollgateError} of status 400, type `invalid-field` and field
+   * "limit". A server that sends no webhooks (no `webhooks` section in its
+   * configuration) rejects with a {@link TollgateError} of status 404 and
+   * type `not-found`. Needs admin:read. Rejects on error.
+   */
+  async deadLetters(limit?: number, options?: CallOptions): Promise<DeadLetter[]> {
+    let path = "/v1/admin/webhooks/dead-letters";
+    if (limit !== undefined && limit !== null) path += "?limit=" + queryEscape(String(limit));
+    const l = (await this.#call("dead-letters", path, undefined, adminShapes.deadLetters, options)) as { dead_letters: DeadLetter[] };
+    return l.dead_letters;
+  }
+
+  /**
+   * Puts the tenant's dead letter req.id back for delivery to its endpoint,
+   * with the same webhook-id (a receiver that handled it already drops it)
+   * and a new age limit; tollgate logs req.reason. `replayed` is false when
+   * the tenant has no dead letter by that id. As {@link Client.deadLetters},
+   * a server that sends no webhooks rejects with a 404 `not-found`. Needs
+   * admin:write. Rejects on error.
+   */
+  async replayWebhook(req: ReplayRequest, options?: CallOptions): Promise<Replayed> {
+    return (await this.#call("replay", "/v1/admin/webhooks/replay", encodeRequest(req, requestFields.replay), adminShapes.replayed, options)) as Replayed;
   }
 
   /** The counts of the FailOpen allowance since the client was made. */

@@ -18,9 +18,10 @@ export const problemBase = "https://tollgate.dev/problems/";
 
 /**
  * The call an error is about: "check", "report", "send", "explain",
- * "reset", "allow", "deny", "entries", "remove" or "reload".
+ * "reset", "allow", "deny", "entries", "remove", "reload", "dead-letters"
+ * (deadLetters) or "replay" (replayWebhook).
  */
-export type Op = "check" | "report" | "send" | "explain" | "reset" | "allow" | "deny" | "entries" | "remove" | "reload";
+export type Op = "check" | "report" | "send" | "explain" | "reset" | "allow" | "deny" | "entries" | "remove" | "reload" | "dead-letters" | "replay";
 
 /**
  * tollgate could not answer the call: it is unreachable (connection refused

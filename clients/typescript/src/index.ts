@@ -83,4 +83,7 @@ export {
   type RemoveRequest,
   type Removed,
   type ReloadResult,
+  type DeadLetter,
+  type ReplayRequest,
+  type Replayed,
 } from "./wire.js";

@@ -256,6 +256,44 @@ export interface ReloadResult {
   restart_needed: string[];
 }
 
+/**
+ * A webhook delivery tollgate gave up on: its endpoint did not answer 2xx
+ * before the event's age limit (webhooks.max_age). It holds no event data
+ * (no account, destination or ref), only what names it.
+ */
+export interface DeadLetter {
+  /** The event's webhook-id, the same in every delivery of it; what {@link Client.replayWebhook} takes. */
+  id: string;
+  /** The event type, such as "login.new_device". */
+  type: string;
+  /** The tenant whose event it is. */
+  tenant: string;
+  /** The endpoint's name in tollgate's configuration. */
+  endpoint: string;
+  /** Why the last attempt failed, such as "status 503" or "timeout". */
+  last_error: string;
+  /** How many deliveries were tried. */
+  attempts: number;
+  /** When the event happened, RFC 3339 in UTC. */
+  time: string;
+  /** When it was given up on, RFC 3339 in UTC. */
+  dead_at: string;
+}
+
+/** The body of POST /v1/admin/webhooks/replay. */
+export interface ReplayRequest {
+  /** The dead letter's id ({@link DeadLetter.id}). Required. */
+  id: string;
+  /** Why, for the audit log: at most 200 bytes, no identifier. Required. */
+  reason: string;
+}
+
+/** The answer to replayWebhook. */
+export interface Replayed {
+  /** false when the tenant has no dead letter by that id (never was, or already replayed). */
+  replayed: boolean;
+}
+
 /** A field of a request body: its JSON name and whether it is sent when empty. */
 type FieldSpec = readonly [name: string, always: boolean];
 
@@ -319,6 +357,10 @@ export const requestFields = {
     ["reason", true],
   ],
   remove: [
+    ["id", true],
+    ["reason", true],
+  ],
+  replay: [
     ["id", true],
     ["reason", true],
   ],
@@ -411,6 +453,21 @@ export const adminShapes = {
   entries: { entries: [entryShape] },
   removed: { removed: "bool" },
   reload: { flows: ["string"], restart_needed: ["string"] },
+  deadLetters: {
+    dead_letters: [
+      {
+        id: "string",
+        type: "string",
+        tenant: "string",
+        endpoint: "string",
+        last_error: "string",
+        attempts: "int",
+        time: "string",
+        dead_at: "string",
+      },
+    ],
+  },
+  replayed: { replayed: "bool" },
 } as const satisfies Record<string, Shape>;
 
 /** The zero value of shape, as Go's: "", 0, false, [] (Go's nil) or an object of zeros. */

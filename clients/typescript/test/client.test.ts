@@ -355,6 +355,62 @@ test("reload posts {} to /v1/admin/reload and reads {flows, restart_needed} as G
   await assert.rejects(new Client({ baseURL: await closedPort() }).reload(), (e: unknown) => e instanceof UnavailableError && e.op === "reload");
 });
 
+test("deadLetters GETs /v1/admin/webhooks/dead-letters[?limit=N] and reads the list as Go does; replayWebhook posts {id, reason}", async () => {
+  const one = '{"id":"msg_1","type":"account.under_attack","tenant":"default","endpoint":"security","last_error":"status 503","attempts":17,"time":"2026-03-01T12:00:00Z","dead_at":"2026-03-02T12:00:00Z","extra":1}';
+  const srv = await standIn((req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(req.method === "GET" ? `{"dead_letters":[${one}]}` : '{"replayed":true}');
+  });
+  try {
+    const c = new Client({ baseURL: srv.base + "/prefix", token: "tok-d", timeoutMs: 5000 });
+    const want = {
+      id: "msg_1",
+      type: "account.under_attack",
+      tenant: "default",
+      endpoint: "security",
+      last_error: "status 503",
+      attempts: 17,
+      time: "2026-03-01T12:00:00Z",
+      dead_at: "2026-03-02T12:00:00Z",
+    };
+    assert.deepEqual(await c.deadLetters(), [want]);
+    assert.deepEqual(await c.deadLetters(5), [want]);
+    assert.deepEqual(await c.replayWebhook({ id: "msg_1", reason: "receiver fixed" }), { replayed: true });
+    assert.deepEqual(
+      srv.requests.map((r) => [r.method, r.path, r.body, r.headers["authorization"]]),
+      [
+        ["GET", "/prefix/v1/admin/webhooks/dead-letters", "", "Bearer tok-d"],
+        ["GET", "/prefix/v1/admin/webhooks/dead-letters?limit=5", "", "Bearer tok-d"],
+        ["POST", "/prefix/v1/admin/webhooks/replay", '{"id":"msg_1","reason":"receiver fixed"}', "Bearer tok-d"],
+      ],
+    );
+  } finally {
+    await srv.close();
+  }
+  // null (Go's nil) is the empty list; a count that is not an integer is no answer.
+  const nulls = await answering(200, { "content-type": "application/json" }, '{"dead_letters":null}');
+  try {
+    assert.deepEqual(await new Client({ baseURL: nulls.base, timeoutMs: 5000 }).deadLetters(), []);
+  } finally {
+    await nulls.close();
+  }
+  const wrong = await answering(200, { "content-type": "application/json" }, '{"dead_letters":[{"id":"msg_1","attempts":1.5}]}');
+  try {
+    await assert.rejects(new Client({ baseURL: wrong.base, timeoutMs: 5000 }).deadLetters(), (e: unknown) => e instanceof UnavailableError && e.op === "dead-letters" && /not the JSON/.test(e.message));
+  } finally {
+    await wrong.close();
+  }
+  // A limit from untyped code cannot add a query parameter of its own.
+  const echo = await answering(200, { "content-type": "application/json" }, '{"dead_letters":[]}');
+  try {
+    await new Client({ baseURL: echo.base, timeoutMs: 5000 }).deadLetters("5&tenant=other" as unknown as number);
+    assert.equal(echo.requests[0]?.path, "/v1/admin/webhooks/dead-letters?limit=5%26tenant%3Dother");
+  } finally {
+    await echo.close();
+  }
+  await assert.rejects(new Client({ baseURL: await closedPort() }).replayWebhook({ id: "x", reason: "r" }), (e: unknown) => e instanceof UnavailableError && e.op === "replay");
+});
+
 test("no error message, cause or inspection repeats a request value", async () => {
   const secrets = {
     account: "secret-account-7f3a@example.com",

@@ -24,7 +24,7 @@ import {
   type Answer,
   type Verdict,
 } from "../src/index.js";
-import { startTollgate, tollgateBinary, type Tollgate } from "./helpers.js";
+import { standIn, startTollgate, tollgateBinary, type StandIn, type Tollgate } from "./helpers.js";
 
 let tg: Tollgate | undefined;
 let binPath = "";
@@ -323,6 +323,78 @@ describe("reload of a real tollgate's configuration file (TOLLGATE_CONFIG)", () 
     // Mended, the file reloads again.
     writeFileSync(file, after1);
     assert.deepEqual((await c.reload()).restart_needed, ["log_level"]);
+  });
+});
+
+describe("the webhook dead letters of a real tollgate with a webhooks section (TOLLGATE_CONFIG)", () => {
+  let dir = "";
+  let receiver: StandIn | undefined;
+  let server: Tollgate | undefined;
+  let c: Client;
+
+  before(async () => {
+    // The endpoint: a receiver of this test on loopback (tollgate sends plain http to loopback only).
+    receiver = await standIn((_req, res) => {
+      res.writeHead(204);
+      res.end();
+    });
+    dir = mkdtempSync(join(tmpdir(), "tollgate-ts-webhooks-"));
+    const secret = join(dir, "webhook-secret");
+    writeFileSync(secret, "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw\n");
+    const file = join(dir, "tollgate.yaml");
+    writeFileSync(
+      file,
+      ["webhooks:", "  endpoints:", "    - name: security", `      url: ${receiver.base}/tollgate/events`, `      secret_file: ${secret}`, ""].join("\n"),
+    );
+    server = await startTollgate(binPath, { TOLLGATE_CONFIG: file });
+    c = new Client({ baseURL: server.base, timeoutMs });
+  });
+
+  after(async () => {
+    await server?.stop();
+    await receiver?.close();
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("no dead letters is an empty list, with or without a limit", async () => {
+    assert.deepEqual(await c.deadLetters(), []);
+    assert.deepEqual(await c.deadLetters(1000), []);
+  });
+
+  test("a replay of an id tollgate never gave up on replays nothing", async () => {
+    assert.deepEqual(await c.replayWebhook({ id: "msg_never_was", reason: "client test" }), { replayed: false });
+  });
+
+  test("a limit out of 1 to 1000 is a TollgateError of type invalid-field on limit", async () => {
+    for (const limit of [0, 1001, 1.5]) {
+      const err = await c.deadLetters(limit).then(
+        (l) => assert.fail(`deadLetters(${limit}) answered ${JSON.stringify(l)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof TollgateError, String(err));
+      assert.equal(err.op, "dead-letters");
+      assert.equal(err.status, 400);
+      assert.equal(err.type, problemBase + "invalid-field");
+      assert.equal(err.field, "limit");
+      assert.equal(err.unavailable, false);
+    }
+  });
+
+  test("a replay without a reason is a TollgateError on reason", async () => {
+    await assert.rejects(c.replayWebhook({ id: "msg_x", reason: "" }), (e: unknown) => e instanceof TollgateError && e.status === 400 && e.field === "reason" && e.op === "replay");
+  });
+
+  test("a server without a webhooks section answers not-found, not an empty list", async () => {
+    for (const call of [() => client.deadLetters(), () => client.replayWebhook({ id: "msg_x", reason: "client test" })]) {
+      const err = await call().then(
+        (r) => assert.fail(`a server without webhooks answered ${JSON.stringify(r)}`),
+        (e: unknown) => e,
+      );
+      assert.ok(err instanceof TollgateError, String(err));
+      assert.equal(err.status, 404);
+      assert.equal(err.type, problemBase + "not-found");
+      assert.equal(err.unavailable, false);
+    }
   });
 });
 

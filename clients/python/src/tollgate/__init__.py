@@ -29,7 +29,7 @@ from .allowance import (
     DEFAULT_FAIL_OPEN_WINDOW,
     Stats,
 )
-from .client import DEFAULT_TIMEOUT, DEFAULT_USER_AGENT, Client, Entry, Explanation, ReloadResult, RuleState
+from .client import DEFAULT_TIMEOUT, DEFAULT_USER_AGENT, Client, DeadLetter, Entry, Explanation, ReloadResult, RuleState
 from .clientip import HEADER_FORWARDED, HEADER_X_FORWARDED_FOR, Proxies, client_ip
 from .cookie import DEFAULT_DEVICE_COOKIE_MAX_AGE, DEFAULT_DEVICE_COOKIE_NAME, DeviceCookie
 from .errors import PROBLEM_BASE, Timeout, TollgateError, Unavailable, is_unavailable
@@ -67,6 +67,7 @@ __all__ = [
     "RuleState",
     "Entry",
     "ReloadResult",
+    "DeadLetter",
     "Stats",
     "FailMode",
     "FAIL_OPEN",

@@ -237,3 +237,15 @@ ENTRIES: Schema = {"entries": [ENTRY]}
 RESET_RESULT: Schema = {"deleted": "int"}
 REMOVED: Schema = {"removed": "bool"}
 RELOAD_RESULT: Schema = {"flows": "strs", "restart_needed": "strs"}
+DEAD_LETTER: Schema = {
+    "id": "str",
+    "type": "str",
+    "tenant": "str",
+    "endpoint": "str",
+    "last_error": "str",
+    "attempts": "int",
+    "time": "str",
+    "dead_at": "str",
+}
+DEAD_LETTERS: Schema = {"dead_letters": [DEAD_LETTER]}
+REPLAYED: Schema = {"replayed": "bool"}

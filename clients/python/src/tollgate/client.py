@@ -6,7 +6,7 @@ first. Each takes a fail mode and always returns a usable
 :class:`~tollgate.Verdict`: tollgate's, or, when tollgate gave none, the
 fail mode's answer, marked ``fallback`` with the error that explains it.
 These calls never raise because of tollgate. The admin calls (explain,
-reset, allow, deny, entries, remove, reload) raise
+reset, allow, deny, entries, remove, reload, dead_letters, replay_webhook) raise
 :class:`~tollgate.TollgateError` or :class:`~tollgate.Unavailable` instead.
 """
 
@@ -46,7 +46,8 @@ from .failmode import (
     fallback,
 )
 
-__all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT"]
+__all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DeadLetter", "DEFAULT_TIMEOUT",
+           "DEFAULT_USER_AGENT"]
 
 #: Seconds each call may take unless the Client says otherwise: tollgate
 #: answers in a few milliseconds, and past this the fail mode answers.
@@ -120,6 +121,31 @@ class ReloadResult:
     #: redis, secret, auth, tls, ...), sorted; empty when none. The running
     #: process keeps their old values.
     restart_needed: List[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class DeadLetter:
+    """A webhook delivery tollgate gave up on: its endpoint did not answer
+    2xx before the event's age limit (webhooks.max_age). It holds no event
+    data (no account, destination or ref), only what names it."""
+
+    #: The event's webhook-id, the same in every delivery of it; what
+    #: :meth:`Client.replay_webhook` takes.
+    id: str = ""
+    #: The event type, such as "login.new_device".
+    type: str = ""
+    #: The tenant whose event it is.
+    tenant: str = ""
+    #: The endpoint's name in tollgate's configuration.
+    endpoint: str = ""
+    #: Why the last attempt failed, such as "status 503" or "timeout".
+    last_error: str = ""
+    #: How many deliveries were tried.
+    attempts: int = 0
+    #: When the event happened, RFC 3339 in UTC.
+    time: str = ""
+    #: When it was given up on, RFC 3339 in UTC.
+    dead_at: str = ""
 
 
 def _base_url(raw: str) -> urllib.parse.SplitResult:
@@ -611,6 +637,36 @@ class Client:
         auth. Raises TollgateError or Unavailable."""
         d = self._admin("reload", "/v1/admin/reload", [], _wire.RELOAD_RESULT)
         return ReloadResult(flows=d["flows"], restart_needed=d["restart_needed"])
+
+    def dead_letters(self, limit: Optional[int] = None) -> List[DeadLetter]:
+        """The tenant's webhook dead letters, newest first: the deliveries
+        tollgate gave up on, each naming its event and holding none of its
+        data. limit is how many at most, 1 to 1000; None asks for the
+        server's default (100), and any other value raises a TollgateError
+        of status 400, type ``PROBLEM_BASE + "invalid-field"`` and field
+        "limit". A server that sends no webhooks (no ``webhooks`` section in
+        its configuration) raises a TollgateError of status 404 and type
+        ``PROBLEM_BASE + "not-found"``. Needs admin:read with auth. Raises
+        TollgateError or Unavailable, and TypeError when limit is not an
+        int."""
+        path = "/v1/admin/webhooks/dead-letters"
+        if limit is not None:
+            if isinstance(limit, bool) or not isinstance(limit, int):
+                raise TypeError("limit must be an int")
+            path += "?limit=%d" % limit
+        d = self._admin("dead-letters", path, None, _wire.DEAD_LETTERS)
+        return [DeadLetter(**x) for x in d["dead_letters"]]
+
+    def replay_webhook(self, *, id: str, reason: str) -> bool:
+        """Put the tenant's dead letter id back for delivery to its endpoint,
+        with the same webhook-id (a receiver that handled it already drops
+        it) and a new age limit; tollgate audits it with reason (write no
+        identifier in it). False when the tenant has no dead letter by that
+        id. As :meth:`dead_letters`, a server that sends no webhooks raises a
+        404 not-found TollgateError. Needs admin:write with auth. Raises
+        TollgateError or Unavailable."""
+        body = _omit_empty([("id", id, True), ("reason", reason, True)])
+        return bool(self._admin("replay", "/v1/admin/webhooks/replay", body, _wire.REPLAYED)["replayed"])
 
     def _admin(self, op: str, path: str, body: Optional[List[Field]], schema: _wire.Schema) -> Dict[str, Any]:
         try:

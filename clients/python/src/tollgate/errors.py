@@ -55,7 +55,8 @@ class TollgateError(Exception):
 
     Attributes:
         op: the call: "check", "report", "send", "explain", "reset", "allow",
-            "deny", "entries", "remove" or "reload".
+            "deny", "entries", "remove", "reload", "dead-letters"
+            (dead_letters) or "replay" (replay_webhook).
         status: the HTTP status code.
         type: the problem type URI; "" when the answer was not a problem.
         title: the problem's title, or the status text.

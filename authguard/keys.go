@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
+	"strings"
 	"sync"
 
 	"github.com/tollgate-auth/tollgate/spraydetect"
@@ -76,17 +77,20 @@ func (h *hasher) subject(tenant, kind, value string) string {
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is
 // "tg" unless configured.
 func storeKey(prefix, tenant, flow, signal, hash string) string {
-	b := make([]byte, 0, len(prefix)+1+len(tenant)+1+len(flow)+1+len(signal)+1+len(hash))
-	b = append(b, prefix...)
-	b = append(b, ':')
-	b = append(b, tenant...)
-	b = append(b, ':')
-	b = append(b, flow...)
-	b = append(b, ':')
-	b = append(b, signal...)
-	b = append(b, ':')
-	b = append(b, hash...)
-	return string(b)
+	// One allocation: a Builder grown to size hands its bytes over as the
+	// string, where a []byte and string(b) allocate twice.
+	var b strings.Builder
+	b.Grow(len(prefix) + 1 + len(tenant) + 1 + len(flow) + 1 + len(signal) + 1 + len(hash))
+	b.WriteString(prefix)
+	b.WriteByte(':')
+	b.WriteString(tenant)
+	b.WriteByte(':')
+	b.WriteString(flow)
+	b.WriteByte(':')
+	b.WriteString(signal)
+	b.WriteByte(':')
+	b.WriteString(hash)
+	return b.String()
 }
 
 // deriveKey derives an independent key for one purpose from the secret.

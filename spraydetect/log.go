@@ -1,9 +1,11 @@
 package spraydetect
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"sort"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -198,11 +200,12 @@ func (w Windows) record(l Log, member string, now time.Time, over bool) (Log, Lo
 	entries = append(entries, Entry{Member: member, At: ms})
 	// Entries stay sorted by time, ties broken by member, the order a Redis
 	// sorted set keeps them in.
-	sort.SliceStable(entries, func(i, j int) bool {
-		if entries[i].At != entries[j].At {
-			return entries[i].At < entries[j].At
+	// (slices, not sort.SliceStable: no reflection, no allocation.)
+	slices.SortStableFunc(entries, func(a, b Entry) int {
+		if c := cmp.Compare(a.At, b.At); c != 0 {
+			return c
 		}
-		return entries[i].Member < entries[j].Member
+		return strings.Compare(a.Member, b.Member)
 	})
 	if c := w.Cap(); len(entries) > c {
 		entries = entries[len(entries)-c:]

@@ -46,7 +46,7 @@ type ClientConfig struct {
 // NewClient returns a client for cfg. Retries are off: a failing call is
 // answered by the flow's fail mode at once rather than retried past its
 // deadline. On a Cluster go-redis still follows MOVED and ASK redirects (up
-// to 3 a call), and does it at once, without its backoff between attempts.
+// to 8 a call, below), and does it at once, without its backoff between attempts.
 // go-redis waits out that backoff before each further attempt of a
 // pipeline, the ones that only follow a redirect too (a single command
 // follows them at once): with its default of 10 ms, every batch that met

@@ -94,3 +94,39 @@ func TestParse_WebhooksMistakes(t *testing.T) {
 		t.Errorf("no endpoint: %v", err)
 	}
 }
+
+// FuzzParse_Webhooks: no config file panics the parser, and one it accepts
+// has only endpoints whose URL keeps identifiers off the network in clear
+// and whose secret is a whsec_ key of at least 24 bytes.
+func FuzzParse_Webhooks(f *testing.F) {
+	secret := filepath.Join(f.TempDir(), "s")
+	if err := os.WriteFile(secret, []byte(testWebhookSecret), 0o600); err != nil {
+		f.Fatal(err)
+	}
+	for _, seed := range []string{
+		"webhooks:\n  endpoints:\n    - name: a\n      url: https://h.example/x\n      secret_file: " + secret + "\n",
+		"webhooks:\n  max_age: 1h\n  timeout: 1s\n  endpoints:\n    - {name: b, url: 'http://127.0.0.1:9/x', secret_file: " + secret + ", types: [otp.budget], rate_per_second: 1, burst: 1}\n",
+		"webhooks:\n  endpoints:\n    - {name: c, url: 'http://[::1]:9/x', secret_file: " + secret + ", tenant: default}\n",
+		"webhooks:\n  endpoints: []\n",
+		"webhooks: {endpoints: [{name: d, url: 'http://10.0.0.1/x', secret_file: " + secret + "}]}\n",
+	} {
+		f.Add(seed)
+	}
+	f.Fuzz(func(t *testing.T, data string) {
+		cfg, err := Parse([]byte(data))
+		if err != nil || cfg.Webhooks == nil {
+			return
+		}
+		for _, e := range cfg.Webhooks.Endpoints {
+			if err := checkWebhookURL(e.URL); err != nil {
+				t.Errorf("accepted endpoint %q with URL %q: %v", e.Name, e.URL, err)
+			}
+			if err := CheckWebhookSecret(e.Secret); err != nil {
+				t.Errorf("accepted endpoint %q with a bad secret: %v", e.Name, err)
+			}
+			if e.Tenant == "" {
+				t.Errorf("accepted endpoint %q without a tenant", e.Name)
+			}
+		}
+	})
+}

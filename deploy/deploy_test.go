@@ -25,6 +25,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/webhook"
 )
 
 // The files under test, relative to this package's directory (go test's
@@ -537,6 +538,14 @@ func tollgateMetrics(tb testing.TB) exportedMetrics {
 		tb.Fatal(err)
 	}
 	metrics.AddEngine(engine) // as serve does
+	// A webhooks section registers the delivery's metrics on the same
+	// registry (cmd/tollgate/webhooks.go).
+	if _, err := webhook.New(webhook.Config{Registerer: metrics.Registry(), Endpoints: []webhook.Endpoint{{
+		Name: "security", Tenant: authguard.DefaultTenant, URL: "https://hooks.example.com/tollgate",
+		Secret: "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+	}}}); err != nil {
+		tb.Fatal(err)
+	}
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics})
 	if err != nil {
 		tb.Fatal(err)

@@ -56,7 +56,7 @@ var knownBeaten = map[string]string{
 		"gives her without a device token, and she waits out the number's quota (86,400 s; scenarios/attack-owner-code-spent.yaml); " +
 		"with her token owner_codes gets her codes at once (owner_code_device_delay holds at 0)",
 	"spend_per_day": "spend_budget is a fixed window of one UTC day: a pumper who spends the budget before midnight spends it again after, " +
-		"two budgets in 24 hours (tollgate attack -objective spend_per_day -budget 400 finds SPEND units; scenarios/attack-spend-midnight.yaml: " +
+		"two budgets in 24 hours (tollgate attack -objective spend_per_day -budget 120 finds 1,814,185 units; scenarios/attack-spend-midnight.yaml: " +
 		"1,014,990); each UTC day's spend stops at the budget",
 }
 

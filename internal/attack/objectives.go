@@ -464,15 +464,15 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 
 // guessesObjective scores failed checks at one destination's codes in
 // verify, a flow that verifies a send flow's codes, whose checks name the
-// destination; bound is conformance.DestinationGuesses, validate-config's
-// figure for the destination rule.
+// destination; bound is conformance.DestinationGuesses, the destination
+// rule's figure that tollgate conformance checks.
 func guessesObjective(verify string, c conformance.Cap) objective {
 	o := objective{
 		Objective: Objective{
 			Name: "destination_guesses",
 			Summary: fmt.Sprintf("failed %s checks at one phone number's codes in 24 h, in any spelling, by one attacker or two with many accounts, "+
 				"sessions, addresses and device tokens (of accounts they own, minted, or stolen from the owner), when the checks name the destination "+
-				"as the API asks (bound: validate-config's figure for %s, conformance.DestinationGuesses; checks that name no destination get "+
+				"as the API asks (bound: %s's figure, conformance.DestinationGuesses, which tollgate conformance checks; checks that name no destination get "+
 				"each account's own figure instead)", verify, c.Rule),
 			Bound: float64(c.Max), Unit: "failures/24h",
 		},

@@ -18,8 +18,9 @@ const conformanceBudget = 48
 // conformanceObjectives maps each of the report's objectives to the attack
 // search's objectives it is the worst of.
 var conformanceObjectives = map[string][]string{
-	conformance.ObjectiveAccountFailures:  {"login_failures", "otp_verify_failures"},
-	conformance.ObjectiveDestinationCodes: {"codes_phone", "codes_mailbox"},
+	conformance.ObjectiveAccountFailures:    {"login_failures", "otp_verify_failures"},
+	conformance.ObjectiveDestinationCodes:   {"codes_phone", "codes_mailbox"},
+	conformance.ObjectiveDestinationGuesses: {"destination_guesses"},
 }
 
 func init() { conformanceSearch = searchFor }

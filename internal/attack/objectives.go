@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/conformance"
 	"github.com/tollgate-auth/tollgate/internal/simulate"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
@@ -63,6 +64,14 @@ func objectives(p *authguard.Policy) []objective {
 		}
 		out = append(out, failuresObjective(name, float64(n), mintIn))
 	}
+	for _, name := range checkFlows {
+		if f := p.Flow(name); f.Verifies != "" {
+			if c, ok := conformance.DestinationGuesses(f); ok {
+				out = append(out, guessesObjective(name, c))
+			}
+			break // the first flow that verifies codes: otp_verify in the built-in policy
+		}
+	}
 	if f := p.Flow("login"); f != nil && f.Kind != authguard.Sends {
 		if b, ok := sprayBound(f, 48); ok {
 			out = append(out, sprayObjective("spray_ipv6_48", "login", b, false,
@@ -86,6 +95,9 @@ func objectives(p *authguard.Policy) []objective {
 		}
 		if login, verify := ownerCodeFlows(p, f); login != "" && f.Send.OwnerCodes > 0 {
 			out = append(out, ownerCodeObjective(f, login, verify, true), ownerCodeObjective(f, login, verify, false))
+		}
+		if b, rule, ok := spendBound(f); ok {
+			out = append(out, spendObjective(f, b, rule))
 		}
 		break // the first send flow only: otp_send in the built-in policy
 	}
@@ -448,4 +460,164 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 	}
 	o.genes = countGenes(o.build)
 	return o
+}
+
+// guessesObjective scores failed checks at one destination's codes in
+// verify, a flow that verifies a send flow's codes, whose checks name the
+// destination; bound is conformance.DestinationGuesses, the destination
+// rule's figure that tollgate conformance checks.
+func guessesObjective(verify string, c conformance.Cap) objective {
+	o := objective{
+		Objective: Objective{
+			Name: "destination_guesses",
+			Summary: fmt.Sprintf("failed %s checks at one phone number's codes in 24 h, in any spelling, by one attacker or two with many accounts, "+
+				"sessions, addresses and device tokens (of accounts they own, minted, or stolen from the owner), when the checks name the destination "+
+				"as the API asks (bound: %s's figure, conformance.DestinationGuesses, which tollgate conformance checks; checks that name no destination get "+
+				"each account's own figure instead)", verify, c.Rule),
+			Bound: float64(c.Max), Unit: "failures/24h",
+		},
+		score: func(r *simulate.Result) float64 {
+			return counter("attacker", "failures_max_24h")(r) + counter("attacker2", "failures_max_24h")(r)
+		},
+		scoreText: "attacker.failures_max_24h + attacker2.failures_max_24h (when there is an attacker2)",
+	}
+	o.build = func(d *decoder, bound float64) (string, []string) {
+		first, owner1 := guesser(d, "attacker", verify)
+		second, owner2 := guesser(d, "attacker2", verify)
+		two := d.toggle()
+		var b strings.Builder
+		b.WriteString(first)
+		if two {
+			b.WriteString(second)
+		}
+		if owner1 || two && owner2 {
+			// The owner types her own codes: a success naming the number,
+			// from a device that keeps the token the thief copies.
+			fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    guesses_at: [%s]\n    ips: [198.51.100.23]\n    every: 8h\n    typos: 1\n    device_token: true\n",
+				verify, yamlQuote(accountSpellings[0]), yamlQuote(phoneSpellings[0]))
+		}
+		key := "attacker"
+		if two {
+			key = "attacker+attacker2"
+		}
+		return b.String(), []string{fmt.Sprintf("%s.failures_max_24h: \"<= %d\"", key, int64(bound))}
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+// guesser writes one attacker guessing at the codes of the victim's
+// number in flow verify, and whether it steals the owner's device token
+// (so that the owner must be there).
+func guesser(d *decoder, name, verify string) (string, bool) {
+	dests := d.subset(phoneSpellings)
+	channel := []string{"sms", "voice", "whatsapp"}[d.pick(3)]
+	ips := d.pool(brutePools)
+	rate := d.logInt(1, maxRate)
+	start, stop := d.window(0)
+	obeys, solves := d.toggle(), d.toggle()
+	accountMode, accounts := d.pick(3), d.logInt(2, 500)
+	device := d.pick(3)
+	fixedCode := d.toggle()
+	var b strings.Builder
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    guesses_at: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+		name, verify, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
+	if fixedCode {
+		b.WriteString("    password: \"000000\"\n")
+	}
+	switch {
+	case device == 1: // a thief with a copy of the owner's token, under her account
+		fmt.Fprintf(&b, "    accounts: [%s]\n    device_token_from: owner\n", yamlQuote(accountSpellings[0]))
+		return b.String(), true
+	case accountMode == 0 && device != 2: // a new session each time
+		b.WriteString("    accounts: {fresh: true}\n")
+	case accountMode == 1:
+		b.WriteString("    accounts: [guesser@example.net]\n")
+	default: // accounts of its own
+		fmt.Fprintf(&b, "    accounts: {generate: %d}\n", accounts)
+	}
+	if device == 2 {
+		// It knows its accounts' codes: a success in the flow before
+		// each guess mints a device token of its own account.
+		fmt.Fprintf(&b, "    mints_device_token_in: %s\n", verify)
+	}
+	return b.String(), false
+}
+
+// maxSpendRate is the fastest pumper searched, in sends an hour: fast
+// enough to spend the built-in budget (1,000,000 units, 33,334 voice
+// codes) within one UTC day, while each strategy's cost grows with its
+// sends (a CAPTCHA-solving pumper makes two engine calls a code).
+const maxSpendRate = 4000
+
+// spendBound is the most the rules that price each send (cost: price) on
+// the tenant, counting every client and past their limit delaying or
+// denying (a CAPTCHA a pumper solves), let a send flow spend in 24 hours
+// from the start of a window: the limit of each window the day touches,
+// where a send whose price would take the window's count past the limit
+// does not go ahead; the rule's name is returned with it.
+func spendBound(f *authguard.Flow) (float64, string, bool) {
+	best, name := math.MaxInt, ""
+	for _, r := range f.Rules {
+		if !r.PriceCost || r.Subject.Parts != authguard.PartTenant || r.Clients != authguard.AllClients || r.Past == authguard.PastCaptcha {
+			continue
+		}
+		switch r.Algorithm {
+		case authguard.SlidingLog, authguard.SlidingCounter, authguard.FixedWindow:
+			if r.Rate.Window > 0 {
+				if n := r.Rate.Limit * int(math.Ceil(float64(24*time.Hour)/float64(r.Rate.Window))); n < best {
+					best, name = n, r.Name
+				}
+			}
+		}
+	}
+	return float64(best), name, best < math.MaxInt
+}
+
+// pumpRanges are the first numbers of the ranges a pumper walks: mobile
+// ranges of three countries, 100,000 numbers each.
+var pumpRanges = valid([]string{"+447400100000", "+33612000000", "+31612000000"},
+	func(s string) error { _, err := authguard.ParseDestination(authguard.ChannelSMS, s, 3); return err })
+
+func spendObjective(f *authguard.Flow, bound float64, rule string) objective {
+	o := objective{
+		Objective: Objective{
+			Name: "spend_per_day",
+			Summary: fmt.Sprintf("price units the codes %s sends cost the tenant in 24 h (from 09:00 UTC, so across a UTC midnight), for one pumper or two "+
+				"walking many numbers, blocks and countries from many addresses and solving every CAPTCHA (bound: %s's limit, %d: "+
+				"a send whose price would take the window's spend past it is denied, so the spend stops at it exactly, with no code's price over)",
+				f.Name, rule, int64(bound)),
+			Bound: bound, Unit: "units/24h",
+		},
+		score: func(r *simulate.Result) float64 {
+			return counter("pumper", "spent")(r) + counter("pumper2", "spent")(r)
+		},
+		scoreText: "pumper.spent + pumper2.spent (when there is a pumper2)",
+	}
+	o.build = func(d *decoder, bound float64) (string, []string) {
+		first := pumper(d, "pumper", f.Name)
+		second := pumper(d, "pumper2", f.Name)
+		key := "pumper"
+		if d.toggle() {
+			first += second
+			key = "pumper+pumper2"
+		}
+		return first, []string{fmt.Sprintf("%s.spent: \"<= %d\"", key, int64(bound))}
+	}
+	o.genes = countGenes(o.build)
+	return o
+}
+
+// pumper writes one pumper asking flow for codes to consecutive numbers of
+// one of pumpRanges.
+func pumper(d *decoder, name, flow string) string {
+	from := pumpRanges[d.pick(len(pumpRanges))]
+	count := d.logInt(1, 100_000)
+	channel := []string{"sms", "voice", "whatsapp"}[d.pick(3)]
+	ips := d.pool(brutePools)
+	rate := d.logInt(1, maxSpendRate)
+	start, stop := d.window(0)
+	obeys := d.toggle()
+	return fmt.Sprintf("  - name: %s\n    flow: %s\n    destinations: {sequential: {from: %q, count: %d}}\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: true\n",
+		name, flow, from, count, channel, ips, rate, startStop(start, stop), obeys)
 }

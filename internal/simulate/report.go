@@ -12,15 +12,17 @@ import (
 // with ok or FAIL and the value it was compared with. The denied column
 // appears only when a send was denied, and the mint_logins and
 // mint_refused columns only when an actor minted device tokens, and the
-// delay_seconds column only when an actor was delayed.
+// delay_seconds column only when an actor was delayed, and the spent
+// column only when a send actor's codes cost something.
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario: %s (%s simulated)\n\n", r.Scenario, r.Duration)
-	mints, denied, delays := false, false, false
+	mints, denied, delays, spent := false, false, false, false
 	for _, a := range r.Actors {
 		mints = mints || a.MintLogins > 0
 		denied = denied || a.Denied > 0
 		delays = delays || a.DelaySeconds > 0
+		spent = spent || a.Spent > 0
 	}
 	tw := tabwriter.NewWriter(&b, 0, 0, 2, ' ', 0)
 	fmt.Fprint(tw, "actor\tattempts\tproceeded\tdelayed\tcaptcha")
@@ -34,6 +36,9 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	if mints {
 		fmt.Fprint(tw, "\tmint_logins\tmint_refused")
+	}
+	if spent {
+		fmt.Fprint(tw, "\tspent")
 	}
 	fmt.Fprintln(tw)
 	dash := func(s string) string {
@@ -54,6 +59,9 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		if mints {
 			fmt.Fprintf(tw, "\t%d\t%d", a.MintLogins, a.MintRefused)
+		}
+		if spent {
+			fmt.Fprintf(tw, "\t%d", a.Spent)
 		}
 		fmt.Fprintln(tw)
 	}

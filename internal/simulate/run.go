@@ -82,6 +82,10 @@ type ActorResult struct {
 	// It is what the actor's users lost to waiting, had they all obeyed;
 	// left out of the JSON form while it is zero.
 	DelaySeconds int `json:"delay_seconds,omitempty"`
+	// Spent, for a send actor, sums the prices (the send flow's prices)
+	// of the codes its sends that proceeded cost: what the operator pays
+	// for them. It is left out of the JSON form while it is zero.
+	Spent int `json:"spent,omitempty"`
 }
 
 // Get returns the counter named by one of Fields.
@@ -111,6 +115,8 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.MintRefused), true
 	case "delay_seconds":
 		return int64(a.DelaySeconds), true
+	case "spent":
+		return int64(a.Spent), true
 	}
 	return 0, false
 }
@@ -218,6 +224,12 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // len(IPs), for account i mod len(Accounts), at Start + i×Every/n and then
 // every Every.
 //
+// A check actor with GuessesAt names, in each check and report of a login,
+// the destination the login guesses at and Channel.
+//
+// A send that proceeds adds the price of its code (the engine's
+// Event.Price) to the actor's Spent.
+//
 // Nothing an actor does happens at or after its Stop.
 func Run(sc *Scenario, policy *authguard.Policy) (*Result, error) {
 	r, _, err := execute(sc, policy, nil)
@@ -269,6 +281,7 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 		// Every scenario runs with notices worked out, so that the
 		// scenarios hold that they change no verdict.
 		Notifier: discardNotices{},
+		Trace:    authguard.Trace{Decided: countSpend},
 	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("simulate: %w", err)
@@ -337,8 +350,23 @@ func checkKinds(policy *authguard.Policy, a *Actor, i int) error {
 		return at("mints_device_token_in", a.mintLine, "%q is a send flow (kind: send): it returns no device tokens", a.MintsDeviceTokenIn)
 	case a.VerifiesIn != "" && policy.Flow(a.VerifiesIn).Verifies != a.Flow:
 		return at("verifies_in", a.verifyLine, "%q does not verify %q's codes (it needs verifies: %s)", a.VerifiesIn, a.Flow, a.Flow)
+	case a.GuessesAt.Len() > 0 && policy.Flow(a.Flow).Verifies == "":
+		return at("guesses_at", a.guessLine, "%q verifies no send flow's codes (it needs verifies:), so its checks name no destination", a.Flow)
 	}
 	return nil
+}
+
+// spendKey keys, in a send's context, the *int that countSpend adds the
+// price of the code to when the send proceeds.
+type spendKey struct{}
+
+// countSpend is the engine's Trace.Decided: it hands a send's price
+// (authguard.Event.Price, what the engine's spend rules count) to the
+// send that asked, when the answer is Proceed.
+func countSpend(ctx context.Context, ev authguard.Event) {
+	if p, ok := ctx.Value(spendKey{}).(*int); ok && ev.Call == "send" && ev.Answer.Action == authguard.Proceed {
+		*p += ev.Price
+	}
 }
 
 // discardNotices is a Notifier that drops what it is told.
@@ -393,7 +421,7 @@ type actorRun struct {
 	*Actor
 	s           *sim
 	accounts    []string   // empty for fresh accounts, and for a send actor without accounts
-	dests       []string   // a send actor's destinations; empty for a login actor
+	dests       []string   // a send actor's destinations, or those a check actor guesses at (GuessesAt)
 	ips         []string   // empty for fresh addresses
 	rng         *rand.Rand // used by the event loop only
 	fingerprint string     // of Password, or ""
@@ -416,6 +444,7 @@ type actorRun struct {
 	failures                 int
 	mintLogins, mintRefused  int
 	delaySeconds             int
+	spent                    int
 	stopped                  bool            // StopsAtCaptcha: a captcha has stopped the actor
 	firstDelay, firstCaptcha time.Duration   // -1: never
 	checked                  map[string]bool // unused for fresh accounts
@@ -448,7 +477,13 @@ func newActorRun(s *sim, a *Actor, seed, index uint64) *actorRun {
 	}
 	ar.freshDomain = "@" + strings.ToLower(a.Name) + ".sim.example"
 	ar.dests = a.Destinations.List
-	if d := a.Destinations; d.Count > 0 {
+	if a.GuessesAt.Len() > 0 {
+		ar.dests = a.GuessesAt.List
+	}
+	if d := a.Destinations; d.Count > 0 || a.GuessesAt.Count > 0 {
+		if d.Count == 0 {
+			d = a.GuessesAt
+		}
 		start, _ := strconv.ParseUint(d.From[1:], 10, 64) // ParseScenario checked it
 		ar.dests = make([]string, d.Count)
 		for i := range ar.dests {
@@ -554,6 +589,9 @@ func (ar *actorRun) fireEvery(i int) func(time.Duration) {
 				}
 			} else {
 				account = ar.accounts[i]
+				if len(ar.dests) > 0 {
+					dest = ar.dests[i%len(ar.dests)]
+				}
 			}
 			batch[b] = ar.newLogin(account, ip, dest)
 		}
@@ -637,7 +675,7 @@ func (ar *actorRun) settle(batch []*login, waits []time.Duration, at time.Durati
 // login is one login in progress, or one send.
 type login struct {
 	account, ip string
-	dest        string // a send's destination; "" for a login
+	dest        string // a send's destination, or the one a login guesses at; ""  for none
 	steps       []step // none for a send
 	pos         int    // the step to do next
 	proceeded   bool   // whether a check of it proceeded; guarded by actorRun.mu
@@ -666,7 +704,7 @@ func (ar *actorRun) newLogin(account, ip, dest string) *login {
 	if ar.TypoRate > 0 && ar.rng.Float64() < ar.TypoRate {
 		typos++
 	}
-	l := &login{account: account, ip: ip, steps: make([]step, 0, typos+1)}
+	l := &login{account: account, ip: ip, dest: dest, steps: make([]step, 0, typos+1)}
 	for range typos {
 		l.steps = append(l.steps, step{outcome: authguard.Failure, fingerprint: ar.randomFingerprint()})
 	}
@@ -735,9 +773,10 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			if err != nil {
 				return 0, err
 			}
+			dest, channel := ar.guessed(l)
 			v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{
 				Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
-				CaptchaSolved: solved, PasswordFingerprint: st.fingerprint,
+				CaptchaSolved: solved, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
 			})
 			if err != nil {
 				return 0, fmt.Errorf("actor %s: check: %w", ar.Name, err)
@@ -782,7 +821,8 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 		if ar.tokenFrom != nil {
 			device = ar.tokenFrom.device(l.account)
 		}
-		v, err := ar.s.engine.Send(ctx, authguard.SendRequest{
+		price := 0
+		v, err := ar.s.engine.Send(context.WithValue(ctx, spendKey{}, &price), authguard.SendRequest{
 			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
 			Account: l.account, DeviceToken: device, CaptchaSolved: solved,
 		})
@@ -790,6 +830,7 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 			return 0, fmt.Errorf("actor %s: send: %w", ar.Name, err)
 		}
 		ar.record(l, v, at)
+		ar.addSpent(price)
 		if v.Action == authguard.Captcha && ar.StopsAtCaptcha {
 			return 0, nil
 		}
@@ -832,9 +873,10 @@ func (ar *actorRun) verify(ctx context.Context, l *login) error {
 // report reports the outcome of step st of l, whose check proceeded with
 // attempt and device.
 func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, device string, at time.Duration) error {
+	dest, channel := ar.guessed(l)
 	r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
 		Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
-		Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint,
+		Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
 	})
 	if err != nil {
 		return fmt.Errorf("actor %s: report: %w", ar.Name, err)
@@ -846,6 +888,15 @@ func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, devi
 		ar.setDevice(l.account, r.DeviceToken)
 	}
 	return nil
+}
+
+// guessed returns the destination and channel the checks and reports of
+// login l name: those of the code it guesses at, or none.
+func (ar *actorRun) guessed(l *login) (dest, channel string) {
+	if l.dest == "" {
+		return "", ""
+	}
+	return l.dest, ar.Channel.String()
 }
 
 // deviceFor returns the device token the next check of l carries.
@@ -967,6 +1018,13 @@ func (ar *actorRun) record(l *login, v authguard.Verdict, at time.Duration) {
 	}
 }
 
+// addSpent counts the price of a code sent.
+func (ar *actorRun) addSpent(price int) {
+	ar.mu.Lock()
+	ar.spent += price
+	ar.mu.Unlock()
+}
+
 // recordFailure counts the report of a failure.
 func (ar *actorRun) recordFailure(at time.Duration) {
 	ar.mu.Lock()
@@ -1011,6 +1069,7 @@ func (ar *actorRun) result() ActorResult {
 		MintLogins:                   ar.mintLogins,
 		MintRefused:                  ar.mintRefused,
 		DelaySeconds:                 ar.delaySeconds,
+		Spent:                        ar.spent,
 	}
 }
 

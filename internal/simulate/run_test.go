@@ -40,6 +40,9 @@ func checkCounters(t *testing.T, got, want ActorResult) {
 	if want.DelaySeconds == 0 {
 		got.DelaySeconds = 0 // held by TestRun_DelaySecondsSumsWhatTheActorWasToldToWait
 	}
+	if want.Spent == 0 {
+		got.Spent = 0 // held by TestRun_SpentIsWhatTheCodesSentCost
+	}
 	if got != want {
 		t.Errorf("counters of %s:\n got %+v\nwant %+v", want.Name, got, want)
 	}
@@ -1239,5 +1242,92 @@ expect:
 	}
 	if r.Expectations[1].OK {
 		t.Errorf("a+b.proceeded <= 1 held with %d and %d proceeds", r.Actors[0].Proceeded, r.Actors[1].Proceeded)
+	}
+}
+
+// TestRun_SpentIsWhatTheCodesSentCost: spent adds up the prices of the
+// codes that went out (sms 10, voice 30, e-mail 0 in the built-in
+// prices) and nothing for a send denied, so that a pumper's spend can be
+// held to the tenant's budget: with a budget of 300 the voice pumper's
+// spend stops at 300, its later sends denied.
+func TestRun_SpentIsWhatTheCodesSentCost(t *testing.T) {
+	scenario := `
+name: spend
+duration: 1h
+actors:
+  - name: sms
+    destinations: {sequential: {from: "+44 7400 100000", count: 50}}
+    ips: {random_ipv4: 50}
+    rate: 10/h
+  - name: voice
+    destinations: {sequential: {from: "+44 7400 200000", count: 50}}
+    channel: voice
+    ips: {random_ipv4: 50}
+    rate: 20/h
+  - name: mail
+    destinations: [a@example.com, b@example.com, c@example.com]
+    channel: email
+    ips: {random_ipv4: 50}
+    rate: 3/h
+`
+	r := run(t, scenario, "")
+	for i, price := range []int{10, 30, 0} {
+		a := r.Actors[i]
+		if a.Proceeded == 0 || a.Spent != price*a.Proceeded {
+			t.Errorf("%s: spent %d on %d codes, want %d each", a.Name, a.Spent, a.Proceeded, price)
+		}
+		if got, ok := a.Get("spent"); !ok || got != int64(a.Spent) {
+			t.Errorf("%s: Get(spent) = %d, %t", a.Name, got, ok)
+		}
+	}
+	low := run(t, scenario, `
+flows:
+  otp_send:
+    rules:
+      - {name: spend_captcha, limit: 200}
+      - {name: spend_budget, limit: 300}
+`)
+	voice := low.Actors[1]
+	if voice.Spent+low.Actors[0].Spent > 300 || voice.Denied == 0 || voice.Spent != 30*voice.Proceeded {
+		t.Errorf("with a budget of 300: sms spent %d, voice %d on %d codes, %d denied", low.Actors[0].Spent, voice.Spent, voice.Proceeded, voice.Denied)
+	}
+	var b strings.Builder
+	if err := WriteText(&b, low); err != nil || !strings.Contains(b.String(), " spent") {
+		t.Errorf("the table lacks the spent column (%v):\n%s", err, b.String())
+	}
+}
+
+// TestRun_GuessesAtOneNumberFromManyAccountsShareItsBudget: checks that
+// name the destination whose code they guess at are held to the
+// destination's budget (59 a day in the built-in otp_verify), whatever
+// accounts and spellings they come under; the same guesses naming no
+// destination get each account's budget.
+func TestRun_GuessesAtOneNumberFromManyAccountsShareItsBudget(t *testing.T) {
+	scenario := `
+name: guesses
+duration: 24h
+actors:
+  - name: attacker
+    flow: otp_verify
+    accounts: {generate: 20}
+    guesses_at: ["+44 7400 123456", "+447400123456", "+44-7400-123456"]
+    ips: {random_ipv4: 500}
+    rate: 360/h
+`
+	r := run(t, scenario, "")
+	if got := r.Actors[0].FailuresMax24h; got != 59 {
+		t.Errorf("guesses naming the number: %d failures in 24 h, want 59 (destination_backoff)", got)
+	}
+	r = run(t, strings.Replace(scenario, `    guesses_at: ["+44 7400 123456", "+447400123456", "+44-7400-123456"]
+`, "", 1), "")
+	if got := r.Actors[0].FailuresMax24h; got <= 59 {
+		t.Errorf("guesses naming no number: %d failures in 24 h, want each account's own budget (far above 59)", got)
+	}
+	sc, err := ParseScenario("s.yaml", []byte(strings.Replace(scenario, "flow: otp_verify", "flow: login", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Run(sc, nil); err == nil || !strings.Contains(err.Error(), "guesses_at") {
+		t.Errorf("guesses_at in login (which verifies no codes): err = %v, want one naming guesses_at", err)
 	}
 }

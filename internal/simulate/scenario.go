@@ -141,8 +141,15 @@ type Actor struct {
 	// false. An attack search that scores what comes before the first
 	// CAPTCHA sets it, so that the rest of the day costs no time.
 	StopsAtCaptcha bool
+	// GuessesAt, set for a check actor only, are destinations whose
+	// one-time codes its checks guess at: each check and report of a login
+	// names one of them (in turn, as a send actor takes its destinations)
+	// and Channel, as a caller of a flow that verifies a send flow's codes
+	// does (authguard.CheckRequest.Destination). Empty means its checks
+	// name none.
+	GuessesAt Destinations
 
-	flowLine, deviceFromLine, mintLine, destLine, verifyLine int
+	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine int
 }
 
 // Sends reports whether the actor is a send actor: one with destinations.
@@ -246,6 +253,8 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    device_token_from: owner       # default none; another actor's device token
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
 //	    stops_at_captcha: false        # default false; stop for good at the first CAPTCHA
+//	    guesses_at: ["+44 7400 123456"] # default none; the codes its checks guess at
+//	                                   # (a flow with verifies:), by channel as below
 //	  - name: pumper                   # a send actor: one with destinations
 //	    flow: otp_send                 # default otp_send; a send flow
 //	    destinations: ["+44 7400 123456", a@example.com]
@@ -322,6 +331,15 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // asking for her code (the send flow must trust that actor's flow,
 // device_trust).
 //
+// guesses_at (a check actor only) is a list of destinations, or
+// {sequential: ...}, as destinations is, for channel (sms unless channel
+// says otherwise): the destinations whose one-time codes the actor's
+// checks guess at. Each login names one of them, taken in turn (an every
+// actor's account i names destination i mod n), in every check and report
+// (authguard.CheckRequest.Destination and Channel), so that the flow's
+// rules on the destination count them. Its flow must verify a send flow's
+// codes (verifies: in the policy; Run checks).
+//
 // An actor sets at most one of device_token: true, device_token_from and
 // mints_device_token_in. Fresh accounts exclude device_token and
 // device_token_from: no fresh account logs in twice, so there would never
@@ -338,7 +356,8 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // failure in any 24 hours (each follows a proceeded check); mint_logins,
 // the minting checks of mints_device_token_in, and mint_refused, those of
 // them that did not proceed; delay_seconds, the seconds of delay the actor
-// was answered (see ActorResult).
+// was answered (see ActorResult); spent, the price units of the codes a
+// send actor's sends that proceeded cost (the send flow's prices).
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc, err := parseScenario(data)
 	if err != nil {
@@ -553,6 +572,7 @@ type actorFields struct {
 	VerifiesIn         text        `yaml:"verifies_in"`
 	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
 	StopsAtCaptcha     toggle      `yaml:"stops_at_captcha"`
+	GuessesAt          *yaml.Node  `yaml:"guesses_at"` // decoded once the channel is known
 }
 
 // decodeActor decodes actor n, at path, of a scenario total long, and
@@ -590,6 +610,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		mintLine:       lineOf(seen["mints_device_token_in"]),
 		destLine:       lineOf(seen["destinations"]),
 		verifyLine:     lineOf(seen["verifies_in"]),
+		guessLine:      lineOf(seen["guesses_at"]),
 	}
 	destNode, outcome := f.Destinations, authguard.Outcome(f.Outcome)
 	for _, k := range []string{"name", "accounts", "ips"} {
@@ -631,10 +652,21 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		if seen["device_token_from"] != nil && seen["accounts"] == nil {
 			return nil, errAt(seen["device_token_from"], path+".device_token_from", "a send carries a device token with its account: set accounts")
 		}
+		if seen["guesses_at"] != nil {
+			return nil, errAt(seen["guesses_at"], path+".guesses_at", "goes with a check actor, not a send actor (one with destinations)")
+		}
 	} else {
 		for _, k := range []string{"channel", "verifies_in"} {
-			if seen[k] != nil {
-				return nil, errAt(seen[k], path+"."+k, "goes with destinations (a send actor)")
+			if seen[k] != nil && (k != "channel" || seen["guesses_at"] == nil) {
+				return nil, errAt(seen[k], path+"."+k, "goes with destinations (a send actor) or guesses_at")
+			}
+		}
+		if f.GuessesAt != nil {
+			if a.Channel == 0 {
+				a.Channel = authguard.ChannelSMS
+			}
+			if a.GuessesAt, err = decodeDestinations(f.GuessesAt, path+".guesses_at", a.Channel); err != nil {
+				return nil, err
 			}
 		}
 	}

@@ -582,6 +582,8 @@ func TestParseScenario_SendErrors(t *testing.T) {
 			"line 16: actors[2].destinations.sequential: sequential numbers need a phone channel (sms, voice or whatsapp), not email"},
 		{"sequential runs out of the range", dest(`{sequential: {from: "+44 7602 999999", count: 2}}`), "line 5: actors[0].destinations.sequential.count: the last number, +447603000000, is not a valid phone number"},
 		{"destinations twice", add(`destinations: ["+44 7400 123457"]`), "line 8: actors[0].destinations: set twice (first on line 5)"},
+		{"guesses_at in a send actor", add(`guesses_at: ["+44 7400 123457"]`), "line 8: actors[0].guesses_at: goes with a check actor, not a send actor"},
+		{"guesses_at e-mail for sms", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    guesses_at: [a@example.com]", 1), `line 8: actors[0].guesses_at[0]: invalid destination "a@example.com" for channel sms`},
 
 		// cost: an every actor's users are its destinations.
 		{"too many sends", strings.Replace(dest(`{sequential: {from: "+44 7400 100000", count: 100000}}`), "rate: 1/s", "every: 1s\n    burst: 20", 1),

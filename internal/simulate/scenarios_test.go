@@ -14,6 +14,7 @@ var longScenarios = map[string]bool{
 	"otp-pumping-sequential": true, // a day at one send a second, and 10,000 numbers
 	"otp-pumping-country":    true, // a day of pumping one country while others verify
 	"nat-sprayer-with-owner": true, // 1,000 accounts sprayed from the owner's address
+	"attack-spend-midnight":  true, // 36,500 voice codes asked for, each past a CAPTCHA
 }
 
 // TestScenarios runs every scenario in scenarios/ with the built-in policy:

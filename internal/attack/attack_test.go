@@ -79,7 +79,7 @@ func TestBuiltInPolicy_NoStrategyBeatsABound(t *testing.T) {
 	for _, o := range objectives {
 		t.Run(o.Name, func(t *testing.T) {
 			if why, ok := raceTooSlow[o.Name]; ok && raceEnabled {
-				t.Skipf("searched without the race detector: %s", why)
+				t.Skipf("searched without the race detector (make test runs it so): %s", why)
 			}
 			budget := ciBudgetOf(o.Name)
 			r, err := Search(context.Background(), Config{Objective: o.Name, Budget: budget, Seed: 1})
@@ -161,7 +161,7 @@ func TestSearch_FindsTheBreakInAWeakenedPolicy(t *testing.T) {
 	for _, tt := range []struct{ objective string }{{"login_failures"}, {"codes_phone"}, {"destination_guesses"}} {
 		t.Run(tt.objective, func(t *testing.T) {
 			if tt.objective == "destination_guesses" && raceEnabled {
-				t.Skip("half a minute under -race (every guess of 200 free ones a check and a report): the plain run finds it")
+				t.Skip("half a minute under -race (every guess of 200 free ones a check and a report): make test runs it without the race detector")
 			}
 			claimed := bound(t, nil, tt.objective)
 			r, err := Search(context.Background(), Config{Objective: tt.objective, Policy: weak, Budget: ciBudget(), Seed: 1, Bound: claimed,

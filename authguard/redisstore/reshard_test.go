@@ -263,10 +263,10 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	}
 	for p, cs := range byPhase {
 		l := summarize(cs)
+		// Logged, not asserted: the machine's load moves latencies (no
+		// timing assertions in tests). What is held is below: no call
+		// failed, so each was answered within the store's deadline.
 		t.Logf("%s: %v", reshardPhaseNames[p], l)
-		if p != reshardBefore && l.p99 >= 20*time.Millisecond {
-			t.Errorf("%s: p99 %v, want under 20 ms (the store deadline is 50 ms)", reshardPhaseNames[p], l.p99)
-		}
 	}
 	if after := byPhase[reshardMoved]; len(after) >= 5 {
 		var first []time.Duration // those that met MOVED, before go-redis reloaded its map

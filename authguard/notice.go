@@ -207,9 +207,11 @@ type notices struct {
 }
 
 // maxRecentNotices bounds what notices remembers: past it, windows that
-// ended are dropped, and if none had, everything is (a notice may then be
-// emitted again within its window: the receiver de-duplicates by
-// Coalesce).
+// ended are dropped, and unless that frees a quarter of it, everything is
+// (a notice may then be emitted again within its window: the receiver
+// de-duplicates by Coalesce). Freeing a quarter at least keeps the walk to
+// one per 4,096 notices: an attacker who keeps the map full of live keys
+// cannot make every notice walk it under the lock.
 const maxRecentNotices = 16384
 
 // fresh says whether a notice of key (the tenant, flow, type and the
@@ -230,7 +232,7 @@ func (n *notices) fresh(key string, window time.Duration, now time.Time) bool {
 				delete(n.recent, k)
 			}
 		}
-		if len(n.recent) >= maxRecentNotices {
+		if len(n.recent) > maxRecentNotices*3/4 {
 			clear(n.recent)
 		}
 	}

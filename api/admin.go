@@ -223,10 +223,7 @@ func (a *API) addEntry(w http.ResponseWriter, r *http.Request, fs fields) {
 // store's failure after the write may have taken effect) is not nil. Only
 // writes that succeeded are counted in tollgate_admin_writes_total.
 func (a *API) audit(r *http.Request, msg, flow string, err error, attrs ...slog.Attr) {
-	tenant := tenantOf(r.Context())
-	if tenant == "" {
-		tenant = authguard.DefaultTenant
-	}
+	tenant := tenantOrDefault(r.Context())
 	outcome := []slog.Attr{slog.String("outcome", "ok")}
 	if err != nil {
 		outcome = []slog.Attr{slog.String("outcome", "failed"), slog.String("problem", toProblem(err).kind.slug)}

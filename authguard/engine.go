@@ -12,6 +12,10 @@ import (
 // DefaultTenant is the tenant of requests that name none.
 const DefaultTenant = "default"
 
+// DefaultKeyPrefix starts every store key unless Config.KeyPrefix says
+// otherwise.
+const DefaultKeyPrefix = "tg"
+
 // MinSecretBytes is the shortest secret New accepts.
 const MinSecretBytes = 32
 
@@ -144,7 +148,7 @@ func New(cfg Config) (*Engine, error) {
 		cfg.Observe = func(Event) {}
 	}
 	if cfg.KeyPrefix == "" {
-		cfg.KeyPrefix = "tg"
+		cfg.KeyPrefix = DefaultKeyPrefix
 	}
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = 50 * time.Millisecond

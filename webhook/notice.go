@@ -26,8 +26,22 @@ type noticeData struct {
 }
 
 // Notify implements authguard.Notifier.
+// A notice no endpoint of its tenant takes is dropped before its data is
+// marshalled.
 func (n Notifier) Notify(no authguard.Notice) {
+	e := Event{Type: no.Type, Tenant: tenantOf(no)}
+	if !n.D.wanted(e) {
+		return
+	}
 	n.D.Emit(EventOf(no))
+}
+
+// tenantOf is the notice's tenant, the default tenant's when empty.
+func tenantOf(no authguard.Notice) string {
+	if no.Tenant == "" {
+		return authguard.DefaultTenant
+	}
+	return no.Tenant
 }
 
 // EventOf is the event that tells of notice no.
@@ -41,9 +55,5 @@ func EventOf(no authguard.Notice) Event {
 		d.Details = map[string]any{}
 		data, _ = json.Marshal(d)
 	}
-	tenant := no.Tenant
-	if tenant == "" {
-		tenant = authguard.DefaultTenant
-	}
-	return Event{Type: no.Type, Tenant: tenant, Time: no.Time, Data: data, Coalesce: no.Coalesce, CoalesceWindow: no.Window}
+	return Event{Type: no.Type, Tenant: tenantOf(no), Time: no.Time, Data: data, Coalesce: no.Coalesce, CoalesceWindow: no.Window}
 }

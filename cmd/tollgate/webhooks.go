@@ -51,7 +51,7 @@ func startWebhooks(cfg *config.Config, secret []byte, reg prometheus.Registerer,
 		}
 		prefix := cfg.KeyPrefix
 		if prefix == "" {
-			prefix = "tg"
+			prefix = authguard.DefaultKeyPrefix
 		}
 		if queue, err = webhook.NewRedisQueue(client, webhook.RedisQueueConfig{
 			Prefix: prefix + ":webhook:", Secret: secret, Logger: log,

@@ -18,11 +18,8 @@ import (
 )
 
 // EventTypes are the event types an endpoint's types may name: the
-// notices the engine emits (authguard.Notice*).
-var EventTypes = []string{
-	"login.new_device", "account.under_attack", "account.reset", "ip.escalated",
-	"otp.pumping_hold", "otp.budget", "store.degraded", "store.recovered",
-}
+// notices the engine emits.
+var EventTypes = authguard.NoticeTypes
 
 var endpointNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 

@@ -208,8 +208,9 @@ func TestReport_SuccessRefundsOnlyItsOwnAttempt(t *testing.T) {
 		t.Fatalf("success: got %+v, want proceed with a device token", v)
 	}
 	// The success's own charge is gone, the 4 failures stay: one more
-	// attempt is free, then the delay starts.
-	if v := h.attempt("dave", "192.0.2.3", authguard.Failure, ""); v.Action != authguard.Delay {
+	// attempt is free, then the delay starts (from another address: the
+	// success made 192.0.2.3 a known network of dave's).
+	if v := h.attempt("dave", "192.0.2.4", authguard.Failure, ""); v.Action != authguard.Delay {
 		t.Fatalf("fifth failure after the success: %v, want delay (the success cleared nothing else)", v.Action)
 	}
 }
@@ -292,8 +293,10 @@ func TestDevice_ExpiredOrForgedTokenIsUntrusted(t *testing.T) {
 		{"alg none", "eyJhbGciOiJub25lIn0.eyJ0IjoiZGVmYXVsdCJ9.", 0, authguard.Delay},
 		{"expired", tok, 91 * 24 * time.Hour, authguard.Proceed}, // counters forgotten too; checked below
 	}
+	// From another address than the one kim signed in from: that one is a
+	// known network of hers, which goes ahead with no token at all.
 	for _, tt := range tests[:3] {
-		if v := h.check(authguard.CheckRequest{Account: "kim", IP: "198.51.100.9", DeviceToken: tt.token}); v.Action != tt.want {
+		if v := h.check(authguard.CheckRequest{Account: "kim", IP: "198.51.100.10", DeviceToken: tt.token}); v.Action != tt.want {
 			t.Errorf("%s: %v, want %v", tt.name, v.Action, tt.want)
 		}
 	}

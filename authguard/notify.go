@@ -127,7 +127,7 @@ func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *p
 	if outcome == Failure && np.Emits(NoticeUnderAttack) && b.res != nil && s.account != "" {
 		for i, m := range p.meta {
 			r := &f.Rules[m.rule]
-			if m.role != roleLimit || !r.accountBackoff() || i >= len(b.res) {
+			if (m.role != roleLimit && m.role != roleShared) || !r.accountBackoff() || i >= len(b.res) {
 				continue
 			}
 			res := b.res[i]

@@ -1,6 +1,10 @@
 package authguard
 
-import "github.com/tollgate-auth/tollgate/spraydetect"
+import (
+	"slices"
+
+	"github.com/tollgate-auth/tollgate/spraydetect"
+)
 
 // plan is a batch of operations with what each one stands for.
 type plan struct {
@@ -8,7 +12,9 @@ type plan struct {
 	meta []meta // one per op
 	// allowance is the index of the known device's allowance op, or -1.
 	allowance int
-	// owned says the plan holds a send's owner allowance (Engine.owner).
+	// owned says the plan holds a send's owner allowance (Engine.owner) or
+	// a known network's (Engine.network): ops a store's fallback cannot
+	// decide, since it holds no record of what the account verified.
 	owned bool
 }
 
@@ -86,6 +92,8 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 			id = randomID()
 		}
 		e.owner(&p, s, id, known)
+	} else if !known {
+		e.network(&p, s, id, LogAdmit)
 	}
 	return p
 }
@@ -200,6 +208,97 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSt
 		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: st.attempt,
 	}, i, roleShared)
+}
+
+// knownNetKey is the record, per account and IP prefix (the flow's ip
+// subject), that the account succeeded from that network; see network.
+const knownNetKey = "knownnet"
+
+// networkID is the device id a known network's allowance and slot carry:
+// not a device tokens's id (those are randomID's, of another length).
+func networkID(s *subjects) string { return "net" + s.ip }
+
+// network adds to the check of a client without a device token, in a flow
+// with a device rule, the ops of a known network: the record that the
+// account succeeded from the client's network (a peek), and, spare, an
+// allowance and a slot of the device rule as if the network were a device.
+// The account's delay rules become shared: their waits hold the client back
+// only when its network is not known to the account or its allowance or
+// slot is spent. So an owner without her device token who signs in from
+// where she signed in before is not kept out by an attacker elsewhere whose
+// guesses keep the account's delay running; someone behind her address
+// shares her network's DeviceFree failures a day, and networks take the
+// device slots that known devices take, so the flow's MaxFailuresPerDay
+// holds as it is. A check the account's delay does not hold back spends
+// none of the allowance (Spares): only an exemption does.
+//
+// step is LogAdmit for a check; a report's verdict for the next attempt
+// reads the same with LogPeek (id "", nothing written). The ops are the same
+// for every such call, known network or not, account or not: constant work.
+func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
+	f := s.flow
+	if f.device < 0 || s.account == "" || s.ip == "" {
+		return
+	}
+	shared := false
+	for i := range p.ops {
+		r := &f.Rules[p.meta[i].rule]
+		if p.meta[i].role == roleLimit && r.Algorithm == Backoff && r.Subject.Parts == PartAccount && r.Past == PastDelay {
+			p.meta[i].role = roleShared
+			shared = true
+		}
+	}
+	if !shared {
+		return
+	}
+	p.owned = true
+	d := &f.Rules[f.device]
+	net := networkID(s)
+	// The record goes first: when it is not there (an attacker's network),
+	// a store that runs the batch in order knows at the account's wait that
+	// the check is refused, and peeks the rest instead of writing and
+	// undoing it (check.lua).
+	p.ops = slices.Insert(p.ops, 0, Op(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, knownNetKey, s.account+"."+s.ip), Action: LogPeek, Member: "?",
+		Windows: spraydetect.Windows{{Length: f.DeviceTokenTTL, Limit: 1}},
+	}))
+	p.meta = slices.Insert(p.meta, 0, meta{uint8(f.device), roleVerified})
+	if step == LogAdmit {
+		p.allowance = len(p.ops)
+	} else {
+		id = "?"
+	}
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".dev", s.account+"."+net), Action: step, Member: id,
+		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceFree}},
+	}, f.device, roleOwner)
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".slots", s.account), Action: step, Member: net,
+		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
+	}, f.device, roleOwner)
+}
+
+// knownNetwork adds to the plan of a success report that settles attempt a
+// the record that the account succeeded from the client's network (see
+// network), and gives back the attempt's charge of the network's allowance
+// when its check spent one. A success without a valid attempt token makes
+// no network known: it settles no check that went ahead.
+func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
+	f := s.flow
+	if f.Kind == Sends || f.device < 0 || s.account == "" || s.ip == "" {
+		return
+	}
+	p.add(&LogOp{
+		Key: storeKey(s.prefix, s.tenant, f.Name, knownNetKey, s.account+"."+s.ip), Action: LogAdd, Member: "v",
+		Windows: spraydetect.Windows{{Length: f.DeviceTokenTTL, Limit: 1}},
+	}, f.device, roleCredit)
+	if a.exempt && a.device == "" {
+		d := &f.Rules[f.device]
+		p.add(&LogOp{
+			Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".dev", s.account+"."+networkID(s)), Action: LogRemove, Member: a.id,
+			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceFree}},
+		}, f.device, roleCredit)
+	}
 }
 
 // backoff adds a step of a Backoff rule on any subject but the device.

@@ -75,6 +75,12 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	b, p := batch{src: SourceNone}, plan{allowance: -1}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		p = e.reportPlan(&s, device, req.Outcome, a, tokened)
+		if req.Outcome == Success && tokened {
+			e.knownNetwork(&p, &s, a)
+		}
+		if device == "" {
+			e.network(&p, &s, "", LogPeek)
+		}
 		if verified != nil && tokened && req.Outcome == Success {
 			e.credit(&p, verified)
 			e.verifiedOp(&p, verified)

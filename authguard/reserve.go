@@ -178,27 +178,106 @@ func Spares(ops []Op, gates []Gate, res []Result) []Op {
 	return back
 }
 
-// Reserve is the reference semantics of Reserver.DoCheck, for any Store:
-// Do(ops), then, when Blocked, Do of the undos of the charged ops, and when
-// not, of the Spares. On a store that is not a Reserver that is two round
-// trips.
+// Reserve is the reference semantics of Reserver.DoCheck, for any Store: Do
+// of ops, with every spare allowance (BlockOwner, BlockAllowanceSolved) sent
+// as its peek, then Finish. On a store that is not a Reserver that is one
+// round trip for a check that proceeds with no shared wait, the common case,
+// and one more for a refused check's undos or for an exemption.
 func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error) {
 	if r, ok := st.(Reserver); ok {
 		return r.DoCheck(ctx, ops, gates, captchaSolved)
 	}
-	res, err := st.Do(ctx, ops)
+	sent, peeked := ops, []int(nil)
+	for i, g := range gates {
+		if spare(g) {
+			if p := PeekOf(ops[i]); p != nil {
+				if peeked == nil {
+					sent = append([]Op(nil), ops...)
+				}
+				sent[i] = p
+				peeked = append(peeked, i)
+			}
+		}
+	}
+	res, err := st.Do(ctx, sent)
 	if err != nil || len(res) != len(ops) {
 		return res, false, err
 	}
-	blocked := Blocked(gates, res, captchaSolved)
-	back := Spares(ops, gates, res)
-	if blocked {
-		back = Undos(ops, gates, res)
+	return Finish(ctx, st, ops, gates, captchaSolved, res, peeked)
+}
+
+// spare reports whether a gate's op is a spare allowance: spent only on a
+// check it exempted from a shared wait.
+func spare(g Gate) bool {
+	return g.Undo && (g.Block == BlockOwner || g.Block == BlockAllowanceSolved)
+}
+
+// Finish decides a check whose ops were sent to st with those at peeked as
+// their peeks, res their results (updated in place), as Reserver.DoCheck
+// would have: when the peeks already block the check, what was charged is
+// undone; when not, the peeked ops but the spare allowances are applied for
+// real (a store that expected a block was wrong), and then the spare
+// allowances, only when a shared wait makes the check need the exemption
+// they give; whatever then blocks the check undoes every charge. A failure
+// of an undo is left to expiry.
+func Finish(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved bool, res []Result, peeked []int) ([]Result, bool, error) {
+	apply := func(which []int) error {
+		if len(which) == 0 {
+			return nil
+		}
+		real := make([]Op, len(which))
+		for j, i := range which {
+			real[j] = ops[i]
+		}
+		got, err := st.Do(ctx, real)
+		if err == nil && len(got) != len(real) {
+			err = ErrStoreUnavailable
+		}
+		if err != nil {
+			return err
+		}
+		for j, i := range which {
+			res[i] = got[j]
+		}
+		return nil
 	}
-	if len(back) > 0 {
-		_, _ = st.Do(ctx, back) // a failure here is left to expiry
+	blocked := Blocked(gates, res, captchaSolved)
+	if !blocked {
+		var spares, others []int
+		for _, i := range peeked {
+			if spare(gates[i]) {
+				spares = append(spares, i)
+			} else {
+				others = append(others, i)
+			}
+		}
+		if err := apply(others); err != nil {
+			return nil, false, err
+		}
+		if !Blocked(gates, res, captchaSolved) && sharedWait(gates, res) {
+			if err := apply(spares); err != nil {
+				return nil, false, err
+			}
+		}
+		blocked = Blocked(gates, res, captchaSolved)
+	}
+	if blocked {
+		if back := Undos(ops, gates, res); len(back) > 0 {
+			_, _ = st.Do(ctx, back)
+		}
 	}
 	return res, blocked, nil
+}
+
+// sharedWait reports whether a BlockShared result has a wait: a check that
+// proceeds spends its spare allowances only then (an exemption).
+func sharedWait(gates []Gate, res []Result) bool {
+	for i, g := range gates {
+		if g.Block == BlockShared && res[i].Wait > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // gates returns each op's gate: backoff charges are refunded, log admissions

@@ -2,14 +2,18 @@
 -- script (op_b backoff.lua, op_l log.lua, op_r rate.lua, defined above this
 -- text, each called as op(key, ARGV, offset, nargs) on its own arguments
 -- inside ARGV), then authguard.Blocked on the results, and when the check
--- would not proceed, the undo of every op that reserved something (when it
--- proceeds, of a spare allowance that exempted it from nothing). The Lua
--- twin of authguard.Reserve, with two savings:
+-- would not proceed, the undo of every op that reserved something. A spare
+-- allowance is peeked, and applied only when the check proceeds with a
+-- shared wait it exempted from. The Lua twin of authguard.Reserve, with two
+-- savings:
 --
 --   * Redis TIME is read once for the whole batch, not once per op;
 --   * once a delay, queue, CAPTCHA or deny gate has blocked the check, a later op
 --     that would be undone runs as its peek: the same wait and over, no
---     write and nothing to undo. An attacker's refused checks cost reads.
+--     write and nothing to undo. So does a shared gate with a wait once an
+--     earlier result has made the check not exempt (a known network's
+--     record that is not there, an allowance over its limit): nothing later
+--     can make it exempt again. An attacker's refused checks cost reads.
 --
 -- KEYS     one per op
 -- ARGV     solved ("1" or "0"), then for each op: kind (b, l, r), gate (0, d,
@@ -29,8 +33,10 @@ local bNow, bAction, lNow, lAction, rNow, rAction = 9, 1, 4, 1, 7, 2
 local solved = ARGV[1] == "1"
 local now = "" -- Redis TIME, read by the first op that needs it
 local blocked = false
+local bound = false -- an earlier result made the check not exempt
 local nk = #KEYS
 local out, at = {}, {}
+local spares, spareAction = {}, {}
 local a = 2
 for i = 1, nk do
   local kind, gate, undo, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
@@ -48,12 +54,21 @@ for i = 1, nk do
   end
   if blocked and undo ~= "" then
     ARGV[o + actionAt], ARGV[a + 2] = "peek", ""
+  elseif undo ~= "" and (gate == "o" or gate == "A") then
+    -- a spare allowance is peeked, and applied below only when it exempts
+    spares[#spares + 1], spareAction[i] = i, ARGV[o + actionAt]
+    ARGV[o + actionAt] = "peek"
   end
   local r = run(KEYS[i], ARGV, o, n)
   if type(r) ~= "table" or r.err then return r end
   out[i], at[i] = r, a
+  if ((gate == "a" or gate == "o") and r[3] == 1) or (gate == "v" and r[3] ~= 1) or
+     (gate == "A" and (r[3] == 1 or not solved)) then
+    bound = true
+  end
   if (gate == "d" and r[2] > 0) or (gate == "q" and r[2] > 0 and r[3] == 1) or
-     (gate == "c" and r[3] == 1 and not solved) or (gate == "x" and r[3] == 1) then
+     (gate == "c" and r[3] == 1 and not solved) or (gate == "x" and r[3] == 1) or
+     (gate == "s" and bound and r[2] > 0) then
     blocked = true
   end
   a = o + n + 1
@@ -89,13 +104,33 @@ local function undo(i)
   return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
 end
 
-for i = 1, nk do
-  local g = ARGV[at[i] + 1]
-  -- Blocked: every charge is undone. Not blocked: a spare allowance
-  -- (authguard.Spares) is given back when it exempted from nothing.
-  if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 and (blocked or (not held and (g == "o" or g == "A"))) then
-    local r = undo(i)
+-- Not blocked, with a shared wait: the spare allowances exempted the check
+-- and are spent (authguard.Finish); their peeks said they would admit, and
+-- nothing ran in between.
+if held and not blocked then
+  for _, i in ipairs(spares) do
+    local s = at[i]
+    local kind = ARGV[s]
+    local run, actionAt = op_r, rAction
+    if kind == "b" then
+      run, actionAt = op_b, bAction
+    elseif kind == "l" then
+      run, actionAt = op_l, lAction
+    end
+    ARGV[s + 3 + actionAt] = spareAction[i]
+    local r = run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
     if type(r) ~= "table" or r.err then return r end
+    out[i] = r
+  end
+end
+
+-- Blocked: every charge is undone.
+if blocked then
+  for i = 1, nk do
+    if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 then
+      local r = undo(i)
+      if type(r) ~= "table" or r.err then return r end
+    end
   end
 end
 out[nk + 1] = blocked and 1 or 0

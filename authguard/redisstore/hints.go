@@ -61,15 +61,18 @@ func (h *hints) blocker(ops []authguard.Op, gates []authguard.Gate, solved bool,
 }
 
 // predicts reports whether a gate's block can be foretold by a hint: a
-// delay, a CAPTCHA nobody solved, a deny. (Queue, allowance and shared
-// gates depend on more than their own key.)
+// delay, a CAPTCHA nobody solved, a deny, and a shared wait that blocked
+// (an account's delay, which only a known network's client is exempt from:
+// a hint that is wrong for her costs her a round trip). (Queue and
+// allowance gates depend on more than their own key.)
 func predicts(b authguard.Block, solved bool) bool {
-	return b == authguard.BlockDelay || b == authguard.BlockDeny || (b == authguard.BlockCaptcha && !solved)
+	return b == authguard.BlockDelay || b == authguard.BlockShared || b == authguard.BlockDeny || (b == authguard.BlockCaptcha && !solved)
 }
 
 // learn records what res says about each predicting op's key: blocking
 // until when, or not blocking (the hint goes).
 func (h *hints) learn(ops []authguard.Op, gates []authguard.Gate, res []authguard.Result, solved bool, now time.Time) {
+	blocked := len(res) == len(ops) && authguard.Blocked(gates, res, solved)
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for i, op := range ops {
@@ -79,7 +82,7 @@ func (h *hints) learn(ops []authguard.Op, gates []authguard.Gate, res []authguar
 		}
 		var until time.Time
 		switch r := res[i]; {
-		case g == authguard.BlockDelay && r.Wait > 0:
+		case g == authguard.BlockDelay && r.Wait > 0, g == authguard.BlockShared && r.Wait > 0 && blocked:
 			until = now.Add(r.Wait)
 		case g != authguard.BlockDelay && r.Over:
 			until = now.Add(captchaHint)
@@ -159,33 +162,9 @@ func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []
 	if authguard.Blocked(gates, res, solved) {
 		s.hints.right.Add(1)
 	} else {
-		s.hints.wrong.Add(1)
 		// The hint was wrong: what was peeked is applied for real, and the
 		// check goes on as Reserve goes on from its first pipeline.
-		real := make([]authguard.Op, len(peeked))
-		for j, i := range peeked {
-			real[j] = ops[i]
-		}
-		got, err := s.Do(ctx, real)
-		if err != nil {
-			// ops[b] and the ops not peeked are applied; leave them to
-			// expiry, as Reserve leaves a failed undo.
-			return nil, false, err
-		}
-		for j, i := range peeked {
-			res[i] = got[j]
-		}
-		if !authguard.Blocked(gates, res, solved) {
-			if back := authguard.Spares(ops, gates, res); len(back) > 0 {
-				_, _ = s.Do(ctx, back) // a failure here is left to expiry
-			}
-			return res, false, nil
-		}
+		s.hints.wrong.Add(1)
 	}
-	// Blocked: undo what was charged (with a right hint, normally nothing
-	// but the blocking op's own charge, which a blocked op does not make).
-	if back := authguard.Undos(ops, gates, res); len(back) > 0 {
-		_, _ = s.Do(ctx, back) // a failure here is left to expiry
-	}
-	return res, true, nil
+	return authguard.Finish(ctx, s, ops, gates, solved, res, peeked)
 }

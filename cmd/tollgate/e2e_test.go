@@ -167,7 +167,9 @@ func TestEndToEnd(t *testing.T) {
 			c.post("/v1/report", testkit.With(acct, "outcome", "success", "attempt", v.Attempt))
 		}
 		// The success refunded itself once; the 4 failures stay: one more
-		// attempt goes ahead, then the delay.
+		// attempt goes ahead, then the delay (from another address: the
+		// success made this one a known network of the account's).
+		acct["ip"] = "203.0.113.62"
 		v = c.post("/v1/check", acct)
 		if r := c.post("/v1/report", testkit.With(acct, "outcome", "failure", "attempt", v.Attempt)); v.Action != "proceed" || r.Action != "delay" {
 			t.Fatalf("after 4 failures and a success reported 5 times: check %s, report %s; want proceed, then delay", v.Action, r.Action)

@@ -333,20 +333,14 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 		"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo from a device that holds its token (bound: none: the known device goes ahead)",
 		captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos), 0.0
 	if !device {
-		// Without a token the owner shares the account's counter: each of
-		// her attempts may wait out the longest delay of the rules that
-		// count the account, and a CAPTCHA, but never more (no lockout).
-		var longest time.Duration
-		for _, r := range f.Rules {
-			if r.Algorithm == authguard.Backoff && r.Subject.Parts == authguard.PartAccount {
-				longest = max(longest, r.Backoff.Max)
-			}
-		}
-		attempts := float64(24*time.Hour/ownerEvery) * (ownerTypos + 1)
-		name, bound = "owner_delay", attempts*(longest.Seconds()+captchaSeconds)
+		// Without a token she signs in from the address she signed in from
+		// before: a known network of her account, which goes ahead while
+		// the account's delay runs (authguard's known networks). Only
+		// someone behind that very address shares it (neighbourPools).
+		name = "owner_delay"
 		summary = fmt.Sprintf(
-			"seconds of delay (a CAPTCHA counts %d s) an attacker causes the account's owner in 24 h, who logs in to %s every %v with %d typo and keeps no device token (bound: each of her %g attempts waits at most the account rules' longest delay, %v, plus a CAPTCHA: a delay, never a lockout)",
-			captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos, attempts, shortDuration(longest))
+			"seconds of delay (a CAPTCHA counts %d s) an attacker from any address but hers causes the account's owner in 24 h, who logs in to %s every %v with %d typo from the address she signed in from before and keeps no device token (bound: none: her known network goes ahead)",
+			captchaSeconds, f.Name, shortDuration(ownerEvery), ownerTypos)
 	}
 	o := objective{
 		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},
@@ -360,7 +354,11 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 	}
 	o.build = func(d *decoder, bound float64) (string, []string) {
 		spellings := d.subset(accountSpellings)
-		ips := d.pool(ownerPools)
+		pools := ownerPools
+		if !device {
+			pools = neighbourPools
+		}
+		ips := d.pool(pools)
 		rate := d.logInt(1, maxRate)
 		start, stop := d.window(1)
 		obeys, solves := d.toggle(), d.toggle()

@@ -170,6 +170,22 @@ var (
 			return yamlList(list)
 		},
 	}, brutePools...)
+	// neighbourPools are the addresses of an attacker who is not behind the
+	// owner's own address: her /24's neighbours and the brute-force pools.
+	// From her address itself (her household, her office's NAT) an attacker
+	// shares her known network, which only a device token tells apart
+	// (scenarios/attack-owner-shared-address.yaml).
+	neighbourPools = append([]poolKind{
+		func(n int, _, _ float64) string {
+			var list []string
+			for i := range min(n, 253) {
+				if i+1 != 23 {
+					list = append(list, fmt.Sprintf("198.51.100.%d", i+1))
+				}
+			}
+			return yamlList(list)
+		},
+	}, brutePools...)
 )
 
 // Spellings of one identifier, each valid where it is used. The engine

@@ -333,9 +333,11 @@ actors:
 }
 
 // The owner's known device keeps its own counter: the attacker's failures
-// delay untrusted clients only.
+// delay untrusted clients only. Without a token she is delayed unless she
+// comes from a network she signed in from before (authguard's known
+// networks): here a fresh /64 each time.
 func TestRun_DeviceTokenShieldsTheOwner(t *testing.T) {
-	scenario := func(keep string) string {
+	scenario := func(keep, ips string) string {
 		return `
 name: owner
 duration: 2h
@@ -347,15 +349,18 @@ actors:
     start: 1m
   - name: owner
     accounts: [victim@example.com]
-    ips: [198.51.100.1]
+    ips: ` + ips + `
     every: 30m
     outcome: success
     device_token: ` + keep + "\n"
 	}
-	if r := run(t, scenario("true"), ""); r.Actors[1].Delayed != 0 {
+	if r := run(t, scenario("true", "{random_ipv4: 100}"), ""); r.Actors[1].Delayed != 0 {
 		t.Errorf("owner with a device token: delayed %d times, want 0", r.Actors[1].Delayed)
 	}
-	if r := run(t, scenario("false"), ""); r.Actors[1].Delayed == 0 {
+	if r := run(t, scenario("false", "[198.51.100.1]"), ""); r.Actors[1].Delayed != 0 {
+		t.Errorf("owner without a device token from the address she signed in from: delayed %d times, want 0", r.Actors[1].Delayed)
+	}
+	if r := run(t, scenario("false", `{fresh_ipv6_in: "2001:db8:77::/48"}`), ""); r.Actors[1].Delayed == 0 {
 		t.Errorf("owner without a device token was never delayed; the scenario does not exercise the device counter")
 	}
 }

@@ -1,0 +1,197 @@
+package authguard_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+const (
+	ownerAddr    = "198.51.100.23"
+	attackerAddr = "203.0.113.9"
+)
+
+// timedGuess is the attacker of scenarios/attack-owner-lockout.yaml: one
+// guess the instant the account's delay ends, reported as a failure. It
+// returns the delay its own check met (0 when it went ahead).
+func (h *harness) timedGuess(account string) time.Duration {
+	h.t.Helper()
+	v := h.guessFor(authguard.CheckRequest{Account: account, IP: attackerAddr})
+	if v.Action == authguard.Delay {
+		h.clock.Advance(v.Delay)
+		h.guessFor(authguard.CheckRequest{Account: account, IP: attackerAddr})
+	}
+	return v.Delay
+}
+
+// The finding of `tollgate attack -objective owner_delay`: an attacker whose
+// guesses land the instant each delay ends keeps the account's 30-minute
+// delay running, and an owner without a device token, whose retry comes a
+// fraction of a second later, never got in. Now the network she signed in
+// from before is known to her account: from there she goes ahead at once,
+// typo and all, however the attacker times his guesses elsewhere.
+func TestKnownNetwork_AnAttackerTimedToEachDelayEndDoesNotKeepTheOwnerOut(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	if r := h.attempt(victim, ownerAddr, authguard.Success, ""); r.DeviceToken == "" {
+		t.Fatal("the owner's first login returned no device token")
+	}
+	// The attacker drives the account to its longest delay.
+	for range 40 {
+		h.timedGuess(victim)
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr}); v.Action != authguard.Delay || v.Delay < 10*time.Minute {
+		t.Fatalf("the attacker after 40 failures: %v %v, want a long delay", v.Action, v.Delay)
+	}
+	for login := range 3 {
+		// A typo, then her password: both go ahead at once, without a
+		// device token (a browser that keeps no cookie).
+		if v := h.guessFor(authguard.CheckRequest{Account: "Victim@example.com", IP: ownerAddr}); v.Action != authguard.Proceed {
+			t.Fatalf("login %d, her typo: %v %v %v, want proceed", login, v.Action, v.Delay, v.Reasons)
+		}
+		if v := h.attempt(victim, ownerAddr, authguard.Success, ""); v.Action != authguard.Proceed {
+			t.Fatalf("login %d, her password: %v %v %v, want proceed", login, v.Action, v.Delay, v.Reasons)
+		}
+		// The attacker's next guess still waits out the account's delay.
+		if d := h.timedGuess(victim); d <= 0 {
+			t.Fatalf("login %d: the attacker's guess met no delay", login)
+		}
+		h.clock.Advance(8 * time.Hour)
+	}
+}
+
+// Someone behind the owner's address (her household, her office's NAT)
+// shares her network's allowance: while the account's delay runs they get
+// the device rule's device_free failures a day from there (5), no more,
+// and then wait like anyone; and a network takes one of the account's
+// device slots, so that the flow's failures per day hold as
+// validate-config states them.
+func TestKnownNetwork_SomeoneBehindTheOwnersAddressGetsDeviceFreeFailuresAtMost(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	went := 0
+	for range 20 {
+		if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action == authguard.Proceed {
+			went++
+		}
+	}
+	if went != 5 {
+		t.Fatalf("failures from the owner's address while the account's delay runs: %d, want device_free (5)", went)
+	}
+	h.clock.Advance(25 * time.Hour)
+	// A day later the allowance is back, and so is the account's delay
+	// once its free failures are used up.
+	for range 5 {
+		h.timedGuess(victim)
+	}
+	if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action != authguard.Proceed {
+		t.Fatalf("a day later from the owner's address: %v %v, want proceed", v.Action, v.Reasons)
+	}
+}
+
+// A network is known only from a success that settles a check that went
+// ahead: a success report without the check's attempt token (or with an
+// expired one) makes no network known, and neither does a failure.
+func TestKnownNetwork_ASuccessWithoutAnAttemptTokenMakesNoNetworkKnown(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.report(authguard.ReportRequest{Account: victim, IP: attackerAddr, Outcome: authguard.Success})
+	v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr})
+	h.clock.Advance(11 * time.Minute) // attempt_ttl is 10m
+	h.report(authguard.ReportRequest{Account: victim, IP: attackerAddr, Outcome: authguard.Success, Attempt: v.Attempt})
+	for range 10 {
+		h.guessFor(authguard.CheckRequest{Account: victim, IP: attackerAddr})
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr}); v.Action != authguard.Delay {
+		t.Fatalf("after untokened and late successes and 10 failures: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+}
+
+// Any other network than the one she signed in from waits as before,
+// including a neighbour's address in her /24 and an address that differs
+// from hers only in the spelling (an IPv4-mapped IPv6 form is the same
+// address, and is known).
+func TestKnownNetwork_OtherAddressesWaitAsBefore(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: "198.51.100.24"}); v.Action != authguard.Delay {
+		t.Errorf("a neighbour of the owner's address: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: "::ffff:" + ownerAddr}); v.Action != authguard.Proceed {
+		t.Errorf("the owner's address in its IPv4-mapped form: %v %v, want proceed", v.Action, v.Reasons)
+	}
+	if v := h.check(authguard.CheckRequest{Account: "other@example.com", IP: ownerAddr}); v.Action != authguard.Proceed {
+		t.Fatalf("another account from the owner's address: %v", v.Action)
+	}
+}
+
+// An administrator's reset of the account (after a password reset, say)
+// forgets its known networks, an attacker's that signed in with a stolen
+// password included.
+func TestKnownNetwork_AnAccountResetForgetsItsNetworks(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, attackerAddr, authguard.Success, "")
+	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: victim, Reason: "password reset"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		h.guessFor(authguard.CheckRequest{Account: victim, IP: "192.0.2.1"})
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr}); v.Action != authguard.Delay {
+		t.Fatalf("the thief's network after the reset: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+}
+
+// Constant work: a check without a device token sends the store the same
+// operations whether the account exists, signed in from this network
+// before, or neither.
+func TestKnownNetwork_ChecksSendTheSameOpsKnownOrNot(t *testing.T) {
+	h := newHarness(t, "")
+	h.attempt("known@example.com", ownerAddr, authguard.Success, "")
+	ops := func(account string) int64 {
+		before := h.store.ops.Load()
+		h.check(authguard.CheckRequest{Account: account, IP: ownerAddr})
+		return h.store.ops.Load() - before
+	}
+	known, unknown := ops("known@example.com"), ops("nobody@example.com")
+	if known != unknown {
+		t.Fatalf("store ops of a check on a known network: %d, on an unknown one: %d", known, unknown)
+	}
+}
+
+// A known network exempts its client from the account's delay only: the
+// rules on the address still hold. From an address that sprayed past
+// ip_spray's limit, the owner who signed in there before is asked for a
+// CAPTCHA like anyone (a success took her own account off that list, so
+// her account is a new one to it).
+func TestKnownNetwork_TheAddressRulesStillHold(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for i := range 25 {
+		h.guessFor(authguard.CheckRequest{Account: fmt.Sprintf("user%d@example.com", i), IP: ownerAddr, CaptchaSolved: true})
+	}
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	v := h.check(authguard.CheckRequest{Account: victim, IP: ownerAddr})
+	if v.Action != authguard.Captcha || !slices.Contains(v.Reasons, "ip_spray") {
+		t.Fatalf("the owner from her known network, which sprayed: %v %v, want a CAPTCHA for ip_spray", v.Action, v.Reasons)
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: ownerAddr, CaptchaSolved: true}); v.Action != authguard.Proceed {
+		t.Fatalf("with the CAPTCHA solved: %v %v, want proceed (her known network, not the account's delay)", v.Action, v.Reasons)
+	}
+}

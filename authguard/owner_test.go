@@ -82,16 +82,18 @@ func TestSend_TheOwnersKnownDeviceGetsItsCodeWhateverOthersSent(t *testing.T) {
 
 // An owner without her device token (a new phone, a passwordless first
 // login) is not left waiting out the destination's quota for a day either:
-// a send naming her account, which verified the number, is asked for a
-// CAPTCHA instead of the wait, and goes out once it is solved, 3 times a
-// day; then it waits as everyone's does.
+// a send naming her account, which verified the number, from a network it
+// verified the number from, is asked for a CAPTCHA instead of the wait, and
+// goes out once it is solved, 3 times a day; then it waits as everyone's
+// does.
 func TestSend_TheOwnerWithoutHerDeviceGetsHerCodeBehindACaptcha(t *testing.T) {
 	h := newHarness(t, "")
 	h.ownerWithDevice(t) // her account verified the number once
 	start := h.clock.Now()
 	h.bombed(t)
 	h.clock.Set(start.Add(4 * time.Hour))
-	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "198.51.100.77", Account: "owner@example.com"}
+	// From the network she verified the number from (her home, say).
+	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com"}
 	for i := range 3 {
 		if v := h.send(req); v.Action != authguard.Captcha || !slices.Contains(v.Reasons, "destination_limit") {
 			t.Fatalf("code %d without her device: %v %v %v, want a CAPTCHA, not a wait", i, v.Action, v.Delay, v.Reasons)
@@ -183,7 +185,7 @@ func TestSend_ABomberCannotSpendTheOwnersCodesWhileTheNumberHoldsNobodyBack(t *t
 		}
 	}
 	h.clock.Set(start.Add(4 * time.Hour))
-	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "198.51.100.77", Account: "owner@example.com", CaptchaSolved: true}
+	req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com", CaptchaSolved: true}
 	if v := h.send(req); v.Action != authguard.Proceed {
 		t.Errorf("the owner without her device after the bomber's day: %v %v %v, want her code with the CAPTCHA solved", v.Action, v.Delay, v.Reasons)
 	}
@@ -214,5 +216,33 @@ func TestSend_TheOwnersOrdinaryCodesSpendNoneOfHerAllowance(t *testing.T) {
 	h.clock.Set(start.Add(2 * time.Hour))
 	if v := h.send(owner); v.Action != authguard.Proceed {
 		t.Errorf("her device after her ordinary codes and a bombing: %v %v %v, want her code", v.Action, v.Delay, v.Reasons)
+	}
+}
+
+// The finding of `tollgate attack -objective owner_code_delay`: a bomber who
+// knows the owner's account as well as her number named it and solved the
+// CAPTCHAs kept for her without her device token, and she waited out the
+// number's quota after all (scenarios/attack-owner-code-spent.yaml). Those
+// codes now need a network her account verified the number from: from
+// anywhere else a send naming her account waits as everyone's does, and
+// spends none of them.
+func TestSend_ABomberNamingTheOwnersAccountElsewhereCannotSpendHerCaptchaCodes(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t) // verified from 203.0.113.7
+	start := h.clock.Now()
+	h.bombed(t)
+	for i := range 20 {
+		v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(2000 + i), Account: "owner@example.com", CaptchaSolved: true})
+		if v.Action == authguard.Proceed {
+			t.Fatalf("the bomber's send %d naming her account from elsewhere, CAPTCHA solved: proceed, want the destination's wait", i)
+		}
+	}
+	h.clock.Set(start.Add(4 * time.Hour))
+	owner := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com", CaptchaSolved: true}
+	for i := range 3 {
+		if v := h.send(owner); v.Action != authguard.Proceed {
+			t.Fatalf("her code %d from home without her device, CAPTCHA solved: %v %v %v, want it", i, v.Action, v.Delay, v.Reasons)
+		}
+		h.clock.Advance(time.Minute)
 	}
 }

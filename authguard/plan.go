@@ -326,9 +326,10 @@ func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt stri
 // flow: the record that the account verified the destination, and the
 // owner's allowance of codes to it.
 const (
-	verifiedKey = "vdst"
-	ownerKey    = "vdst.own"
-	captchaKey  = "vdst.cap"
+	verifiedKey    = "vdst"
+	verifiedNetKey = "vdst.net" // per account, destination and network
+	ownerKey       = "vdst.own"
+	captchaKey     = "vdst.cap"
 )
 
 // owner adds to a send's plan, for an account with a destination, the ops
@@ -363,6 +364,15 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	key, ro := ownerKey, roleOwner
 	if !known {
 		key, ro = captchaKey, roleAllowanceSolved
+		// Without her device token, only from a network the account
+		// verified the destination from: a bomber elsewhere who names her
+		// account cannot spend the codes kept for her.
+		if s.ip != "" {
+			p.add(&LogOp{
+				Key: storeKey(s.prefix, s.tenant, f.Name, verifiedNetKey, pair+"."+s.ip), Action: LogPeek, Member: "?",
+				Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+			}, 0, roleVerified)
+		}
 	}
 	// The allowance is spare: spent only on a send it exempted (Spares).
 	p.allowance = len(p.ops)
@@ -385,10 +395,17 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 	if v.flow.Send.OwnerCodes <= 0 || v.account == "" || v.dest == "" {
 		return
 	}
+	pair := v.account + "." + v.dest
 	p.add(&LogOp{
-		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, v.account+"."+v.dest), Action: LogAdd, Member: "v",
+		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: "v",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleCredit)
+	if v.ip != "" {
+		p.add(&LogOp{
+			Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair+"."+v.ip), Action: LogAdd, Member: "v",
+			Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
+		}, 0, roleCredit)
+	}
 }
 
 // credit adds to p, a success report's plan, one verification for each

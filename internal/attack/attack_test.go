@@ -49,9 +49,6 @@ var raceTooSlow = map[string]string{
 // beaten, with why: a finding to fix, not a test to pass. The test logs
 // them instead of failing.
 var knownBeaten = map[string]string{
-	"owner_code_delay": "a bomber who names the owner's account and solves CAPTCHAs spends the 3 CAPTCHA codes a day her account " +
-		"gives her without a device token, and she waits out the number's quota (86,400 s; scenarios/attack-owner-code-spent.yaml); " +
-		"with her token owner_codes gets her codes at once (owner_code_device_delay holds at 0)",
 	"spend_per_day": "spend_budget is a fixed window of one UTC day: a pumper who spends the budget before midnight spends it again after, " +
 		"two budgets in 24 hours (tollgate attack -objective spend_per_day -budget 120 finds 1,814,185 units; scenarios/attack-spend-midnight.yaml: " +
 		"1,014,990); each UTC day's spend stops at the budget",
@@ -59,8 +56,7 @@ var knownBeaten = map[string]string{
 
 // knownScenario is the regression scenario of each known finding.
 var knownScenario = map[string]string{
-	"owner_code_delay": "attack-owner-code-spent.yaml",
-	"spend_per_day":    "attack-spend-midnight.yaml",
+	"spend_per_day": "attack-spend-midnight.yaml",
 }
 
 // TestBuiltInPolicy_NoStrategyBeatsABound is the search half of issue 29

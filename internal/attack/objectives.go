@@ -413,8 +413,8 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 		captchaSeconds, deniedSeconds, f.Name, shortDuration(ownerEvery), login, verify, n)
 	if !device {
 		name, bound = "owner_code_delay", float64(3*captchaSeconds)
-		summary = fmt.Sprintf("the same for an owner without her device token (bound: %d CAPTCHAs: a send naming her account, which verified the number, "+
-			"is asked for a CAPTCHA instead of the destination's wait, %d times a day)", 3, n)
+		summary = fmt.Sprintf("the same for an owner without her device token, asking from the address she verified the number from, by an attacker from any address but hers "+
+			"(bound: %d CAPTCHAs: a send naming her account from a network it verified the number from is asked for a CAPTCHA instead of the destination's wait, %d times a day)", 3, n)
 	}
 	o := objective{
 		Objective: Objective{Name: name, Summary: summary, Bound: bound, Unit: "seconds"},
@@ -429,7 +429,11 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 	o.build = func(d *decoder, bound float64) (string, []string) {
 		dests := d.subset(phoneSpellings)
 		channel := []string{"sms", "voice", "whatsapp"}[d.pick(3)]
-		ips := d.pool(ownerPools)
+		pools := ownerPools
+		if !device {
+			pools = neighbourPools
+		}
+		ips := d.pool(pools)
 		rate := d.logInt(1, maxRate)
 		start, stop := d.window(2)
 		obeys, solves := d.toggle(), d.toggle()

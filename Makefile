@@ -60,9 +60,8 @@ test: test-deps
 ## objective of the built-in policy (or CONFIG's), PROVE_BUDGET strategies each
 ## (about half an hour on two cores, most of it spend_per_day's pumpers), the
 ## best strategies written to PROVE_OUT (bin/prove); exits 1 when a strategy
-## beats a bound (today: owner_delay, owner_code_delay, spend_per_day: README
-## "Proof"). `make test` runs a short search of the same objectives
-## (internal/attack).
+## beats a bound (today: spend_per_day: README "Proof"). `make test` runs a
+## short search of the same objectives (internal/attack).
 PROVE_BUDGET ?= 400
 PROVE_SEED   ?= 1
 PROVE_OUT    ?= bin/prove

@@ -48,16 +48,10 @@ var raceTooSlow = map[string]string{
 // knownBeaten are the objectives of the built-in policy a search has
 // beaten, with why: a finding to fix, not a test to pass. The test logs
 // them instead of failing.
-var knownBeaten = map[string]string{
-	"spend_per_day": "spend_budget is a fixed window of one UTC day: a pumper who spends the budget before midnight spends it again after, " +
-		"two budgets in 24 hours (tollgate attack -objective spend_per_day -budget 120 finds 1,814,185 units; scenarios/attack-spend-midnight.yaml: " +
-		"1,014,990); each UTC day's spend stops at the budget",
-}
+var knownBeaten = map[string]string{}
 
 // knownScenario is the regression scenario of each known finding.
-var knownScenario = map[string]string{
-	"spend_per_day": "attack-spend-midnight.yaml",
-}
+var knownScenario = map[string]string{}
 
 // TestBuiltInPolicy_NoStrategyBeatsABound is the search half of issue 29
 // in CI: for every objective of the built-in policy, a bounded search finds
@@ -228,7 +222,7 @@ func TestObjectives_BoundsOfTheBuiltInPolicy(t *testing.T) {
 	want := map[string]float64{
 		"login_failures": 90, "otp_verify_failures": 81, "spray_ipv6_48": 200, "spray_ipv4": 20,
 		"owner_device_delay": 0, "owner_delay": 0, "codes_phone": 10, "codes_mailbox": 10,
-		"owner_code_device_delay": 0, "owner_code_delay": 3 * 60, "destination_guesses": 59, "spend_per_day": 1_000_000,
+		"owner_code_device_delay": 0, "owner_code_delay": 3 * 60, "destination_guesses": 59, "spend_per_day": 2_000_000,
 	}
 	got := map[string]float64{}
 	for _, o := range Objectives(nil) {
@@ -371,13 +365,23 @@ func TestObjectives_NoSpendBudgetNoSpendObjective(t *testing.T) {
 			}
 		})
 	}
-	// A budget of its own size is the bound.
-	p, err := config.LoadPolicy([]byte("flows:\n  otp_send:\n    rules:\n      - {name: spend_captcha, limit: 4000}\n      - {name: spend_budget, limit: 5000}\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := bound(t, p, "spend_per_day"); got != 5000 {
-		t.Errorf("spend_per_day's bound with a budget of 5,000 = %g", got)
+	// A budget of its own size is the bound per UTC day, and 24 hours
+	// across midnight touch two days; a sliding log's window slides.
+	for _, tt := range []struct {
+		rule string
+		want float64
+	}{
+		{"{name: spend_budget, limit: 5000}", 10_000},
+		{"{name: spend_budget, limit: 5000, window: 1h}", 125_000},
+		{"{name: spend_budget, limit: 1000, algorithm: sliding_log}", 1000},
+	} {
+		p, err := config.LoadPolicy([]byte("flows:\n  otp_send:\n    rules:\n      - {name: spend_captcha, limit: 4000}\n      - " + tt.rule + "\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := bound(t, p, "spend_per_day"); got != tt.want {
+			t.Errorf("spend_per_day's bound with %s = %g, want %g", tt.rule, got, tt.want)
+		}
 	}
 }
 

@@ -554,23 +554,34 @@ const maxSpendRate = 4000
 
 // spendBound is the most the rules that price each send (cost: price) on
 // the tenant, counting every client and past their limit delaying or
-// denying (a CAPTCHA a pumper solves), let a send flow spend in 24 hours
-// from the start of a window: the limit of each window the day touches,
-// where a send whose price would take the window's count past the limit
-// does not go ahead; the rule's name is returned with it.
+// denying (a CAPTCHA a pumper solves), let a send flow spend in any 24
+// hours, where a send whose price would take a window's count past the
+// limit does not go ahead: a sliding log's limit per window the day
+// spans; a fixed window's for each window any 24 hours touch, one more
+// than fit in them (a window is a UTC period: 24 hours from 09:00 touch two
+// UTC days, scenarios/attack-spend-midnight.yaml); a sliding counter's
+// twice that, its documented worst case. The rule's name is returned with
+// it.
 func spendBound(f *authguard.Flow) (float64, string, bool) {
 	best, name := math.MaxInt, ""
 	for _, r := range f.Rules {
-		if !r.PriceCost || r.Subject.Parts != authguard.PartTenant || r.Clients != authguard.AllClients || r.Past == authguard.PastCaptcha {
+		if !r.PriceCost || r.Subject.Parts != authguard.PartTenant || r.Clients != authguard.AllClients || r.Past == authguard.PastCaptcha || r.Rate.Window <= 0 {
 			continue
 		}
+		windows := int(math.Ceil(float64(24*time.Hour) / float64(r.Rate.Window)))
+		n := 0
 		switch r.Algorithm {
-		case authguard.SlidingLog, authguard.SlidingCounter, authguard.FixedWindow:
-			if r.Rate.Window > 0 {
-				if n := r.Rate.Limit * int(math.Ceil(float64(24*time.Hour)/float64(r.Rate.Window))); n < best {
-					best, name = n, r.Name
-				}
-			}
+		case authguard.SlidingLog:
+			n = r.Rate.Limit * windows
+		case authguard.FixedWindow:
+			n = r.Rate.Limit * (windows + 1)
+		case authguard.SlidingCounter:
+			n = 2 * r.Rate.Limit * (windows + 1)
+		default:
+			continue
+		}
+		if n < best {
+			best, name = n, r.Name
 		}
 	}
 	return float64(best), name, best < math.MaxInt
@@ -586,9 +597,10 @@ func spendObjective(f *authguard.Flow, bound float64, rule string) objective {
 		Objective: Objective{
 			Name: "spend_per_day",
 			Summary: fmt.Sprintf("price units the codes %s sends cost the tenant in 24 h (from 09:00 UTC, so across a UTC midnight), for one pumper or two "+
-				"walking many numbers, blocks and countries from many addresses and solving every CAPTCHA (bound: %s's limit, %d: "+
-				"a send whose price would take the window's spend past it is denied, so the spend stops at it exactly, with no code's price over)",
-				f.Name, rule, int64(bound)),
+				"walking many numbers, blocks and countries from many addresses and solving every CAPTCHA (bound: %d, what %s's windows let through in any 24 h: "+
+				"a send whose price would take a window's spend past its limit is denied, so each window's spend stops at the limit exactly; "+
+				"a fixed window is a UTC period, and 24 h across midnight touch two)",
+				f.Name, int64(bound), rule),
 			Bound: bound, Unit: "units/24h",
 		},
 		score: func(r *simulate.Result) float64 {

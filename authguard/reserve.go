@@ -65,7 +65,11 @@ type Reserver interface {
 	// Cluster does). (Reserve's results differ from such a store's only in
 	// Charged and Count of those ops, which a refused check does not read,
 	// and in a log or counter at its cap, where a reservation and its undo
-	// push out the oldest entry and a peek does not.)
+	// push out the oldest entry and a peek does not.) A spare allowance
+	// (BlockOwner, BlockAllowanceSolved) after a result that makes the check
+	// not exempt (an allowance Over, a BlockVerified result not Over) may be
+	// left out, its result zero: it can exempt nothing then, and no verdict
+	// reads it.
 	DoCheck(ctx context.Context, ops []Op, gates []Gate, captchaSolved bool) ([]Result, bool, error)
 }
 

@@ -13,7 +13,8 @@
 --     write and nothing to undo. So does a shared gate with a wait once an
 --     earlier result has made the check not exempt (a known network's
 --     record that is not there, an allowance over its limit): nothing later
---     can make it exempt again. An attacker's refused checks cost reads.
+--     can make it exempt again, and a spare allowance after such a result is
+--     not run at all. An attacker's refused checks cost reads.
 --
 -- KEYS     one per op
 -- ARGV     solved ("1" or "0"), then for each op: kind (b, l, r), gate (0, d,
@@ -52,15 +53,25 @@ for i = 1, nk do
     if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
     ARGV[o + nowAt] = now
   end
+  local r
   if blocked and undo ~= "" then
     ARGV[o + actionAt], ARGV[a + 2] = "peek", ""
   elseif undo ~= "" and (gate == "o" or gate == "A") then
-    -- a spare allowance is peeked, and applied below only when it exempts
-    spares[#spares + 1], spareAction[i] = i, ARGV[o + actionAt]
-    ARGV[o + actionAt] = "peek"
+    if bound then
+      -- a spare allowance cannot exempt a check an earlier result made not
+      -- exempt: not run at all, its result read as within its limit (which
+      -- no verdict then reads)
+      r, ARGV[a + 2] = {0, 0, 0, 0}, ""
+    else
+      -- a spare allowance is peeked, and applied below only when it exempts
+      spares[#spares + 1], spareAction[i] = i, ARGV[o + actionAt]
+      ARGV[o + actionAt] = "peek"
+    end
   end
-  local r = run(KEYS[i], ARGV, o, n)
-  if type(r) ~= "table" or r.err then return r end
+  if r == nil then
+    r = run(KEYS[i], ARGV, o, n)
+    if type(r) ~= "table" or r.err then return r end
+  end
   out[i], at[i] = r, a
   if ((gate == "a" or gate == "o") and r[3] == 1) or (gate == "v" and r[3] ~= 1) or
      (gate == "A" and (r[3] == 1 or not solved)) then

@@ -1,0 +1,166 @@
+package simulate
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// The attacker behaviours the attack search draws from: report tokens and
+// replays, successes on accounts it owns, CAPTCHAs solved at a price, a
+// burst at one instant, several instances on one store.
+
+func TestParseScenario_BehaviourErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"report_token unknown", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    report_token: stolen", 1),
+			`line 8: actors[0].report_token: invalid report_token "stolen" (use own, none, foreign or skip)`},
+		{"report_replays too many", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    report_replays: 11", 1),
+			"line 8: actors[0].report_replays: must be between 0 and 10, not 11"},
+		{"report_replays negative", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    report_replays: -1", 1),
+			"line 8: actors[0].report_replays: must be between 0 and 10, not -1"},
+		{"report_token on a send actor", strings.Replace(sendBase, "rate: 1/s", "rate: 1/s\n    report_token: none", 1),
+			"line 8: actors[0].report_token: means nothing for a send actor"},
+		{"own_success without every", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    own_success: {account: me@example.net}", 1),
+			"line 8: actors[0].own_success: every is required"},
+		{"own_success bad account", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    own_success: {account: \" \", every: 2}", 1),
+			`line 8: actors[0].own_success.account: invalid account " "`},
+		{"own_success every zero", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    own_success: {account: me@example.net, every: 0}", 1),
+			"line 8: actors[0].own_success.every: must be between 1 and 100000, not 0"},
+		{"own_success's token and device_token", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    device_token: true\n    own_success: {account: me@example.net, every: 2, device_token: true}", 1),
+			"line 9: actors[0].own_success: set only one of device_token: true, device_token_from, mints_device_token_in and own_success.device_token: true (device_token is set)"},
+		{"solves_captcha over 1", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    solves_captcha: 1.5", 1),
+			`line 8: actors[0].solves_captcha: want true, false or the share of CAPTCHAs solved, from 0 to 1, not "1.5"`},
+		{"solves_captcha text", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    solves_captcha: often", 1),
+			`line 8: actors[0].solves_captcha: want true, false or the share`},
+		{"second_phase after stop", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    stop: 30m\n    second_phase: {at: 30m, logins: 5}", 1),
+			"line 9: actors[0].second_phase.at: 30m0s is not from start (0s) to before stop (30m0s)"},
+		{"second_phase of an every actor", strings.Replace(base, "rate: 1/s", "every: 1h\n    second_phase: {at: 1m, logins: 5}", 1),
+			"line 8: actors[0].second_phase: goes with rate"},
+		{"second_phase without logins", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    second_phase: {at: 1m}", 1),
+			"line 8: actors[0].second_phase: logins is required"},
+		{"second_phase too many logins", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    second_phase: {at: 1m, logins: 10001}", 1),
+			"line 8: actors[0].second_phase.logins: must be between 1 and 10000, not 10001"},
+		{"instance beyond instances", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    instance: 2", 1),
+			"line 4: actors[0].instance: 2 is more than the scenario's instances (1)"},
+		{"instances zero", strings.Replace(base, "duration: 1h", "duration: 1h\ninstances: 0", 1),
+			"line 3: instances: must be between 1 and 8, not 0"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := ParseScenario("s.yaml", []byte(tt.yaml))
+			if err == nil {
+				t.Fatalf("ParseScenario succeeded, want an error starting %q", "s.yaml: "+tt.want)
+			}
+			if got := err.Error(); !strings.HasPrefix(got, "s.yaml: "+tt.want) {
+				t.Errorf("error = %q\nwant it to start %q", got, "s.yaml: "+tt.want)
+			}
+		})
+	}
+}
+
+// sendBase is a valid send actor for the error cases above.
+const sendBase = `name: test
+duration: 1h
+actors:
+  - name: bomber
+    destinations: ["+44 7400 123456"]
+    ips: [192.0.2.1]
+    rate: 1/s
+expect:
+  bomber.proceeded: "<= 100"
+`
+
+// guesser attacks one account in login at 120 a minute for an hour,
+// with what extra adds to the actor.
+func guesser(extra string) string {
+	return `
+name: guesser
+duration: 1h
+actors:
+  - name: attacker
+    accounts: [victim@example.com]
+    ips: [192.0.2.1]
+    rate: 120/m
+    obeys_delay: true
+` + extra
+}
+
+// TestRun_ReplayedFailureReportChangesNoCounter: sending each failure
+// report four times buys the attacker nothing and costs it nothing: each
+// attempt settles once, so the counters are those of reporting once.
+func TestRun_ReplayedFailureReportChangesNoCounter(t *testing.T) {
+	once := run(t, guesser(""), "").Actors[0]
+	r, calls := record(t, guesser("    report_replays: 3\n"), "")
+	replayed := r.Actors[0]
+	if once.Delayed == 0 || once.FailuresMax24h == 0 {
+		t.Fatalf("the account counter never delayed the attacker: %+v", once)
+	}
+	checkCounters(t, replayed, once)
+	reports := 0
+	var last *authguard.ReportRequest
+	for _, c := range calls {
+		if c.report == nil {
+			continue
+		}
+		if reports%4 != 0 && *c.report != *last {
+			t.Fatalf("replay %d differs from its report: %+v, %+v", reports%4, c.report, last)
+		}
+		reports++
+		last = c.report
+	}
+	if reports != 4*once.FailuresMax24h {
+		t.Errorf("%d reports, want 4 for each of %d failures", reports, once.FailuresMax24h)
+	}
+}
+
+// TestRun_ReportWithoutTokenCountsItsFailureOnItsOwn: a failure reported
+// with no attempt token settles nothing and counts on its own, so an
+// attacker who drops the token is delayed sooner, never later.
+func TestRun_ReportWithoutTokenCountsItsFailureOnItsOwn(t *testing.T) {
+	own := run(t, guesser(""), "").Actors[0]
+	r, calls := record(t, guesser("    report_token: none\n"), "")
+	none := r.Actors[0]
+	for _, c := range calls {
+		if c.report != nil && c.report.Attempt != "" {
+			t.Fatalf("a report carries a token: %+v", c.report)
+		}
+	}
+	if none.Proceeded >= own.Proceeded || none.FailuresMax24h >= own.FailuresMax24h {
+		t.Errorf("without tokens %d checks proceeded (%d failures), with them %d (%d): dropping the token must not buy guesses",
+			none.Proceeded, none.FailuresMax24h, own.Proceeded, own.FailuresMax24h)
+	}
+}
+
+// TestRun_ForeignTokenIsAnotherChecksAndAnotherAccountsIsRefused: with
+// report_token: foreign each report carries the token of the actor's
+// previous check that proceeded; the engine refuses another account's
+// (counted in reports_refused) and the guesses stay within the account's
+// own budget.
+func TestRun_ForeignTokenIsAnotherChecksAndAnotherAccountsIsRefused(t *testing.T) {
+	sc := strings.Replace(guesser("    report_token: foreign\n"), "[victim@example.com]", "[victim@example.com, victim@example.com, other@example.com]", 1)
+	r, calls := record(t, sc, "")
+	a := r.Actors[0]
+	// Each proceed is followed by its report: the report carries the
+	// token of the proceed before that one.
+	var before, latest string
+	reports := 0
+	for _, c := range calls {
+		switch {
+		case c.check != nil && c.answer.Action == authguard.Proceed:
+			before, latest = latest, c.answer.Attempt
+		case c.report != nil:
+			if c.report.Attempt != before {
+				t.Fatalf("report %d carries %q, want the previous proceed's %q", reports, c.report.Attempt, before)
+			}
+			reports++
+		}
+	}
+	if a.ReportsRefused == 0 || a.ReportsRefused >= reports-1 {
+		t.Errorf("%d of %d reports refused: want those that carried the other account's token, not the victim's own earlier ones", a.ReportsRefused, reports)
+	}
+	solo := run(t, guesser(""), "").Actors[0]
+	if a.FailuresMax24h > 2*solo.FailuresMax24h {
+		t.Errorf("foreign tokens got %d failures on two accounts, one account alone gets %d", a.FailuresMax24h, solo.FailuresMax24h)
+	}
+}

@@ -1,8 +1,10 @@
 package simulate
 
 import (
+	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 )
@@ -162,5 +164,196 @@ func TestRun_ForeignTokenIsAnotherChecksAndAnotherAccountsIsRefused(t *testing.T
 	solo := run(t, guesser(""), "").Actors[0]
 	if a.FailuresMax24h > 2*solo.FailuresMax24h {
 		t.Errorf("foreign tokens got %d failures on two accounts, one account alone gets %d", a.FailuresMax24h, solo.FailuresMax24h)
+	}
+}
+
+// TestRun_SkippedReportsStillCountAsGuesses: an attacker that never
+// reports leaves each check's charge pending; it sends no report, yet
+// each wrong password a check let through is counted, and the pending
+// charges hold it to no more than reporting does.
+func TestRun_SkippedReportsStillCountAsGuesses(t *testing.T) {
+	own := run(t, guesser(""), "").Actors[0]
+	r, calls := record(t, guesser("    report_token: skip\n"), "")
+	skip := r.Actors[0]
+	for _, c := range calls {
+		if c.report != nil {
+			t.Fatalf("a report went: %+v", c.report)
+		}
+	}
+	if skip.FailuresMax24h != skip.Proceeded {
+		t.Errorf("%d failures counted for %d proceeds: each proceed is a guess", skip.FailuresMax24h, skip.Proceeded)
+	}
+	if skip.FailuresMax24h > own.FailuresMax24h {
+		t.Errorf("skipping reports got %d guesses, reporting %d: an unsettled charge must count", skip.FailuresMax24h, own.FailuresMax24h)
+	}
+}
+
+// TestRun_OwnSuccessLogsInToTheAttackersAccount: own_success logs in to
+// the attacker's own account before every N-th attempt, reports the
+// success with its own token, and sends the device token it earns with
+// the attempts on the victim, which do not get past the victim's budget
+// for it.
+func TestRun_OwnSuccessLogsInToTheAttackersAccount(t *testing.T) {
+	plain := run(t, strings.Replace(guesser(""), "duration: 1h", "duration: 24h", 1), "").Actors[0]
+	sc := strings.Replace(guesser("    own_success: {account: me@example.net, every: 3, device_token: true}\n"), "duration: 1h", "duration: 24h", 1)
+	r, calls := record(t, sc, "")
+	a := r.Actors[0]
+	var ownChecks, ownReports, victimChecks, withToken int
+	var ownToken string
+	for i, c := range calls {
+		switch {
+		case c.check != nil && c.check.Account == "me@example.net":
+			ownChecks++
+			if victimChecks%3 != 0 {
+				t.Fatalf("call %d: an own login after %d attempts, want one before every 3rd", i, victimChecks)
+			}
+		case c.report != nil && c.report.Account == "me@example.net":
+			ownReports++
+			if c.report.Outcome != authguard.Success || c.report.Attempt == "" {
+				t.Fatalf("call %d: own report %+v, want a success with its token", i, c.report)
+			}
+			ownToken = c.answer.DeviceToken
+		case c.check != nil:
+			victimChecks++
+			if c.check.DeviceToken != "" {
+				if c.check.DeviceToken != ownToken {
+					t.Fatalf("call %d: the victim's check carries a token that is not the last own success's", i)
+				}
+				withToken++
+			}
+		}
+	}
+	if ownChecks == 0 || ownChecks != a.OwnLogins || ownReports != a.OwnLogins-a.OwnRefused || withToken == 0 {
+		t.Errorf("%d own checks, %d own reports, %d victim checks with its token; counters %+v", ownChecks, ownReports, withToken, a)
+	}
+	if victimChecks != a.Attempts || (victimChecks+2)/3 != ownChecks {
+		t.Errorf("%d victim checks and %d own logins, want one before every 3rd attempt (attempts %d)", victimChecks, ownChecks, a.Attempts)
+	}
+	if a.FailuresMax24h > plain.FailuresMax24h || a.FailuresMax24h > 90 {
+		t.Errorf("with its own successes the attacker made %d guesses, without %d: successes on its own account must not buy guesses on the victim",
+			a.FailuresMax24h, plain.FailuresMax24h)
+	}
+}
+
+// TestRun_SolvesCaptchaShareSolvesEveryKth: solves_captcha: 0.5 solves
+// the 2nd, 4th… CAPTCHA the actor is asked, and captcha_solved counts
+// them, as the checks sent with a solved CAPTCHA.
+func TestRun_SolvesCaptchaShareSolvesEveryKth(t *testing.T) {
+	policy := `
+flows:
+  login:
+    rules:
+      - {name: ip_spray, windows: [{window: 1h, limit: 1}]}
+`
+	sc := `
+name: captcha share
+duration: 20s
+actors:
+  - name: a
+    accounts: {generate: 50}
+    ips: [192.0.2.1]
+    rate: 1/s
+    solves_captcha: %s
+`
+	r, calls := record(t, strings.Replace(sc, "%s", "0.5", 1), policy)
+	a := r.Actors[0]
+	asked, solved := 0, 0
+	for i, c := range calls {
+		if c.check == nil {
+			continue
+		}
+		if c.check.CaptchaSolved {
+			solved++
+			if asked%2 != 0 {
+				t.Fatalf("call %d: solved CAPTCHA %d, want every 2nd", i, asked)
+			}
+		}
+		if c.answer.Action == authguard.Captcha && !c.check.CaptchaSolved {
+			asked++
+		}
+	}
+	if asked < 10 || solved != asked/2 || a.CaptchaSolved != solved {
+		t.Errorf("asked %d CAPTCHAs, solved %d, captcha_solved %d: want half of them", asked, solved, a.CaptchaSolved)
+	}
+	all := run(t, strings.Replace(sc, "%s", "true", 1), policy).Actors[0]
+	none := run(t, strings.Replace(sc, "%s", "0", 1), policy).Actors[0]
+	if none.CaptchaSolved != 0 || all.CaptchaSolved <= a.CaptchaSolved || a.Proceeded <= none.Proceeded || a.Proceeded >= all.Proceeded {
+		t.Errorf("solving none, half and all: %d, %d and %d solved, %d, %d and %d proceeded", none.CaptchaSolved, a.CaptchaSolved, all.CaptchaSolved,
+			none.Proceeded, a.Proceeded, all.Proceeded)
+	}
+}
+
+// TestRun_SecondPhaseIsABurstAtOneInstantInOrder: second_phase starts its
+// logins at one virtual instant, one after another, each the script's
+// next account; the script goes on as before.
+func TestRun_SecondPhaseIsABurstAtOneInstantInOrder(t *testing.T) {
+	sc := `
+name: phase
+duration: 1h
+actors:
+  - name: a
+    accounts: [a@example.com, b@example.com, c@example.com, d@example.com, e@example.com, f@example.com, g@example.com]
+    ips: [192.0.2.1]
+    rate: 2/h
+    second_phase: {at: 10m, logins: 5}
+`
+	var order []string
+	r, runs := execRun(t, sc, "", func(e engineAPI) engineAPI {
+		return checkOrder{e, &order}
+	})
+	want := "a b c d e f g"
+	if got := strings.Join(order, " "); got != want {
+		t.Errorf("checks went to %s, want %s (the script's first at 0, the phase's five at 10m, the script's second at 30m)", got, want)
+	}
+	if a := r.Actors[0]; a.Attempts != 7 {
+		t.Errorf("%d attempts, want 7", a.Attempts)
+	}
+	pts := runs[0].series
+	if len(pts) != 3 || pts[1].at != 10*time.Minute || pts[1].n != 6 {
+		t.Errorf("series %+v, want the phase's five proceeds at 10m in one point", pts)
+	}
+}
+
+// checkOrder keeps the account of each check.
+type checkOrder struct {
+	engineAPI
+	order *[]string
+}
+
+func (c checkOrder) Check(ctx context.Context, req authguard.CheckRequest) (authguard.Verdict, error) {
+	*c.order = append(*c.order, strings.TrimSuffix(req.Account, "@example.com"))
+	return c.engineAPI.Check(ctx, req)
+}
+
+// TestRun_TwoInstancesShareOneStore: two attackers of one account, each
+// on its own engine on the one store, share the account's budget: two
+// instances do not double it.
+func TestRun_TwoInstancesShareOneStore(t *testing.T) {
+	sc := `
+name: instances
+duration: 24h
+instances: 2
+actors:
+  - name: a
+    accounts: [victim@example.com]
+    ips: {random_ipv4: 500}
+    rate: 360/h
+  - name: b
+    instance: 2
+    accounts: [VICTIM@example.com]
+    ips: {random_ipv4: 500}
+    rate: 360/h
+expect:
+  a+b.failures_max_24h: "<= 90"
+`
+	r, runs := execRun(t, sc, "", nil)
+	if runs[0].engine == runs[1].engine {
+		t.Fatal("both actors call one engine")
+	}
+	if !r.Passed() {
+		t.Errorf("two instances let %d + %d failures through, more than the account's 90", r.Actors[0].FailuresMax24h, r.Actors[1].FailuresMax24h)
+	}
+	if r.Actors[0].FailuresMax24h == 0 || r.Actors[1].FailuresMax24h == 0 {
+		t.Errorf("an instance made no guess: %+v", r.Actors)
 	}
 }

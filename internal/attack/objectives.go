@@ -267,7 +267,7 @@ func behaviour(d *decoder, name string, ownDevice bool, start, stop int, edges [
 	if token > 0 {
 		fmt.Fprintf(&b, "    report_token: %s\n", reportTokens[token])
 	}
-	if replays > 0 {
+	if replays > 0 && reportTokens[token] != "skip" {
 		fmt.Fprintf(&b, "    report_replays: %d\n", replays)
 	}
 	if owns {

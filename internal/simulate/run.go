@@ -196,17 +196,20 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 	return best
 }
 
-// Run replays sc on a fresh engine with policy (nil: the built-in policy),
-// plus the scenario's own flows, and a memory store (of sc.Store.MaxEntries
-// keys), both on a virtual clock, and evaluates the expectations. The same scenario and policy
+// Run replays sc on fresh engines (sc.Instances of them, one by default)
+// with policy (nil: the built-in policy), plus the scenario's own flows,
+// sharing one memory store (of sc.Store.MaxEntries keys), all on a virtual
+// clock, and evaluates the expectations; each actor calls the engine of
+// its Instance. The same scenario and policy
 // always give the same counters, except where a burst runs checks
 // concurrently and their order decides.
 //
 // Every actor performs logins. A login is Typos failed attempts (plus one
 // more with probability TypoRate) followed by one attempt ending in Outcome,
 // run back to back at one instant. An attempt is a check; on proceed, a report
-// of its outcome with the check's attempt token. On captcha an actor that
-// solves CAPTCHAs checks again at once with CaptchaSolved; on delay an actor
+// of its outcome with the check's attempt token (or as ReportToken and
+// ReportReplays say). On captcha an actor that solves it (SolvesCaptcha)
+// checks again at once with CaptchaSolved; on delay an actor
 // that obeys waits Retry-After seconds and repeats the attempt; otherwise it
 // gives up on the login. A proceed that comes with a delay (a leaky_bucket
 // rule's place in its queue) is held: an actor that obeys delays waits that
@@ -220,12 +223,19 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // login in that flow returns just before the check (ParseScenario describes
 // it); else none.
 //
+// An actor with OwnSuccess logs in to its own account before every
+// OwnSuccess.Every-th check (ParseScenario describes it).
+//
 // A rate actor is one attacker script: it starts Burst logins every
 // Burst/Rate, taking accounts in order and addresses round-robin, cycling
 // through both (or taking a fresh one of each, for fresh accounts and
 // addresses). When it obeys a delay, or holds a proceed, the whole script
 // pauses until the longest is over, repeats the delayed attempts and lets
 // the held ones go ahead, and goes on Burst/Rate later.
+//
+// A rate actor with SecondPhase also starts SecondPhase.Logins logins at
+// SecondPhase.At, one after another, taking the script's next accounts and
+// addresses; a login of the phase that would wait is dropped.
 //
 // An every actor is a group of independent users: account i (of n) logs in
 // from address i mod len(IPs) (or a fresh address each time), Burst times at

@@ -357,3 +357,48 @@ expect:
 		t.Errorf("an instance made no guess: %+v", r.Actors)
 	}
 }
+
+// TestRun_TenantsAreSeparateKeySpaces: two bombers of one number in one
+// tenant share its 10 codes a day; in two tenants each tenant counts its
+// own, so the number gets each tenant's 10 (tenants are separate key
+// spaces, with secrets of their own).
+func TestRun_TenantsAreSeparateKeySpaces(t *testing.T) {
+	sc := `
+name: tenants
+duration: 24h
+actors:
+  - name: a
+    tenant: shop
+    destinations: ["+44 7400 123456"]
+    ips: {random_ipv4: 100}
+    rate: 60/h
+  - name: b
+    tenant: %s
+    destinations: ["+447400123456"]
+    ips: {random_ipv4: 100}
+    rate: 60/h
+`
+	var calls []call
+	rec := func(tenant string) *Result {
+		r, c := record(t, strings.Replace(sc, "%s", tenant, 1), "")
+		calls = c
+		return r
+	}
+	same := rec("shop")
+	for _, c := range calls {
+		if c.send.Tenant != "shop" {
+			t.Fatalf("a send names tenant %q, want shop", c.send.Tenant)
+		}
+	}
+	if got := same.Actors[0].Proceeded + same.Actors[1].Proceeded; got != 10 {
+		t.Errorf("one tenant sent %d codes to the number, want its 10", got)
+	}
+	apart := rec("bank")
+	if a, b := apart.Actors[0].Proceeded, apart.Actors[1].Proceeded; a != 10 || b != 10 {
+		t.Errorf("two tenants sent %d and %d codes, want 10 each: each counts its own", a, b)
+	}
+	if _, err := ParseScenario("s.yaml", []byte(strings.Replace(sc, "%s", "Bank", 1))); err == nil ||
+		!strings.Contains(err.Error(), `line 11: actors[1].tenant: invalid tenant "Bank"`) {
+		t.Errorf("a tenant in capitals: %v", err)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -515,4 +516,19 @@ func (sp *secondPhase) decode(n *yaml.Node, path string) error {
 	}
 	*sp = secondPhase{At: time.Duration(f.At), Logins: int(f.Logins)}
 	return nil
+}
+
+// tenantRE is the API's tenant name (authguard refuses others).
+var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// tenant is an actor's tenant.
+type tenant string
+
+func (tn *tenant) decode(n *yaml.Node, path string) error {
+	s, err := scalar(n, path, "a tenant name")
+	if err == nil && !tenantRE.MatchString(s) {
+		err = errAt(n, path, "invalid tenant %q (use 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or digit)", s)
+	}
+	*tn = tenant(s)
+	return err
 }

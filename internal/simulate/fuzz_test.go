@@ -68,6 +68,9 @@ func FuzzParseScenario(f *testing.F) {
 			if ph := a.SecondPhase; ph.Logins != 0 && (a.Every > 0 || ph.Logins > MaxPhaseLogins || ph.At < a.Start || ph.At >= a.Stop) {
 				t.Fatalf("accepted an invalid second_phase: %+v", a)
 			}
+			if a.Tenant != "" && !tenantRE.MatchString(a.Tenant) {
+				t.Fatalf("accepted tenant %q", a.Tenant)
+			}
 			if a.Sends() && (a.ReportToken != ReportOwn || a.ReportReplays != 0 || a.OwnSuccess.Every != 0) {
 				t.Fatalf("accepted report behaviour on a send actor: %+v", a)
 			}

@@ -847,7 +847,7 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			}
 			dest, channel := ar.guessed(l)
 			v, err := ar.engine.Check(ctx, authguard.CheckRequest{
-				Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
+				Tenant: ar.Tenant, Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
 				CaptchaSolved: solved, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
 			})
 			if err != nil {
@@ -902,7 +902,7 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 		}
 		price := 0
 		v, err := ar.engine.Send(context.WithValue(ctx, spendKey{}, &price), authguard.SendRequest{
-			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
+			Tenant: ar.Tenant, Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
 			Account: l.account, DeviceToken: device, CaptchaSolved: solved,
 		})
 		if err != nil {
@@ -934,14 +934,14 @@ func (ar *actorRun) verify(ctx context.Context, l *login) error {
 	if account == "" {
 		account = l.dest
 	}
-	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip})
+	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Tenant: ar.Tenant, Flow: ar.VerifiesIn, Account: account, IP: l.ip})
 	if err != nil {
 		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
 	}
 	if v.Action != authguard.Proceed {
 		return nil
 	}
-	_, err = ar.engine.Report(ctx, authguard.ReportRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip,
+	_, err = ar.engine.Report(ctx, authguard.ReportRequest{Tenant: ar.Tenant, Flow: ar.VerifiesIn, Account: account, IP: l.ip,
 		Outcome: authguard.Success, Attempt: v.Attempt, Destination: l.dest, Channel: ar.Channel.String()})
 	if err != nil {
 		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
@@ -971,7 +971,7 @@ func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, devi
 	dest, channel := ar.guessed(l)
 	for range 1 + ar.ReportReplays {
 		r, err := ar.engine.Report(ctx, authguard.ReportRequest{
-			Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
+			Tenant: ar.Tenant, Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
 			Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
 		})
 		var ie *authguard.InputError
@@ -1041,7 +1041,7 @@ func (ar *actorRun) mint(ctx context.Context, l *login) (string, error) {
 	sum := sha256.Sum256([]byte("sim:mint:" + l.account)) // the account's own password
 	fp := hex.EncodeToString(sum[:])
 	v, err := ar.engine.Check(ctx, authguard.CheckRequest{
-		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, PasswordFingerprint: fp,
+		Tenant: ar.Tenant, Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, PasswordFingerprint: fp,
 	})
 	if err != nil {
 		return "", fmt.Errorf("actor %s: minting check: %w", ar.Name, err)
@@ -1056,7 +1056,7 @@ func (ar *actorRun) mint(ctx context.Context, l *login) (string, error) {
 		return "", nil
 	}
 	r, err := ar.engine.Report(ctx, authguard.ReportRequest{
-		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, Outcome: authguard.Success,
+		Tenant: ar.Tenant, Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, Outcome: authguard.Success,
 		Attempt: v.Attempt, PasswordFingerprint: fp,
 	})
 	if err != nil {
@@ -1079,7 +1079,7 @@ func (ar *actorRun) ownLogin(ctx context.Context, l *login) error {
 	own := ar.OwnSuccess.Account
 	sum := sha256.Sum256([]byte("sim:own:" + own))
 	fp := hex.EncodeToString(sum[:])
-	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Flow: ar.Flow, Account: own, IP: l.ip, PasswordFingerprint: fp})
+	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Tenant: ar.Tenant, Flow: ar.Flow, Account: own, IP: l.ip, PasswordFingerprint: fp})
 	if err != nil {
 		return fmt.Errorf("actor %s: own login: %w", ar.Name, err)
 	}
@@ -1092,7 +1092,7 @@ func (ar *actorRun) ownLogin(ctx context.Context, l *login) error {
 	if v.Action != authguard.Proceed {
 		return nil
 	}
-	r, err := ar.engine.Report(ctx, authguard.ReportRequest{Flow: ar.Flow, Account: own, IP: l.ip, Outcome: authguard.Success,
+	r, err := ar.engine.Report(ctx, authguard.ReportRequest{Tenant: ar.Tenant, Flow: ar.Flow, Account: own, IP: l.ip, Outcome: authguard.Success,
 		Attempt: v.Attempt, PasswordFingerprint: fp})
 	if err != nil {
 		return fmt.Errorf("actor %s: own login's report: %w", ar.Name, err)

@@ -184,6 +184,9 @@ type Actor struct {
 	// Instance is the engine (from 1 to the scenario's Instances) the
 	// actor's calls go to. The default is 1.
 	Instance int
+	// Tenant is the tenant every call of the actor names
+	// (authguard.CheckRequest.Tenant): empty means the default tenant.
+	Tenant string
 
 	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine, ownLine, instanceLine int
 }
@@ -330,6 +333,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	                                   # default none; logins to an account it owns
 //	    second_phase: {at: 1h0m1s, logins: 100} # default none (rate actors only)
 //	    instance: 1                    # default 1; the engine its calls go to
+//	    tenant: default                # default: the default tenant
 //	  - name: pumper                   # a send actor: one with destinations
 //	    flow: otp_send                 # default otp_send; a send flow
 //	    destinations: ["+44 7400 123456", a@example.com]
@@ -457,6 +461,11 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // instances: N (1 to 8) runs N engines, each with its own memory, on the
 // one store, as N tollgate instances share one Redis; an actor's calls go
 // to its instance (1 to N, default 1).
+//
+// tenant names the tenant of every call the actor makes (1 to 64
+// lower-case letters, digits, '-' and '_', starting with a letter or
+// digit, as the API takes it): tenants are separate key spaces, each
+// with its own counters.
 //
 // An expectation names an actor, or several joined by "+" whose counters
 // it adds up ("thief+attacker.failures_max_24h": the account's failures
@@ -697,6 +706,7 @@ type actorFields struct {
 	OwnSuccess         ownSuccess  `yaml:"own_success"`
 	SecondPhase        secondPhase `yaml:"second_phase"`
 	Instance           instance    `yaml:"instance"`
+	Tenant             tenant      `yaml:"tenant"`
 }
 
 // decodeActor decodes actor n, at path, of a scenario total long, and
@@ -733,6 +743,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		OwnSuccess:         OwnSuccess(f.OwnSuccess),
 		SecondPhase:        SecondPhase(f.SecondPhase),
 		Instance:           int(f.Instance),
+		Tenant:             string(f.Tenant),
 
 		ownLine:        lineOf(seen["own_success"]),
 		instanceLine:   lineOf(seen["instance"]),

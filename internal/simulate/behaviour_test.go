@@ -44,7 +44,7 @@ func TestParseScenario_BehaviourErrors(t *testing.T) {
 		{"second_phase too many logins", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    second_phase: {at: 1m, logins: 10001}", 1),
 			"line 8: actors[0].second_phase.logins: must be between 1 and 10000, not 10001"},
 		{"instance beyond instances", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    instance: 2", 1),
-			"line 4: actors[0].instance: 2 is more than the scenario's instances (1)"},
+			"line 8: actors[0].instance: 2 is more than the scenario's instances (1)"},
 		{"instances zero", strings.Replace(base, "duration: 1h", "duration: 1h\ninstances: 0", 1),
 			"line 3: instances: must be between 1 and 8, not 0"},
 	}

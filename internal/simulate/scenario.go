@@ -188,7 +188,7 @@ type Actor struct {
 	// (authguard.CheckRequest.Tenant): empty means the default tenant.
 	Tenant string
 
-	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine, ownLine, instanceLine int
+	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine, instanceLine int
 }
 
 // ReportToken is the attempt token an actor's reports carry.
@@ -564,7 +564,7 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 			return errAt(an, p+".name", "another actor is named %q", a.Name)
 		}
 		if a.Instance > sc.Instances {
-			return errAt(an, p+".instance", "%d is more than the scenario's instances (%d)", a.Instance, sc.Instances)
+			return &nodeError{Line: a.instanceLine, Path: p + ".instance", Msg: fmt.Sprintf("%d is more than the scenario's instances (%d)", a.Instance, sc.Instances)}
 		}
 		names[a.Name] = true
 		sc.Actors = append(sc.Actors, a)
@@ -745,7 +745,6 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		Instance:           int(f.Instance),
 		Tenant:             string(f.Tenant),
 
-		ownLine:        lineOf(seen["own_success"]),
 		instanceLine:   lineOf(seen["instance"]),
 		flowLine:       lineOf(seen["flow"]),
 		deviceFromLine: lineOf(seen["device_token_from"]),

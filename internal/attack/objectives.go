@@ -3,6 +3,7 @@ package attack
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -62,12 +63,12 @@ func objectives(p *authguard.Policy) []objective {
 				mintIn = append(mintIn, other)
 			}
 		}
-		out = append(out, failuresObjective(name, float64(n), mintIn))
+		out = append(out, failuresObjective(name, float64(n), mintIn, edgesOf(f)))
 	}
 	for _, name := range checkFlows {
 		if f := p.Flow(name); f.Verifies != "" {
 			if c, ok := conformance.DestinationGuesses(f); ok {
-				out = append(out, guessesObjective(name, c))
+				out = append(out, guessesObjective(name, c, edgesOf(f)))
 			}
 			break // the first flow that verifies codes: otp_verify in the built-in policy
 		}
@@ -175,11 +176,13 @@ func counter(actor, field string) func(r *simulate.Result) float64 {
 	}
 }
 
-func failuresObjective(flow string, bound float64, mintIn []string) objective {
+func failuresObjective(flow string, bound float64, mintIn []string, edges []time.Duration) objective {
 	o := objective{
 		Objective: Objective{
 			Name: flow + "_failures",
-			Summary: fmt.Sprintf("failed %s checks on one account in 24 h, by one attacker or two at once (bound: validate-config's figure for the flow; NIST SP 800-63B allows %d)",
+			Summary: fmt.Sprintf("failed %s checks on one account in 24 h, by one attacker or two at once (through one instance or two on one store), "+
+				"replaying, dropping or swapping its reports' attempt tokens or sending none, logging in to an account it owns, solving a share of the CAPTCHAs, "+
+				"and bursting at a window's edge (bound: validate-config's figure for the flow; NIST SP 800-63B allows %d)",
 				flow, NISTMaxFailures),
 			Bound: bound, Unit: "failures/24h",
 		},
@@ -191,13 +194,16 @@ func failuresObjective(flow string, bound float64, mintIn []string) objective {
 	o.build = func(d *decoder, bound float64) (string, []string) {
 		// Every attempt has a password of its own: repeats of one wrong
 		// password are one guess (same_password_window), not an attack.
-		first, owner1 := bruteForcer(d, "attacker", flow, mintIn)
-		second, owner2 := bruteForcer(d, "attacker2", flow, mintIn)
-		two := d.toggle()
+		first, owner1 := bruteForcer(d, "attacker", flow, mintIn, edges)
+		second, owner2 := bruteForcer(d, "attacker2", flow, mintIn, edges)
+		two, apart := d.toggle(), d.toggle()
 		var b strings.Builder
 		b.WriteString(first)
 		if two {
 			b.WriteString(second)
+			if apart {
+				b.WriteString(secondInstance)
+			}
 		}
 		if owner1 || two && owner2 {
 			fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: 8h\n    typos: 1\n    device_token: true\n",
@@ -213,19 +219,83 @@ func failuresObjective(flow string, bound float64, mintIn []string) objective {
 	return o
 }
 
+// secondInstance puts an actor on the scenario's second engine
+// (scenario writes instances: 2 for it): a second attacker that goes
+// through another tollgate instance on the same store.
+const secondInstance = "    instance: 2\n"
+
+// edgesOf are the times flow f's counters turn over, shorter than a day,
+// in order: each window's length, each backoff's forget_after and the
+// attempt tokens' lifetime. A second phase lands on one of them, a
+// second either side, after the attacker's start: a burst at a window's
+// edge.
+func edgesOf(f *authguard.Flow) []time.Duration {
+	var out []time.Duration
+	add := func(d time.Duration) {
+		if d > 0 && d < 24*time.Hour && !slices.Contains(out, d) {
+			out = append(out, d)
+		}
+	}
+	for _, r := range f.Rules {
+		add(r.Rate.Window)
+		for _, w := range r.Windows {
+			add(w.Length)
+		}
+		add(r.Backoff.ForgetAfter)
+	}
+	add(f.AttemptTTL)
+	slices.Sort(out)
+	return out
+}
+
+// reportTokens are the attempt tokens an attacker's reports may carry:
+// simulate's report_token.
+var reportTokens = []string{"own", "none", "foreign", "skip"}
+
+// behaviour writes what an attacker of a check flow does besides its
+// guesses, each chosen by its own genes: which attempt token its reports
+// carry and how often each is replayed; logins to an account it owns
+// (named after it) every so many attempts, with the device token they
+// earn when ownDevice (the actor has no other); and a second phase of
+// logins at one instant, an edge (of edges) after its start, a second
+// before, on or after it.
+func behaviour(d *decoder, name string, ownDevice bool, start, stop int, edges []time.Duration) string {
+	token, replays := d.pick(len(reportTokens)), d.pick(4)
+	owns, every, ownToken := d.toggle(), d.logInt(1, 100), d.toggle()
+	phase, edge, eps, logins := d.toggle(), d.pick(max(len(edges), 1)), d.pick(3), d.logInt(1, 500)
+	var b strings.Builder
+	if token > 0 {
+		fmt.Fprintf(&b, "    report_token: %s\n", reportTokens[token])
+	}
+	if replays > 0 && reportTokens[token] != "skip" {
+		fmt.Fprintf(&b, "    report_replays: %d\n", replays)
+	}
+	if owns {
+		fmt.Fprintf(&b, "    own_success: {account: %s-own@example.net, every: %d, device_token: %t}\n", strings.ToLower(name), every, ownToken && ownDevice)
+	}
+	if phase && len(edges) > 0 {
+		at := time.Duration(start)*time.Minute + edges[edge] + time.Duration(eps-1)*time.Second
+		if at >= time.Duration(start)*time.Minute && at < time.Duration(stop)*time.Minute {
+			fmt.Fprintf(&b, "    second_phase: {at: %s, logins: %d}\n", shortDuration(at), logins)
+		}
+	}
+	return b.String()
+}
+
 // bruteForcer writes one attacker of an account in flow, and whether it
 // steals the owner's device token (so that the owner must be there).
-func bruteForcer(d *decoder, name, flow string, mintIn []string) (string, bool) {
+func bruteForcer(d *decoder, name, flow string, mintIn []string, edges []time.Duration) (string, bool) {
 	spellings := d.subset(accountSpellings)
 	ips := d.pool(brutePools)
 	rate := d.logInt(1, maxRate)
 	start, stop := d.window(0)
-	obeys, solves := d.toggle(), d.toggle()
+	obeys, solves := d.toggle(), d.share()
 	device := d.pick(3)
 	mintFlow := d.pick(max(len(mintIn), 1))
 	var b strings.Builder
-	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    accounts: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %s\n",
 		name, flow, yamlList(spellings), ips, rate, startStop(start, stop), obeys, solves)
+	b.WriteString(behaviour(d, name, device == 0 || device == 2 && len(mintIn) == 0, start, stop, edges))
 	steals := false
 	switch {
 	case device == 1: // a thief with a copy of the owner's token
@@ -307,10 +377,10 @@ func bomber(d *decoder, name, flow string, catalogue, channels []string) string 
 	ips := d.pool(brutePools)
 	rate := d.logInt(1, maxRate)
 	start, stop := d.window(0)
-	obeys, solves := d.toggle(), d.toggle()
+	obeys, solves := d.toggle(), d.share()
 	accountMode, accounts := d.pick(3), d.logInt(2, 50)
 	var b strings.Builder
-	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %t\n",
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    destinations: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    obeys_delay: %t\n    solves_captcha: %s\n",
 		name, flow, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
 	switch accountMode {
 	case 1:
@@ -468,12 +538,13 @@ func ownerCodeObjective(f *authguard.Flow, login, verify string, device bool) ob
 // verify, a flow that verifies a send flow's codes, whose checks name the
 // destination; bound is conformance.DestinationGuesses, the destination
 // rule's figure that tollgate conformance checks.
-func guessesObjective(verify string, c conformance.Cap) objective {
+func guessesObjective(verify string, c conformance.Cap, edges []time.Duration) objective {
 	o := objective{
 		Objective: Objective{
 			Name: "destination_guesses",
 			Summary: fmt.Sprintf("failed %s checks at one phone number's codes in 24 h, in any spelling, by one attacker or two with many accounts, "+
-				"sessions, addresses and device tokens (of accounts they own, minted, or stolen from the owner), when the checks name the destination "+
+				"sessions, addresses and device tokens (of accounts they own, minted, or stolen from the owner), report behaviours, shares of CAPTCHAs solved, "+
+				"bursts at a window's edge and two instances, when the checks name the destination "+
 				"as the API asks (bound: %s's figure, conformance.DestinationGuesses, which tollgate conformance checks; checks that name no destination get "+
 				"each account's own figure instead)", verify, c.Rule),
 			Bound: float64(c.Max), Unit: "failures/24h",
@@ -484,13 +555,16 @@ func guessesObjective(verify string, c conformance.Cap) objective {
 		scoreText: "attacker.failures_max_24h + attacker2.failures_max_24h (when there is an attacker2)",
 	}
 	o.build = func(d *decoder, bound float64) (string, []string) {
-		first, owner1 := guesser(d, "attacker", verify)
-		second, owner2 := guesser(d, "attacker2", verify)
-		two := d.toggle()
+		first, owner1 := guesser(d, "attacker", verify, edges)
+		second, owner2 := guesser(d, "attacker2", verify, edges)
+		two, apart := d.toggle(), d.toggle()
 		var b strings.Builder
 		b.WriteString(first)
 		if two {
 			b.WriteString(second)
+			if apart {
+				b.WriteString(secondInstance)
+			}
 		}
 		if owner1 || two && owner2 {
 			// The owner types her own codes: a success naming the number,
@@ -511,19 +585,20 @@ func guessesObjective(verify string, c conformance.Cap) objective {
 // guesser writes one attacker guessing at the codes of the victim's
 // number in flow verify, and whether it steals the owner's device token
 // (so that the owner must be there).
-func guesser(d *decoder, name, verify string) (string, bool) {
+func guesser(d *decoder, name, verify string, edges []time.Duration) (string, bool) {
 	dests := d.subset(phoneSpellings)
 	channel := []string{"sms", "voice", "whatsapp"}[d.pick(3)]
 	ips := d.pool(brutePools)
 	rate := d.logInt(1, maxRate)
 	start, stop := d.window(0)
-	obeys, solves := d.toggle(), d.toggle()
+	obeys, solves := d.toggle(), d.share()
 	accountMode, accounts := d.pick(3), d.logInt(2, 500)
 	device := d.pick(3)
 	fixedCode := d.toggle()
 	var b strings.Builder
-	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    guesses_at: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %t\n",
+	fmt.Fprintf(&b, "  - name: %s\n    flow: %s\n    guesses_at: %s\n    channel: %s\n    ips: %s\n    rate: %d/h\n%s    outcome: failure\n    obeys_delay: %t\n    solves_captcha: %s\n",
 		name, verify, yamlList(dests), channel, ips, rate, startStop(start, stop), obeys, solves)
+	b.WriteString(behaviour(d, name, device == 0, start, stop, edges))
 	if fixedCode {
 		b.WriteString("    password: \"000000\"\n")
 	}

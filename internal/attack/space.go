@@ -54,6 +54,20 @@ func (d *decoder) subset(list []string) []string {
 	return out
 }
 
+// share chooses solves_captcha: false below 0.3, true from 0.7, and in
+// between the share of CAPTCHAs solved, in steps of 0.05: an attacker who
+// pays for some CAPTCHAs and not others.
+func (d *decoder) share() string {
+	x := d.next()
+	switch {
+	case x < 0.3:
+		return "false"
+	case x >= 0.7:
+		return "true"
+	}
+	return strconv.FormatFloat(math.Round((x-0.3)/0.4*20)/20, 'f', -1, 64)
+}
+
 // window chooses when the attack runs, in whole minutes from the start of
 // the day: a start (earlier more likely) from minStart, and a stop, half
 // the time the end of the day and else any minute after the start.
@@ -265,7 +279,11 @@ func (o *objective) scenario(g genome) []byte {
 	seed := 1 + d.pick(1000)
 	actors, expect := o.build(d, o.Bound)
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "name: %q\nduration: 24h\nseed: %d\nactors:\n%sexpect:\n", "tollgate attack: "+o.Name, seed, actors)
+	fmt.Fprintf(&b, "name: %q\nduration: 24h\nseed: %d\n", "tollgate attack: "+o.Name, seed)
+	if strings.Contains(actors, secondInstance) {
+		b.WriteString("instances: 2\n")
+	}
+	fmt.Fprintf(&b, "actors:\n%sexpect:\n", actors)
 	for _, e := range expect {
 		fmt.Fprintf(&b, "  %s\n", e)
 	}

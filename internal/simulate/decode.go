@@ -5,6 +5,7 @@ import (
 	"math"
 	"net/netip"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -380,5 +381,154 @@ type phone string
 func (p *phone) decode(n *yaml.Node, path string) error {
 	s, err := scalar(n, path, "a phone number in international format")
 	*p = phone(s)
+	return err
+}
+
+// share is solves_captcha: true (1), false (0) or the share of CAPTCHAs
+// solved, from 0 to 1.
+type share float64
+
+func (sh *share) decode(n *yaml.Node, path string) error {
+	if n.Kind == yaml.ScalarNode && n.ShortTag() == "!!bool" {
+		b, err := boolean(n, path)
+		*sh = 0
+		if b {
+			*sh = 1
+		}
+		return err
+	}
+	var f float64
+	if n.Kind != yaml.ScalarNode || n.Decode(&f) != nil || !(f >= 0 && f <= 1) {
+		return errAt(n, path, "want true, false or the share of CAPTCHAs solved, from 0 to 1, not %q", n.Value)
+	}
+	*sh = share(f)
+	return nil
+}
+
+// reportToken is an actor's report_token.
+type reportToken ReportToken
+
+func (r *reportToken) decode(n *yaml.Node, path string) error {
+	s, err := scalar(n, path, "own, none, foreign or skip")
+	if err != nil {
+		return err
+	}
+	i := slices.Index(reportTokenNames[:], s)
+	if i < 0 {
+		return errAt(n, path, "invalid report_token %q (use own, none, foreign or skip)", s)
+	}
+	*r = reportToken(i)
+	return nil
+}
+
+// replays is an actor's report_replays.
+type replays int
+
+func (r *replays) decode(n *yaml.Node, path string) error {
+	v, err := integer(n, path, 0, MaxReplays)
+	*r = replays(v)
+	return err
+}
+
+// instance is an actor's instance; the scenario checks it against its
+// instances.
+type instance int
+
+func (i *instance) decode(n *yaml.Node, path string) error {
+	v, err := integer(n, path, 1, MaxInstances)
+	*i = instance(v)
+	return err
+}
+
+// instances is a scenario's instances.
+type instances int
+
+func (i *instances) decode(n *yaml.Node, path string) error {
+	v, err := integer(n, path, 1, MaxInstances)
+	*i = instances(v)
+	return err
+}
+
+// account is one account identifier, as the engine accepts it.
+type account string
+
+func (a *account) decode(n *yaml.Node, path string) error {
+	s, err := scalar(n, path, "an account identifier")
+	if err != nil {
+		return err
+	}
+	if _, err := authguard.NormalizeAccount(s); err != nil {
+		return errAt(n, path, "invalid account %q", s)
+	}
+	*a = account(s)
+	return nil
+}
+
+// ownSuccess is an actor's own_success.
+type ownSuccess OwnSuccess
+
+func (o *ownSuccess) decode(n *yaml.Node, path string) error {
+	var f struct {
+		Account     account `yaml:"account"`
+		Every       count   `yaml:"every"`
+		DeviceToken toggle  `yaml:"device_token"`
+	}
+	const want = "{account: ACCOUNT, every: N, device_token: false}"
+	seen, err := decodeMapping(n, path, want, &f)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"account", "every"} {
+		if seen[k] == nil {
+			return errAt(n, path, "%s is required (want %s)", k, want)
+		}
+	}
+	*o = ownSuccess{Account: string(f.Account), Every: int(f.Every), DeviceToken: bool(f.DeviceToken)}
+	return nil
+}
+
+// secondPhase is a rate actor's second_phase; the actor checks its time.
+type secondPhase SecondPhase
+
+// phaseLogins is second_phase.logins.
+type phaseLogins int
+
+func (p *phaseLogins) decode(n *yaml.Node, path string) error {
+	v, err := integer(n, path, 1, MaxPhaseLogins)
+	*p = phaseLogins(v)
+	return err
+}
+
+func (sp *secondPhase) decode(n *yaml.Node, path string) error {
+	var f struct {
+		At     offset      `yaml:"at"`
+		Logins phaseLogins `yaml:"logins"`
+	}
+	const want = "{at: OFFSET, logins: N}"
+	seen, err := decodeMapping(n, path, want, &f)
+	if err != nil {
+		return err
+	}
+	for _, k := range []string{"at", "logins"} {
+		if seen[k] == nil {
+			return errAt(n, path, "%s is required (want %s)", k, want)
+		}
+	}
+	*sp = secondPhase{At: time.Duration(f.At), Logins: int(f.Logins)}
+	return nil
+}
+
+// tenantRE is the API's tenant name (authguard refuses others).
+var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
+
+// tenant is an actor's tenant.
+type tenant string
+
+func (tn *tenant) decode(n *yaml.Node, path string) error {
+	s, err := scalar(n, path, "a tenant name")
+	if err == nil && !tenantRE.MatchString(s) {
+		err = errAt(n, path, "invalid tenant %q (use 1 to 64 lower-case letters, digits, '-' and '_', starting with a letter or digit)", s)
+	}
+	*tn = tenant(s)
 	return err
 }

@@ -20,7 +20,9 @@ func FuzzParseScenario(f *testing.F) {
 	for _, s := range []string{goodScenario, base, small, pair, abilities, withFlows, sends, "", "a: [", "name: x\nduration: 1h\nactors: [{}]\n",
 		"name: x\nduration: 1h\nactors:\n  - &a {name: a}\n  - *a\n", "expect: {a.b: c}\n",
 		"name: x\nduration: 1h\nstore: {max_entries: 1}\nactors:\n  - {name: a, accounts: {fresh: true}, ips: {fresh_ipv6_in: \"::/0\"}, rate: 1/s, device_token_from: a}\n",
-		"name: x\nduration: 1h\nactors:\n  - {name: a, accounts: [a@b], ips: [\"2002:c000:204::1\"], every: 1h, mints_device_token_in: login, device_token: false}\n"} {
+		"name: x\nduration: 1h\nactors:\n  - {name: a, accounts: [a@b], ips: [\"2002:c000:204::1\"], every: 1h, mints_device_token_in: login, device_token: false}\n",
+		"name: x\nduration: 1h\ninstances: 2\nactors:\n  - {name: a, instance: 2, accounts: [a@b], ips: [192.0.2.1], rate: 1/m, report_token: foreign, report_replays: 2, " +
+			"solves_captcha: 0.25, own_success: {account: me@b, every: 3, device_token: true}, second_phase: {at: 10m, logins: 20}}\n"} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -33,6 +35,9 @@ func FuzzParseScenario(f *testing.F) {
 		}
 		if sc.Store.MaxEntries < 0 || sc.Store.MaxEntries > MaxStoreEntries {
 			t.Fatalf("accepted an invalid store: %+v", sc.Store)
+		}
+		if sc.Instances < 1 || sc.Instances > MaxInstances {
+			t.Fatalf("accepted %d instances", sc.Instances)
 		}
 		for _, a := range sc.Actors {
 			// A send actor may have no accounts.
@@ -52,6 +57,22 @@ func FuzzParseScenario(f *testing.F) {
 				if set {
 					sources++
 				}
+			}
+			if a.OwnSuccess.DeviceToken {
+				sources++
+			}
+			if a.ReportToken > ReportSkip || a.ReportReplays < 0 || a.ReportReplays > MaxReplays || !(a.SolvesCaptcha >= 0 && a.SolvesCaptcha <= 1) ||
+				a.Instance < 1 || a.Instance > sc.Instances || a.OwnSuccess.Every < 0 || (a.OwnSuccess.Every == 0) != (a.OwnSuccess.Account == "") {
+				t.Fatalf("accepted an invalid behaviour: %+v", a)
+			}
+			if ph := a.SecondPhase; ph.Logins != 0 && (a.Every > 0 || ph.Logins > MaxPhaseLogins || ph.At < a.Start || ph.At >= a.Stop) {
+				t.Fatalf("accepted an invalid second_phase: %+v", a)
+			}
+			if a.Tenant != "" && !tenantRE.MatchString(a.Tenant) {
+				t.Fatalf("accepted tenant %q", a.Tenant)
+			}
+			if a.Sends() && (a.ReportToken != ReportOwn || a.ReportReplays != 0 || a.OwnSuccess.Every != 0) {
+				t.Fatalf("accepted report behaviour on a send actor: %+v", a)
 			}
 			if sources > 1 {
 				t.Fatalf("accepted more than one device token source: %+v", a)

@@ -13,12 +13,19 @@ import (
 // appears only when a send was denied, and the mint_logins and
 // mint_refused columns only when an actor minted device tokens, and the
 // delay_seconds column only when an actor was delayed, and the spent
-// column only when a send actor's codes cost something.
+// column only when a send actor's codes cost something; likewise the
+// captcha_solved, reports_refused and own_logins and own_refused columns
+// only when an actor solved a CAPTCHA, had a report refused or logged in
+// to its own account.
 func WriteText(w io.Writer, r *Result) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "scenario: %s (%s simulated)\n\n", r.Scenario, r.Duration)
 	mints, denied, delays, spent := false, false, false, false
+	solved, refused, own := false, false, false
 	for _, a := range r.Actors {
+		solved = solved || a.CaptchaSolved > 0
+		refused = refused || a.ReportsRefused > 0
+		own = own || a.OwnLogins > 0
 		mints = mints || a.MintLogins > 0
 		denied = denied || a.Denied > 0
 		delays = delays || a.DelaySeconds > 0
@@ -39,6 +46,15 @@ func WriteText(w io.Writer, r *Result) error {
 	}
 	if spent {
 		fmt.Fprint(tw, "\tspent")
+	}
+	if solved {
+		fmt.Fprint(tw, "\tcaptcha_solved")
+	}
+	if refused {
+		fmt.Fprint(tw, "\treports_refused")
+	}
+	if own {
+		fmt.Fprint(tw, "\town_logins\town_refused")
 	}
 	fmt.Fprintln(tw)
 	dash := func(s string) string {
@@ -62,6 +78,15 @@ func WriteText(w io.Writer, r *Result) error {
 		}
 		if spent {
 			fmt.Fprintf(tw, "\t%d", a.Spent)
+		}
+		if solved {
+			fmt.Fprintf(tw, "\t%d", a.CaptchaSolved)
+		}
+		if refused {
+			fmt.Fprintf(tw, "\t%d", a.ReportsRefused)
+		}
+		if own {
+			fmt.Fprintf(tw, "\t%d\t%d", a.OwnLogins, a.OwnRefused)
 		}
 		fmt.Fprintln(tw)
 	}

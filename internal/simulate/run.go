@@ -6,7 +6,9 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"net/netip"
 	"strconv"
@@ -76,6 +78,20 @@ type ActorResult struct {
 	// includes; MintRefused counts those that did not proceed.
 	MintLogins  int `json:"mint_logins"`
 	MintRefused int `json:"mint_refused"`
+	// OwnLogins counts the checks of the logins the actor made to its own
+	// account (own_success), which no other counter includes; OwnRefused
+	// counts those that did not proceed. Both are left out of the JSON
+	// form while zero.
+	OwnLogins  int `json:"own_logins,omitempty"`
+	OwnRefused int `json:"own_refused,omitempty"`
+	// CaptchaSolved counts the CAPTCHAs the actor solved: what it paid
+	// for, a check or send sent again with CaptchaSolved each; left out of
+	// the JSON form while zero.
+	CaptchaSolved int `json:"captcha_solved,omitempty"`
+	// ReportsRefused counts the reports the engine refused for an attempt
+	// token not issued for their call (report_token: foreign), which
+	// changed nothing; left out of the JSON form while zero.
+	ReportsRefused int `json:"reports_refused,omitempty"`
 	// DelaySeconds sums the delays the actor was answered: the Retry-After
 	// of each delay (at least 1 s, as an actor that obeys waits) and the
 	// hold of each proceed that came with one, in whole seconds rounded up.
@@ -113,6 +129,14 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.MintLogins), true
 	case "mint_refused":
 		return int64(a.MintRefused), true
+	case "own_logins":
+		return int64(a.OwnLogins), true
+	case "own_refused":
+		return int64(a.OwnRefused), true
+	case "captcha_solved":
+		return int64(a.CaptchaSolved), true
+	case "reports_refused":
+		return int64(a.ReportsRefused), true
 	case "delay_seconds":
 		return int64(a.DelaySeconds), true
 	case "spent":
@@ -172,17 +196,20 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 	return best
 }
 
-// Run replays sc on a fresh engine with policy (nil: the built-in policy),
-// plus the scenario's own flows, and a memory store (of sc.Store.MaxEntries
-// keys), both on a virtual clock, and evaluates the expectations. The same scenario and policy
+// Run replays sc on fresh engines (sc.Instances of them, one by default)
+// with policy (nil: the built-in policy), plus the scenario's own flows,
+// sharing one memory store (of sc.Store.MaxEntries keys), all on a virtual
+// clock, and evaluates the expectations; each actor calls the engine of
+// its Instance. The same scenario and policy
 // always give the same counters, except where a burst runs checks
 // concurrently and their order decides.
 //
 // Every actor performs logins. A login is Typos failed attempts (plus one
 // more with probability TypoRate) followed by one attempt ending in Outcome,
 // run back to back at one instant. An attempt is a check; on proceed, a report
-// of its outcome with the check's attempt token. On captcha an actor that
-// solves CAPTCHAs checks again at once with CaptchaSolved; on delay an actor
+// of its outcome with the check's attempt token (or as ReportToken and
+// ReportReplays say). On captcha an actor that solves it (SolvesCaptcha)
+// checks again at once with CaptchaSolved; on delay an actor
 // that obeys waits Retry-After seconds and repeats the attempt; otherwise it
 // gives up on the login. A proceed that comes with a delay (a leaky_bucket
 // rule's place in its queue) is held: an actor that obeys delays waits that
@@ -196,12 +223,19 @@ func maxInWindow(pts []point, w time.Duration, count func(point) int) int {
 // login in that flow returns just before the check (ParseScenario describes
 // it); else none.
 //
+// An actor with OwnSuccess logs in to its own account before every
+// OwnSuccess.Every-th check (ParseScenario describes it).
+//
 // A rate actor is one attacker script: it starts Burst logins every
 // Burst/Rate, taking accounts in order and addresses round-robin, cycling
 // through both (or taking a fresh one of each, for fresh accounts and
 // addresses). When it obeys a delay, or holds a proceed, the whole script
 // pauses until the longest is over, repeats the delayed attempts and lets
 // the held ones go ahead, and goes on Burst/Rate later.
+//
+// A rate actor with SecondPhase also starts SecondPhase.Logins logins at
+// SecondPhase.At, one after another, taking the script's next accounts and
+// addresses; a login of the phase that would wait is dropped.
 //
 // An every actor is a group of independent users: account i (of n) logs in
 // from address i mod len(IPs) (or a fresh address each time), Burst times at
@@ -273,27 +307,33 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 		}
 	}
 	clock := testclock.New(time.Time{})
-	engine, err := authguard.New(authguard.Config{
-		Policy: policy,
-		Store:  memstore.New(memstore.Config{MaxEntries: sc.Store.MaxEntries, Now: clock.Now}),
-		Secret: secret,
-		Now:    clock.Now,
-		// Every scenario runs with notices worked out, so that the
-		// scenarios hold that they change no verdict.
-		Notifier: discardNotices{},
-		Trace:    authguard.Trace{Decided: countSpend},
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("simulate: %w", err)
+	store := memstore.New(memstore.Config{MaxEntries: sc.Store.MaxEntries, Now: clock.Now})
+	engines := make([]engineAPI, max(sc.Instances, 1))
+	for i := range engines {
+		engine, err := authguard.New(authguard.Config{
+			Policy: policy,
+			Store:  store,
+			Secret: secret,
+			Now:    clock.Now,
+			// Every scenario runs with notices worked out, so that the
+			// scenarios hold that they change no verdict.
+			Notifier: discardNotices{},
+			Trace:    authguard.Trace{Decided: countSpend},
+		})
+		if err != nil {
+			return nil, nil, fmt.Errorf("simulate: %w", err)
+		}
+		engines[i] = engine
+		if wrap != nil {
+			engines[i] = wrap(engine)
+		}
 	}
-	s := &sim{clock: clock, start: clock.Now(), engine: engine}
-	if wrap != nil {
-		s.engine = wrap(engine)
-	}
+	s := &sim{clock: clock, start: clock.Now()}
 	runs := make([]*actorRun, len(sc.Actors))
 	byName := map[string]*actorRun{}
 	for i, a := range sc.Actors {
 		runs[i] = newActorRun(s, a, sc.Seed, uint64(i))
+		runs[i].engine = engines[min(max(a.Instance, 1), len(engines))-1]
 		byName[a.Name] = runs[i]
 	}
 	for _, ar := range runs {
@@ -376,12 +416,11 @@ func (discardNotices) Notify(authguard.Notice) {}
 
 // sim is the event loop.
 type sim struct {
-	clock  *testclock.Clock
-	start  time.Time
-	engine engineAPI
-	queue  eventQueue
-	seq    uint64
-	err    error
+	clock *testclock.Clock
+	start time.Time
+	queue eventQueue
+	seq   uint64
+	err   error
 }
 
 // event is something an actor does at an offset from the start. Events at
@@ -420,6 +459,7 @@ func (s *sim) at(at time.Duration, fire func(time.Duration)) {
 type actorRun struct {
 	*Actor
 	s           *sim
+	engine      engineAPI  // the engine of the actor's instance
 	accounts    []string   // empty for fresh accounts, and for a send actor without accounts
 	dests       []string   // a send actor's destinations, or those a check actor guesses at (GuessesAt)
 	ips         []string   // empty for fresh addresses
@@ -443,6 +483,12 @@ type actorRun struct {
 	delayed, captcha, denied int
 	failures                 int
 	mintLogins, mintRefused  int
+	ownLogins, ownRefused    int
+	captchaAsked             int    // CAPTCHAs the actor was asked, solved or not
+	captchaSolved            int    // of them, those it solved
+	reportsRefused           int    // reports the engine refused (a foreign token)
+	lastAttempt              string // ReportForeign: the attempt token of the last check that proceeded
+	ownDevice                string // OwnSuccess.DeviceToken: the token of the last own success
 	delaySeconds             int
 	spent                    int
 	stopped                  bool            // StopsAtCaptcha: a captcha has stopped the actor
@@ -507,6 +553,9 @@ func newActorRun(s *sim, a *Actor, seed, index uint64) *actorRun {
 func (ar *actorRun) schedule() {
 	if ar.Every == 0 {
 		ar.s.at(ar.Start, ar.fireRate)
+		if ar.SecondPhase.Logins > 0 {
+			ar.s.at(ar.SecondPhase.At, ar.firePhase)
+		}
 		return
 	}
 	n := int64(ar.users())
@@ -528,25 +577,7 @@ func (ar *actorRun) fireRate(at time.Duration) {
 	ar.pending = nil
 	if len(batch) == 0 {
 		for range ar.Burst {
-			var account, ip, dest string
-			switch {
-			case ar.Accounts.Fresh:
-				account = ar.freshAccount()
-			case len(ar.accounts) > 0:
-				account = ar.accounts[ar.nextAccount]
-				ar.nextAccount = (ar.nextAccount + 1) % len(ar.accounts)
-			}
-			if ar.IPs.FreshIPv6In.IsValid() {
-				ip = ar.freshIP()
-			} else {
-				ip = ar.ips[ar.nextIP]
-				ar.nextIP = (ar.nextIP + 1) % len(ar.ips)
-			}
-			if len(ar.dests) > 0 {
-				dest = ar.dests[ar.nextDest]
-				ar.nextDest = (ar.nextDest + 1) % len(ar.dests)
-			}
-			batch = append(batch, ar.newLogin(account, ip, dest))
+			batch = append(batch, ar.nextLogin())
 		}
 	}
 	waits := ar.runBatch(batch, at)
@@ -563,6 +594,47 @@ func (ar *actorRun) fireRate(at time.Duration) {
 	}
 	if next < ar.Stop {
 		ar.s.at(next, ar.fireRate)
+	}
+}
+
+// nextLogin is a rate actor's next login: its next account, address and
+// destination, each list at its own pace.
+func (ar *actorRun) nextLogin() *login {
+	var account, ip, dest string
+	switch {
+	case ar.Accounts.Fresh:
+		account = ar.freshAccount()
+	case len(ar.accounts) > 0:
+		account = ar.accounts[ar.nextAccount]
+		ar.nextAccount = (ar.nextAccount + 1) % len(ar.accounts)
+	}
+	if ar.IPs.FreshIPv6In.IsValid() {
+		ip = ar.freshIP()
+	} else {
+		ip = ar.ips[ar.nextIP]
+		ar.nextIP = (ar.nextIP + 1) % len(ar.ips)
+	}
+	if len(ar.dests) > 0 {
+		dest = ar.dests[ar.nextDest]
+		ar.nextDest = (ar.nextDest + 1) % len(ar.dests)
+	}
+	return ar.newLogin(account, ip, dest)
+}
+
+// firePhase is a rate actor's second phase: SecondPhase.Logins logins at
+// one instant, one after another in order, each taking the script's next
+// account, address and destination. A login answered a delay, or held by
+// one, is dropped there: the phase is the instant, and the script goes on
+// as it was.
+func (ar *actorRun) firePhase(at time.Duration) {
+	for range ar.SecondPhase.Logins {
+		if ar.isStopped() || ar.s.err != nil {
+			return
+		}
+		if _, err := ar.advance(ar.nextLogin(), at); err != nil {
+			ar.s.err = err
+			return
+		}
 	}
 }
 
@@ -774,8 +846,8 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 				return 0, err
 			}
 			dest, channel := ar.guessed(l)
-			v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{
-				Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
+			v, err := ar.engine.Check(ctx, authguard.CheckRequest{
+				Tenant: ar.Tenant, Flow: ar.Flow, Account: l.account, IP: l.ip, DeviceToken: device,
 				CaptchaSolved: solved, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
 			})
 			if err != nil {
@@ -785,6 +857,13 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 			if v.Action == authguard.Captcha && ar.StopsAtCaptcha {
 				l.pos = len(l.steps) // the actor stops: no more attempts
 				return 0, nil
+			}
+			if v.Action == authguard.Proceed && ar.ReportToken == ReportForeign {
+				// The report carries the previous check's token; this
+				// one's goes with the next report.
+				ar.mu.Lock()
+				v.Attempt, ar.lastAttempt = ar.lastAttempt, v.Attempt
+				ar.mu.Unlock()
 			}
 			if v.Action == authguard.Proceed {
 				if v.Delay > 0 && ar.ObeysDelay {
@@ -796,7 +875,7 @@ func (ar *actorRun) advance(l *login, at time.Duration) (time.Duration, error) {
 				}
 				break
 			}
-			if v.Action == authguard.Captcha && ar.SolvesCaptcha && !solved {
+			if v.Action == authguard.Captcha && !solved && ar.solves() {
 				solved = true
 				continue
 			}
@@ -822,8 +901,8 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 			device = ar.tokenFrom.device(l.account)
 		}
 		price := 0
-		v, err := ar.s.engine.Send(context.WithValue(ctx, spendKey{}, &price), authguard.SendRequest{
-			Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
+		v, err := ar.engine.Send(context.WithValue(ctx, spendKey{}, &price), authguard.SendRequest{
+			Tenant: ar.Tenant, Flow: ar.Flow, Destination: l.dest, Channel: ar.Channel.String(), IP: l.ip,
 			Account: l.account, DeviceToken: device, CaptchaSolved: solved,
 		})
 		if err != nil {
@@ -835,7 +914,7 @@ func (ar *actorRun) send(ctx context.Context, l *login, at time.Duration) (time.
 			return 0, nil
 		}
 		switch {
-		case v.Action == authguard.Captcha && ar.SolvesCaptcha && !solved:
+		case v.Action == authguard.Captcha && !solved && ar.solves():
 			solved = true
 			continue
 		case v.Action == authguard.Delay && ar.ObeysDelay:
@@ -855,14 +934,14 @@ func (ar *actorRun) verify(ctx context.Context, l *login) error {
 	if account == "" {
 		account = l.dest
 	}
-	v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip})
+	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Tenant: ar.Tenant, Flow: ar.VerifiesIn, Account: account, IP: l.ip})
 	if err != nil {
 		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
 	}
 	if v.Action != authguard.Proceed {
 		return nil
 	}
-	_, err = ar.s.engine.Report(ctx, authguard.ReportRequest{Flow: ar.VerifiesIn, Account: account, IP: l.ip,
+	_, err = ar.engine.Report(ctx, authguard.ReportRequest{Tenant: ar.Tenant, Flow: ar.VerifiesIn, Account: account, IP: l.ip,
 		Outcome: authguard.Success, Attempt: v.Attempt, Destination: l.dest, Channel: ar.Channel.String()})
 	if err != nil {
 		return fmt.Errorf("actor %s: verify: %w", ar.Name, err)
@@ -872,22 +951,58 @@ func (ar *actorRun) verify(ctx context.Context, l *login) error {
 
 // report reports the outcome of step st of l, whose check proceeded with
 // attempt and device.
+//
+// The report carries the token ReportToken says (for ReportForeign, the
+// caller has swapped it already), and goes ReportReplays more times; with
+// ReportSkip none goes. A report the engine refuses as not this call's
+// (an *authguard.InputError on its attempt token) is counted in
+// reportsRefused; any other error stops the run. The failure counts once
+// either way: it is a guess the check let through.
 func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, device string, at time.Duration) error {
-	dest, channel := ar.guessed(l)
-	r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
-		Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
-		Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
-	})
-	if err != nil {
-		return fmt.Errorf("actor %s: report: %w", ar.Name, err)
-	}
 	if st.outcome == authguard.Failure {
 		ar.recordFailure(at)
 	}
-	if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
-		ar.setDevice(l.account, r.DeviceToken)
+	if ar.ReportToken == ReportSkip {
+		return nil
+	}
+	if ar.ReportToken == ReportNone {
+		attempt = ""
+	}
+	dest, channel := ar.guessed(l)
+	for range 1 + ar.ReportReplays {
+		r, err := ar.engine.Report(ctx, authguard.ReportRequest{
+			Tenant: ar.Tenant, Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
+			Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
+		})
+		var ie *authguard.InputError
+		if errors.As(err, &ie) && ie.Field == "attempt" && ar.ReportToken == ReportForeign {
+			ar.mu.Lock()
+			ar.reportsRefused++
+			ar.mu.Unlock()
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("actor %s: report: %w", ar.Name, err)
+		}
+		if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
+			ar.setDevice(l.account, r.DeviceToken)
+		}
 	}
 	return nil
+}
+
+// solves reports whether the actor solves the CAPTCHA it is asked now
+// (Actor.SolvesCaptcha), and counts it.
+func (ar *actorRun) solves() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	k := float64(ar.captchaAsked)
+	ar.captchaAsked++
+	solved := ar.SolvesCaptcha >= 1 || math.Floor((k+1)*ar.SolvesCaptcha) > math.Floor(k*ar.SolvesCaptcha)
+	if solved {
+		ar.captchaSolved++
+	}
+	return solved
 }
 
 // guessed returns the destination and channel the checks and reports of
@@ -901,7 +1016,16 @@ func (ar *actorRun) guessed(l *login) (dest, channel string) {
 
 // deviceFor returns the device token the next check of l carries.
 func (ar *actorRun) deviceFor(ctx context.Context, l *login) (string, error) {
+	if ar.OwnSuccess.Every > 0 {
+		if err := ar.ownLogin(ctx, l); err != nil {
+			return "", err
+		}
+	}
 	switch {
+	case ar.OwnSuccess.DeviceToken:
+		ar.mu.Lock()
+		defer ar.mu.Unlock()
+		return ar.ownDevice, nil
 	case ar.MintsDeviceTokenIn != "":
 		return ar.mint(ctx, l)
 	case ar.tokenFrom != nil:
@@ -916,8 +1040,8 @@ func (ar *actorRun) deviceFor(ctx context.Context, l *login) (string, error) {
 func (ar *actorRun) mint(ctx context.Context, l *login) (string, error) {
 	sum := sha256.Sum256([]byte("sim:mint:" + l.account)) // the account's own password
 	fp := hex.EncodeToString(sum[:])
-	v, err := ar.s.engine.Check(ctx, authguard.CheckRequest{
-		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, PasswordFingerprint: fp,
+	v, err := ar.engine.Check(ctx, authguard.CheckRequest{
+		Tenant: ar.Tenant, Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, PasswordFingerprint: fp,
 	})
 	if err != nil {
 		return "", fmt.Errorf("actor %s: minting check: %w", ar.Name, err)
@@ -931,14 +1055,54 @@ func (ar *actorRun) mint(ctx context.Context, l *login) (string, error) {
 	if v.Action != authguard.Proceed {
 		return "", nil
 	}
-	r, err := ar.s.engine.Report(ctx, authguard.ReportRequest{
-		Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, Outcome: authguard.Success,
+	r, err := ar.engine.Report(ctx, authguard.ReportRequest{
+		Tenant: ar.Tenant, Flow: ar.MintsDeviceTokenIn, Account: l.account, IP: l.ip, Outcome: authguard.Success,
 		Attempt: v.Attempt, PasswordFingerprint: fp,
 	})
 	if err != nil {
 		return "", fmt.Errorf("actor %s: minting report: %w", ar.Name, err)
 	}
 	return r.DeviceToken, nil
+}
+
+// ownLogin, before every OwnSuccess.Every-th attempt of the actor, logs
+// in to the account it owns in its flow from l's address with that
+// account's own password, and reports the success with its token,
+// keeping the device token it returns when OwnSuccess.DeviceToken is set.
+func (ar *actorRun) ownLogin(ctx context.Context, l *login) error {
+	ar.mu.Lock()
+	due := ar.attempts%ar.OwnSuccess.Every == 0
+	ar.mu.Unlock()
+	if !due {
+		return nil
+	}
+	own := ar.OwnSuccess.Account
+	sum := sha256.Sum256([]byte("sim:own:" + own))
+	fp := hex.EncodeToString(sum[:])
+	v, err := ar.engine.Check(ctx, authguard.CheckRequest{Tenant: ar.Tenant, Flow: ar.Flow, Account: own, IP: l.ip, PasswordFingerprint: fp})
+	if err != nil {
+		return fmt.Errorf("actor %s: own login: %w", ar.Name, err)
+	}
+	ar.mu.Lock()
+	ar.ownLogins++
+	if v.Action != authguard.Proceed {
+		ar.ownRefused++
+	}
+	ar.mu.Unlock()
+	if v.Action != authguard.Proceed {
+		return nil
+	}
+	r, err := ar.engine.Report(ctx, authguard.ReportRequest{Tenant: ar.Tenant, Flow: ar.Flow, Account: own, IP: l.ip, Outcome: authguard.Success,
+		Attempt: v.Attempt, PasswordFingerprint: fp})
+	if err != nil {
+		return fmt.Errorf("actor %s: own login's report: %w", ar.Name, err)
+	}
+	if ar.OwnSuccess.DeviceToken && r.DeviceToken != "" {
+		ar.mu.Lock()
+		ar.ownDevice = r.DeviceToken
+		ar.mu.Unlock()
+	}
+	return nil
 }
 
 // device returns the device token the actor holds for account, or "". It
@@ -1068,6 +1232,10 @@ func (ar *actorRun) result() ActorResult {
 		FailuresMax24h:               maxInWindow(ar.series, day, func(p point) int { return int(p.failures) }),
 		MintLogins:                   ar.mintLogins,
 		MintRefused:                  ar.mintRefused,
+		OwnLogins:                    ar.ownLogins,
+		OwnRefused:                   ar.ownRefused,
+		CaptchaSolved:                ar.captchaSolved,
+		ReportsRefused:               ar.reportsRefused,
 		DelaySeconds:                 ar.delaySeconds,
 		Spent:                        ar.spent,
 	}

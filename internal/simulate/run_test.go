@@ -292,7 +292,7 @@ actors:
 	}
 	// The second account needs a CAPTCHA; solving it is a second check.
 	r := run(t, scenario("true"), policy)
-	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 3, Proceeded: 2, Captcha: 1, FirstCaptchaAt: "1s",
+	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 3, Proceeded: 2, Captcha: 1, CaptchaSolved: 1, FirstCaptchaAt: "1s",
 		AccountsChecked: 2, AccountsCheckedBeforeCaptcha: 1, ProceededMax24h: 2, FailuresMax24h: 2})
 	r = run(t, scenario("false"), policy)
 	checkCounters(t, r.Actors[0], ActorResult{Name: "a", Attempts: 2, Proceeded: 1, Captcha: 1, FirstCaptchaAt: "1s",
@@ -1036,7 +1036,7 @@ actors:
 			t.Errorf("call %d = %+v, answered %v; want %+v, answered %v", i, c.send, c.answer.Action, w.req, w.action)
 		}
 	}
-	checkCounters(t, r.Actors[0], ActorResult{Name: "pumper", Attempts: 8, Proceeded: 6, Delayed: 1, Captcha: 1,
+	checkCounters(t, r.Actors[0], ActorResult{Name: "pumper", Attempts: 8, Proceeded: 6, Delayed: 1, Captcha: 1, CaptchaSolved: 1,
 		FirstDelayAt: "6s", FirstCaptchaAt: "5s", AccountsChecked: 6, AccountsCheckedBeforeCaptcha: 5, ProceededMax24h: 6})
 }
 

@@ -34,6 +34,12 @@ const (
 	MaxLogins = 5_000_000
 	// MaxStoreEntries caps store.max_entries.
 	MaxStoreEntries = 10_000_000
+	// MaxReplays caps an actor's report_replays.
+	MaxReplays = 10
+	// MaxPhaseLogins caps second_phase.logins.
+	MaxPhaseLogins = 10_000
+	// MaxInstances caps a scenario's instances.
+	MaxInstances = 8
 )
 
 // Scenario is a parsed scenario file. ParseScenario describes the format.
@@ -45,8 +51,13 @@ type Scenario struct {
 	// Seed seeds every random choice: the same seed gives the same run. The
 	// default is 1.
 	Seed uint64
-	// Store configures the memory store the engine runs on.
+	// Store configures the memory store the engines run on.
 	Store StoreOptions
+	// Instances is the number of engines, each with its own memory of
+	// what it computed but all on the one store, as tollgate instances
+	// behind a load balancer share one Redis; each actor's calls go to
+	// its Instance. The default is 1.
+	Instances int
 	// Actors are the attackers and users, in file order.
 	Actors []*Actor
 	// Expect are the expectations, in file order.
@@ -114,9 +125,14 @@ type Actor struct {
 	// long and then go ahead without checking again; otherwise it goes
 	// ahead at once. The default is true.
 	ObeysDelay bool
-	// SolvesCaptcha makes the actor solve a CAPTCHA and check again at once;
-	// otherwise it gives up on that login. The default is true.
-	SolvesCaptcha bool
+	// SolvesCaptcha is the share of the CAPTCHAs the actor is asked that it
+	// solves, from 0 to 1, at a price to it (ActorResult.CaptchaSolved
+	// counts them): it solves one and checks again at once, otherwise it
+	// gives up on that login. The k-th CAPTCHA (from 1) is solved when
+	// ⌊k×SolvesCaptcha⌋ > ⌊(k-1)×SolvesCaptcha⌋, so that a share of 0.25
+	// solves the 4th, 8th, 12th…: spread evenly, and the same in every run.
+	// The default is 1 (true); false is 0.
+	SolvesCaptcha float64
 	// DeviceToken makes the actor keep, per account, the device token its
 	// successes return, and send it with later checks and reports. The
 	// default is false.
@@ -148,8 +164,63 @@ type Actor struct {
 	// does (authguard.CheckRequest.Destination). Empty means its checks
 	// name none.
 	GuessesAt Destinations
+	// ReportToken is which attempt token the reports of a check actor
+	// carry: the one their check returned (ReportOwn, the default), none
+	// (ReportNone), the one the actor's previous check that proceeded
+	// returned (ReportForeign: another attempt's, of the same account or
+	// another one), or no report at all (ReportSkip).
+	ReportToken ReportToken
+	// ReportReplays is how many more times a check actor sends each of its
+	// reports, at once and unchanged: a replay. The default is 0.
+	ReportReplays int
+	// OwnSuccess, when OwnSuccess.Every is set, makes a check actor log in
+	// to an account it owns between its attempts (ParseScenario describes
+	// it).
+	OwnSuccess OwnSuccess
+	// SecondPhase, when SecondPhase.Logins is set, makes a rate actor start
+	// that many logins at one instant, SecondPhase.At, one after another in
+	// order: a burst timed to a window's edge (ParseScenario describes it).
+	SecondPhase SecondPhase
+	// Instance is the engine (from 1 to the scenario's Instances) the
+	// actor's calls go to. The default is 1.
+	Instance int
+	// Tenant is the tenant every call of the actor names
+	// (authguard.CheckRequest.Tenant): empty means the default tenant.
+	Tenant string
 
-	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine int
+	flowLine, deviceFromLine, mintLine, destLine, verifyLine, guessLine, instanceLine int
+}
+
+// ReportToken is the attempt token an actor's reports carry.
+type ReportToken uint8
+
+// The report behaviours of Actor.ReportToken.
+const (
+	ReportOwn ReportToken = iota
+	ReportNone
+	ReportForeign
+	ReportSkip
+)
+
+var reportTokenNames = [...]string{"own", "none", "foreign", "skip"}
+
+func (r ReportToken) String() string { return reportTokenNames[r] }
+
+// OwnSuccess is an actor's own_success: every Every attempts, before the
+// check, a login to Account (one the actor owns) in the actor's flow from
+// the attempt's address, with the account's own password, reported a
+// success with its token; with DeviceToken, the device token it returns
+// goes with the actor's later attempts.
+type OwnSuccess struct {
+	Account     string
+	Every       int
+	DeviceToken bool
+}
+
+// SecondPhase is a rate actor's second_phase: Logins logins at offset At.
+type SecondPhase struct {
+	At     time.Duration
+	Logins int
 }
 
 // Sends reports whether the actor is a send actor: one with destinations.
@@ -229,6 +300,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	duration: 24h                                     # required, up to 31d
 //	seed: 1                                           # optional, default 1
 //	store: {max_entries: 10000}                       # optional, default 1000000
+//	instances: 1                                      # optional, 1 to 8 engines on the store
 //	flows:                                            # optional: flows to add
 //	  api:
 //	    rules:
@@ -248,13 +320,20 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //	    typo_rate: 0                   # probability of one more typo
 //	    password: "hunter2"            # default: random per attempt
 //	    obeys_delay: true              # default true
-//	    solves_captcha: true           # default true
+//	    solves_captcha: true           # default true; or the share solved, 0 to 1
 //	    device_token: false            # default false
 //	    device_token_from: owner       # default none; another actor's device token
 //	    mints_device_token_in: login   # default none; a flow to mint device tokens in
 //	    stops_at_captcha: false        # default false; stop for good at the first CAPTCHA
 //	    guesses_at: ["+44 7400 123456"] # default none; the codes its checks guess at
 //	                                   # (a flow with verifies:), by channel as below
+//	    report_token: own              # own (default), none, foreign or skip
+//	    report_replays: 0              # default 0; each report sent again N times
+//	    own_success: {account: me@example.net, every: 10, device_token: false}
+//	                                   # default none; logins to an account it owns
+//	    second_phase: {at: 1h0m1s, logins: 100} # default none (rate actors only)
+//	    instance: 1                    # default 1; the engine its calls go to
+//	    tenant: default                # default: the default tenant
 //	  - name: pumper                   # a send actor: one with destinations
 //	    flow: otp_send                 # default otp_send; a send flow
 //	    destinations: ["+44 7400 123456", a@example.com]
@@ -340,10 +419,53 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // rules on the destination count them. Its flow must verify a send flow's
 // codes (verifies: in the policy; Run checks).
 //
-// An actor sets at most one of device_token: true, device_token_from and
-// mints_device_token_in. Fresh accounts exclude device_token and
+// An actor sets at most one of device_token: true, device_token_from,
+// mints_device_token_in and own_success's device_token: true. Fresh accounts exclude device_token and
 // device_token_from: no fresh account logs in twice, so there would never
 // be a token to send.
+//
+// solves_captcha is true (every CAPTCHA solved), false (none) or the
+// share solved, from 0 to 1: the k-th CAPTCHA the actor is asked is solved
+// when ⌊k×share⌋ > ⌊(k−1)×share⌋, so that 0.25 solves every fourth, the
+// same in every run. captcha_solved counts those solved: what a CAPTCHA
+// farm bills.
+//
+// report_token (check actors only) is which attempt token the actor's
+// reports carry: own, the one their check returned (as a correct caller
+// does); none, no token; foreign, the token the actor's previous check
+// that proceeded returned, for the same account or another (the first
+// report carries none); skip, no report at all. The engine refuses a token
+// issued for another account, and reports_refused counts those refusals.
+// report_replays: N (0 to 10) sends each report N more times at once,
+// unchanged. Whatever is reported, failures_max_24h counts each wrong
+// password a check let through once: the guesses made.
+//
+// own_success: {account: ACCOUNT, every: N, device_token: BOOL} (check
+// actors only) logs the actor in to ACCOUNT, an account it owns, before
+// its 1st, (N+1)-th, (2N+1)-th… attempt (counting every check): one check
+// in its flow from the attempt's address with that account's own password
+// and, if it proceeds, a report of a success with its token, to earn what
+// a success earns (a refund of that attempt, a device token).
+// device_token: true sends the device token the last such success
+// returned with the actor's attempts. own_logins counts those checks and
+// own_refused those that did not proceed.
+//
+// second_phase: {at: OFFSET, logins: N} (rate actors only; N up to
+// 10,000) starts N logins at the one instant OFFSET (from start to before
+// stop), one after another in order, each taking the script's next
+// account, address and destination: a burst timed to a window's edge or
+// to a counter's forget_after, which the search sets from the policy. A
+// login of the phase answered a delay, or held by one, is dropped there;
+// the script goes on as before.
+//
+// instances: N (1 to 8) runs N engines, each with its own memory, on the
+// one store, as N tollgate instances share one Redis; an actor's calls go
+// to its instance (1 to N, default 1).
+//
+// tenant names the tenant of every call the actor makes (1 to 64
+// lower-case letters, digits, '-' and '_', starting with a letter or
+// digit, as the API takes it): tenants are separate key spaces, each
+// with its own counters.
 //
 // An expectation names an actor, or several joined by "+" whose counters
 // it adds up ("thief+attacker.failures_max_24h": the account's failures
@@ -357,7 +479,8 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 // the minting checks of mints_device_token_in, and mint_refused, those of
 // them that did not proceed; delay_seconds, the seconds of delay the actor
 // was answered (see ActorResult); spent, the price units of the codes a
-// send actor's sends that proceeded cost (the send flow's prices).
+// send actor's sends that proceeded cost (the send flow's prices);
+// captcha_solved, reports_refused, own_logins and own_refused, as above.
 func ParseScenario(file string, data []byte) (*Scenario, error) {
 	sc, err := parseScenario(data)
 	if err != nil {
@@ -412,7 +535,7 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 	if err := rejectAliases(n); err != nil {
 		return err
 	}
-	f := scenarioFields{Seed: 1}
+	f := scenarioFields{Seed: 1, Instances: 1}
 	seen, err := decodeMapping(n, "", "a mapping with name, duration, actors and expect", &f)
 	if err != nil {
 		return err
@@ -423,11 +546,12 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 		}
 	}
 	*sc = Scenario{
-		Name:     string(f.Name),
-		Duration: time.Duration(f.Duration),
-		Seed:     uint64(f.Seed),
-		Store:    StoreOptions{MaxEntries: int(f.Store.MaxEntries)},
-		flows:    f.Flows.Node,
+		Name:      string(f.Name),
+		Duration:  time.Duration(f.Duration),
+		Seed:      uint64(f.Seed),
+		Store:     StoreOptions{MaxEntries: int(f.Store.MaxEntries)},
+		Instances: int(f.Instances),
+		flows:     f.Flows.Node,
 	}
 	names := map[string]bool{}
 	for i, an := range f.Actors {
@@ -438,6 +562,9 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 		}
 		if names[a.Name] {
 			return errAt(an, p+".name", "another actor is named %q", a.Name)
+		}
+		if a.Instance > sc.Instances {
+			return &nodeError{Line: a.instanceLine, Path: p + ".instance", Msg: fmt.Sprintf("%d is more than the scenario's instances (%d)", a.Instance, sc.Instances)}
 		}
 		names[a.Name] = true
 		sc.Actors = append(sc.Actors, a)
@@ -468,13 +595,14 @@ func (sc *Scenario) UnmarshalYAML(n *yaml.Node) error {
 
 // scenarioFields is a scenario's top-level mapping.
 type scenarioFields struct {
-	Name     text        `yaml:"name"`
-	Duration span        `yaml:"duration"`
-	Seed     seed        `yaml:"seed"`
-	Store    storeFields `yaml:"store"`
-	Flows    flowsNode   `yaml:"flows"`
-	Actors   actorNodes  `yaml:"actors"`
-	Expect   expectNode  `yaml:"expect"`
+	Name      text        `yaml:"name"`
+	Duration  span        `yaml:"duration"`
+	Seed      seed        `yaml:"seed"`
+	Store     storeFields `yaml:"store"`
+	Instances instances   `yaml:"instances"`
+	Flows     flowsNode   `yaml:"flows"`
+	Actors    actorNodes  `yaml:"actors"`
+	Expect    expectNode  `yaml:"expect"`
 }
 
 // storeFields is store.
@@ -566,19 +694,25 @@ type actorFields struct {
 	TypoRate           probability `yaml:"typo_rate"`
 	Password           text        `yaml:"password"`
 	ObeysDelay         toggle      `yaml:"obeys_delay"`
-	SolvesCaptcha      toggle      `yaml:"solves_captcha"`
+	SolvesCaptcha      share       `yaml:"solves_captcha"`
 	DeviceToken        toggle      `yaml:"device_token"`
 	DeviceTokenFrom    actorRef    `yaml:"device_token_from"`
 	VerifiesIn         text        `yaml:"verifies_in"`
 	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
 	StopsAtCaptcha     toggle      `yaml:"stops_at_captcha"`
 	GuessesAt          *yaml.Node  `yaml:"guesses_at"` // decoded once the channel is known
+	ReportToken        reportToken `yaml:"report_token"`
+	ReportReplays      replays     `yaml:"report_replays"`
+	OwnSuccess         ownSuccess  `yaml:"own_success"`
+	SecondPhase        secondPhase `yaml:"second_phase"`
+	Instance           instance    `yaml:"instance"`
+	Tenant             tenant      `yaml:"tenant"`
 }
 
 // decodeActor decodes actor n, at path, of a scenario total long, and
 // checks what spans its keys.
 func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error) {
-	f := actorFields{Burst: 1, ObeysDelay: true, SolvesCaptcha: true}
+	f := actorFields{Burst: 1, ObeysDelay: true, SolvesCaptcha: 1, Instance: 1}
 	seen, err := decodeMapping(n, path, "an actor: a mapping with name, accounts, ips and rate or every", &f)
 	if err != nil {
 		return nil, err
@@ -598,13 +732,20 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		TypoRate:           float64(f.TypoRate),
 		Password:           string(f.Password),
 		ObeysDelay:         bool(f.ObeysDelay),
-		SolvesCaptcha:      bool(f.SolvesCaptcha),
+		SolvesCaptcha:      float64(f.SolvesCaptcha),
 		DeviceToken:        bool(f.DeviceToken),
 		DeviceTokenFrom:    string(f.DeviceTokenFrom),
 		MintsDeviceTokenIn: string(f.MintsDeviceTokenIn),
 		VerifiesIn:         string(f.VerifiesIn),
 		StopsAtCaptcha:     bool(f.StopsAtCaptcha),
+		ReportToken:        ReportToken(f.ReportToken),
+		ReportReplays:      int(f.ReportReplays),
+		OwnSuccess:         OwnSuccess(f.OwnSuccess),
+		SecondPhase:        SecondPhase(f.SecondPhase),
+		Instance:           int(f.Instance),
+		Tenant:             string(f.Tenant),
 
+		instanceLine:   lineOf(seen["instance"]),
 		flowLine:       lineOf(seen["flow"]),
 		deviceFromLine: lineOf(seen["device_token_from"]),
 		mintLine:       lineOf(seen["mints_device_token_in"]),
@@ -634,7 +775,8 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 	// Sends.
 	if destNode != nil {
 		var moot []string
-		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "mints_device_token_in"} {
+		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "mints_device_token_in",
+			"report_token", "report_replays", "own_success"} {
 			if seen[k] != nil {
 				moot = append(moot, k)
 			}
@@ -673,15 +815,15 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 
 	// Device tokens.
 	var sources []string
-	for _, k := range []string{"device_token", "device_token_from", "mints_device_token_in"} {
-		if seen[k] != nil && (k != "device_token" || a.DeviceToken) {
+	for _, k := range []string{"device_token", "device_token_from", "mints_device_token_in", "own_success"} {
+		if seen[k] != nil && (k != "device_token" || a.DeviceToken) && (k != "own_success" || a.OwnSuccess.DeviceToken) {
 			sources = append(sources, k)
 		}
 	}
 	if len(sources) > 1 {
 		slices.SortStableFunc(sources, func(x, y string) int { return seen[x].Line - seen[y].Line })
 		return nil, errAt(seen[sources[1]], path+"."+sources[1],
-			"set only one of device_token: true, device_token_from and mints_device_token_in (%s is set)", sources[0])
+			"set only one of device_token: true, device_token_from, mints_device_token_in and own_success.device_token: true (%s is set)", sources[0])
 	}
 	if a.Accounts.Fresh {
 		switch {
@@ -707,6 +849,14 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 	if a.Stop <= a.Start {
 		return nil, errAt(seen["stop"], path+".stop", "%v is not after start (%v)", a.Stop, a.Start)
 	}
+	if ph := seen["second_phase"]; ph != nil {
+		switch {
+		case a.Every > 0:
+			return nil, errAt(ph, path+".second_phase", "goes with rate: an every actor's users keep their own times")
+		case a.SecondPhase.At < a.Start || a.SecondPhase.At >= a.Stop:
+			return nil, errAt(ph, path+".second_phase.at", "%v is not from start (%v) to before stop (%v)", a.SecondPhase.At, a.Start, a.Stop)
+		}
+	}
 
 	// Outcome, of logins only.
 	if !a.Sends() {
@@ -729,7 +879,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		costNode, costPath = seen["every"], path+".every"
 		logins = float64(a.users()) * math.Ceil(float64(a.Stop-a.Start)/float64(a.Every)) * float64(a.Burst)
 	} else {
-		logins = float64(a.Stop-a.Start) / float64(a.Rate.Interval())
+		logins = float64(a.Stop-a.Start)/float64(a.Rate.Interval()) + float64(a.SecondPhase.Logins)
 	}
 	if logins > MaxLogins {
 		return nil, errAt(costNode, costPath, "starts about %.0f logins; the simulator runs at most %d per actor", logins, MaxLogins)

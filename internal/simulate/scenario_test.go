@@ -78,7 +78,7 @@ func TestParseScenario_Good(t *testing.T) {
 		{"attacker.Outcome", a.Outcome, authguard.Failure},
 		{"attacker.Password", a.Password, "hunter2"},
 		{"attacker.ObeysDelay", a.ObeysDelay, false},
-		{"attacker.SolvesCaptcha", a.SolvesCaptcha, false},
+		{"attacker.SolvesCaptcha (false)", a.SolvesCaptcha, 0.0},
 		{"attacker.DeviceToken", a.DeviceToken, false},
 		{"users.Flow (default)", u.Flow, "login"},
 		{"users.Accounts.Generate", u.Accounts.Generate, 20},
@@ -91,7 +91,7 @@ func TestParseScenario_Good(t *testing.T) {
 		{"users.Typos", u.Typos, 1},
 		{"users.TypoRate", u.TypoRate, 0.25},
 		{"users.ObeysDelay (default)", u.ObeysDelay, true},
-		{"users.SolvesCaptcha (default)", u.SolvesCaptcha, true},
+		{"users.SolvesCaptcha (default)", u.SolvesCaptcha, 1.0},
 		{"users.DeviceToken", u.DeviceToken, true},
 		{"v6.IPs.RandomIPv6In", v.IPs.RandomIPv6In, netip.MustParsePrefix("2001:db8:1:2::/64")},
 		{"v6.IPs.Count", v.IPs.Count, 5},
@@ -349,16 +349,16 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"device_token_from list", strings.Replace(pair, "device_token_from: owner", "device_token_from: [owner]", 1), "line 8: actors[0].device_token_from: want the name of another actor"},
 		{"device_token_from null", strings.Replace(pair, "device_token_from: owner", "device_token_from:", 1), "line 8: actors[0].device_token_from: want the name of another actor"},
 		{"device_token_from and device_token", strings.Replace(pair, "device_token_from: owner", "device_token_from: owner\n    device_token: true", 1),
-			"line 9: actors[0].device_token: set only one of device_token: true, device_token_from and mints_device_token_in (device_token_from is set)"},
+			"line 9: actors[0].device_token: set only one of device_token: true, device_token_from, mints_device_token_in and own_success.device_token: true (device_token_from is set)"},
 		{"device_token_from twice", strings.Replace(pair, "device_token_from: owner", "device_token_from: owner\n    device_token_from: owner", 1), "line 9: actors[0].device_token_from: set twice (first on line 8)"},
 
 		// mints_device_token_in
 		{"mints_device_token_in empty", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: \"\"", 1), "line 8: actors[0].mints_device_token_in: must not be empty"},
 		{"mints_device_token_in list", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: [login]", 1), "line 8: actors[0].mints_device_token_in: want a string"},
 		{"mints_device_token_in and device_token", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    device_token: true\n    mints_device_token_in: login", 1),
-			"line 9: actors[0].mints_device_token_in: set only one of device_token: true, device_token_from and mints_device_token_in (device_token is set)"},
+			"line 9: actors[0].mints_device_token_in: set only one of device_token: true, device_token_from, mints_device_token_in and own_success.device_token: true (device_token is set)"},
 		{"mints_device_token_in and device_token_from", strings.Replace(pair, "device_token_from: owner", "mints_device_token_in: login\n    device_token_from: owner", 1),
-			"line 9: actors[0].device_token_from: set only one of device_token: true, device_token_from and mints_device_token_in (mints_device_token_in is set)"},
+			"line 9: actors[0].device_token_from: set only one of device_token: true, device_token_from, mints_device_token_in and own_success.device_token: true (mints_device_token_in is set)"},
 
 		// flows
 		{"flows scalar", strings.Replace(base, "duration: 1h", "duration: 1h\nflows: api", 1), "line 3: flows: want a mapping of flow names to flows, as in a config file"},

@@ -441,6 +441,7 @@ func ownerObjective(f *authguard.Flow, device bool) objective {
 		if fixedPassword {
 			b.WriteString("    password: hunter2\n")
 		}
+		b.WriteString(behaviour(d, "attacker", true, start, stop, edgesOf(f)))
 		expect := []string{fmt.Sprintf("owner.delay_seconds: \"<= %d\"", int64(bound))}
 		if bound < captchaSeconds {
 			expect = append(expect, "owner.captcha: \"== 0\"")

@@ -195,3 +195,31 @@ func TestKnownNetwork_TheAddressRulesStillHold(t *testing.T) {
 		t.Fatalf("with the CAPTCHA solved: %v %v, want proceed (her known network, not the account's delay)", v.Action, v.Reasons)
 	}
 }
+
+// The failures a day per account hold with known networks: an attacker
+// behind the owner's own address (her known network) who guesses at once
+// whenever his partner elsewhere does, never waiting, and that partner,
+// patient on fresh addresses (every delay waited out, every CAPTCHA
+// solved) for 24 hours, get no more than the flow's MaxFailuresPerDay
+// between them; the one behind her address gets the network's device_free
+// (5) past the account's delays.
+func TestKnownNetwork_APatientAttackerBehindTheOwnersAddressStaysWithinTheDailyBound(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	behind := 0
+	patient := h.patient(func(i int) authguard.CheckRequest {
+		if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action == authguard.Proceed {
+			behind++
+		}
+		return authguard.CheckRequest{Account: victim, IP: addr(i)}
+	})
+	bound, ok := h.e.Policy().Flow("login").MaxFailuresPerDay()
+	if !ok || behind+patient > bound {
+		t.Fatalf("%d + %d failed checks in 24 hours from the owner's known network and elsewhere, want at most %d", behind, patient, bound)
+	}
+	if behind < 5 {
+		t.Errorf("%d failed checks from the owner's known network: the test does not reach its allowance", behind)
+	}
+	t.Logf("%d + %d failed checks in 24 hours (bound %d)", behind, patient, bound)
+}

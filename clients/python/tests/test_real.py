@@ -109,10 +109,13 @@ class RealTollgate(unittest.TestCase):
             if v.action != "proceed":
                 break
             self.tg.report(flow="login", account=ALICE, ip="198.51.100.66", outcome="failure", attempt=v.attempt)
-        self.assertEqual(self.tg.check(**LOGIN).action, "delay")
-        # ...but the owner's device goes ahead.
+        self.assertEqual(self.tg.check(flow="login", account=ALICE, ip="198.51.100.67").action, "delay")
+        # ...but the owner's device goes ahead,
         v = self.tg.check(device_token=device, **LOGIN)
         self.assertEqual((v.action, v.error), ("proceed", None))
+        # and so does she without it from the address she signed in from
+        # (a known network of her account).
+        self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
 
     def test_send(self) -> None:
         v = self.tg.send(destination=ALICE_SMS, channel="sms", ip=ALICE_IP)
@@ -216,9 +219,11 @@ class RealTollgate(unittest.TestCase):
         for user in (ALICE, "nobody@example.com"):
             got = []
             for _ in range(7):
-                got.append(ex.login({"user": user, "password": "guess"}, "127.0.0.1", {}))
+                got.append(ex.login({"user": user, "password": "guess"}, "192.0.2.50", {}))
             results[user] = got
-        # Wrong passwords and unknown accounts get the same answers, in turn.
+        # Wrong passwords and unknown accounts get the same answers, in turn
+        # (from an address alice never signed in from: from hers, her known
+        # network, five more go ahead before the 429s).
         self.assertEqual([g[0] for g in results[ALICE]], [401] * 5 + [429] * 2)
         self.assertEqual([(g[0], g[2]) for g in results[ALICE]],
                          [(g[0], g[2]) for g in results["nobody@example.com"]])

@@ -25,7 +25,7 @@ type meta struct {
 }
 
 func newPlan() plan {
-	return plan{ops: make([]Op, 0, 8), meta: make([]meta, 0, 8), allowance: -1}
+	return plan{ops: make([]Op, 0, 12), meta: make([]meta, 0, 12), allowance: -1}
 }
 
 func (p *plan) add(op Op, rule int, ro role) {
@@ -252,30 +252,24 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 		return
 	}
 	p.owned = true
-	d := &f.Rules[f.device]
 	net := networkID(s)
+	o := new([3]LogOp) // one allocation for the three
 	// The record goes first: when it is not there (an attacker's network),
 	// a store that runs the batch in order knows at the account's wait that
 	// the check is refused, and peeks the rest instead of writing and
 	// undoing it (check.lua).
-	p.ops = slices.Insert(p.ops, 0, Op(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, knownNetKey, s.account+"."+s.ip), Action: LogPeek, Member: "?",
-		Windows: spraydetect.Windows{{Length: f.DeviceTokenTTL, Limit: 1}},
-	}))
+	o[0] = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
+	p.ops = slices.Insert(p.ops, 0, Op(&o[0]))
 	p.meta = slices.Insert(p.meta, 0, meta{uint8(f.device), roleVerified})
 	if step == LogAdmit {
 		p.allowance = len(p.ops)
 	} else {
 		id = "?"
 	}
-	p.add(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".dev", s.account+"."+net), Action: step, Member: id,
-		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceFree}},
-	}, f.device, roleOwner)
-	p.add(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".slots", s.account), Action: step, Member: net,
-		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
-	}, f.device, roleOwner)
+	o[1] = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
+	p.add(&o[1], f.device, roleOwner)
+	o[2] = LogOp{Key: storeKey(s.prefix, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
+	p.add(&o[2], f.device, roleOwner)
 }
 
 // knownNetwork adds to the plan of a success report that settles attempt a
@@ -289,14 +283,11 @@ func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
 		return
 	}
 	p.add(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, knownNetKey, s.account+"."+s.ip), Action: LogAdd, Member: "v",
-		Windows: spraydetect.Windows{{Length: f.DeviceTokenTTL, Limit: 1}},
+		Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: "v", Windows: f.net.record,
 	}, f.device, roleCredit)
 	if a.exempt && a.device == "" {
-		d := &f.Rules[f.device]
 		p.add(&LogOp{
-			Key: storeKey(s.prefix, s.tenant, f.Name, d.Key+".dev", s.account+"."+networkID(s)), Action: LogRemove, Member: a.id,
-			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceFree}},
+			Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, networkID(s)), Action: LogRemove, Member: a.id, Windows: f.net.allowance,
 		}, f.device, roleCredit)
 	}
 }

@@ -255,6 +255,7 @@ type Flow struct {
 	reasonOf []uint8     // per rule, its reason's index in reasons
 	device   int         // the index of the device rule, or -1
 	needs    SubjectPart // the request parts the rules count
+	net      netWindows  // the known-network ops' windows, with a device rule
 }
 
 // DeviceWindow is the span over which a device rule's DeviceFree and
@@ -448,7 +449,24 @@ func (f *Flow) compileFlow() error {
 		}
 		f.reasonOf = append(f.reasonOf, uint8(at))
 	}
+	f.net = netWindows{}
+	if f.device >= 0 {
+		d := &f.Rules[f.device]
+		f.net = netWindows{
+			devKey: d.Key + ".dev", slotsKey: d.Key + ".slots",
+			record:    spraydetect.Windows{{Length: f.DeviceTokenTTL, Limit: 1}},
+			allowance: spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceFree}},
+			slots:     spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
+		}
+	}
 	return nil
+}
+
+// netWindows are the windows and signals of a flow's known-network ops
+// (Engine.network), made once per flow rather than per call.
+type netWindows struct {
+	devKey, slotsKey         string // the device rule's key + ".dev", ".slots"
+	record, allowance, slots spraydetect.Windows
 }
 
 var (

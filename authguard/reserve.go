@@ -191,19 +191,20 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	if r, ok := st.(Reserver); ok {
 		return r.DoCheck(ctx, ops, gates, captchaSolved)
 	}
-	sent, peeked := ops, []int(nil)
+	// The spare allowances (log admissions) are sent as their peeks by
+	// switching their action for the call, with no copy of ops or of them.
+	var actions [4]LogAction
+	peeked := make([]int, 0, len(actions))
 	for i, g := range gates {
-		if spare(g) {
-			if p := PeekOf(ops[i]); p != nil {
-				if peeked == nil {
-					sent = append([]Op(nil), ops...)
-				}
-				sent[i] = p
-				peeked = append(peeked, i)
-			}
+		if lo, ok := ops[i].(*LogOp); ok && spare(g) && len(peeked) < len(actions) {
+			actions[len(peeked)], lo.Action = lo.Action, LogPeek
+			peeked = append(peeked, i)
 		}
 	}
-	res, err := st.Do(ctx, sent)
+	res, err := st.Do(ctx, ops)
+	for j, i := range peeked {
+		ops[i].(*LogOp).Action = actions[j]
+	}
 	if err != nil || len(res) != len(ops) {
 		return res, false, err
 	}

@@ -191,35 +191,22 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	if r, ok := st.(Reserver); ok {
 		return r.DoCheck(ctx, ops, gates, captchaSolved)
 	}
-	// Spare allowances at the end of the batch (a known network's) are not
-	// sent: their results read as zero until Finish applies them, which it
-	// does only when they would exempt the check. Others (a send's owner
-	// codes) are sent as their peeks by switching their action for the call,
-	// with no copy of ops or of them.
-	k := len(ops)
-	for k > 0 && spare(gates[k-1]) {
-		k--
-	}
+	// The spare allowances (log admissions) are sent as their peeks by
+	// switching their action for the call, with no copy of ops or of them.
 	var actions [4]LogAction
 	peeked := make([]int, 0, len(actions))
-	for i, g := range gates[:k] {
+	for i, g := range gates {
 		if lo, ok := ops[i].(*LogOp); ok && spare(g) && len(peeked) < len(actions) {
 			actions[len(peeked)], lo.Action = lo.Action, LogPeek
 			peeked = append(peeked, i)
 		}
 	}
-	res, err := st.Do(ctx, ops[:k])
+	res, err := st.Do(ctx, ops)
 	for j, i := range peeked {
 		ops[i].(*LogOp).Action = actions[j]
 	}
-	if err != nil || len(res) != k {
+	if err != nil || len(res) != len(ops) {
 		return res, false, err
-	}
-	if k < len(ops) {
-		res = append(res, make([]Result, len(ops)-k)...)
-		for i := k; i < len(ops); i++ {
-			peeked = append(peeked, i)
-		}
 	}
 	return Finish(ctx, st, ops, gates, captchaSolved, res, peeked)
 }
@@ -231,8 +218,8 @@ func spare(g Gate) bool {
 }
 
 // Finish decides a check whose ops were sent to st with those at peeked as
-// their peeks (or, for spare allowances, not sent, their results zero),
-// res their results (updated in place), as Reserver.DoCheck would have: when the peeks already block the check, what was charged is
+// their peeks, res their results (updated in place), as Reserver.DoCheck
+// would have: when the peeks already block the check, what was charged is
 // undone; when not, the peeked ops but the spare allowances are applied for
 // real (a store that expected a block was wrong), and then the spare
 // allowances, only when a shared wait makes the check need the exemption

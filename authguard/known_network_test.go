@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -222,4 +223,25 @@ func TestKnownNetwork_APatientAttackerBehindTheOwnersAddressStaysWithinTheDailyB
 		t.Errorf("%d failed checks from the owner's known network: the test does not reach its allowance", behind)
 	}
 	t.Logf("%d + %d failed checks in 24 hours (bound %d)", behind, patient, bound)
+}
+
+// An operator who would rather not keep a key per account and network for
+// 90 days turns known networks off (known_networks: false): the owner
+// without her token then waits out the account's delay like anyone, and no
+// success writes a record.
+func TestKnownNetwork_AFlowCanTurnThemOff(t *testing.T) {
+	h := newHarness(t, "flows:\n  login:\n    known_networks: false\n")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action != authguard.Delay {
+		t.Fatalf("the owner's address with known networks off: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+	for _, k := range h.mem.Keys() {
+		if strings.Contains(k, ":knownnet:") {
+			t.Errorf("known networks off, yet a record was written: %s", k)
+		}
+	}
 }

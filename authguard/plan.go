@@ -237,7 +237,7 @@ func networkID(s *subjects) string { return "net" + s.ip }
 // for every such call, known network or not, account or not: constant work.
 func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	f := s.flow
-	if f.device < 0 || s.account == "" || s.ip == "" {
+	if f.device < 0 || f.KnownNetworksOff || s.account == "" || s.ip == "" {
 		return
 	}
 	shared := false
@@ -279,7 +279,7 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 // no network known: it settles no check that went ahead.
 func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
 	f := s.flow
-	if f.Kind == Sends || f.device < 0 || s.account == "" || s.ip == "" {
+	if f.Kind == Sends || f.device < 0 || f.KnownNetworksOff || s.account == "" || s.ip == "" {
 		return
 	}
 	p.add(&LogOp{
@@ -358,7 +358,7 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 		// Without her device token, only from a network the account
 		// verified the destination from: a bomber elsewhere who names her
 		// account cannot spend the codes kept for her.
-		if s.ip != "" {
+		if s.ip != "" && !f.KnownNetworksOff {
 			p.add(&LogOp{
 				Key: storeKey(s.prefix, s.tenant, f.Name, verifiedNetKey, pair+"."+s.ip), Action: LogPeek, Member: "?",
 				Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
@@ -391,7 +391,7 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: "v",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleCredit)
-	if v.ip != "" {
+	if v.ip != "" && !v.flow.KnownNetworksOff {
 		p.add(&LogOp{
 			Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair+"."+v.ip), Action: LogAdd, Member: "v",
 			Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},

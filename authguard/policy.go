@@ -240,6 +240,14 @@ type Flow struct {
 	// between MinAttemptTTL and MaxAttemptTTL. The default is
 	// DefaultAttemptTTL (10m).
 	AttemptTTL time.Duration
+	// KnownNetworksOff turns off known networks: in a flow with a device
+	// rule, a client without a device token at an address its account
+	// succeeded from is then held by the account's delay like any other
+	// (Engine.network), and no success writes the record; in a send flow,
+	// the CAPTCHA codes of OwnerCodes then go to a send naming the account
+	// from any network. Known networks cost a Redis key per account and
+	// network for DeviceTokenTTL (README).
+	KnownNetworksOff bool
 	// DeviceTokenTTL is how long a device token the flow issues is valid,
 	// between MinDeviceTokenTTL and MaxDeviceTokenTTL. The default is
 	// DefaultDeviceTokenTTL (90 days).

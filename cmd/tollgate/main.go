@@ -168,6 +168,9 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	if f.Kind == authguard.Sends {
 		devices = ", kind send"
 	}
+	if f.KnownNetworksOff {
+		devices += ", known networks off"
+	}
 	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges%s, requires %s\n",
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))

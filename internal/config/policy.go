@@ -191,6 +191,9 @@ type flowFile struct {
 	SamePasswordWindow Duration `yaml:"same_password_window"`
 	AttemptTTL         Duration `yaml:"attempt_ttl"`
 	DeviceTokenTTL     Duration `yaml:"device_token_ttl"`
+	// KnownNetworks is authguard.Flow.KnownNetworksOff's opposite: unset
+	// is on.
+	KnownNetworks *bool `yaml:"known_networks"`
 	// send flows
 	DenyNumberTypes         []string `yaml:"deny_number_types"`
 	AllowCountries          []string `yaml:"allow_countries"`
@@ -518,6 +521,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		SamePasswordWindow: time.Duration(f.SamePasswordWindow),
 		AttemptTTL:         time.Duration(f.AttemptTTL),
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
+		KnownNetworksOff:   f.KnownNetworks != nil && !*f.KnownNetworks,
 	}
 	where := "flows." + name
 	at := func(key string, err error) error { return &Error{Line: f.lineOf(name, key), Path: where, Err: err} }

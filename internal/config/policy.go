@@ -191,9 +191,11 @@ type flowFile struct {
 	SamePasswordWindow Duration `yaml:"same_password_window"`
 	AttemptTTL         Duration `yaml:"attempt_ttl"`
 	DeviceTokenTTL     Duration `yaml:"device_token_ttl"`
-	// KnownNetworks is authguard.Flow.KnownNetworksOff's opposite: unset
-	// is on.
-	KnownNetworks *bool `yaml:"known_networks"`
+	// KnownNetworks is authguard.Flow.KnownNetworksOff's opposite, on by
+	// default (emptyFlow). A value, not a pointer: a file laid over a
+	// built-in flow copies it, and a pointer would be shared with the
+	// built-in flow and change it for every later load.
+	KnownNetworks bool `yaml:"known_networks"`
 	// send flows
 	DenyNumberTypes         []string `yaml:"deny_number_types"`
 	AllowCountries          []string `yaml:"allow_countries"`
@@ -217,7 +219,8 @@ func emptyFlow() *flowFile {
 	return &flowFile{
 		Mode: "enforce", FailMode: "open", FailClosedRetry: Duration(authguard.DefaultFailClosedRetry), IPv6Prefix: 64,
 		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
-		Events: eventsFile{Window: Duration(authguard.DefaultNoticeWindow)},
+		KnownNetworks: true,
+		Events:        eventsFile{Window: Duration(authguard.DefaultNoticeWindow)},
 	}
 }
 
@@ -521,7 +524,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		SamePasswordWindow: time.Duration(f.SamePasswordWindow),
 		AttemptTTL:         time.Duration(f.AttemptTTL),
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
-		KnownNetworksOff:   f.KnownNetworks != nil && !*f.KnownNetworks,
+		KnownNetworksOff:   !f.KnownNetworks,
 	}
 	where := "flows." + name
 	at := func(key string, err error) error { return &Error{Line: f.lineOf(name, key), Path: where, Err: err} }

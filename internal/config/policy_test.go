@@ -309,3 +309,21 @@ func TestLoadPolicy_ErrorsAreTyped(t *testing.T) {
 		t.Errorf("%v, want %q", err, want)
 	}
 }
+
+// A file laid over a built-in flow changes that load only: with
+// known_networks as a pointer, a file that turned them off turned them off
+// in every policy loaded after it (the built-in flow shared the pointer).
+func TestLoadPolicy_AFileLeavesTheBuiltInPolicyAsItWas(t *testing.T) {
+	off, err := LoadPolicy([]byte("flows:\n  login:\n    known_networks: false\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !off.Flow("login").KnownNetworksOff {
+		t.Fatal("known_networks: false left them on")
+	}
+	for _, name := range DefaultPolicy().FlowNames() {
+		if DefaultPolicy().Flow(name).KnownNetworksOff {
+			t.Errorf("the built-in %s has known networks off after a file turned them off on login", name)
+		}
+	}
+}

@@ -74,41 +74,42 @@ func (h *hasher) subject(tenant, kind, value string) string {
 	return string(base64.RawURLEncoding.AppendEncode(b[:0], sum[:hashBytes]))
 }
 
-// storeKeyOf is storeKey of a compound subject: its hashes joined with
-// dots, in one allocation.
-func storeKeyOf(prefix, tenant, flow, signal, first, second string) string {
-	var b strings.Builder
-	b.Grow(len(prefix) + 1 + len(tenant) + 1 + len(flow) + 1 + len(signal) + 1 + len(first) + 1 + len(second))
-	b.WriteString(prefix)
-	b.WriteByte(':')
-	b.WriteString(tenant)
-	b.WriteByte(':')
-	b.WriteString(flow)
-	b.WriteByte(':')
-	b.WriteString(signal)
-	b.WriteByte(':')
-	b.WriteString(first)
-	b.WriteByte('.')
-	b.WriteString(second)
-	return b.String()
-}
-
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is
 // "tg" unless configured.
 func storeKey(prefix, tenant, flow, signal, hash string) string {
-	// One allocation: a Builder grown to size hands its bytes over as the
-	// string, where a []byte and string(b) allocate twice.
+	return joinKey(prefix, tenant, flow, signal, hash)
+}
+
+// storeKeyOf is storeKey of a compound subject: its two hashes joined with
+// a dot, in the same one allocation.
+func storeKeyOf(prefix, tenant, flow, signal, first, second string) string {
+	return joinKey(prefix, tenant, flow, signal, first, second)
+}
+
+// joinKey writes a key's fields with ':' between them and the subject's
+// hashes with '.', in one allocation: a Builder grown to size hands its
+// bytes over as the string, where a []byte and string(b) allocate twice.
+func joinKey(prefix, tenant, flow, signal string, hashes ...string) string {
+	n := len(prefix) + len(tenant) + len(flow) + len(signal) + 3
+	for _, h := range hashes {
+		n += 1 + len(h)
+	}
 	var b strings.Builder
-	b.Grow(len(prefix) + 1 + len(tenant) + 1 + len(flow) + 1 + len(signal) + 1 + len(hash))
-	b.WriteString(prefix)
-	b.WriteByte(':')
-	b.WriteString(tenant)
-	b.WriteByte(':')
-	b.WriteString(flow)
-	b.WriteByte(':')
-	b.WriteString(signal)
-	b.WriteByte(':')
-	b.WriteString(hash)
+	b.Grow(n)
+	for i, f := range [...]string{prefix, tenant, flow, signal} {
+		if i > 0 {
+			b.WriteByte(':')
+		}
+		b.WriteString(f)
+	}
+	for i, h := range hashes {
+		if i == 0 {
+			b.WriteByte(':')
+		} else {
+			b.WriteByte('.')
+		}
+		b.WriteString(h)
+	}
 	return b.String()
 }
 

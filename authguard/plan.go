@@ -54,7 +54,7 @@ const (
 	// device not exempt, never a verdict on its own.
 	roleVerified
 	// roleOwner: a send's owner allowance (SendPolicy.OwnerCodes), read as
-	// roleAllowance and spent only on sends it exempted (Spares).
+	// roleAllowance and spent only on sends it exempted (Finish).
 	roleOwner
 	// roleAllowanceSolved: roleOwner for a send without a known device:
 	// exempt only with a solved CAPTCHA, so that the shared rules' wait
@@ -230,7 +230,7 @@ func networkID(s *subjects) string { return "net" + s.ip }
 // shares her network's DeviceFree failures a day, and networks take the
 // device slots that known devices take, so the flow's MaxFailuresPerDay
 // holds as it is. A check the account's delay does not hold back spends
-// none of the allowance (Spares): only an exemption does.
+// none of the allowance (Finish): only an exemption does.
 //
 // step is LogAdmit for a check; a report's verdict for the next attempt
 // reads the same with LogPeek (id "", nothing written). The ops are the same
@@ -360,12 +360,12 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 		// account cannot spend the codes kept for her.
 		if s.ip != "" && !f.KnownNetworksOff {
 			p.add(&LogOp{
-				Key: storeKey(s.prefix, s.tenant, f.Name, verifiedNetKey, pair+"."+s.ip), Action: LogPeek, Member: "?",
+				Key: storeKeyOf(s.prefix, s.tenant, f.Name, verifiedNetKey, pair, s.ip), Action: LogPeek, Member: "?",
 				Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 			}, 0, roleVerified)
 		}
 	}
-	// The allowance is spare: spent only on a send it exempted (Spares).
+	// The allowance is spare: spent only on a send it exempted (Finish).
 	p.allowance = len(p.ops)
 	p.add(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
@@ -393,7 +393,7 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 	}, 0, roleCredit)
 	if v.ip != "" && !v.flow.KnownNetworksOff {
 		p.add(&LogOp{
-			Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair+"."+v.ip), Action: LogAdd, Member: "v",
+			Key: storeKeyOf(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair, v.ip), Action: LogAdd, Member: "v",
 			Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 		}, 0, roleCredit)
 	}

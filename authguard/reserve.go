@@ -31,9 +31,9 @@ const (
 	// BlockAllowanceSolved is BlockOwner for a client without a device: it
 	// also makes the client not exempt unless a CAPTCHA was solved.
 	BlockAllowanceSolved
-	// BlockOwner is BlockAllowance for a send's owner allowance, and spare:
-	// a check that proceeds with no BlockShared wait gives it back (Spares),
-	// so that it is spent only on sends it exempted.
+	// BlockOwner is BlockAllowance for a send's owner allowance or a known
+	// network's, and spare: spent only on a check it exempted from a
+	// BlockShared wait (Finish).
 	BlockOwner
 )
 
@@ -154,26 +154,6 @@ func Undos(ops []Op, gates []Gate, res []Result) []Op {
 	var back []Op
 	for i, g := range gates {
 		if g.Undo && res[i].Charged {
-			if u := Undo(ops[i]); u != nil {
-				back = append(back, u)
-			}
-		}
-	}
-	return back
-}
-
-// Spares returns, for a check that proceeds, Undo of every charged spare
-// allowance (BlockOwner, BlockAllowanceSolved) when no BlockShared result
-// has a wait: an owner's code that needed no exemption spends none of her
-// allowance, so nobody can use it up by sending codes while the
-// destination holds nobody back.
-func Spares(ops []Op, gates []Gate, res []Result) []Op {
-	var back []Op
-	for i, g := range gates {
-		switch {
-		case g.Block == BlockShared && res[i].Wait > 0:
-			return nil
-		case (g.Block == BlockOwner || g.Block == BlockAllowanceSolved) && g.Undo && res[i].Charged:
 			if u := Undo(ops[i]); u != nil {
 				back = append(back, u)
 			}

@@ -101,8 +101,9 @@ for i = 1, nk do
   end
 end
 
--- undo(i) applies op i's undo (authguard.Undo).
-local function undo(i)
+-- rerun(i, action) runs op i again with another action: its undo
+-- (authguard.Undo), or a spare allowance's own action after its peek.
+local function rerun(i, action)
   local s = at[i]
   local kind = ARGV[s]
   local run, actionAt = op_r, rAction
@@ -111,7 +112,7 @@ local function undo(i)
   elseif kind == "l" then
     run, actionAt = op_l, lAction
   end
-  ARGV[s + 3 + actionAt] = ARGV[s + 2]
+  ARGV[s + 3 + actionAt] = action
   return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
 end
 
@@ -120,16 +121,7 @@ end
 -- nothing ran in between.
 if held and not blocked then
   for _, i in ipairs(spares) do
-    local s = at[i]
-    local kind = ARGV[s]
-    local run, actionAt = op_r, rAction
-    if kind == "b" then
-      run, actionAt = op_b, bAction
-    elseif kind == "l" then
-      run, actionAt = op_l, lAction
-    end
-    ARGV[s + 3 + actionAt] = spareAction[i]
-    local r = run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
+    local r = rerun(i, spareAction[i])
     if type(r) ~= "table" or r.err then return r end
     out[i] = r
   end
@@ -139,7 +131,7 @@ end
 if blocked then
   for i = 1, nk do
     if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 then
-      local r = undo(i)
+      local r = rerun(i, ARGV[at[i] + 2])
       if type(r) ~= "table" or r.err then return r end
     end
   end

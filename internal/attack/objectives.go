@@ -198,13 +198,7 @@ func failuresObjective(flow string, bound float64, mintIn []string, edges []time
 		second, owner2 := bruteForcer(d, "attacker2", flow, mintIn, edges)
 		two, apart := d.toggle(), d.toggle()
 		var b strings.Builder
-		b.WriteString(first)
-		if two {
-			b.WriteString(second)
-			if apart {
-				b.WriteString(secondInstance)
-			}
-		}
+		attackers(&b, first, second, two, apart)
 		if owner1 || two && owner2 {
 			fmt.Fprintf(&b, "  - name: owner\n    flow: %s\n    accounts: [%s]\n    ips: [198.51.100.23]\n    every: 8h\n    typos: 1\n    device_token: true\n",
 				flow, yamlQuote(accountSpellings[0]))
@@ -251,6 +245,18 @@ func edgesOf(f *authguard.Flow) []time.Duration {
 // reportTokens are the attempt tokens an attacker's reports may carry:
 // simulate's report_token.
 var reportTokens = []string{"own", "none", "foreign", "skip"}
+
+// attackers writes the first attacker, and the second too when two, on a
+// second instance of the store when apart.
+func attackers(b *strings.Builder, first, second string, two, apart bool) {
+	b.WriteString(first)
+	if two {
+		b.WriteString(second)
+		if apart {
+			b.WriteString(secondInstance)
+		}
+	}
+}
 
 // behaviour writes what an attacker of a check flow does besides its
 // guesses, each chosen by its own genes: which attempt token its reports
@@ -560,13 +566,7 @@ func guessesObjective(verify string, c conformance.Cap, edges []time.Duration) o
 		second, owner2 := guesser(d, "attacker2", verify, edges)
 		two, apart := d.toggle(), d.toggle()
 		var b strings.Builder
-		b.WriteString(first)
-		if two {
-			b.WriteString(second)
-			if apart {
-				b.WriteString(secondInstance)
-			}
-		}
+		attackers(&b, first, second, two, apart)
 		if owner1 || two && owner2 {
 			// The owner types her own codes: a success naming the number,
 			// from a device that keeps the token the thief copies.

@@ -377,11 +377,17 @@ func newBencher(cfg *benchConfig) (*bencher, error) {
 				return nil, fmt.Errorf("-redis: %w", err)
 			}
 		}
-		opt.PoolSize, opt.MaxRetries, opt.DialerRetries = 1, -1, 1
-		opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
-		b.redis = redis.NewClient(opt)
+		b.redis = newCPUClient(opt)
 	}
 	return b, nil
+}
+
+// newCPUClient is a client that reads a Redis's CPU counter: one
+// connection, no retries, short timeouts.
+func newCPUClient(opt *redis.Options) *redis.Client {
+	opt.PoolSize, opt.MaxRetries, opt.DialerRetries = 1, -1, 1
+	opt.DialTimeout, opt.ReadTimeout, opt.WriteTimeout = 2*time.Second, 2*time.Second, 2*time.Second
+	return redis.NewClient(opt)
 }
 
 func (b *bencher) close() {
@@ -429,7 +435,7 @@ func (b *bencher) probeTarget(ctx context.Context, t benchTarget) error {
 // measure.
 func (b *bencher) probeRedis(ctx context.Context) error {
 	if b.redis != nil {
-		if _, err := b.redisCPU(ctx); err != nil {
+		if _, err := redisCPU(ctx, b.redis); err != nil {
 			return fmt.Errorf("-redis %s: %w", b.cfg.Redis, err)
 		}
 	}
@@ -441,18 +447,20 @@ type cpuReading struct {
 	server, redis, bench time.Duration
 }
 
-func (b *bencher) readCPU(ctx context.Context, pid int) (cpuReading, error) {
+func (b *bencher) readCPU(ctx context.Context, t benchTarget) (cpuReading, error) {
 	var c cpuReading
 	var err error
-	if pid != 0 {
-		if c.server, err = procCPU(pid); err != nil {
-			return c, fmt.Errorf("server CPU (-pid %d): %w", pid, err)
+	if t.PID != 0 {
+		if c.server, err = procCPU(t.PID); err != nil {
+			return c, fmt.Errorf("server CPU (-pid %d): %w", t.PID, err)
 		}
 	}
-	if b.redis != nil {
-		if c.redis, err = b.redisCPU(ctx); err != nil {
+	for _, rdb := range b.redisOf(t) {
+		cpu, err := redisCPU(ctx, rdb)
+		if err != nil {
 			return c, fmt.Errorf("redis CPU: %w", err)
 		}
+		c.redis += cpu
 	}
 	if c.bench, err = procCPU(os.Getpid()); err != nil {
 		return c, fmt.Errorf("own CPU: %w", err)
@@ -467,6 +475,21 @@ type benchTarget struct {
 	Envoy    bool // envoy's ratelimit, not tollgate
 	PID      int  // 0 when not measured
 	Subjects benchSubjects
+	// Redis are the Redis servers the service uses (a Cluster's masters),
+	// whose CPU a run measures as their sum. Nil: the bencher's -redis.
+	Redis []*redis.Client
+}
+
+// redisOf is the Redis servers whose CPU a run of t measures: none
+// without -redis or t.Redis.
+func (b *bencher) redisOf(t benchTarget) []*redis.Client {
+	switch {
+	case t.Redis != nil:
+		return t.Redis
+	case b.redis != nil:
+		return []*redis.Client{b.redis}
+	}
+	return nil
 }
 
 // target is URL i of the bench's configuration.
@@ -485,7 +508,7 @@ func (b *bencher) run(ctx context.Context, round, i int) (benchRun, error) {
 // have been answered, and returns what it measured (without a round).
 func (b *bencher) runTarget(ctx context.Context, t benchTarget) (benchRun, error) {
 	b.transport.CloseIdleConnections() // each run opens its own connections
-	before, err := b.readCPU(ctx, t.PID)
+	before, err := b.readCPU(ctx, t)
 	if err != nil {
 		return benchRun{}, err
 	}
@@ -507,7 +530,7 @@ func (b *bencher) runTarget(ctx context.Context, t benchTarget) (benchRun, error
 	if ctx.Err() != nil {
 		return benchRun{}, ctx.Err()
 	}
-	after, err := b.readCPU(ctx, t.PID)
+	after, err := b.readCPU(ctx, t)
 	if err != nil {
 		return benchRun{}, err
 	}
@@ -534,7 +557,7 @@ func (b *bencher) runTarget(ctx context.Context, t benchTarget) (benchRun, error
 	if t.PID != 0 {
 		r.ServerCPU = perReq(after.server - before.server)
 	}
-	if b.redis != nil {
+	if b.redisOf(t) != nil {
 		r.RedisCPU = perReq(after.redis - before.redis)
 	}
 	r.BenchCPU = perReq(after.bench - before.bench)
@@ -555,11 +578,11 @@ func (b *bencher) runTarget(ctx context.Context, t benchTarget) (benchRun, error
 	return r, nil
 }
 
-// redisCPU reads used_cpu_sys + used_cpu_user from Redis's INFO cpu.
-func (b *bencher) redisCPU(ctx context.Context) (time.Duration, error) {
+// redisCPU reads used_cpu_sys + used_cpu_user from rdb's INFO cpu.
+func redisCPU(ctx context.Context, rdb *redis.Client) (time.Duration, error) {
 	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	info, err := b.redis.Info(cctx, "cpu").Result()
+	info, err := rdb.Info(cctx, "cpu").Result()
 	if err != nil {
 		return 0, err
 	}

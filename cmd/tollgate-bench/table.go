@@ -29,15 +29,18 @@ import (
 const tableUsage = `usage: tollgate-bench table [flags]
 
 Measures issue 27's table in one run. It starts, on free loopback ports and
-in a temporary directory: a redis-server, tollgate serve on it, tollgate
-serve on the memory store, the Go ceiling (tollgate-bench ceiling) and, when
-a ratelimit binary is found, envoyproxy/ratelimit on the same Redis. Then,
-in each round, it drives the rows in turn, -n login checks each with -c
-workers, measuring each server's CPU per request from /proc/PID/stat and
-Redis's from INFO cpu (both include their network system calls), and times
-floor3 with redis-benchmark. It prints each row's medians over the rounds
-as a markdown table, then the four ratios issue 27 targets. Every process
-it starts is stopped by its PID when it ends, fails or is interrupted.
+in a temporary directory: a redis-server, tollgate serve on it, a 3-master
+Redis Cluster (no replicas) and tollgate serve on it (unless -cluster=false),
+tollgate serve on the memory store, the Go ceiling (tollgate-bench ceiling)
+and, when a ratelimit binary is found, envoyproxy/ratelimit on the one-node
+Redis. Then, in each round, it drives the rows in turn, -n login checks each
+with -c workers, measuring each server's CPU per request from
+/proc/PID/stat and Redis's from INFO cpu (the Cluster's: the sum over its
+three masters; both include their network system calls), and times floor3
+with redis-benchmark. It prints each row's medians over the rounds as a
+markdown table, then the four ratios issue 27 targets and the Cluster's
+cost against one node's, for information. Every process it starts is
+stopped by its PID when it ends, fails or is interrupted.
 
 Rows, in each round's order:
   fresh    tollgate on Redis, a login check with every signal (account,
@@ -45,7 +48,12 @@ Rows, in each round's order:
   hot      the same on one hot account and address: each refused (the
            first round is preceded by unmeasured checks that exhaust the
            address's bucket)
-  envoy    envoy's ratelimit on the same Redis, one "ip" descriptor, /json
+  cluster  tollgate on the 3-master Cluster, the same fresh checks: the
+           keys of one check lie in different slots, mostly on different
+           masters
+  cl-hot   the same hot checks on the Cluster, each refused (warmed the same
+           way)
+  envoy    envoy's ratelimit on the one-node Redis, one "ip" descriptor, /json
   floor3   one EVALSHA of floor.lua (TIME, then a GET and a SET ... PX on
            each of 3 keys), redis-benchmark -c 50, Redis's CPU per call
            from INFO cpu (in a database of its own, flushed each round)
@@ -61,6 +69,8 @@ flags:
                    executable, else on the PATH)
   -ratelimit PATH  envoy's ratelimit (default: ratelimit on the PATH; the
                    row says "absent" without one)
+  -cluster=false   no Redis Cluster and no Cluster rows (for a machine where
+                   the Cluster cannot start; default: on)
   -timeout D       bound on the whole table, at most 30m (default 10m)
 `
 
@@ -100,6 +110,7 @@ type tableConfig struct {
 	FloorCalls  int
 	Tollgate    string
 	Ratelimit   string // "" when absent
+	Cluster     bool   // the Cluster rows; the default is true
 	Timeout     time.Duration
 }
 
@@ -114,6 +125,7 @@ func parseTableArgs(args []string) (*tableConfig, error) {
 	fs.IntVar(&cfg.FloorCalls, "floor-n", 50000, "")
 	fs.StringVar(&cfg.Tollgate, "tollgate", "", "")
 	ratelimit := fs.String("ratelimit", "", "")
+	fs.BoolVar(&cfg.Cluster, "cluster", true, "")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -215,6 +227,8 @@ func tableCmd(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 const (
 	rowFresh = iota
 	rowHot
+	rowClusterFresh
+	rowClusterHot
 	rowEnvoy
 	rowFloor3
 	rowMemory
@@ -223,13 +237,27 @@ const (
 )
 
 var rowNames = [numRows]string{
-	rowFresh:   "tollgate on Redis, login check with every signal (account, address, password fingerprint), random subjects: each proceeds",
-	rowHot:     "the same on one hot account and address: each refused (the attack path)",
-	rowEnvoy:   "envoyproxy/ratelimit on the same Redis, one `ip` descriptor, its `/json` endpoint",
-	rowFloor3:  "**floor3**: one `EVALSHA` doing `TIME` and a `GET` + `SET … PX` on each of 3 keys, `redis-benchmark` 50 clients",
-	rowMemory:  "tollgate on the memory store, the same checks",
-	rowCeiling: "a bare net/http server decoding the same body and answering a fixed verdict",
+	rowFresh:        "tollgate on Redis, login check with every signal (account, address, password fingerprint), random subjects: each proceeds",
+	rowHot:          "the same on one hot account and address: each refused (the attack path)",
+	rowClusterFresh: "tollgate on a 3-master Redis Cluster, the same fresh checks (keys of one check span slots)",
+	rowClusterHot:   "the same hot checks on the Cluster: each refused",
+	rowEnvoy:        "envoyproxy/ratelimit on the same Redis, one `ip` descriptor, its `/json` endpoint",
+	rowFloor3:       "**floor3**: one `EVALSHA` doing `TIME` and a `GET` + `SET … PX` on each of 3 keys, `redis-benchmark` 50 clients",
+	rowMemory:       "tollgate on the memory store, the same checks",
+	rowCeiling:      "a bare net/http server decoding the same body and answering a fixed verdict",
 }
+
+// rowLabels name the rows in the verdicts' lines and in tableUsage.
+var rowLabels = [numRows]string{
+	rowFresh: "fresh", rowHot: "hot", rowClusterFresh: "cluster", rowClusterHot: "cl-hot",
+	rowEnvoy: "envoy", rowFloor3: "floor3", rowMemory: "memory", rowCeiling: "ceiling",
+}
+
+// clusterMasters is the Cluster's size: masters without replicas.
+const clusterMasters = 3
+
+// notRunCluster is the Cluster rows' cells under -cluster=false.
+const notRunCluster = "not run (-cluster=false)"
 
 // tableRow is what the rounds measured for one row.
 type tableRow struct {
@@ -245,6 +273,8 @@ type table struct {
 	stdout, stderr io.Writer
 	dir            string
 	redis          *redistest.Instance
+	cluster        *redistest.ClusterInstances // nil under -cluster=false
+	clusterCPU     []*redis.Client             // INFO cpu of each master
 	procs          []*childProc
 	targets        [numRows]*benchTarget
 	b              *bencher
@@ -274,6 +304,13 @@ func (t *table) start(ctx context.Context) error {
 		append(env, "TOLLGATE_REDIS_URL=redis://"+t.redis.Addr+"/0"), "TOLLGATE_LISTEN=")
 	if err != nil {
 		return err
+	}
+	if t.cfg.Cluster {
+		if err := t.startCluster(ctx, env); err != nil {
+			return fmt.Errorf("redis cluster: %w (-cluster=false leaves its rows out)", err)
+		}
+	} else {
+		t.rows[rowClusterFresh].absent, t.rows[rowClusterHot].absent = notRunCluster, notRunCluster
 	}
 	onMemory, err := t.startServer(ctx, "tollgate-memory", t.cfg.Tollgate, []string{"serve"}, env, "TOLLGATE_LISTEN=")
 	if err != nil {
@@ -318,10 +355,38 @@ func (t *table) start(ctx context.Context) error {
 	if err := t.b.probeRedis(ctx); err != nil {
 		return err
 	}
+	for i, c := range t.clusterCPU {
+		if _, err := redisCPU(ctx, c); err != nil {
+			return fmt.Errorf("redis cluster node %s: INFO cpu: %w", t.cluster.Nodes[i].Addr, err)
+		}
+	}
 	t.floor = redis.NewClient(&redis.Options{Addr: t.redis.Addr, DB: floorDB, MaxRetries: -1})
 	if t.floorSHA, err = t.floor.ScriptLoad(ctx, floorScript).Result(); err != nil {
 		return fmt.Errorf("floor3: SCRIPT LOAD: %w", err)
 	}
+	return nil
+}
+
+// startCluster starts a Redis Cluster of clusterMasters masters in the
+// temporary directory and tollgate serve on it (env and the Cluster's
+// seeds), and sets the Cluster rows' targets, whose Redis CPU is the sum of
+// the masters'.
+func (t *table) startCluster(ctx context.Context, env []string) error {
+	var err error
+	if t.cluster, err = redistest.StartCluster(filepath.Join(t.dir, "cluster"), clusterMasters); err != nil {
+		return err
+	}
+	for i, n := range t.cluster.Nodes {
+		fmt.Fprintf(t.stderr, "redis-cluster-node%d: pid %d on %s\n", i+1, n.PID(), n.Addr)
+		t.clusterCPU = append(t.clusterCPU, newCPUClient(&redis.Options{Addr: n.Addr}))
+	}
+	onCluster, err := t.startServer(ctx, "tollgate-cluster", t.cfg.Tollgate, []string{"serve"},
+		append(env[:len(env):len(env)], "TOLLGATE_REDIS_CLUSTER_ADDRS="+strings.Join(t.cluster.Addrs(), ",")), "TOLLGATE_LISTEN=")
+	if err != nil {
+		return err
+	}
+	t.targets[rowClusterFresh] = &benchTarget{URL: onCluster.url, PID: onCluster.pid(), Subjects: subjectsRandom, Redis: t.clusterCPU}
+	t.targets[rowClusterHot] = &benchTarget{URL: onCluster.url, PID: onCluster.pid(), Subjects: subjectsHot, Redis: t.clusterCPU}
 	return nil
 }
 
@@ -416,12 +481,18 @@ func freeLoopbackPort() (int, error) {
 func (t *table) measure(ctx context.Context) error {
 	fmt.Fprintf(t.stderr, "machine: %d CPUs, load average %s; %s\n", runtime.NumCPU(), loadAverage(), runtime.Version())
 	// The hot account's address has a bucket of 200: exhaust it before the
-	// first round, so that every measured check is refused.
+	// first round, on one node and on the Cluster, so that every measured
+	// check is refused.
 	warm := *t.b.cfg
 	warm.Requests = 1000
 	hot := &bencher{cfg: &warm, transport: t.b.transport, client: t.b.client, redis: t.b.redis}
-	if _, err := hot.runTarget(ctx, *t.targets[rowHot]); err != nil {
-		return fmt.Errorf("warming the hot account: %w", err)
+	for _, row := range []int{rowHot, rowClusterHot} {
+		if t.targets[row] == nil {
+			continue
+		}
+		if _, err := hot.runTarget(ctx, *t.targets[row]); err != nil {
+			return fmt.Errorf("warming the hot account (%s): %w", rowLabels[row], err)
+		}
 	}
 	for round := 1; round <= t.cfg.Rounds; round++ {
 		for row := range numRows {
@@ -446,7 +517,7 @@ func (t *table) measure(ctx context.Context) error {
 			tr := &t.rows[row]
 			tr.runs = append(tr.runs, r)
 			tr.server = append(tr.server, *r.ServerCPU)
-			if row == rowFresh || row == rowHot || row == rowEnvoy {
+			if row == rowFresh || row == rowHot || row == rowClusterFresh || row == rowClusterHot || row == rowEnvoy {
 				tr.redis = append(tr.redis, *r.RedisCPU)
 			}
 		}
@@ -465,7 +536,7 @@ func (t *table) measureFloor(ctx context.Context) error {
 	if err := t.floor.ConfigResetStat(ctx).Err(); err != nil {
 		return err
 	}
-	before, err := t.b.redisCPU(ctx)
+	before, err := redisCPU(ctx, t.b.redis)
 	if err != nil {
 		return err
 	}
@@ -479,7 +550,7 @@ func (t *table) measureFloor(ctx context.Context) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("redis-benchmark: %v: %s", err, lastLine(out.String()))
 	}
-	after, err := t.b.redisCPU(ctx)
+	after, err := redisCPU(ctx, t.b.redis)
 	if err != nil {
 		return err
 	}
@@ -542,7 +613,7 @@ func loadAverage() string {
 }
 
 // stopAll stops every process the table started, the servers first, then
-// Redis, each by its PID, and removes the temporary directory; it reports
+// Redis and the Cluster's nodes, each by its PID, and removes the temporary directory; it reports
 // the warnings and errors in the tollgate servers' logs.
 func (t *table) stopAll() {
 	if t.b != nil {
@@ -550,6 +621,9 @@ func (t *table) stopAll() {
 	}
 	if t.floor != nil {
 		t.floor.Close()
+	}
+	for _, c := range t.clusterCPU {
+		c.Close()
 	}
 	for i := len(t.procs) - 1; i >= 0; i-- {
 		t.procs[i].stop()
@@ -561,6 +635,9 @@ func (t *table) stopAll() {
 	}
 	if t.redis != nil {
 		t.redis.Stop()
+	}
+	if t.cluster != nil {
+		t.cluster.Stop()
 	}
 	if t.dir != "" {
 		os.RemoveAll(t.dir)
@@ -672,12 +749,14 @@ func (p *childProc) reportLog(w io.Writer) {
 	}
 }
 
-// tableRatio is one of the ratios issue 27 targets.
+// tableRatio is one of the ratios issue 27 targets, or one printed for
+// information.
 type tableRatio struct {
-	name, target string
-	num, den     int // rows
-	numTotal     bool
-	numRedis     bool // else the server's CPU
+	name     string
+	target   string // "" for information: no target
+	num, den int    // rows
+	numTotal bool
+	numRedis bool // else the server's CPU
 }
 
 var tableRatios = []tableRatio{
@@ -685,6 +764,15 @@ var tableRatios = []tableRatio{
 	{name: "Redis CPU per refused check ÷ floor3", target: "≤ 1.5×", num: rowHot, den: rowFloor3, numRedis: true},
 	{name: "tollgate total per fresh check ÷ envoy total per request", target: "≤ 1.0×", num: rowFresh, den: rowEnvoy, numTotal: true},
 	{name: "memory-store server CPU ÷ bare server CPU", target: "≤ 1.5×", num: rowMemory, den: rowCeiling},
+	{name: "Cluster total per fresh check ÷ one-node total per fresh check", num: rowClusterFresh, den: rowFresh, numTotal: true},
+}
+
+// targetNote is the end of a ratio's line: its target, or that it has none.
+func (q tableRatio) targetNote() string {
+	if q.target == "" {
+		return "for information, no target"
+	}
+	return "target " + q.target
 }
 
 // figure is a row's figure in one round: Redis's, the server's or their
@@ -758,14 +846,14 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 	for _, q := range tableRatios {
 		n, d := &rows[q.num], &rows[q.den]
 		if n.absent != "" || d.absent != "" {
-			fmt.Fprintf(w, "* %s: absent (target %s)\n", q.name, q.target)
+			fmt.Fprintf(w, "* %s: absent (%s)\n", q.name, q.targetNote())
 			continue
 		}
 		denRedis := q.den == rowFloor3
 		nv, ok1 := n.medianOf(q.numTotal, q.numRedis)
 		dv, ok2 := d.medianOf(q.numTotal, denRedis)
 		if !ok1 || !ok2 || dv <= 0 {
-			fmt.Fprintf(w, "* %s: not measured (target %s)\n", q.name, q.target)
+			fmt.Fprintf(w, "* %s: not measured (%s)\n", q.name, q.targetNote())
 			continue
 		}
 		lo, hi := math.Inf(1), math.Inf(-1)
@@ -776,7 +864,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 				lo, hi = min(lo, a/b), max(hi, a/b)
 			}
 		}
-		fmt.Fprintf(w, "* %s: **%.2f×** (%.2f–%.2f; target %s)\n", q.name, nv/dv, lo, hi, q.target)
+		fmt.Fprintf(w, "* %s: **%.2f×** (%.2f–%.2f; %s)\n", q.name, nv/dv, lo, hi, q.targetNote())
 	}
 	fmt.Fprintln(w)
 	if f := rows[rowFloor3].usecPerCall; len(f) > 0 {
@@ -803,8 +891,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 				actions[k] += v
 			}
 		}
-		label := []string{"fresh", "hot", "envoy", "floor3", "memory", "ceiling"}[i]
 		fmt.Fprintf(w, "  %-8s %d requests, %d errors, median %.0f req/s; statuses %s; actions %s\n",
-			label, reqs, errs, median(rps), fmtCounts(statuses, nil), fmtCounts(actions, benchActions[:]))
+			rowLabels[i], reqs, errs, median(rps), fmtCounts(statuses, nil), fmtCounts(actions, benchActions[:]))
 	}
 }

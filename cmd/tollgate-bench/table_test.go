@@ -70,10 +70,12 @@ func fakeRatelimit() int {
 }
 
 // TestTable_EveryRowAndRatio runs the whole table in a tiny configuration,
-// one round, with the real tollgate on a real Redis and on the memory
-// store, the ceiling and a stand-in for envoy's ratelimit, and checks that
-// it prints every row and every ratio with positive figures and leaves no
-// process behind. No figure is compared with a target.
+// one round, with the real tollgate on a real Redis, on a real 3-master
+// Redis Cluster and on the memory store, the ceiling and a stand-in for
+// envoy's ratelimit, and checks that it prints every row (the Cluster's
+// with their own server and Redis figures) and every ratio with positive
+// figures and leaves no process behind. No figure is compared with a
+// target.
 func TestTable_EveryRowAndRatio(t *testing.T) {
 	redistest.Require(t)
 	if _, err := exec.LookPath("redis-benchmark"); err != nil {
@@ -139,15 +141,34 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 		}
 	}
 
+	// The Cluster rows drove tollgate on the Cluster: its fresh checks
+	// proceed and its hot ones are refused (delay), as on one node.
+	for _, tt := range []struct{ label, action string }{{"cluster", "proceed"}, {"cl-hot", "delay"}} {
+		m := regexp.MustCompile(`(?m)^  ` + tt.label + ` +([0-9]+) requests, .* actions .*\b` + tt.action + `:([0-9]+)`).FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("no verdicts line for %s with %s in:\n%s", tt.label, tt.action, out)
+			continue
+		}
+		reqs, _ := strconv.Atoi(m[1])
+		n, _ := strconv.Atoi(m[2])
+		if reqs < 1500 || n < reqs*9/10 {
+			t.Errorf("%s: %d requests, %d answered %s; want 1500 or more, nearly all %s", tt.label, reqs, n, tt.action, tt.action)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^tollgate-cluster: pid [0-9]+ on `).MatchString(stderr.String()) ||
+		strings.Count(stderr.String(), "redis-cluster-node") != clusterMasters {
+		t.Errorf("stderr does not name tollgate-cluster and %d Cluster nodes:\n%s", clusterMasters, stderr.String())
+	}
+
 	// Every process the table started is gone.
-	for _, m := range regexp.MustCompile(`(?m)^([a-z-]+): pid ([0-9]+) on `).FindAllStringSubmatch(stderr.String(), -1) {
+	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+): pid ([0-9]+) on `).FindAllStringSubmatch(stderr.String(), -1) {
 		pid, _ := strconv.Atoi(m[2])
 		if err := syscall.Kill(pid, 0); err == nil {
 			t.Errorf("%s (pid %d) still runs after the table", m[1], pid)
 		}
 	}
-	if n := strings.Count(stderr.String(), ": pid "); n != 5 {
-		t.Errorf("stderr names %d processes, want 5 (redis-server, two tollgate, ceiling, ratelimit):\n%s", n, stderr.String())
+	if n := strings.Count(stderr.String(), ": pid "); n != 9 {
+		t.Errorf("stderr names %d processes, want 9 (redis-server, 3 Cluster nodes, three tollgate, ceiling, ratelimit):\n%s", n, stderr.String())
 	}
 }
 
@@ -160,6 +181,7 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 		rows[i].redis = []float64{10, 30}
 	}
 	rows[rowEnvoy] = tableRow{absent: "absent (no ratelimit on the PATH)"}
+	rows[rowClusterFresh] = tableRow{server: []float64{40, 60}, redis: []float64{20, 40}}
 	rows[rowFloor3] = tableRow{redis: []float64{10, 10}, usecPerCall: []float64{7, 8}}
 	rows[rowMemory].redis, rows[rowCeiling].redis = nil, nil
 	var out strings.Builder
@@ -172,6 +194,8 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 		"* Redis CPU per fresh check ÷ floor3: **2.00×** (1.00–3.00; target ≤ 2×)",
 		"* tollgate total per fresh check ÷ envoy total per request: absent (target ≤ 1.0×)",
 		"* memory-store server CPU ÷ bare server CPU: **1.00×** (1.00–1.00; target ≤ 1.5×)",
+		"| " + rowNames[rowClusterFresh] + " | 50.0 | 30.0 | 80.0 |",
+		"* Cluster total per fresh check ÷ one-node total per fresh check: **1.60×** (1.43–2.00; for information, no target)",
 		"usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 7.5 µs",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -180,10 +204,68 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 	}
 }
 
+// TestTable_ClusterOff: under -cluster=false the Cluster rows and their
+// ratio say so, and the other rows and ratios are printed as they are.
+func TestTable_ClusterOff(t *testing.T) {
+	var rows [numRows]tableRow
+	for i := range rows {
+		rows[i].server = []float64{20}
+		rows[i].redis = []float64{10}
+	}
+	rows[rowClusterFresh] = tableRow{absent: notRunCluster}
+	rows[rowClusterHot] = tableRow{absent: notRunCluster}
+	rows[rowFloor3] = tableRow{redis: []float64{5}}
+	var out strings.Builder
+	writeTable(&out, &tableConfig{Rounds: 1, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
+	for _, want := range []string{
+		"| " + rowNames[rowClusterFresh] + " | not run (-cluster=false) | – | – |",
+		"| " + rowNames[rowClusterHot] + " | not run (-cluster=false) | – | – |",
+		"| " + rowNames[rowFresh] + " | 20.0 | 10.0 | 30.0 |",
+		"* Redis CPU per fresh check ÷ floor3: **2.00×** (2.00–2.00; target ≤ 2×)",
+		"* Cluster total per fresh check ÷ one-node total per fresh check: absent (for information, no target)",
+	} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("output lacks %q:\n%s", want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "  cluster ") || strings.Contains(out.String(), "  cl-hot ") {
+		t.Errorf("verdicts printed for Cluster rows that did not run:\n%s", out.String())
+	}
+}
+
+// TestParseTableArgs_Cluster: the Cluster rows are on by default and
+// -cluster=false turns them off.
+func TestParseTableArgs_Cluster(t *testing.T) {
+	tollgate, err := exec.LookPath("true") // any executable stands in for tollgate
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want bool
+	}{
+		{"default", nil, true},
+		{"-cluster=false", []string{"-cluster=false"}, false},
+		{"-cluster", []string{"-cluster"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, err := parseTableArgs(append([]string{"-tollgate", tollgate}, tt.args...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := cfg.Cluster; got != tt.want {
+				t.Errorf("parseTableArgs(%q).Cluster = %v, want %v", tt.args, got, tt.want)
+			}
+		})
+	}
+}
+
 func TestTable_UsageErrors(t *testing.T) {
 	for _, args := range [][]string{
 		{"-rounds", "0"}, {"-rounds", "21"}, {"-n", "0"}, {"-c", "0"}, {"-floor-n", "0"},
-		{"-timeout", "31m"}, {"-tollgate", "/nonexistent/tollgate"}, {"extra"},
+		{"-timeout", "31m"}, {"-tollgate", "/nonexistent/tollgate"}, {"extra"}, {"-cluster=maybe"},
 	} {
 		var stdout, stderr testkit.SyncBuffer
 		code := run(context.Background(), append([]string{"table"}, args...), &stdout, &stderr)

@@ -1,17 +1,20 @@
 #!/usr/bin/env bash
 # Issue 27's table in one command:
-#   scripts/bench-table.sh [-rounds N] [-n CHECKS] [-c N] [-floor-n CALLS] [-ratelimit PATH]
+#   scripts/bench-table.sh [-rounds N] [-n CHECKS] [-c N] [-floor-n CALLS] [-ratelimit PATH] [-cluster=false]
 # installs redis-server and redis-benchmark when missing (ensure-redis.sh),
 # builds bin/tollgate and bin/tollgate-bench, then runs `tollgate-bench
-# table`, which starts a redis-server, tollgate on it and on the memory
-# store, the Go ceiling and envoy's ratelimit when `ratelimit` is on the PATH
-# (go build -o ratelimit ./src/service_cmd in envoyproxy/ratelimit), all on
-# free loopback ports; measures every row in interleaved rounds and floor3
-# with redis-benchmark; prints the markdown table and the four ratios; and
-# stops every process it started, by PID, at the end, on failure or on
-# Ctrl-C. tollgate-bench table -h lists the flags; the defaults (5 rounds of
-# 20,000 checks per row) take about a minute on the project's 2-core VM
-# without envoy's ratelimit, and bounded by -timeout (default 10m) always.
+# table`, which starts a redis-server, tollgate on it, a 3-master Redis
+# Cluster and tollgate on it (-cluster=false leaves them out), tollgate on
+# the memory store, the Go ceiling and envoy's ratelimit when `ratelimit` is
+# on the PATH (go build -o ratelimit ./src/service_cmd in
+# envoyproxy/ratelimit), all on free loopback ports; measures every row in
+# interleaved rounds and floor3 with redis-benchmark; prints the markdown
+# table, the four ratios issue 27 targets and the Cluster's total over one
+# node's (for information); and stops every process it started, by PID, at
+# the end, on failure or on Ctrl-C. tollgate-bench table -h lists the
+# flags; the defaults (5 rounds of 20,000 checks per row) take a minute or
+# two on the project's 2-core VM, and are bounded by -timeout (default 10m)
+# always.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ./scripts/ensure-redis.sh

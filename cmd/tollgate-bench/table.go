@@ -307,6 +307,9 @@ func (t *table) start(ctx context.Context) error {
 	}
 	if t.cfg.Cluster {
 		if err := t.startCluster(ctx, env); err != nil {
+			if ctx.Err() != nil {
+				return fmt.Errorf("redis cluster: %w", err)
+			}
 			return fmt.Errorf("redis cluster: %w (-cluster=false leaves its rows out)", err)
 		}
 	} else {
@@ -420,6 +423,9 @@ func (t *table) startServer(ctx context.Context, name, path string, args, env []
 			return p, nil
 		}
 		p.stop()
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	return nil, lastErr
 }

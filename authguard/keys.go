@@ -188,7 +188,7 @@ func (e *Engine) AccountKeys(tenant, account string) (string, error) {
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
-	if !tenantRE.MatchString(tenant) {
+	if !validTenant(tenant) {
 		return "", &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	acct, err := NormalizeAccount(account)

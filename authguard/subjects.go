@@ -118,7 +118,7 @@ func (e *Engine) subjectsOf(in sentParts) (subjects, error) {
 		}
 		s.addr = addr
 		if !s.flow.AllowList.Contains(addr) && !s.match.allowed[ScopeIPRange] {
-			s.ip = e.hasher(tenant).subject(tenant, "ip", s.flow.Grouping.Prefix(addr).String())
+			s.ip = e.hasher(tenant).prefix(tenant, s.flow.Grouping.Prefix(addr))
 		}
 	}
 	if len(in.fingerprint) > MaxFingerprintBytes || !utf8.ValidString(in.fingerprint) {

@@ -70,7 +70,8 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	}
 	e.decided(ctx, Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	if e.notices.to != nil {
-		c := callNotices{s: &s, subject: req.Account, ref: req.Ref}
+		sc := s // a copy: the notices keep theirs, so s stays on the stack
+		c := callNotices{s: &sc, subject: req.Account, ref: req.Ref}
 		e.ruleNotices(&c, &p, &b)
 		e.storeNotice(&c, &b)
 	}

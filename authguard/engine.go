@@ -158,7 +158,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	tenants := map[string]*hasher{}
 	for name, secret := range cfg.TenantSecrets {
-		if !tenantRE.MatchString(name) || len(secret) < MinSecretBytes {
+		if !validTenant(name) || len(secret) < MinSecretBytes {
 			return nil, fmt.Errorf("authguard: tenant %q: a tenant's secret must be at least %d bytes, under a tenant name", name, MinSecretBytes)
 		}
 		tenants[name] = newHasher(deriveKey(secret, "subject"))
@@ -166,7 +166,7 @@ func New(cfg Config) (*Engine, error) {
 	tenantList := []string{DefaultTenant}
 	for _, names := range [][]string{cfg.Tenants, slices.Collect(maps.Keys(cfg.TenantSecrets)), slices.Collect(maps.Keys(cfg.TenantPolicies))} {
 		for _, name := range names {
-			if !tenantRE.MatchString(name) {
+			if !validTenant(name) {
 				return nil, fmt.Errorf("authguard: tenant %q: a tenant name is 1 to 64 lower-case letters, digits, '-' and '_'", name)
 			}
 			tenantList = append(tenantList, name)

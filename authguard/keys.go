@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"hash"
+	"net/netip"
 	"strings"
 	"sync"
 
@@ -58,6 +59,26 @@ func (p *macPool) sum(first []byte, parts ...string) [sha256.Size]byte {
 	return out
 }
 
+// sumText is sum([]byte(tenant), kind, string(value)), value being bytes.
+func (p *macPool) sumText(tenant, kind string, value []byte) [sha256.Size]byte {
+	m := p.Get().(*pooledMAC)
+	b := append(m.buf[:0], tenant...)
+	b = append(b, 0)
+	b = append(b, kind...)
+	b = append(b, 0)
+	b = append(b, value...)
+	m.mac.Reset()
+	m.mac.Write(b)
+	b = m.mac.Sum(b[:0])
+	var out [sha256.Size]byte
+	copy(out[:], b)
+	if cap(b) <= 4096 {
+		m.buf = b
+	}
+	p.Put(m)
+	return out
+}
+
 // hasher computes keyed subject hashes. The key is derived from the
 // service's secret, so a dump of the store reveals no identifier.
 type hasher struct {
@@ -72,6 +93,20 @@ func (h *hasher) subject(tenant, kind, value string) string {
 	sum := h.mac.sum([]byte(tenant), kind, value)
 	var b [24]byte // hashLen (22) fits: one allocation, the string
 	return string(base64.RawURLEncoding.AppendEncode(b[:0], sum[:hashBytes]))
+}
+
+// prefix hashes an IP prefix (the "ip" kind) as subject hashes its text,
+// without making the text a string on the heap: an address's prefix is
+// hashed on every call (issue 27).
+func (h *hasher) prefix(tenant string, p netip.Prefix) string {
+	if !p.IsValid() { // AppendTo writes nothing for the zero Prefix, String "invalid Prefix"
+		return h.subject(tenant, "ip", p.String())
+	}
+	var b [64]byte // an IPv6 prefix's longest text is 43 bytes
+	text := p.AppendTo(b[:0])
+	sum := h.mac.sumText(tenant, "ip", text)
+	var out [24]byte
+	return string(base64.RawURLEncoding.AppendEncode(out[:0], sum[:hashBytes]))
 }
 
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is
@@ -142,7 +177,7 @@ func (e *Engine) hashOf(s *subjects, part SubjectPart, ipBits int) string {
 		if !ok {
 			return ""
 		}
-		return e.hasher(s.tenant).subject(s.tenant, "ip", p.String())
+		return e.hasher(s.tenant).prefix(s.tenant, p)
 	case PartFingerprint:
 		return s.fp
 	case PartTenant:
@@ -188,7 +223,7 @@ func (e *Engine) AccountKeys(tenant, account string) (string, error) {
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
-	if !tenantRE.MatchString(tenant) {
+	if !validTenant(tenant) {
 		return "", &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	acct, err := NormalizeAccount(account)

@@ -16,6 +16,8 @@ type plan struct {
 	// a known network's (Engine.network): ops a store's fallback cannot
 	// decide, since it holds no record of what the account verified.
 	owned bool
+	// buf holds the ops and slices of a plan newPlan made; nil for none.
+	buf *planOps
 }
 
 // meta is the rule an op stands for and how combine reads its result.
@@ -24,8 +26,50 @@ type meta struct {
 	role role
 }
 
+// planOps is where a plan's slices and ops live: one allocation for what a
+// login check's plan made eight of (issue 27). A plan that outgrows it
+// appends and allocates as before.
+type planOps struct {
+	ops   [12]Op
+	meta  [12]meta
+	gates [12]Gate
+	// A login check's plan holds 5 or 6 log ops (a report's up to 7), a
+	// backoff op and a rate op.
+	logs               [6]LogOp
+	back               [1]BackoffOp
+	rate               [1]RateOp
+	nlog, nback, nrate uint8
+}
+
 func newPlan() plan {
-	return plan{ops: make([]Op, 0, 12), meta: make([]meta, 0, 12), allowance: -1}
+	b := new(planOps)
+	return plan{ops: b.ops[:0], meta: b.meta[:0], allowance: -1, buf: b}
+}
+
+// logOp, backoffOp and rateOp return a zero op for the plan to add, from
+// its buffer while that has one free.
+func (p *plan) logOp() *LogOp {
+	if b := p.buf; b != nil && int(b.nlog) < len(b.logs) {
+		b.nlog++
+		return &b.logs[b.nlog-1]
+	}
+	return new(LogOp)
+}
+
+func (p *plan) backoffOp() *BackoffOp {
+	if b := p.buf; b != nil && int(b.nback) < len(b.back) {
+		b.nback++
+		return &b.back[b.nback-1]
+	}
+	return new(BackoffOp)
+}
+
+func (p *plan) rateOp() *RateOp {
+	if b := p.buf; b != nil && int(b.nrate) < len(b.rate) {
+		b.nrate++
+		return &b.rate[b.nrate-1]
+	}
+	return new(RateOp)
 }
 
 func (p *plan) add(op Op, rule int, ro role) {
@@ -83,7 +127,9 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 				cost = s.price
 			}
 			if key := e.key(s, r); key != "" && cost > 0 {
-				p.add(&RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}, i, roleLimit)
+				o := p.rateOp()
+				*o = RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}
+				p.add(o, i, roleLimit)
 			}
 		}
 	}
@@ -204,10 +250,12 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSt
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
 		}, i, roleAllowance)
 	}
-	p.add(&BackoffOp{
+	o := p.backoffOp()
+	*o = BackoffOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: st.attempt,
-	}, i, roleShared)
+	}
+	p.add(o, i, roleShared)
 }
 
 // knownNetKey is the record, per account and IP prefix (the flow's ip
@@ -253,23 +301,25 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	}
 	p.owned = true
 	net := networkID(s)
-	o := new([3]LogOp) // one allocation for the three
 	// The record goes first: when it is not there (an attacker's network),
 	// a store that runs the batch in order knows at the account's wait that
 	// the check is refused, and peeks the rest instead of writing and
 	// undoing it (check.lua).
-	o[0] = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
-	p.ops = slices.Insert(p.ops, 0, Op(&o[0]))
+	rec := p.logOp()
+	*rec = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
+	p.ops = slices.Insert(p.ops, 0, Op(rec))
 	p.meta = slices.Insert(p.meta, 0, meta{uint8(f.device), roleVerified})
 	if step == LogAdmit {
 		p.allowance = len(p.ops)
 	} else {
 		id = "?"
 	}
-	o[1] = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
-	p.add(&o[1], f.device, roleOwner)
-	o[2] = LogOp{Key: storeKey(s.prefix, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
-	p.add(&o[2], f.device, roleOwner)
+	allowance := p.logOp()
+	*allowance = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
+	p.add(allowance, f.device, roleOwner)
+	slot := p.logOp()
+	*slot = LogOp{Key: storeKey(s.prefix, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
+	p.add(slot, f.device, roleOwner)
 }
 
 // knownNetwork adds to the plan of a success report that settles attempt a
@@ -296,10 +346,12 @@ func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
 func (e *Engine) backoff(p *plan, s *subjects, i int, action BackoffAction, attempt string) {
 	r := &s.flow.Rules[i]
 	if key := e.key(s, r); key != "" {
-		p.add(&BackoffOp{
+		o := p.backoffOp()
+		*o = BackoffOp{
 			Key: key, Action: action, Policy: r.Backoff,
 			Fingerprint: s.fp, SeenWindow: s.flow.SamePasswordWindow, Attempt: attempt,
-		}, i, roleLimit)
+		}
+		p.add(o, i, roleLimit)
 	}
 }
 
@@ -309,7 +361,9 @@ func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt stri
 	r := &s.flow.Rules[i]
 	key, member := e.key(s, r), e.member(s, r, attempt)
 	if key != "" && member != "" {
-		p.add(&LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}, i, roleLimit)
+		o := p.logOp()
+		*o = LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}
+		p.add(o, i, roleLimit)
 	}
 }
 

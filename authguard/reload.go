@@ -26,7 +26,7 @@ func (ps *policies) of(tenant string) *Policy {
 
 func checkTenantPolicies(tenants map[string]*Policy) error {
 	for name, p := range tenants {
-		if !tenantRE.MatchString(name) || p == nil {
+		if !validTenant(name) || p == nil {
 			return fmt.Errorf("authguard: tenant %q: a tenant's policy needs a tenant name and flows", name)
 		}
 	}

@@ -269,7 +269,13 @@ func sharedWait(gates []Gate, res []Result) bool {
 // removed, and the units of rules that count proceeds given back; rules that
 // count checks keep theirs.
 func (p *plan) gates(f *Flow) []Gate {
-	gates := make([]Gate, len(p.ops))
+	var gates []Gate
+	if b := p.buf; b != nil && len(p.ops) <= len(b.gates) {
+		gates = b.gates[:len(p.ops)]
+		clear(gates)
+	} else {
+		gates = make([]Gate, len(p.ops))
+	}
 	for i, op := range p.ops {
 		m := p.meta[i]
 		rule := &f.Rules[m.rule]

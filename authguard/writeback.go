@@ -37,37 +37,44 @@ type writeBack struct {
 }
 
 // writeBackOf is what the store must apply to hold what op did on the
-// fallback with result res, or nil for nothing.
+// fallback with result res, or nil for nothing. It is always a copy: an op
+// of a plan lives in the plan's planOps, which a queued pointer would keep
+// whole while the store is down.
 func writeBackOf(op Op, res Result) Op {
 	switch op := op.(type) {
 	case *BackoffOp:
 		switch op.Action {
 		case BackoffCharge:
 			if res.Charged {
-				c := *op
+				c := copyOf(op)
 				c.Action = BackoffFail
-				return &c
+				return c
 			}
 		case BackoffFail:
 			if res.Charged {
-				return op
+				return copyOf(op)
 			}
 		case BackoffConfirm, BackoffSucceed, BackoffRefund:
-			return op
+			return copyOf(op)
 		}
 	case *LogOp:
 		switch op.Action {
 		case LogAdmit, LogRenew:
 			if res.Charged {
-				c := *op
+				c := copyOf(op)
 				c.Action, c.Bypass = LogAdd, false
-				return &c
+				return c
 			}
 		case LogAdd, LogRemove:
-			return op
+			return copyOf(op)
 		}
 	}
 	return nil
+}
+
+func copyOf[T any](op *T) *T {
+	c := *op
+	return &c
 }
 
 // add queues what ops did on the fallback (res, one per op; nil for ops

@@ -41,6 +41,10 @@ type ClientConfig struct {
 	PoolSize int
 	// Timeout bounds dialing, reading and writing. The default is 50ms.
 	Timeout time.Duration
+	// DisableSharedRoundTrips sends every check in a round trip of its
+	// own, even when many are in flight on one node (Config.SharedRoundTrips,
+	// which tollgate serve turns on unless this is set).
+	DisableSharedRoundTrips bool
 }
 
 // NewClient returns a client for cfg. Retries are off: a failing call is

@@ -33,11 +33,12 @@ var (
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
 	//go:embed check.lua
 	checkLua string
-	// checkScript runs a whole check batch on one node: the three op
+	// checkSource runs a whole check batch on one node: the three op
 	// scripts' bodies as functions of their own, then check.lua's dispatch
 	// and gates.
-	checkScript = redis.NewScript("if redis.replicate_commands then redis.replicate_commands() end\n" +
-		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua) + checkLua)
+	checkSource = "if redis.replicate_commands then redis.replicate_commands() end\n" +
+		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua) + checkLua
+	checkScript = redis.NewScript(checkSource)
 
 	// scripts are all the scripts, for Preload.
 	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript, entriesScript}
@@ -85,6 +86,12 @@ type Config struct {
 	Now func() time.Time
 	// Clock is the breaker's clock. The default is time.Now.
 	Clock func() time.Time
+	// SharedRoundTrips, on one node (or Sentinel's master), sends the
+	// check scripts of concurrent calls in shared round trips once more
+	// than two are in flight (shared.go). A Cluster ignores it. The
+	// default is false; tollgate serve turns it on unless its config says
+	// store.redis.shared_round_trips: false.
+	SharedRoundTrips bool
 }
 
 // Store is an authguard.Store on Redis. It is safe for concurrent use.
@@ -106,6 +113,7 @@ type Store struct {
 	// pipelineBatches sends every batch as a pipeline of op scripts, as
 	// before batches on one node were one script (tests compare the two).
 	pipelineBatches bool
+	shared          *shared // nil unless Config.SharedRoundTrips on one node
 }
 
 // New returns a Store on cfg.Client.
@@ -130,6 +138,13 @@ func New(cfg Config) (*Store, error) {
 		timeout: cfg.Timeout,
 		now:     cfg.Now,
 		breaker: breaker{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock},
+	}
+	if cfg.SharedRoundTrips {
+		sh, err := newShared(cfg.Client)
+		if err != nil {
+			return nil, err
+		}
+		s.shared = sh
 	}
 	if c, ok := cfg.Client.(*redis.ClusterClient); ok {
 		s.cluster = c
@@ -449,8 +464,10 @@ func (s *Store) Ping(ctx context.Context) error {
 	return nil
 }
 
-// Close closes the client.
-func (s *Store) Close() error { return s.client.Close() }
+// Close closes the shared round trips' pipeliner, then the client.
+func (s *Store) Close() error {
+	return errors.Join(s.shared.close(), s.client.Close())
+}
 
 // breaker opens after `after` failed batches in a row and then fails batches
 // at once for `cooldown`. After that it lets one batch through to try Redis
@@ -618,9 +635,9 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
 		args = append(args, c.args...)
 	}
-	cmd := checkScript.EvalSha(ctx, s.client, keys, args...)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = checkScript.Eval(ctx, s.client, keys, args...)
+	cmd, err := s.evalCheck(ctx, keys, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("batch script: %w", err)
 	}
 	out, err := cmd.Slice()
 	if redis.HasErrorPrefix(err, "OOM") {

@@ -31,10 +31,17 @@ type floodResult struct {
 
 func flood(t *testing.T, n, maxInFlight int) floodResult {
 	t.Helper()
+	return floodOn(t, n, maxInFlight, 2, false)
+}
+
+// floodOn is flood on a pool of pool connections, with the store's shared
+// round trips on or off.
+func floodOn(t *testing.T, n, maxInFlight, pool int, shared bool) floodResult {
+	t.Helper()
 	in := redistest.Server(t)
-	c := redis.NewClient(&redis.Options{Addr: in.Addr, PoolSize: 2, PoolTimeout: 50 * time.Millisecond,
+	c := redis.NewClient(&redis.Options{Addr: in.Addr, PoolSize: pool, PoolTimeout: 50 * time.Millisecond,
 		ReadTimeout: 50 * time.Millisecond, WriteTimeout: 50 * time.Millisecond, ContextTimeoutEnabled: true, MaxRetries: -1})
-	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 50 * time.Millisecond, BreakAfter: 1 << 30})
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 50 * time.Millisecond, BreakAfter: 1 << 30, SharedRoundTrips: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,6 +123,25 @@ func TestSaturation_AFloodIsShedNotAnsweredFromTheFallback(t *testing.T) {
 	t.Logf("unbounded: %+v", u)
 	if u.fallback == 0 {
 		t.Errorf("unbounded: no check answered from the fallback; the flood no longer shows what the bound prevents")
+	}
+}
+
+// The same flood with the store's shared round trips on and 16 calls in
+// flight: batches of checks must not miss their deadlines either. No check
+// is answered from the fallback while Redis is healthy, and every check
+// that proceeded is charged.
+func TestSaturation_SharedRoundTripsShedNotFallBack(t *testing.T) {
+	const n = 6000
+	r := floodOn(t, n, 16, 16, true)
+	t.Logf("shared: %+v", r)
+	if r.fallback != 0 {
+		t.Errorf("%d checks answered from the fallback while Redis was healthy", r.fallback)
+	}
+	if r.proceeded+r.shed != n || r.other != 0 {
+		t.Errorf("proceeded %d + shed %d of %d, %d otherwise", r.proceeded, r.shed, n, r.other)
+	}
+	if r.charged < r.proceeded || r.proceeded == 0 {
+		t.Errorf("Redis holds %d charged accounts, %d proceeded", r.charged, r.proceeded)
 	}
 }
 

@@ -25,27 +25,37 @@ func TestManyInstances_OneLimit(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
 	}
-	config := filepath.Join(t.TempDir(), "tollgate.yaml")
-	err := os.WriteFile(config, []byte(`
+	file := func(redis string) string {
+		path := filepath.Join(t.TempDir(), "tollgate.yaml")
+		err := os.WriteFile(path, []byte(`
 store:
   redis:
     url: redis://placeholder:1   # the environment names the real store
-    timeout: 2s
+    timeout: 2s`+redis+`
 flows:
   login:
     fail_mode: closed
     rules:
       - {name: account_backoff, free: 5, base: 1h, max: 2h, forget_after: 3h}
 `), 0o600)
-	if err != nil {
-		t.Fatal(err)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return path
 	}
-	for _, kind := range []string{"redis", "cluster"} {
+	// The same race with each instance's checks in round trips of their
+	// own (shared round trips, the default, turned off).
+	for _, kind := range []string{"redis", "redis, round trips of their own", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
 			var store string
-			if kind == "redis" {
+			config := file("")
+			switch kind {
+			case "redis":
 				store = "TOLLGATE_REDIS_URL=redis://" + redistest.Server(t).Addr
-			} else {
+			case "redis, round trips of their own":
+				store = "TOLLGATE_REDIS_URL=redis://" + redistest.Server(t).Addr
+				config = file("\n    shared_round_trips: false")
+			default:
 				store = "TOLLGATE_REDIS_CLUSTER_ADDRS=" + strings.Join(redistest.Cluster(t).Addrs(), ",")
 			}
 			env := []string{store, "TOLLGATE_CONFIG=" + config, "TOLLGATE_SECRET=many-instances-test-secret-at-least-32-bytes"}

@@ -358,6 +358,7 @@ type fileRedis struct {
 	TLSServerName    string   `yaml:"tls_server_name"`
 	PoolSize         int      `yaml:"pool_size"`
 	Timeout          Duration `yaml:"timeout"`
+	SharedRoundTrips *bool    `yaml:"shared_round_trips"`
 }
 
 type fileTimeouts struct {
@@ -444,6 +445,7 @@ func Parse(data []byte) (*Config, error) {
 			URL: r.URL, ClusterAddrs: r.ClusterAddrs, Username: r.Username, Password: r.Password,
 			SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword,
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
+			DisableSharedRoundTrips: r.SharedRoundTrips != nil && !*r.SharedRoundTrips,
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
 			return nil, at("store.redis", err)

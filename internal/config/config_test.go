@@ -206,6 +206,37 @@ func TestCheckLoopback(t *testing.T) {
 	}
 }
 
+// Shared round trips are on unless the file turns them off, and the
+// environment's Redis address keeps what the file said of them.
+func TestConfig_SharedRoundTripsOnUnlessTurnedOff(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		off  bool
+	}{
+		{"store:\n  redis:\n    url: redis://a:1\n", false},
+		{"store:\n  redis:\n    url: redis://a:1\n    shared_round_trips: true\n", false},
+		{"store:\n  redis:\n    url: redis://a:1\n    shared_round_trips: false\n", true},
+	} {
+		cfg, err := Parse([]byte(tt.file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if cfg.Redis.DisableSharedRoundTrips != tt.off {
+			t.Errorf("%q: DisableSharedRoundTrips %v, want %v", tt.file, cfg.Redis.DisableSharedRoundTrips, tt.off)
+		}
+		if err := ApplyEnv(cfg, testkit.Env("TOLLGATE_REDIS_URL", "redis://b:2")); err != nil || cfg.Redis.DisableSharedRoundTrips != tt.off {
+			t.Errorf("%q with TOLLGATE_REDIS_URL: DisableSharedRoundTrips %v (%v), want %v", tt.file, cfg.Redis.DisableSharedRoundTrips, err, tt.off)
+		}
+	}
+	env := Default()
+	if err := ApplyEnv(env, testkit.Env("TOLLGATE_REDIS_URL", "redis://b:2")); err != nil || env.Redis.DisableSharedRoundTrips {
+		t.Errorf("no file: DisableSharedRoundTrips %v (%v), want false", env.Redis.DisableSharedRoundTrips, err)
+	}
+	if _, err := Parse([]byte("store:\n  redis:\n    url: redis://a:1\n    shared_round_trips: maybe\n")); err == nil || !strings.Contains(err.Error(), "store.redis.shared_round_trips") {
+		t.Errorf("shared_round_trips: maybe: %v, want an error naming it", err)
+	}
+}
+
 func TestConfig_RedisFromFileAndEnvironment(t *testing.T) {
 	cfg, err := Parse([]byte("store:\n  redis:\n    url: redis://127.0.0.1:6379/0\n    password: from-file\n    timeout: 80ms\nkey_prefix: tollgate-prod\n"))
 	if err != nil {

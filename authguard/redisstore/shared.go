@@ -1,0 +1,104 @@
+package redisstore
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// sharedAfter is how many of this instance's check scripts must already be
+// in flight before the next one rides a shared round trip. Below it each
+// call has a connection to itself: at low load there is nothing to share,
+// and handing a call to the pipeliner's goroutine and back costs more CPU
+// than its round trip saves (BENCHMARKS.md, "Shared round trips").
+const sharedAfter = 2
+
+// shared sends concurrent check scripts on one node together, as with
+// envoy's ratelimit: go-redis's auto-pipeliner holds one connection with a
+// writer goroutine that writes every call queued at that moment in one
+// write and a reader that reads the replies as they come (full duplex: no
+// batch waits for the one before it). Redis then makes one pair of network
+// system calls for many calls. Each call keeps its own deadline and its own
+// reply: a script's error, NOSCRIPT or OOM is that call's alone.
+type shared struct {
+	ap       *redis.AutoPipeliner
+	inflight atomic.Int32
+}
+
+// newShared returns the pipeliner for c, or nil when c is not one node's
+// client (a Cluster's checks are per-op pipelines with hints of their own).
+func newShared(c redis.UniversalClient) (*shared, error) {
+	one, ok := c.(*redis.Client)
+	if !ok {
+		return nil, nil
+	}
+	// The asynchronous face, so that a call can stop waiting at its own
+	// deadline (WaitContext). Full duplex measured better than go-redis's
+	// half-duplex batches here, which wait for each other and cost this
+	// process more CPU than they save (BENCHMARKS.md, "Shared round trips").
+	// With the client's retries off, a broken connection fails its calls
+	// and replays none.
+	o := redis.DefaultBlockingAutoPipelineOptions()
+	o.FullDuplex = true
+	ap, err := one.AsyncAutoPipelineWithOptions(o)
+	if err != nil {
+		return nil, fmt.Errorf("redisstore: shared round trips: %w", err)
+	}
+	return &shared{ap: ap}, nil
+}
+
+// evalCheck runs check.lua with keys and args: on a connection of its own
+// when few calls are in flight, else in the pipeliner's next batch. A
+// script missing on the node (restart, SCRIPT FLUSH, failover) is sent
+// again with EVAL, which loads it. The error is a transport's or the
+// deadline's; the script's own reply, error or not, is in the command.
+func (s *Store) evalCheck(ctx context.Context, keys []string, args []any) (*redis.Cmd, error) {
+	sh := s.shared
+	if sh == nil {
+		return evalCheckAlone(ctx, s.client, keys, args), nil
+	}
+	defer sh.inflight.Add(-1)
+	if sh.inflight.Add(1) <= sharedAfter {
+		return evalCheckAlone(ctx, s.client, keys, args), nil
+	}
+	cmd, err := sh.send(ctx, "evalsha", checkScript.Hash(), keys, args)
+	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd, err = sh.send(ctx, "eval", checkSource, keys, args)
+	}
+	return cmd, err
+}
+
+func evalCheckAlone(ctx context.Context, c redis.Scripter, keys []string, args []any) *redis.Cmd {
+	cmd := checkScript.EvalSha(ctx, c, keys, args...)
+	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+		cmd = checkScript.Eval(ctx, c, keys, args...)
+	}
+	return cmd
+}
+
+// send queues one EVALSHA or EVAL and waits for its reply or ctx's end. A
+// call that stops waiting returns ctx's error and leaves the command
+// alone: the pipeliner may still be writing its reply.
+func (sh *shared) send(ctx context.Context, name, script string, keys []string, args []any) (*redis.Cmd, error) {
+	a := make([]any, 0, 3+len(keys)+len(args))
+	a = append(a, name, script, len(keys))
+	for _, k := range keys {
+		a = append(a, k)
+	}
+	a = append(a, args...)
+	cmd := redis.NewCmd(ctx, a...)
+	if err := sh.ap.Submit(ctx, cmd).WaitContext(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+func (sh *shared) close() error {
+	if sh == nil {
+		return nil
+	}
+	return sh.ap.Close()
+}

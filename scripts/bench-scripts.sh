@@ -103,7 +103,7 @@ bench() { # SCRIPT_FILE numkeys args... -> usec_per_call
 acct=tg:default:login:acct ip=tg:default:login
 login_args() { # ACCOUNT_KEY -> the check script's keys and arguments for a fresh IPv4 login check
   echo 5 "$1" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" "$ip:ipfail:__rand_int__J9yUIJz" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" \
-    0 b d refund 11 charge 5 1000 2 1800000 86400000 Q340A_zFfhBI_CjH4CTedQ 86400000 '""' 1 K8ROY8UuqqQBUAjrp2ubxQ__rand_int__ \
+    0 0 b d refund 11 charge 5 1000 2 1800000 86400000 Q340A_zFfhBI_CjH4CTedQ 86400000 '""' 1 K8ROY8UuqqQBUAjrp2ubxQ__rand_int__ \
     r d '""' 9 token_bucket take 0 50 200 1 '""' 1 0 \
     l c remove 9 admit WzkejON2s3pl453__rand_int__ 0 '""' 1 3600000 10 86400000 20 \
     l c remove 7 admit K8ROY8UuqqQBUAjr__rand_int__ 0 '""' 1 3600000 100 \

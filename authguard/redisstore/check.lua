@@ -16,11 +16,22 @@
 --     can make it exempt again, and a spare allowance after such a result is
 --     not run at all. An attacker's refused checks cost reads.
 --
+-- Spare allowances may also be left out of the batch (deferred "1"): most
+-- checks never run them (no known network, or no shared wait), and their
+-- arguments alone cost Redis about as much as an op. Once a shared gate has
+-- a wait while no earlier result has made the check not exempt, the spares
+-- could exempt it: the script then undoes what it charged and answers
+-- {"spares"}, and the store sends the batch again with them (one more round
+-- trip, for an owner whose account has a wait). The store defers only when
+-- every op before the last shared gate is undone or writes nothing.
+--
 -- KEYS     one per op
--- ARGV     solved ("1" or "0"), then for each op: kind (b, l, r), gate (0, d,
---          q, c, a, s, x, v, o, A: authguard.Gate), undo (the op's action that undoes
---          it, "" for none), n, its script's n arguments
--- returns  one result per op, as its script returns it, then undone 0|1
+-- ARGV     solved ("1" or "0"), deferred ("1" or "0"), then for each op: kind
+--          (b, l, r), gate (0, d, q, c, a, s, x, v, o, A: authguard.Gate), undo
+--          (the op's action that undoes it, "" for none), n, its script's n
+--          arguments
+-- returns  one result per op, as its script returns it, then undone 0|1; or
+--          {"spares"} (above)
 --
 -- Lua 5.1 spends more on tables and closures than on arithmetic, so the
 -- dispatch builds none per op but the op's result: each op reads its
@@ -31,14 +42,40 @@
 -- writes them (bNow, bAction, ... in redisstore.go, counted from 1 here),
 -- as TestScripts_ArgumentsInEncodesOrder holds this line to.
 local bNow, bAction, lNow, lAction, rNow, rAction = 9, 1, 4, 1, 7, 2
-local solved = ARGV[1] == "1"
+local solved, deferred = ARGV[1] == "1", ARGV[2] == "1"
 local now = "" -- Redis TIME, read by the first op that needs it
 local blocked = false
 local bound = false -- an earlier result made the check not exempt
 local nk = #KEYS
 local out, at = {}, {}
 local spares, spareAction = {}, {}
-local a = 2
+
+-- rerun(i, action) runs op i again with another action: its undo
+-- (authguard.Undo), or a spare allowance's own action after its peek.
+local function rerun(i, action)
+  local s = at[i]
+  local kind = ARGV[s]
+  local run, actionAt = op_r, rAction
+  if kind == "b" then
+    run, actionAt = op_b, bAction
+  elseif kind == "l" then
+    run, actionAt = op_l, lAction
+  end
+  ARGV[s + 3 + actionAt] = action
+  return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
+end
+
+-- undoFrom(last) undoes every charge of ops 1 ... last.
+local function undoFrom(last)
+  for i = 1, last do
+    if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 then
+      local r = rerun(i, ARGV[at[i] + 2])
+      if type(r) ~= "table" or r.err then return r end
+    end
+  end
+end
+
+local a = 3
 for i = 1, nk do
   local kind, gate, undo, n = ARGV[a], ARGV[a + 1], ARGV[a + 2], tonumber(ARGV[a + 3])
   local o = a + 3
@@ -77,6 +114,12 @@ for i = 1, nk do
      (gate == "A" and (r[3] == 1 or not solved)) then
     bound = true
   end
+  if deferred and gate == "s" and r[2] > 0 and not bound and not blocked then
+    -- the spares left out could exempt the check from this wait
+    local err = undoFrom(i)
+    if err then return err end
+    return {"spares"}
+  end
   if (gate == "d" and r[2] > 0) or (gate == "q" and r[2] > 0 and r[3] == 1) or
      (gate == "c" and r[3] == 1 and not solved) or (gate == "x" and r[3] == 1) or
      (gate == "s" and bound and r[2] > 0) then
@@ -101,21 +144,6 @@ for i = 1, nk do
   end
 end
 
--- rerun(i, action) runs op i again with another action: its undo
--- (authguard.Undo), or a spare allowance's own action after its peek.
-local function rerun(i, action)
-  local s = at[i]
-  local kind = ARGV[s]
-  local run, actionAt = op_r, rAction
-  if kind == "b" then
-    run, actionAt = op_b, bAction
-  elseif kind == "l" then
-    run, actionAt = op_l, lAction
-  end
-  ARGV[s + 3 + actionAt] = action
-  return run(KEYS[i], ARGV, s + 3, tonumber(ARGV[s + 3]))
-end
-
 -- Not blocked, with a shared wait: the spare allowances exempted the check
 -- and are spent (authguard.Finish); their peeks said they would admit, and
 -- nothing ran in between.
@@ -129,12 +157,8 @@ end
 
 -- Blocked: every charge is undone.
 if blocked then
-  for i = 1, nk do
-    if ARGV[at[i] + 2] ~= "" and out[i][1] == 1 then
-      local r = rerun(i, ARGV[at[i] + 2])
-      if type(r) ~= "table" or r.err then return r end
-    end
-  end
+  local err = undoFrom(nk)
+  if err then return err end
 end
 out[nk + 1] = blocked and 1 or 0
 return out

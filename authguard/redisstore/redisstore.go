@@ -614,25 +614,87 @@ func (s *Store) DoCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 }
 
 func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
+	if deferrable(ops, gates) {
+		res, undone, err := s.runCheck(ctx, ops, gates, solved, true)
+		if !errors.Is(err, errSpares) {
+			return res, undone, err
+		}
+	}
+	return s.runCheck(ctx, ops, gates, solved, false)
+}
+
+// errSpares is check.lua's answer when it needs the spare allowances it was
+// sent without: it undid what it charged, and the batch goes again with them.
+var errSpares = errors.New("the check needs its spare allowances")
+
+// deferrable reports whether a check can be sent without its spare
+// allowances first (check.lua): it has some, and every op before its last
+// shared gate is undone when blocked or writes nothing, so the script can
+// give back all it did before it finds it needs them.
+func deferrable(ops []authguard.Op, gates []authguard.Gate) bool {
+	last, spares := -1, false
+	for i, g := range gates {
+		switch {
+		case g.Block == authguard.BlockShared:
+			last = i
+		case g.Undo && (g.Block == authguard.BlockOwner || g.Block == authguard.BlockAllowanceSolved):
+			spares = true
+		}
+	}
+	if !spares {
+		return false
+	}
+	for i := range last {
+		if !gates[i].Undo && !isPeek(ops[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+func isPeek(op authguard.Op) bool {
+	switch op := op.(type) {
+	case *authguard.LogOp:
+		return op.Action == authguard.LogPeek
+	case *authguard.BackoffOp:
+		return op.Action == authguard.BackoffPeek
+	case *authguard.RateOp:
+		return op.Action == authguard.RatePeek
+	}
+	return false
+}
+
+// runCheck sends ops to check.lua, without their spare allowances when
+// deferSpares (their results then zero: within their limits, as check.lua
+// answers for spares it does not run).
+func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved, deferSpares bool) ([]authguard.Result, bool, error) {
 	now, expire := "", "1"
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
 	}
-	keys := make([]string, len(ops))
-	args := make([]any, 0, 1+len(ops)*24)
-	args = append(args, flag(solved))
+	keys := make([]string, 0, len(ops))
+	args := make([]any, 0, 2+len(ops)*24)
+	args = append(args, flag(solved), flag(deferSpares))
+	sent := make([]int, 0, len(ops)) // the index in ops of each op sent
 	for i, op := range ops {
+		if i >= len(gates) {
+			return nil, false, fmt.Errorf("op %d (%T) has no gate", i, op)
+		}
+		g := gates[i]
+		if deferSpares && g.Undo && (g.Block == authguard.BlockOwner || g.Block == authguard.BlockAllowanceSolved) {
+			continue
+		}
 		c, err := encode(op, now, expire)
 		kind := scriptKinds[c.script]
-		if err != nil || kind == "" || i >= len(gates) {
+		if err != nil || kind == "" {
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
-		keys[i] = c.key
+		keys, sent = append(keys, c.key), append(sent, i)
 		undo := ""
-		if gates[i].Undo {
+		if g.Undo {
 			undo = authguard.UndoAction(op)
 		}
-		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
+		args = append(args, kind, blockLetters[g.Block], undo, len(c.args))
 		args = append(args, c.args...)
 	}
 	cmd, err := s.evalCheck(ctx, keys, args)
@@ -646,26 +708,29 @@ func (s *Store) doCheck(ctx context.Context, ops []authguard.Op, gates []authgua
 	if err != nil {
 		return nil, false, fmt.Errorf("batch script: %w", err)
 	}
-	if len(out) != len(ops)+1 {
-		return nil, false, fmt.Errorf("batch script returned %d values for %d operations", len(out), len(ops))
+	if len(out) == 1 && out[0] == "spares" && deferSpares {
+		return nil, false, errSpares
+	}
+	if len(out) != len(sent)+1 {
+		return nil, false, fmt.Errorf("batch script returned %d values for %d operations", len(out), len(sent))
 	}
 	res := make([]authguard.Result, len(ops))
-	for i := range ops {
-		vs, ok := out[i].([]any)
+	for j, i := range sent {
+		vs, ok := out[j].([]any)
 		if !ok {
-			return nil, false, fmt.Errorf("batch script: op %d returned %T", i, out[i])
+			return nil, false, fmt.Errorf("batch script: op %d returned %T", i, out[j])
 		}
 		ints := make([]int64, len(vs))
-		for j, v := range vs {
-			if ints[j], ok = v.(int64); !ok {
-				return nil, false, fmt.Errorf("batch script: op %d value %d is %T", i, j, v)
+		for k, v := range vs {
+			if ints[k], ok = v.(int64); !ok {
+				return nil, false, fmt.Errorf("batch script: op %d value %d is %T", i, k, v)
 			}
 		}
 		if res[i], err = decodeValues(ints); err != nil {
 			return nil, false, fmt.Errorf("batch script: op %d: %w", i, err)
 		}
 	}
-	undone, _ := out[len(ops)].(int64)
+	undone, _ := out[len(sent)].(int64)
 	return res, undone == 1, nil
 }
 

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
 // Scope is what a caller may do. On the wire, in a token's space-separated
@@ -241,7 +243,7 @@ func New(cfg Config) (*Verifier, error) {
 	tenantOf := make(map[string]string, len(cfg.Tenants)) // issuer → tenant
 	for i, t := range cfg.Tenants {
 		switch {
-		case !validTenant(t.Name):
+		case !wire.ValidTenant(t.Name):
 			return nil, fmt.Errorf("auth: tenants[%d]: name %q is not a tenant name (^[a-z0-9][a-z0-9_-]{0,63}$)", i, t.Name)
 		case t.Issuer == "":
 			return nil, fmt.Errorf("auth: tenants[%d] (%s): an issuer is required", i, t.Name)
@@ -368,23 +370,6 @@ func (v *Verifier) keySet(fetched []Key) *keySet {
 		jwt.WithStrictDecoding(),
 	)
 	return ks
-}
-
-// validTenant reports whether name matches ^[a-z0-9][a-z0-9_-]{0,63}$.
-func validTenant(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '_' || c == '-') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
 }
 
 // Verify checks an Authorization header value and that its token allows

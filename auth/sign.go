@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
 // SigningKey is a key to sign tokens with, for `tollgate token` (local use)
@@ -43,7 +45,7 @@ func Sign(k SigningKey, issuer, audience, tenant, subject string, scopes []Scope
 		return "", errors.New("auth: sign: an issuer is required")
 	case audience == "":
 		return "", errors.New("auth: sign: an audience is required")
-	case !validTenant(tenant):
+	case !wire.ValidTenant(tenant):
 		return "", fmt.Errorf("auth: sign: %q is not a tenant name (^[a-z0-9][a-z0-9_-]{0,63}$)", tenant)
 	case lifetime <= 0 || lifetime > maxMaxLifetime:
 		return "", fmt.Errorf("auth: sign: lifetime %v is not within (0, %v]", lifetime, maxMaxLifetime)

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"sync/atomic"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
 // DefaultTenant is the tenant of requests that name none.
@@ -158,7 +160,7 @@ func New(cfg Config) (*Engine, error) {
 	}
 	tenants := map[string]*hasher{}
 	for name, secret := range cfg.TenantSecrets {
-		if !validTenant(name) || len(secret) < MinSecretBytes {
+		if !wire.ValidTenant(name) || len(secret) < MinSecretBytes {
 			return nil, fmt.Errorf("authguard: tenant %q: a tenant's secret must be at least %d bytes, under a tenant name", name, MinSecretBytes)
 		}
 		tenants[name] = newHasher(deriveKey(secret, "subject"))
@@ -166,7 +168,7 @@ func New(cfg Config) (*Engine, error) {
 	tenantList := []string{DefaultTenant}
 	for _, names := range [][]string{cfg.Tenants, slices.Collect(maps.Keys(cfg.TenantSecrets)), slices.Collect(maps.Keys(cfg.TenantPolicies))} {
 		for _, name := range names {
-			if !validTenant(name) {
+			if !wire.ValidTenant(name) {
 				return nil, fmt.Errorf("authguard: tenant %q: a tenant name is 1 to 64 lower-case letters, digits, '-' and '_'", name)
 			}
 			tenantList = append(tenantList, name)

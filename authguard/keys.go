@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -47,16 +48,7 @@ func (p *macPool) sum(first []byte, parts ...string) [sha256.Size]byte {
 		b = append(b, 0)
 		b = append(b, part...)
 	}
-	m.mac.Reset()
-	m.mac.Write(b)
-	b = m.mac.Sum(b[:0])
-	var out [sha256.Size]byte
-	copy(out[:], b)
-	if cap(b) <= 4096 { // keep the buffer unless an odd input grew it large
-		m.buf = b
-	}
-	p.Put(m)
-	return out
+	return p.finish(m, b)
 }
 
 // sumText is sum([]byte(tenant), kind, string(value)), value being bytes.
@@ -67,12 +59,17 @@ func (p *macPool) sumText(tenant, kind string, value []byte) [sha256.Size]byte {
 	b = append(b, kind...)
 	b = append(b, 0)
 	b = append(b, value...)
+	return p.finish(m, b)
+}
+
+// finish returns the HMAC of b, which m's buffer holds, and puts m back.
+func (p *macPool) finish(m *pooledMAC, b []byte) [sha256.Size]byte {
 	m.mac.Reset()
 	m.mac.Write(b)
 	b = m.mac.Sum(b[:0])
 	var out [sha256.Size]byte
 	copy(out[:], b)
-	if cap(b) <= 4096 {
+	if cap(b) <= 4096 { // keep the buffer unless an odd input grew it large
 		m.buf = b
 	}
 	p.Put(m)
@@ -223,7 +220,7 @@ func (e *Engine) AccountKeys(tenant, account string) (string, error) {
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
-	if !validTenant(tenant) {
+	if !wire.ValidTenant(tenant) {
 		return "", &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	acct, err := NormalizeAccount(account)

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
 // policies are an engine's policies: Config.Policy and
@@ -26,7 +28,7 @@ func (ps *policies) of(tenant string) *Policy {
 
 func checkTenantPolicies(tenants map[string]*Policy) error {
 	for name, p := range tenants {
-		if !validTenant(name) || p == nil {
+		if !wire.ValidTenant(name) || p == nil {
 			return fmt.Errorf("authguard: tenant %q: a tenant's policy needs a tenant name and flows", name)
 		}
 	}

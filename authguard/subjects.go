@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"unicode/utf8"
 
+	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -29,28 +30,6 @@ type subjects struct {
 	match   entryMatch
 }
 
-// validTenant reports whether name is a tenant name: 1 to 64 lower-case
-// letters, digits, '-' and '_', starting with a letter or digit (the
-// regular expression ^[a-z0-9][a-z0-9_-]{0,63}$, which
-// TestValidTenant_AgreesWithItsRegexp checks it against). A loop, because
-// every call validates its tenant and the regexp cost a twentieth of a
-// check's CPU (issue 27).
-func validTenant(name string) bool {
-	if len(name) == 0 || len(name) > 64 {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		switch {
-		case 'a' <= c && c <= 'z', '0' <= c && c <= '9':
-		case (c == '-' || c == '_') && i > 0:
-		default:
-			return false
-		}
-	}
-	return true
-}
-
 // sentParts are the parts of a request that every call has, as the client
 // sent them, for subjectsOf.
 type sentParts struct {
@@ -74,7 +53,7 @@ func (e *Engine) subjectsOf(in sentParts) (subjects, error) {
 	if tenant == "" {
 		tenant = DefaultTenant
 	}
-	if !validTenant(tenant) {
+	if !wire.ValidTenant(tenant) {
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
 	s.prefix, s.tenant = e.prefix, tenant

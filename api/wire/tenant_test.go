@@ -1,12 +1,14 @@
-package authguard
+package wire_test
 
 import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/tollgate-auth/tollgate/api/wire"
 )
 
-// tenantRE is the tenant names' definition, which validTenant implements
+// tenantRE is the tenant names' definition, which wire.ValidTenant implements
 // without a regexp.
 var tenantRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,63}$`)
 
@@ -20,8 +22,8 @@ func TestValidTenant_AgreesWithItsRegexp(t *testing.T) {
 		tests = append(tests, string([]byte{byte(c)}), "a"+string([]byte{byte(c)}))
 	}
 	for _, name := range tests {
-		if got, want := validTenant(name), tenantRE.MatchString(name); got != want {
-			t.Errorf("validTenant(%q) = %v, want %v", name, got, want)
+		if got, want := wire.ValidTenant(name), tenantRE.MatchString(name); got != want {
+			t.Errorf("ValidTenant(%q) = %v, want %v", name, got, want)
 		}
 	}
 }
@@ -31,8 +33,8 @@ func FuzzValidTenant(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
-		if got, want := validTenant(name), tenantRE.MatchString(name); got != want {
-			t.Errorf("validTenant(%q) = %v, want %v", name, got, want)
+		if got, want := wire.ValidTenant(name), tenantRE.MatchString(name); got != want {
+			t.Errorf("ValidTenant(%q) = %v, want %v", name, got, want)
 		}
 	})
 }

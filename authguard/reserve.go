@@ -173,11 +173,10 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	}
 	// The spare allowances (log admissions) are sent as their peeks by
 	// switching their action for the call, with no copy of ops or of them.
-	var actions [4]LogAction
-	peeked := make([]int, 0, len(actions))
+	actions, peeked := make([]LogAction, 0, 4), make([]int, 0, 4)
 	for i, g := range gates {
-		if lo, ok := ops[i].(*LogOp); ok && spare(g) && len(peeked) < len(actions) {
-			actions[len(peeked)], lo.Action = lo.Action, LogPeek
+		if lo, ok := ops[i].(*LogOp); ok && g.Spare() {
+			actions, lo.Action = append(actions, lo.Action), LogPeek
 			peeked = append(peeked, i)
 		}
 	}
@@ -191,9 +190,9 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	return Finish(ctx, st, ops, gates, captchaSolved, res, peeked)
 }
 
-// spare reports whether a gate's op is a spare allowance: spent only on a
+// Spare reports whether the gate's op is a spare allowance: spent only on a
 // check it exempted from a shared wait.
-func spare(g Gate) bool {
+func (g Gate) Spare() bool {
 	return g.Undo && (g.Block == BlockOwner || g.Block == BlockAllowanceSolved)
 }
 
@@ -230,7 +229,7 @@ func Finish(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved
 	if !blocked {
 		var spares, others []int
 		for _, i := range peeked {
-			if spare(gates[i]) {
+			if gates[i].Spare() {
 				spares = append(spares, i)
 			} else {
 				others = append(others, i)

@@ -115,3 +115,52 @@ func TestUndoAction_IsUndosAction(t *testing.T) {
 		}
 	}
 }
+
+// recordingStore answers every op within its limits and records the
+// actions of the log ops each Do was sent.
+type recordingStore struct {
+	nopStore
+	calls [][]LogAction
+}
+
+func (r *recordingStore) Do(_ context.Context, ops []Op) ([]Result, error) {
+	var acts []LogAction
+	for _, op := range ops {
+		if lo, ok := op.(*LogOp); ok {
+			acts = append(acts, lo.Action)
+		}
+	}
+	r.calls = append(r.calls, acts)
+	return make([]Result, len(ops)), nil
+}
+
+// However many spare allowances a batch carries, Reserve sends every one as
+// its peek and spends none when no shared wait needs them: a spare sent as
+// its admission would be spent on a check it did not exempt.
+func TestReserve_EverySpareIsPeekedHoweverMany(t *testing.T) {
+	for _, n := range []int{1, 4, 5, 9} {
+		ops := []Op{&BackoffOp{Key: "acct", Action: BackoffCharge}}
+		gates := []Gate{{Block: BlockShared, Undo: true}}
+		for i := range n {
+			ops = append(ops, &LogOp{Key: "spare", Action: LogAdmit, Member: string(rune('a' + i))})
+			gates = append(gates, Gate{Block: BlockOwner, Undo: true})
+		}
+		st := &recordingStore{}
+		if _, _, err := Reserve(context.Background(), st, ops, gates, false); err != nil {
+			t.Fatal(err)
+		}
+		if len(st.calls) != 1 {
+			t.Fatalf("%d spares: %d store calls, want one (nothing to apply without a wait)", n, len(st.calls))
+		}
+		for j, a := range st.calls[0] {
+			if a != LogPeek {
+				t.Errorf("%d spares: spare %d sent as %v, want its peek", n, j, a)
+			}
+		}
+		for j, op := range ops[1:] {
+			if a := op.(*LogOp).Action; a != LogAdmit {
+				t.Errorf("%d spares: spare %d left as %v after the call, want its own action back", n, j, a)
+			}
+		}
+	}
+}

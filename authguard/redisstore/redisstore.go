@@ -637,7 +637,7 @@ func deferrable(ops []authguard.Op, gates []authguard.Gate) bool {
 		switch {
 		case g.Block == authguard.BlockShared:
 			last = i
-		case g.Undo && (g.Block == authguard.BlockOwner || g.Block == authguard.BlockAllowanceSolved):
+		case g.Spare():
 			spares = true
 		}
 	}
@@ -675,13 +675,13 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	keys := make([]string, 0, len(ops))
 	args := make([]any, 0, 2+len(ops)*24)
 	args = append(args, flag(solved), flag(deferSpares))
-	sent := make([]int, 0, len(ops)) // the index in ops of each op sent
+	// skipped says which ops were left out (the spares when deferSpares).
+	skipped := func(i int) bool { return deferSpares && gates[i].Spare() }
 	for i, op := range ops {
 		if i >= len(gates) {
 			return nil, false, fmt.Errorf("op %d (%T) has no gate", i, op)
 		}
-		g := gates[i]
-		if deferSpares && g.Undo && (g.Block == authguard.BlockOwner || g.Block == authguard.BlockAllowanceSolved) {
+		if skipped(i) {
 			continue
 		}
 		c, err := encode(op, now, expire)
@@ -689,12 +689,12 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		if err != nil || kind == "" {
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
-		keys, sent = append(keys, c.key), append(sent, i)
+		keys = append(keys, c.key)
 		undo := ""
-		if g.Undo {
+		if gates[i].Undo {
 			undo = authguard.UndoAction(op)
 		}
-		args = append(args, kind, blockLetters[g.Block], undo, len(c.args))
+		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
 		args = append(args, c.args...)
 	}
 	cmd, err := s.evalCheck(ctx, keys, args)
@@ -711,15 +711,21 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	if len(out) == 1 && out[0] == "spares" && deferSpares {
 		return nil, false, errSpares
 	}
-	if len(out) != len(sent)+1 {
-		return nil, false, fmt.Errorf("batch script returned %d values for %d operations", len(out), len(sent))
+	sent := len(keys)
+	if len(out) != sent+1 {
+		return nil, false, fmt.Errorf("batch script returned %d values for %d operations", len(out), sent)
 	}
-	res := make([]authguard.Result, len(ops))
-	for j, i := range sent {
+	res := make([]authguard.Result, len(ops)) // a spare left out: zero, within its limit
+	j := 0
+	for i := range ops {
+		if skipped(i) {
+			continue
+		}
 		vs, ok := out[j].([]any)
 		if !ok {
 			return nil, false, fmt.Errorf("batch script: op %d returned %T", i, out[j])
 		}
+		j++
 		ints := make([]int64, len(vs))
 		for k, v := range vs {
 			if ints[k], ok = v.(int64); !ok {
@@ -730,7 +736,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			return nil, false, fmt.Errorf("batch script: op %d: %w", i, err)
 		}
 	}
-	undone, _ := out[len(sent)].(int64)
+	undone, _ := out[sent].(int64)
 	return res, undone == 1, nil
 }
 

@@ -27,7 +27,7 @@ import (
 // undoes itself; a Cluster: pipelines), on one virtual clock, and requires
 // the same verdict from both every time.
 func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -43,6 +43,7 @@ flows:
 			}
 			clock := testclock.New(time.Time{})
 			engines, rs := memoryAndRedis(t, c, p, clock)
+			generic(kind, rs)
 			ctx := context.Background()
 			var accounts []string
 			for i := range 15 {
@@ -114,12 +115,22 @@ flows:
 	}
 }
 
-// clientOf is a client of a real Redis: "single" or "cluster".
+// clientOf is a client of a real Redis: "single" (or "generic", the same
+// with generic scripts) or "cluster".
 func clientOf(t *testing.T, kind string) redis.UniversalClient {
-	if kind == "single" {
+	if kind == "single" || kind == "generic" {
 		return singleClient(t)
 	}
 	return clusterClient(t)
+}
+
+// generic makes rs send every check with the generic check script when
+// kind is "generic": one node, no shapes (shape.go), so that the equivalence
+// tests hold the shaped and the generic script to the same answers.
+func generic(kind string, rs *redisstore.Store) {
+	if kind == "generic" {
+		redisstore.SetMaxShapes(rs, 0)
+	}
 }
 
 // memoryAndRedis returns two engines of policy p on one clock: one on a
@@ -156,7 +167,7 @@ func devicesKeys(m map[string]string) []string {
 // verifications of codes that credit conversion, through a memory-store
 // engine and a Redis engine on one clock: the same verdict every time.
 func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -176,7 +187,8 @@ flows:
 				t.Fatal(err)
 			}
 			clock := testclock.New(time.Time{})
-			engines, _ := memoryAndRedis(t, c, p, clock)
+			engines, rs := memoryAndRedis(t, c, p, clock)
+			generic(kind, rs)
 			dests := []struct{ d, ch string }{
 				{"+44 7400 123001", "sms"}, {"+44 7400 123002", "sms"}, {"+44 7400 123003", "voice"},
 				{"+44 7400 555001", "sms"}, {"+44 7400 555002", "whatsapp"}, {"+449012345678", "voice"},
@@ -286,10 +298,11 @@ func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
 // codes the bomber's quota would have refused.
 func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 	const number = "+44 7400 123456"
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster"} {
 		t.Run(kind, func(t *testing.T) {
 			clock := testclock.New(time.Time{})
-			engines, _ := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
+			engines, rs := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
+			generic(kind, rs)
 			ctx := context.Background()
 			login := func(e *authguard.Engine, account string) string {
 				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: account, IP: "203.0.113.7"})

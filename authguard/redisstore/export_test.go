@@ -14,3 +14,13 @@ func (s *Store) WithoutHints() { s.hints.off = true }
 // PipelineBatches makes s send every batch as a pipeline of op scripts, as
 // before a batch on one node was one script.
 func (s *Store) PipelineBatches() { s.pipelineBatches = true }
+
+// Shapes returns how many shaped check scripts s keeps (shape.go).
+func Shapes(s *Store) int { return s.shapes.len() }
+
+// SetMaxShapes bounds how many shapes s keeps; 0 sends every check with
+// the generic script.
+func SetMaxShapes(s *Store, n int) { s.shapes.max = n }
+
+// LuaQuote is luaQuote, for its test.
+var LuaQuote = luaQuote

@@ -33,11 +33,14 @@ var (
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
 	//go:embed check.lua
 	checkLua string
-	// checkSource runs a whole check batch on one node: the three op
-	// scripts' bodies as functions of their own, then check.lua's dispatch
-	// and gates.
-	checkSource = "if redis.replicate_commands then redis.replicate_commands() end\n" +
-		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua) + checkLua
+	// checkPrelude is what the check script runs before check.lua: the
+	// three op scripts' bodies as functions of their own.
+	checkPrelude = "if redis.replicate_commands then redis.replicate_commands() end\n" +
+		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua)
+	// checkSource runs a whole check batch on one node: the op functions,
+	// then check.lua's dispatch and gates. A shape (shape.go) is the same
+	// with check.lua's ARGV rebuilt from literals first.
+	checkSource = checkPrelude + checkLua
 	checkScript = redis.NewScript(checkSource)
 
 	// scripts are all the scripts, for Preload.
@@ -114,6 +117,7 @@ type Store struct {
 	// before batches on one node were one script (tests compare the two).
 	pipelineBatches bool
 	shared          *shared // nil unless Config.SharedRoundTrips on one node
+	shapes          shapes  // the checks' shaped scripts (shape.go)
 }
 
 // New returns a Store on cfg.Client.
@@ -138,6 +142,7 @@ func New(cfg Config) (*Store, error) {
 		timeout: cfg.Timeout,
 		now:     cfg.Now,
 		breaker: breaker{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock},
+		shapes:  shapes{max: maxShapes},
 	}
 	if cfg.SharedRoundTrips {
 		sh, err := newShared(cfg.Client)
@@ -673,8 +678,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
 	}
 	keys := make([]string, 0, len(ops))
-	args := make([]any, 0, 2+len(ops)*24)
-	args = append(args, flag(solved), flag(deferSpares))
+	sops := make([]shapeOp, 0, len(ops))
 	// skipped says which ops were left out (the spares when deferSpares).
 	skipped := func(i int) bool { return deferSpares && gates[i].Spare() }
 	for i, op := range ops {
@@ -694,10 +698,21 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		if gates[i].Undo {
 			undo = authguard.UndoAction(op)
 		}
-		args = append(args, kind, blockLetters[gates[i].Block], undo, len(c.args))
-		args = append(args, c.args...)
+		sops = append(sops, shapeOp{kind: kind, gate: blockLetters[gates[i].Block], undo: undo, args: c.args})
 	}
-	cmd, err := s.evalCheck(ctx, keys, args)
+	var kb [512]byte
+	script, args := checkSourced, []any(nil)
+	if sc := s.shapes.script(shapeKey(kb[:0], sops), sops); sc != nil {
+		script, args = sc, shapeArgs(make([]any, 0, 4+2*len(sops)), solved, deferSpares, now, expire, sops)
+	} else {
+		args = make([]any, 0, 2+len(ops)*24)
+		args = append(args, flag(solved), flag(deferSpares))
+		for _, op := range sops {
+			args = append(args, op.kind, op.gate, op.undo, len(op.args))
+			args = append(args, op.args...)
+		}
+	}
+	cmd, err := s.evalCheck(ctx, script, keys, args)
 	if err != nil {
 		return nil, false, fmt.Errorf("batch script: %w", err)
 	}

@@ -50,31 +50,31 @@ func newShared(c redis.UniversalClient) (*shared, error) {
 	return &shared{ap: ap}, nil
 }
 
-// evalCheck runs check.lua with keys and args: on a connection of its own
+// evalCheck runs script (check.lua or a shape of it) with keys and args: on a connection of its own
 // when few calls are in flight, else in the pipeliner's next batch. A
 // script missing on the node (restart, SCRIPT FLUSH, failover) is sent
 // again with EVAL, which loads it. The error is a transport's or the
 // deadline's; the script's own reply, error or not, is in the command.
-func (s *Store) evalCheck(ctx context.Context, keys []string, args []any) (*redis.Cmd, error) {
+func (s *Store) evalCheck(ctx context.Context, script *sourced, keys []string, args []any) (*redis.Cmd, error) {
 	sh := s.shared
 	if sh == nil {
-		return evalCheckAlone(ctx, s.client, keys, args), nil
+		return evalAlone(ctx, s.client, script, keys, args), nil
 	}
 	defer sh.inflight.Add(-1)
 	if sh.inflight.Add(1) <= sharedAfter {
-		return evalCheckAlone(ctx, s.client, keys, args), nil
+		return evalAlone(ctx, s.client, script, keys, args), nil
 	}
-	cmd, err := sh.send(ctx, "evalsha", checkScript.Hash(), keys, args)
+	cmd, err := sh.send(ctx, "evalsha", script.Hash(), keys, args)
 	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd, err = sh.send(ctx, "eval", checkSource, keys, args)
+		cmd, err = sh.send(ctx, "eval", script.source, keys, args)
 	}
 	return cmd, err
 }
 
-func evalCheckAlone(ctx context.Context, c redis.Scripter, keys []string, args []any) *redis.Cmd {
-	cmd := checkScript.EvalSha(ctx, c, keys, args...)
+func evalAlone(ctx context.Context, c redis.Scripter, script *sourced, keys []string, args []any) *redis.Cmd {
+	cmd := script.EvalSha(ctx, c, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = checkScript.Eval(ctx, c, keys, args...)
+		cmd = script.Eval(ctx, c, keys, args...)
 	}
 	return cmd
 }

@@ -1,0 +1,231 @@
+package redisstore
+
+import (
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/redis/go-redis/v9"
+)
+
+// A shape is check.lua specialised to one arrangement of ops: each op's
+// kind, gate and undo, and every argument its policy fixes (its action,
+// windows, limits, backoff parameters), are written into the script as
+// literals, so that a call sends only what varies from call to call:
+// solved, deferred, now and expire once, and per op its member,
+// fingerprint, attempt or cost. A login check with every signal sends 15
+// arguments instead of 93; Redis parses, allocates and hands Lua the
+// others once, when it compiles the shape, instead of on every call, and
+// this process formats and writes them once per call as a map key instead
+// of as arguments (BENCHMARKS.md, "Checks sent as shapes").
+//
+// The shaped script rebuilds check.lua's ARGV with one table constructor
+// and runs check.lua unchanged on it, so the two answer alike by
+// construction; TestEngine_RedisAnswersAsTheMemoryStore and
+// TestSend_RedisAnswersAsTheMemoryStore hold both, "single" and "generic",
+// to the memory store's answers.
+//
+// Shapes come from the policies in the config and from which optional
+// signals a request carries, so there are few; an instance keeps at most
+// maxShapes and sends any other check with the generic script, so no
+// caller can grow Redis's script cache (TestShapes_AFloodOfShapesCannotGrowRedisScriptCache).
+const maxShapes = 256
+
+// The shaped script's own ARGV: these four, then each op's varying
+// arguments in order.
+const (
+	shapeSolved   = 1
+	shapeDeferred = 2
+	shapeNow      = 3
+	shapeExpire   = 4
+	shapeFirst    = 5 // the first op's first varying argument
+)
+
+// varies reports whether an op script's argument i (encode's order)
+// changes from call to call, and so is sent rather than written into the
+// shape; now and expire are the batch's, sent once.
+func varies(kind string, i int) bool {
+	switch kind {
+	case "b":
+		return i == bFingerprint || i == bAttempt
+	case "l":
+		return i == lMember || i == lBypass
+	case "r":
+		return i == rCost
+	}
+	return false
+}
+
+// batchWide reports whether an op script's argument i is now or expire:
+// ARGV[shapeNow] or ARGV[shapeExpire] in a shape.
+func batchWide(kind string, i int) (int, bool) {
+	switch {
+	case kind == "b" && i == bNow, kind == "l" && i == lNow, kind == "r" && i == rNow:
+		return shapeNow, true
+	case kind == "b" && i == bExpire, kind == "l" && i == lExpire, kind == "r" && i == rExpire:
+		return shapeExpire, true
+	}
+	return 0, false
+}
+
+// shapes are an instance's shaped scripts by their key: lookups read an
+// immutable map without locking; adding a shape copies it, at most
+// maxShapes times.
+type shapes struct {
+	mu  sync.Mutex
+	m   atomic.Pointer[map[string]*sourced]
+	max int // maxShapes; tests lower it
+}
+
+// sourced is a script with its source, for EVAL when the node has lost it.
+type sourced struct {
+	*redis.Script
+	source string
+}
+
+// checkSourced is the generic check script: every argument sent.
+var checkSourced = &sourced{checkScript, checkSource}
+
+// shapeOp is one op of a check as runCheck encodes it.
+type shapeOp struct {
+	kind, gate, undo string
+	args             []any // encode's arguments, each a string
+}
+
+// shapeKey appends to key what makes ops' shape: per op its kind, gate,
+// undo, its number of arguments and every argument that does not vary,
+// each length-prefixed so that no two shapes share a key.
+func shapeKey(key []byte, ops []shapeOp) []byte {
+	field := func(s string) {
+		key = strconv.AppendInt(key, int64(len(s)), 10)
+		key = append(key, ':')
+		key = append(key, s...)
+	}
+	for _, op := range ops {
+		field(op.kind)
+		field(op.gate)
+		field(op.undo)
+		key = strconv.AppendInt(key, int64(len(op.args)), 10)
+		key = append(key, ';')
+		for i, a := range op.args {
+			if _, wide := batchWide(op.kind, i); wide || varies(op.kind, i) {
+				key = append(key, '.')
+				continue
+			}
+			field(a.(string))
+		}
+	}
+	return key
+}
+
+// shapeArgs appends the shaped script's ARGV for ops: solved, deferred,
+// now, expire, then each op's varying arguments.
+func shapeArgs(args []any, solved, deferred bool, now, expire string, ops []shapeOp) []any {
+	args = append(args, flag(solved), flag(deferred), now, expire)
+	for _, op := range ops {
+		for i, a := range op.args {
+			if varies(op.kind, i) {
+				args = append(args, a)
+			}
+		}
+	}
+	return args
+}
+
+// script returns the shaped script for ops, whose shape's key is key: made
+// and kept when new, or nil when maxShapes are kept already (the caller
+// then sends the generic script).
+func (sh *shapes) script(key []byte, ops []shapeOp) *sourced {
+	if m := sh.m.Load(); m != nil {
+		if sc, ok := (*m)[string(key)]; ok {
+			return sc
+		}
+	}
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	old := map[string]*sourced{}
+	if m := sh.m.Load(); m != nil {
+		old = *m
+	}
+	if sc, ok := old[string(key)]; ok {
+		return sc
+	}
+	if len(old) >= sh.max {
+		return nil
+	}
+	m := make(map[string]*sourced, len(old)+1)
+	for k, v := range old {
+		m[k] = v
+	}
+	src := shapeSource(ops)
+	sc := &sourced{redis.NewScript(src), src}
+	m[string(key)] = sc
+	sh.m.Store(&m)
+	return sc
+}
+
+// len returns how many shapes are kept.
+func (sh *shapes) len() int {
+	if m := sh.m.Load(); m != nil {
+		return len(*m)
+	}
+	return 0
+}
+
+// shapeSource is the shaped script for ops: the check script's op
+// functions, then check.lua's ARGV rebuilt from the shape's literals and
+// the call's ARGV, then check.lua.
+func shapeSource(ops []shapeOp) string {
+	var b strings.Builder
+	b.WriteString(checkPrelude)
+	b.WriteString("local ARGV = {ARGV[1], ARGV[2]")
+	next := shapeFirst
+	for _, op := range ops {
+		for _, s := range []string{op.kind, op.gate, op.undo, strconv.Itoa(len(op.args))} {
+			b.WriteString(", ")
+			b.WriteString(luaQuote(s))
+		}
+		for i, a := range op.args {
+			b.WriteString(", ")
+			if at, wide := batchWide(op.kind, i); wide {
+				b.WriteString("ARGV[" + strconv.Itoa(at) + "]")
+				continue
+			}
+			if varies(op.kind, i) {
+				b.WriteString("ARGV[" + strconv.Itoa(next) + "]")
+				next++
+				continue
+			}
+			b.WriteString(luaQuote(a.(string)))
+		}
+	}
+	b.WriteString("}\n")
+	b.WriteString(checkLua)
+	return b.String()
+}
+
+// luaQuote writes s as a Lua 5.1 string literal: letters, digits and a few
+// marks as they are, every other byte as a decimal escape, so that no
+// value can end the literal or change the script.
+func luaQuote(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 2)
+	b.WriteByte('"')
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', strings.IndexByte("_.:-+|?", c) >= 0:
+			b.WriteByte(c)
+		default:
+			// always three digits, so that a digit after it is not read
+			// as part of it
+			b.WriteByte('\\')
+			b.WriteByte('0' + c/100)
+			b.WriteByte('0' + c/10%10)
+			b.WriteByte('0' + c%10)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}

@@ -39,12 +39,13 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	id := randomID()
 
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
+	var flooding plan // the plan flooded made, which reserve then runs
 	computed, refused := s.match.verdict(Attempts, e.now, req.CaptchaSolved)
 	if !refused && busy != nil {
-		computed, refused, slot = e.flooded(ctx, &s, device, id, req.CaptchaSolved, &b)
+		computed, refused, slot = e.flooded(ctx, &s, device, id, req.CaptchaSolved, &b, &flooding)
 	}
 	if !refused {
-		p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved)
+		p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved, &flooding)
 		if errors.Is(b.err, ErrOverloaded) {
 			computed = s.flow.shed()
 		}
@@ -83,11 +84,11 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // (b's source then says so), else admitted once a slot frees up (a known
 // device first) and left to the store, or shed with the flow's shed
 // verdict. It returns the verdict, whether it is final, and the slot
-// taken (nil for none).
-func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch) (Verdict, bool, chan struct{}) {
-	p := e.checkPlan(s, device, id, solved)
+// taken (nil for none). The plan it made is left in *p, for reserve.
+func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch, p *plan) (Verdict, bool, chan struct{}) {
+	*p = e.checkPlan(s, device, id, solved)
 	if held := e.recall.held(p.ops, e.now(), false); held != nil {
-		if v := e.combine(s.flow, &p, batch{res: held}, solved); v.Action != Proceed {
+		if v := e.combine(s.flow, p, batch{res: held}, solved); v.Action != Proceed {
 			b.src = SourceRecall
 			return v, true, nil
 		}
@@ -102,9 +103,14 @@ func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, so
 // reserve runs a check's (or send's) plan through Reserve and combines the
 // verdict; a refused call's reservations are undone (in the store's script,
 // or here when a full store's held state refused what it let through). The
-// caller returns b.err when it is ErrOverloaded.
-func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, solved bool) (plan, batch, Verdict) {
-	p := e.checkPlan(s, device, id, solved)
+// caller returns b.err when it is ErrOverloaded. It runs *planned when
+// flooded made it (a plan has no clock in it, so waiting for a slot leaves
+// it as it was), else makes the plan.
+func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, solved bool, planned *plan) (plan, batch, Verdict) {
+	p := *planned
+	if p.ops == nil {
+		p = e.checkPlan(s, device, id, solved)
+	}
 	gates := p.gates(s.flow)
 	b := e.do(ctx, s.flow, p.ops, &reservation{gates, solved})
 	if errors.Is(b.err, ErrOverloaded) {

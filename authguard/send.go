@@ -40,14 +40,15 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	device := e.deviceID(&s, req.DeviceToken)
 
 	computed, b, p := Verdict{}, batch{src: SourceNone}, plan{allowance: -1}
+	var flooding plan // the plan flooded made, which reserve then runs
 	refused := false
 	if reason := s.flow.Send.refuses(&d); reason != "" {
 		computed, refused = Verdict{Action: Deny, Reasons: []Reason{reason}}, true
 	} else if computed, refused = s.match.verdict(Sends, e.now, req.CaptchaSolved); !refused && busy != nil {
-		computed, refused, slot = e.flooded(ctx, &s, device, "", req.CaptchaSolved, &b)
+		computed, refused, slot = e.flooded(ctx, &s, device, "", req.CaptchaSolved, &b, &flooding)
 	}
 	if !refused {
-		p, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved)
+		p, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved, &flooding)
 		if errors.Is(b.err, ErrOverloaded) {
 			computed = s.flow.shed()
 		}

@@ -677,10 +677,13 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
 	}
-	keys := make([]string, 0, len(ops))
-	sops := make([]shapeOp, 0, len(ops))
 	// skipped says which ops were left out (the spares when deferSpares).
 	skipped := func(i int) bool { return deferSpares && gates[i].Spare() }
+	keys := make([]string, 0, len(ops))
+	var kb [512]byte
+	shape := kb[:0]
+	args := make([]any, 0, 4+2*len(ops))
+	args = append(args, flag(solved), flag(deferSpares), now, expire)
 	for i, op := range ops {
 		if i >= len(gates) {
 			return nil, false, fmt.Errorf("op %d (%T) has no gate", i, op)
@@ -688,28 +691,37 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		if skipped(i) {
 			continue
 		}
-		c, err := encode(op, now, expire)
-		kind := scriptKinds[c.script]
-		if err != nil || kind == "" {
-			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
-		}
-		keys = append(keys, c.key)
 		undo := ""
 		if gates[i].Undo {
 			undo = authguard.UndoAction(op)
 		}
-		sops = append(sops, shapeOp{kind: kind, gate: blockLetters[gates[i].Block], undo: undo, args: c.args})
+		var ok bool
+		if shape, args, ok = appendShape(shape, args, op, blockLetters[gates[i].Block], undo); !ok {
+			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
+		}
+		keys = append(keys, op.StoreKey())
 	}
-	var kb [512]byte
-	script, args := checkSourced, []any(nil)
-	if sc := s.shapes.script(shapeKey(kb[:0], sops), sops); sc != nil {
-		script, args = sc, shapeArgs(make([]any, 0, 4+2*len(sops)), solved, deferSpares, now, expire, sops)
-	} else {
-		args = make([]any, 0, 2+len(ops)*24)
-		args = append(args, flag(solved), flag(deferSpares))
-		for _, op := range sops {
-			args = append(args, op.kind, op.gate, op.undo, len(op.args))
-			args = append(args, op.args...)
+	script := s.shapes.lookup(shape)
+	if script == nil {
+		// A shape not seen yet, or one past maxShapes: every argument
+		// formatted, for the shape's script or the generic one.
+		sops := make([]shapeOp, 0, len(keys))
+		for i, op := range ops {
+			if skipped(i) {
+				continue
+			}
+			c, err := encode(op, now, expire)
+			if err != nil {
+				return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
+			}
+			undo := ""
+			if gates[i].Undo {
+				undo = authguard.UndoAction(op)
+			}
+			sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: blockLetters[gates[i].Block], undo: undo, args: c.args})
+		}
+		if script = s.shapes.add(shape, sops); script == nil {
+			script, args = checkSourced, genericArgs(solved, deferSpares, sops)
 		}
 	}
 	cmd, err := s.evalCheck(ctx, script, keys, args)
@@ -753,6 +765,19 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	}
 	undone, _ := out[sent].(int64)
 	return res, undone == 1, nil
+}
+
+// genericArgs is the generic check script's ARGV for ops: solved,
+// deferred, then per op its kind, gate, undo, number of arguments and every
+// argument (check.lua).
+func genericArgs(solved, deferred bool, ops []shapeOp) []any {
+	args := make([]any, 0, 2+len(ops)*24)
+	args = append(args, flag(solved), flag(deferred))
+	for _, op := range ops {
+		args = append(args, op.kind, op.gate, op.undo, len(op.args))
+		args = append(args, op.args...)
+	}
+	return args
 }
 
 // unavailable wraps a failed call's error as authguard.ErrStoreUnavailable.

@@ -5,8 +5,11 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/authguard"
 )
 
 // A shape is check.lua specialised to one arrangement of ops: each op's
@@ -93,55 +96,80 @@ type shapeOp struct {
 	args             []any // encode's arguments, each a string
 }
 
-// shapeKey appends to key what makes ops' shape: per op its kind, gate,
-// undo, its number of arguments and every argument that does not vary,
-// each length-prefixed so that no two shapes share a key.
-func shapeKey(key []byte, ops []shapeOp) []byte {
+// appendShape appends to key what makes op's shape (its kind, gate and
+// undo, and every argument of encode's that does not vary, each
+// length-prefixed or ended so that no two shapes share a key), and to args
+// its varying arguments in encode's order, straight from op's fields: no
+// argument is formatted as a string unless it is sent. ok is false for an
+// op check.lua does not run. TestAppendShape_AgreesWithEncode holds it to
+// encode's arguments.
+func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ []byte, _ []any, ok bool) {
 	field := func(s string) {
 		key = strconv.AppendInt(key, int64(len(s)), 10)
 		key = append(key, ':')
 		key = append(key, s...)
 	}
-	for _, op := range ops {
-		field(op.kind)
-		field(op.gate)
-		field(op.undo)
-		key = strconv.AppendInt(key, int64(len(op.args)), 10)
-		key = append(key, ';')
-		for i, a := range op.args {
-			if _, wide := batchWide(op.kind, i); wide || varies(op.kind, i) {
-				key = append(key, '.')
-				continue
-			}
-			field(a.(string))
-		}
+	number := func(n int64) {
+		key = strconv.AppendInt(key, n, 10)
+		key = append(key, ',')
 	}
-	return key
+	millis := func(d time.Duration) { number(d.Milliseconds()) }
+	switch op := op.(type) {
+	case *authguard.BackoffOp:
+		field("b")
+		field(gate)
+		field(undo)
+		p := op.Policy
+		field(op.Action.String())
+		number(int64(p.Free))
+		millis(p.Base)
+		key = strconv.AppendFloat(key, p.Factor, 'g', -1, 64)
+		key = append(key, ',')
+		millis(p.Max)
+		millis(p.ForgetAfter)
+		millis(op.SeenWindow)
+		args = append(args, op.Fingerprint, op.Attempt)
+	case *authguard.LogOp:
+		field("l")
+		field(gate)
+		field(undo)
+		field(op.Action.String())
+		number(int64(len(op.Windows)))
+		for _, w := range op.Windows {
+			millis(w.Length)
+			number(int64(w.Limit))
+		}
+		args = append(args, op.Member, flag(op.Bypass))
+	case *authguard.RateOp:
+		field("r")
+		field(gate)
+		field(undo)
+		r := op.Rate
+		field(r.Algorithm.String())
+		field(op.Action.String())
+		millis(r.Window)
+		millis(r.Interval)
+		number(int64(r.Limit))
+		number(int64(r.MinPercent))
+		args = append(args, strconv.Itoa(op.Cost))
+	default:
+		return key, args, false
+	}
+	return key, args, true
 }
 
-// shapeArgs appends the shaped script's ARGV for ops: solved, deferred,
-// now, expire, then each op's varying arguments.
-func shapeArgs(args []any, solved, deferred bool, now, expire string, ops []shapeOp) []any {
-	args = append(args, flag(solved), flag(deferred), now, expire)
-	for _, op := range ops {
-		for i, a := range op.args {
-			if varies(op.kind, i) {
-				args = append(args, a)
-			}
-		}
-	}
-	return args
-}
-
-// script returns the shaped script for ops, whose shape's key is key: made
-// and kept when new, or nil when maxShapes are kept already (the caller
-// then sends the generic script).
-func (sh *shapes) script(key []byte, ops []shapeOp) *sourced {
+// lookup returns the shaped script whose shape's key is key, or nil.
+func (sh *shapes) lookup(key []byte) *sourced {
 	if m := sh.m.Load(); m != nil {
-		if sc, ok := (*m)[string(key)]; ok {
-			return sc
-		}
+		return (*m)[string(key)]
 	}
+	return nil
+}
+
+// add makes and keeps the shaped script for ops, whose shape's key is key,
+// and returns it; or nil when maxShapes are kept already (the caller then
+// sends the generic script).
+func (sh *shapes) add(key []byte, ops []shapeOp) *sourced {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old := map[string]*sourced{}

@@ -24,7 +24,8 @@ if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "p
   return redis.error_reply("log.lua: unknown action " .. action)
 end
 -- now and the longest window also as the strings they came in, since a
--- string.format costs as much as a Redis call's dispatch.
+-- string.format costs as much as a Redis call's dispatch. (A shape, shape.go,
+-- writes the windows as Lua numbers, which tonumber returns as they are.)
 local nows = now
 now, bypass, expire = tonumber(now), bypass == "1", expire == "1"
 local longest, longests, cap = 0, "0", 0

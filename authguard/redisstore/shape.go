@@ -1,6 +1,7 @@
 package redisstore
 
 import (
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -225,13 +226,36 @@ func shapeSource(ops []shapeOp) string {
 				next++
 				continue
 			}
-			b.WriteString(luaQuote(a.(string)))
+			if v := a.(string); numeric(op.kind, i) && numberLiteral.MatchString(v) {
+				b.WriteString(v)
+			} else {
+				b.WriteString(luaQuote(v))
+			}
 		}
 	}
 	b.WriteString("}\n")
 	b.WriteString(checkLua)
 	return b.String()
 }
+
+// numeric reports whether an op script reads its argument i only through
+// tonumber: a shape writes it as a Lua number, which tonumber returns as it
+// is, instead of a string Redis's Lua parses on every call (each a strtod).
+func numeric(kind string, i int) bool {
+	switch kind {
+	case "b":
+		return i == bFree || i == bBase || i == bFactor || i == bMax || i == bForget || i == bWindow
+	case "l":
+		return i >= lArgs // the window_ms, limit pairs
+	case "r":
+		return i == rWindow || i == rInterval || i == rLimit || i == rMinPercent
+	}
+	return false
+}
+
+// numberLiteral is what strconv formats a policy's number as, and a Lua 5.1
+// number literal reads as the same number.
+var numberLiteral = regexp.MustCompile(`^-?[0-9]+(\.[0-9]+)?(e[+-]?[0-9]+)?$`)
 
 // luaQuote writes s as a Lua 5.1 string literal: letters, digits and a few
 // marks as they are, every other byte as a decimal escape, so that no

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -141,4 +142,37 @@ func strs(args []any) []string {
 		}
 	}
 	return s
+}
+
+// TestShapeSource_PolicyNumbersAreLuaNumbers: the numbers an op script
+// reads only through tonumber are written into a shape as Lua numbers (no
+// strtod per call); every other fixed argument as a quoted string.
+func TestShapeSource_PolicyNumbersAreLuaNumbers(t *testing.T) {
+	ops := []authguard.Op{
+		&authguard.BackoffOp{Key: "k", Action: authguard.BackoffCharge, Policy: backoff.Policy{Free: 5, Base: time.Second, Factor: 1.5, Max: 30 * time.Minute, ForgetAfter: 24 * time.Hour}, SeenWindow: time.Hour},
+		&authguard.LogOp{Key: "k", Action: authguard.LogAdmit, Windows: spraydetect.Windows{{Length: 7 * time.Hour, Limit: 17}}},
+		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: 50 * time.Millisecond, Limit: 200}, Cost: 1},
+	}
+	var sops []shapeOp
+	for _, op := range ops {
+		c, err := encode(op, "", "1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: "0", args: c.args})
+	}
+	src := shapeSource(sops)
+	for _, n := range []string{"5", "1000", "1.5", "1800000", "86400000", "3600000", "25200000", "17", "50", "200"} {
+		if !strings.Contains(src, ", "+n+",") && !strings.Contains(src, ", "+n+"}") {
+			t.Errorf("%s is not written as a number in the shape", n)
+		}
+		if strings.Contains(src, `"`+n+`"`) {
+			t.Errorf("%s is written as a string in the shape", n)
+		}
+	}
+	for _, s := range []string{`"charge"`, `"admit"`, `"token_bucket"`, `"take"`} {
+		if !strings.Contains(src, s) {
+			t.Errorf("%s is not written as a string in the shape", s)
+		}
+	}
 }

@@ -211,10 +211,11 @@ func shapeSource(ops []shapeOp) string {
 	b.WriteString("local ARGV = {ARGV[1], ARGV[2]")
 	next := shapeFirst
 	for _, op := range ops {
-		for _, s := range []string{op.kind, op.gate, op.undo, strconv.Itoa(len(op.args))} {
+		for _, s := range []string{op.kind, op.gate, op.undo} {
 			b.WriteString(", ")
 			b.WriteString(luaQuote(s))
 		}
+		b.WriteString(", " + strconv.Itoa(len(op.args))) // n, read through tonumber
 		for i, a := range op.args {
 			b.WriteString(", ")
 			if at, wide := batchWide(op.kind, i); wide {

@@ -31,10 +31,13 @@ import (
 // to the memory store's answers.
 //
 // Shapes come from the policies in the config and from which optional
-// signals a request carries, so there are few; an instance keeps at most
-// maxShapes and sends any other check with the generic script, so no
-// caller can grow Redis's script cache (TestShapes_AFloodOfShapesCannotGrowRedisScriptCache).
-const maxShapes = 256
+// signals a request carries, so there are few; each costs Redis 70-100 KB
+// (its source and its compiled function, INFO memory's used_memory_scripts
+// and used_memory_lua). An instance keeps at most maxShapes, about 12 MB of
+// Redis's memory at most, and sends any other check with the generic
+// script, so no caller can grow Redis's script cache
+// (TestShapes_AFloodOfShapesCannotGrowRedisScriptCache).
+const maxShapes = 128
 
 // The shaped script's own ARGV: these four, then each op's varying
 // arguments in order.
@@ -208,7 +211,7 @@ func (sh *shapes) len() int {
 func shapeSource(ops []shapeOp) string {
 	var b strings.Builder
 	b.WriteString(checkPrelude)
-	b.WriteString("local ARGV = {ARGV[1], ARGV[2]")
+	b.WriteString("local ARGV = {ARGV[" + strconv.Itoa(shapeSolved) + "], ARGV[" + strconv.Itoa(shapeDeferred) + "]")
 	next := shapeFirst
 	for _, op := range ops {
 		for _, s := range []string{op.kind, op.gate, op.undo} {

@@ -31,11 +31,9 @@ func (r *recorder) reset() {
 	r.body.Reset()
 }
 
-// BenchmarkCheckReport is one login as the service sees it: a check that
-// proceeds and a success report, through the router, middleware, decoding,
-// the engine on the memory store (real clock) and verdict encoding. Accounts
-// and addresses cycle through 4096 pairs; each success clears its counter.
-func BenchmarkCheckReport(b *testing.B) {
+// benchAPI is the service as tollgate serve builds it on the memory store:
+// the built-in policy, metrics on, the real clock.
+func benchAPI(b *testing.B) *api.API {
 	store := memstore.New(memstore.Config{})
 	metrics := api.NewMetrics(nil)
 	eng, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Secret: testSecret, Observe: metrics.Observe})
@@ -46,6 +44,15 @@ func BenchmarkCheckReport(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	return a
+}
+
+// BenchmarkCheckReport is one login as the service sees it: a check that
+// proceeds and a success report, through the router, middleware, decoding,
+// the engine on the memory store (real clock) and verdict encoding. Accounts
+// and addresses cycle through 4096 pairs; each success clears its counter.
+func BenchmarkCheckReport(b *testing.B) {
+	a := benchAPI(b)
 	checkURL, _ := url.Parse("/v1/check")
 	reportURL, _ := url.Parse("/v1/report")
 	hdr := http.Header{"Content-Type": {"application/json"}}
@@ -96,16 +103,7 @@ func BenchmarkCheckReport(b *testing.B) {
 // and verdict encoding. Its allocations are what the garbage collector
 // pays for per check (BENCHMARKS.md).
 func BenchmarkCheck_FreshSubjects(b *testing.B) {
-	store := memstore.New(memstore.Config{})
-	metrics := api.NewMetrics(nil)
-	eng, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Secret: testSecret, Observe: metrics.Observe})
-	if err != nil {
-		b.Fatal(err)
-	}
-	a, err := api.New(api.Config{Engine: eng, Store: store, Metrics: metrics})
-	if err != nil {
-		b.Fatal(err)
-	}
+	a := benchAPI(b)
 	checkURL, _ := url.Parse("/v1/check")
 	hdr := http.Header{"Content-Type": {"application/json"}}
 	rec := &recorder{h: http.Header{}}

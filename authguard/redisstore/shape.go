@@ -118,11 +118,22 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ 
 		key = append(key, ',')
 	}
 	millis := func(d time.Duration) { number(d.Milliseconds()) }
+	kind := ""
+	switch op.(type) {
+	case *authguard.BackoffOp:
+		kind = "b"
+	case *authguard.LogOp:
+		kind = "l"
+	case *authguard.RateOp:
+		kind = "r"
+	default:
+		return key, args, false
+	}
+	field(kind)
+	field(gate)
+	field(undo)
 	switch op := op.(type) {
 	case *authguard.BackoffOp:
-		field("b")
-		field(gate)
-		field(undo)
 		p := op.Policy
 		field(op.Action.String())
 		number(int64(p.Free))
@@ -134,9 +145,6 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ 
 		millis(op.SeenWindow)
 		args = append(args, op.Fingerprint, op.Attempt)
 	case *authguard.LogOp:
-		field("l")
-		field(gate)
-		field(undo)
 		field(op.Action.String())
 		number(int64(len(op.Windows)))
 		for _, w := range op.Windows {
@@ -145,9 +153,6 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ 
 		}
 		args = append(args, op.Member, flag(op.Bypass))
 	case *authguard.RateOp:
-		field("r")
-		field(gate)
-		field(undo)
 		r := op.Rate
 		field(r.Algorithm.String())
 		field(op.Action.String())
@@ -156,8 +161,6 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ 
 		number(int64(r.Limit))
 		number(int64(r.MinPercent))
 		args = append(args, strconv.Itoa(op.Cost))
-	default:
-		return key, args, false
 	}
 	return key, args, true
 }

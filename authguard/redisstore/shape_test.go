@@ -120,17 +120,7 @@ func TestShapes_AFloodOfShapesCannotGrowRedisScriptCache(t *testing.T) {
 	s := newStore(t, c, nil)
 	redisstore.SetMaxShapes(s, 5)
 	ctx := context.Background()
-	scripts := func() int {
-		info, err := c.Info(ctx, "memory").Result()
-		if err != nil {
-			t.Fatal(err)
-		}
-		n, err := strconv.Atoi(infoField(info, "number_of_cached_scripts"))
-		if err != nil {
-			t.Fatalf("number_of_cached_scripts: %v", err)
-		}
-		return n
-	}
+	scripts := func() int { return infoInt(t, c, "memory", "number_of_cached_scripts") }
 	before := scripts()
 	for i := range 40 {
 		window := time.Duration(i+1) * time.Minute

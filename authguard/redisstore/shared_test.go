@@ -27,13 +27,19 @@ func writes(t *testing.T, addr string) int {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	info, err := c.Info(context.Background(), "stats").Result()
+	return infoInt(t, c, "stats", "total_writes_processed")
+}
+
+// infoInt is the number INFO section reports as name.
+func infoInt(t *testing.T, c *redis.Client, section, name string) int {
+	t.Helper()
+	info, err := c.Info(context.Background(), section).Result()
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, err := strconv.Atoi(infoField(info, "total_writes_processed"))
+	n, err := strconv.Atoi(infoField(info, name))
 	if err != nil {
-		t.Fatalf("total_writes_processed: %v", err)
+		t.Fatalf("%s: %v", name, err)
 	}
 	return n
 }

@@ -3,8 +3,11 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
@@ -128,4 +131,67 @@ func BenchmarkRedisCPULogin(b *testing.B) {
 			b.ReportMetric(commandStats(b, c)["evalsha"]["usec"]/float64(b.N), "redis-µs/login")
 		})
 	}
+}
+
+// BenchmarkRedisCPUShapes is a fresh login check with every signal (the
+// "check/ipv4" of BenchmarkRedisCPU) sent as the generic check script, every
+// argument in each call, and as its shape (shape.go), side by side:
+// redis-µs/op is Redis's own time in EVALSHA per check (INFO commandstats,
+// which leaves out reading the call's arguments off the connection), and
+// redis-cpu-µs/op its whole CPU per check (INFO cpu, which counts it and
+// the round trip). Fresh keys for every check: FLUSHALL before each run.
+//
+//	go test -run '^$' -bench BenchmarkRedisCPUShapes -count 8 ./authguard/redisstore/
+func BenchmarkRedisCPUShapes(b *testing.B) {
+	ctx := context.Background()
+	for _, mode := range []string{"generic", "shaped"} {
+		b.Run(mode, func(b *testing.B) {
+			c := singleClient(b)
+			st := benchRedis(b, c)
+			if mode == "generic" {
+				redisstore.SetMaxShapes(st.(*redisstore.Store), 0)
+			}
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			if err != nil {
+				b.Fatal(err)
+			}
+			// one check first, so that the shape is loaded before the count
+			if _, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "warm@example.com", IP: "192.0.2.1"}); err != nil {
+				b.Fatal(err)
+			}
+			c.ConfigResetStat(ctx)
+			before := redisCPU(b, c)
+			for i := 0; b.Loop(); i++ {
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("user", i, "@example.com"),
+					IP: fmt.Sprintf("203.0.%d.%d", i/250%256, i%250), PasswordFingerprint: fmt.Sprint("fp", i)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if v.Action != authguard.Proceed {
+					b.Fatalf("check %d: %v", i, v.Action)
+				}
+			}
+			b.ReportMetric(evalshaMicros(b, c), "redis-µs/op")
+			b.ReportMetric((redisCPU(b, c)-before)/float64(b.N), "redis-cpu-µs/op")
+		})
+	}
+}
+
+// redisCPU is Redis's CPU so far in µs: INFO cpu's used_cpu_user and
+// used_cpu_sys.
+func redisCPU(b *testing.B, c *redis.Client) float64 {
+	b.Helper()
+	info, err := c.Info(context.Background(), "cpu").Result()
+	if err != nil {
+		b.Fatal(err)
+	}
+	var total float64
+	for _, name := range []string{"used_cpu_user", "used_cpu_sys"} {
+		v, err := strconv.ParseFloat(infoField(info, name), 64)
+		if err != nil {
+			b.Fatalf("%s: %v", name, err)
+		}
+		total += v * 1e6
+	}
+	return total
 }

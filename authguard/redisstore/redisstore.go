@@ -701,7 +701,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		}
 		keys = append(keys, op.StoreKey())
 	}
-	script := s.shapes.lookup(shape)
+	script, made := s.shapes.lookup(shape), false
 	if script == nil {
 		// A shape not seen yet, or one past maxShapes: every argument
 		// formatted, for the shape's script or the generic one.
@@ -720,11 +720,11 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			}
 			sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: blockLetters[gates[i].Block], undo: undo, args: c.args})
 		}
-		if script = s.shapes.add(shape, sops); script == nil {
+		if script, made = s.shapes.add(shape, sops); script == nil {
 			script, args = checkSourced, genericArgs(solved, deferSpares, sops)
 		}
 	}
-	cmd, err := s.evalCheck(ctx, script, keys, args)
+	cmd, err := s.evalCheck(ctx, script, made, keys, args)
 	if err != nil {
 		return nil, false, fmt.Errorf("batch script: %w", err)
 	}

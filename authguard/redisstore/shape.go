@@ -174,9 +174,11 @@ func (sh *shapes) lookup(key []byte) *sourced {
 }
 
 // add makes and keeps the shaped script for ops, whose shape's key is key,
-// and returns it; or nil when maxShapes are kept already (the caller then
-// sends the generic script).
-func (sh *shapes) add(key []byte, ops []shapeOp) *sourced {
+// and returns it, and whether this call made it (Redis has not seen it from
+// this instance: send it with EVAL, which runs and loads it in one round
+// trip, rather than an EVALSHA bound to fail with NOSCRIPT); or nil when
+// maxShapes are kept already (the caller then sends the generic script).
+func (sh *shapes) add(key []byte, ops []shapeOp) (_ *sourced, made bool) {
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
 	old := map[string]*sourced{}
@@ -184,10 +186,10 @@ func (sh *shapes) add(key []byte, ops []shapeOp) *sourced {
 		old = *m
 	}
 	if sc, ok := old[string(key)]; ok {
-		return sc
+		return sc, false
 	}
 	if len(old) >= sh.max {
-		return nil
+		return nil, false
 	}
 	m := make(map[string]*sourced, len(old)+1)
 	for k, v := range old {
@@ -197,7 +199,7 @@ func (sh *shapes) add(key []byte, ops []shapeOp) *sourced {
 	sc := &sourced{redis.NewScript(src), src}
 	m[string(key)] = sc
 	sh.m.Store(&m)
-	return sc
+	return sc, true
 }
 
 // len returns how many shapes are kept.

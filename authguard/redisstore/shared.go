@@ -50,19 +50,24 @@ func newShared(c redis.UniversalClient) (*shared, error) {
 	return &shared{ap: ap}, nil
 }
 
-// evalCheck runs script (check.lua or a shape of it) with keys and args: on a connection of its own
+// evalCheck runs script (check.lua or a shape of it) with keys and args,
+// by EVAL when the script is new to Redis (a shape this call made), else by
+// EVALSHA: on a connection of its own
 // when few calls are in flight, else in the pipeliner's next batch. A
 // script missing on the node (restart, SCRIPT FLUSH, failover) is sent
 // again with EVAL, which loads it. The error is a transport's or the
 // deadline's; the script's own reply, error or not, is in the command.
-func (s *Store) evalCheck(ctx context.Context, script *sourced, keys []string, args []any) (*redis.Cmd, error) {
+func (s *Store) evalCheck(ctx context.Context, script *sourced, isNew bool, keys []string, args []any) (*redis.Cmd, error) {
 	sh := s.shared
 	if sh == nil {
-		return evalAlone(ctx, s.client, script, keys, args), nil
+		return evalAlone(ctx, s.client, script, isNew, keys, args), nil
 	}
 	defer sh.inflight.Add(-1)
 	if sh.inflight.Add(1) <= sharedAfter {
-		return evalAlone(ctx, s.client, script, keys, args), nil
+		return evalAlone(ctx, s.client, script, isNew, keys, args), nil
+	}
+	if isNew {
+		return sh.send(ctx, "eval", script.source, keys, args)
 	}
 	cmd, err := sh.send(ctx, "evalsha", script.Hash(), keys, args)
 	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
@@ -71,7 +76,10 @@ func (s *Store) evalCheck(ctx context.Context, script *sourced, keys []string, a
 	return cmd, err
 }
 
-func evalAlone(ctx context.Context, c redis.Scripter, script *sourced, keys []string, args []any) *redis.Cmd {
+func evalAlone(ctx context.Context, c redis.Scripter, script *sourced, isNew bool, keys []string, args []any) *redis.Cmd {
+	if isNew {
+		return script.Eval(ctx, c, keys, args...)
+	}
 	cmd := script.EvalSha(ctx, c, keys, args...)
 	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
 		cmd = script.Eval(ctx, c, keys, args...)

@@ -199,3 +199,67 @@ func TestLuaQuote_EveryByteComesBackAsItWent(t *testing.T) {
 		}
 	}
 }
+
+// TestShapes_AnACLWithoutEVALStillAnswers: a Redis user whose ACL refuses
+// EVAL (but allows EVALSHA and SCRIPT LOAD) still gets every check answered
+// by Redis, alone or sharing round trips: a shape new to the instance, and
+// one the node lost (SCRIPT FLUSH), is loaded with SCRIPT LOAD and run by
+// its hash when EVAL answers NOPERM, instead of every new shape falling to
+// the fail mode.
+func TestShapes_AnACLWithoutEVALStillAnswers(t *testing.T) {
+	srv := redistest.Server(t)
+	admin := redis.NewClient(&redis.Options{Addr: srv.Addr})
+	defer admin.Close()
+	ctx := context.Background()
+	if err := admin.Do(ctx, "ACL", "SETUSER", "limited", "on", ">limited-secret", "~*", "&*", "+@all", "-eval").Err(); err != nil {
+		t.Fatal(err)
+	}
+	for _, shared := range []bool{false, true} {
+		t.Run(fmt.Sprint("shared=", shared), func(t *testing.T) {
+			c := redis.NewClient(&redis.Options{Addr: srv.Addr, Username: "limited", Password: "limited-secret", MaxRetries: -1})
+			defer c.Close()
+			if err := c.Eval(ctx, "return 1", nil).Err(); err == nil || !strings.HasPrefix(err.Error(), "NOPERM") {
+				t.Fatalf("EVAL as the limited user: %v; want NOPERM", err)
+			}
+			s, err := redisstore.New(redisstore.Config{Client: c, Timeout: 5 * time.Second, SharedRoundTrips: shared})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			var mu sync.Mutex
+			var failed []error
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret,
+				Observe: func(ev authguard.Event) {
+					if ev.StoreErr != nil || ev.Source != authguard.SourceStore {
+						mu.Lock()
+						defer mu.Unlock()
+						failed = append(failed, fmt.Errorf("%v from %v", ev.StoreErr, ev.Source))
+					}
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for round := range 2 {
+				if err := admin.ScriptFlush(ctx).Err(); err != nil { // the node lost them
+					t.Fatal(err)
+				}
+				var wg sync.WaitGroup
+				for i := range 8 { // more than sharedAfter at once
+					wg.Go(func() {
+						v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprintf("u%d-%d@example.com", round, i),
+							IP: fmt.Sprintf("192.0.%d.%d", round, i+1), PasswordFingerprint: fmt.Sprint("fp", i%2)})
+						if err != nil || v.Action != authguard.Proceed {
+							mu.Lock()
+							defer mu.Unlock()
+							failed = append(failed, fmt.Errorf("check %d: %+v, %v", i, v, err))
+						}
+					})
+				}
+				wg.Wait()
+			}
+			if len(failed) > 0 {
+				t.Errorf("%d checks not answered by Redis, the first: %v", len(failed), failed[0])
+			}
+		})
+	}
+}

@@ -50,41 +50,44 @@ func newShared(c redis.UniversalClient) (*shared, error) {
 	return &shared{ap: ap}, nil
 }
 
-// evalCheck runs script (check.lua or a shape of it) with keys and args,
-// by EVAL when the script is new to Redis (a shape this call made), else by
-// EVALSHA: on a connection of its own
-// when few calls are in flight, else in the pipeliner's next batch. A
-// script missing on the node (restart, SCRIPT FLUSH, failover) is sent
-// again with EVAL, which loads it. The error is a transport's or the
-// deadline's; the script's own reply, error or not, is in the command.
+// evalCheck runs script (check.lua or a shape of it) with keys and args:
+// on a connection of its own when few calls are in flight, else in the
+// pipeliner's next batch. A script new to Redis (a shape this call made)
+// goes by EVAL, which runs and loads it; any other by EVALSHA, and again by
+// EVAL when the node has lost it (restart, SCRIPT FLUSH, failover). Where
+// an ACL refuses EVAL (NOPERM), the script is loaded with SCRIPT LOAD and
+// run by EVALSHA. The error is a transport's or the deadline's; the
+// script's own reply, error or not, is in the command.
 func (s *Store) evalCheck(ctx context.Context, script *sourced, isNew bool, keys []string, args []any) (*redis.Cmd, error) {
 	sh := s.shared
-	if sh == nil {
-		return evalAlone(ctx, s.client, script, isNew, keys, args), nil
+	alone := sh == nil
+	if !alone {
+		defer sh.inflight.Add(-1)
+		alone = sh.inflight.Add(1) <= sharedAfter
 	}
-	defer sh.inflight.Add(-1)
-	if sh.inflight.Add(1) <= sharedAfter {
-		return evalAlone(ctx, s.client, script, isNew, keys, args), nil
-	}
-	if isNew {
+	// call sends one EVALSHA (byHash) or EVAL of script.
+	call := func(byHash bool) (*redis.Cmd, error) {
+		switch {
+		case alone && byHash:
+			return script.EvalSha(ctx, s.client, keys, args...), nil
+		case alone:
+			return script.Eval(ctx, s.client, keys, args...), nil
+		case byHash:
+			return sh.send(ctx, "evalsha", script.Hash(), keys, args)
+		}
 		return sh.send(ctx, "eval", script.source, keys, args)
 	}
-	cmd, err := sh.send(ctx, "evalsha", script.Hash(), keys, args)
-	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd, err = sh.send(ctx, "eval", script.source, keys, args)
+	if !isNew {
+		cmd, err := call(true)
+		if err != nil || !redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
+			return cmd, err
+		}
+	}
+	cmd, err := call(false)
+	if err == nil && redis.HasErrorPrefix(cmd.Err(), "NOPERM") && script.Load(ctx, s.client).Err() == nil {
+		cmd, err = call(true)
 	}
 	return cmd, err
-}
-
-func evalAlone(ctx context.Context, c redis.Scripter, script *sourced, isNew bool, keys []string, args []any) *redis.Cmd {
-	if isNew {
-		return script.Eval(ctx, c, keys, args...)
-	}
-	cmd := script.EvalSha(ctx, c, keys, args...)
-	if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-		cmd = script.Eval(ctx, c, keys, args...)
-	}
-	return cmd
 }
 
 // send queues one EVALSHA or EVAL and waits for its reply or ctx's end. A

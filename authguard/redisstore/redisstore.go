@@ -691,12 +691,9 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		if skipped(i) {
 			continue
 		}
-		undo := ""
-		if gates[i].Undo {
-			undo = authguard.UndoAction(op)
-		}
+		gate, undo := header(op, gates[i])
 		var ok bool
-		if shape, args, ok = appendShape(shape, args, op, blockLetters[gates[i].Block], undo); !ok {
+		if shape, args, ok = appendShape(shape, args, op, gate, undo); !ok {
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
 		keys = append(keys, op.StoreKey())
@@ -714,11 +711,8 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			if err != nil {
 				return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 			}
-			undo := ""
-			if gates[i].Undo {
-				undo = authguard.UndoAction(op)
-			}
-			sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: blockLetters[gates[i].Block], undo: undo, args: c.args})
+			gate, undo := header(op, gates[i])
+			sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: gate, undo: undo, args: c.args})
 		}
 		if script, made = s.shapes.add(shape, sops); script == nil {
 			script, args = checkSourced, genericArgs(solved, deferSpares, sops)
@@ -765,6 +759,15 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	}
 	undone, _ := out[sent].(int64)
 	return res, undone == 1, nil
+}
+
+// header is an op's gate as check.lua reads it, and its undo action ("" for
+// none).
+func header(op authguard.Op, g authguard.Gate) (gate, undo string) {
+	if g.Undo {
+		undo = authguard.UndoAction(op)
+	}
+	return blockLetters[g.Block], undo
 }
 
 // genericArgs is the generic check script's ARGV for ops: solved,

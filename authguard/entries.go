@@ -225,6 +225,26 @@ type entries struct {
 	sets   sync.Map   // tenant → *entrySet
 	reads  atomic.Uint64
 	stored map[string]uint64 // tenant → the read whose set is stored
+	// created is the Unix millisecond of the last entry this engine made.
+	created atomic.Int64
+}
+
+// entryCreated returns a new entry's creation time: now to the millisecond,
+// or one millisecond after the last entry this engine made when that is
+// later, so entries made within one millisecond list in the order they
+// were made rather than by their random ids.
+func (e *Engine) entryCreated() time.Time {
+	now := e.now().Truncate(time.Millisecond)
+	for {
+		last := e.entries.created.Load()
+		at := now
+		if now.UnixMilli() <= last {
+			at = time.UnixMilli(last + 1).In(now.Location())
+		}
+		if e.entries.created.CompareAndSwap(last, at.UnixMilli()) {
+			return at
+		}
+	}
 }
 
 func (e *Engine) entrySet(tenant string) *entrySet {
@@ -328,7 +348,7 @@ func (e *Engine) AddEntry(ctx context.Context, req EntryRequest) (Entry, error) 
 		return Entry{}, err
 	}
 	x.ID = randomID()
-	x.Created = e.now().Truncate(time.Millisecond)
+	x.Created = e.entryCreated()
 	x.Expires = x.Created.Add(req.TTL)
 	ctx = context.WithoutCancel(ctx)
 	if err := es.PutEntry(ctx, e.entriesKey(tenant), x.ID, x.encode(), req.TTL, MaxEntries); err != nil {

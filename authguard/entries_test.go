@@ -557,3 +557,27 @@ func TestEntries_AStaleRefreshCannotDropANewEntry(t *testing.T) {
 		t.Errorf("after a stale refresh finished: %v %v, want delay (the new entry)", v.Action, err)
 	}
 }
+
+// TestEntries_MadeInOneMillisecondListInTheOrderMade: ListEntries promises
+// oldest first; entries made while the clock stays in one millisecond
+// (a script denying and allowing at once) must not come back in the order
+// of their random ids.
+func TestEntries_MadeInOneMillisecondListInTheOrderMade(t *testing.T) {
+	h := newHarness(t, "")
+	var made []string
+	for i := range 12 {
+		x := h.entry(authguard.EntryRequest{Kind: authguard.EntryBlock, IPRange: fmt.Sprintf("203.0.%d.0/24", i)})
+		made = append(made, x.ID)
+	}
+	l, err := h.e.ListEntries(context.Background(), "", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var listed []string
+	for _, x := range l {
+		listed = append(listed, x.ID)
+	}
+	if strings.Join(listed, " ") != strings.Join(made, " ") {
+		t.Errorf("listed %v, want the order made %v", listed, made)
+	}
+}

@@ -20,6 +20,12 @@ SRC = os.path.join(HERE, "src", "tollgate")
 PY_FILES = sorted(glob.glob(os.path.join(HERE, "**", "*.py"), recursive=True))
 
 
+def parse(path: str) -> ast.Module:
+    """The syntax tree of the Python file at path."""
+    with open(path, encoding="utf-8") as f:
+        return ast.parse(f.read())
+
+
 def stdlib_modules() -> frozenset:
     names = getattr(sys, "stdlib_module_names", None)
     if names is not None:
@@ -40,7 +46,7 @@ class Package(unittest.TestCase):
     def test_the_package_imports_the_standard_library_only(self) -> None:
         std = stdlib_modules()
         for path in glob.glob(os.path.join(SRC, "*.py")):
-            tree = ast.parse(open(path, encoding="utf-8").read())
+            tree = parse(path)
             for node in ast.walk(tree):
                 names = []
                 if isinstance(node, ast.Import):
@@ -62,12 +68,12 @@ class Package(unittest.TestCase):
                             self.assertTrue(inspect.getdoc(member), "%s.%s" % (name, attr))
         for path in glob.glob(os.path.join(SRC, "*.py")):
             with self.subTest(module=os.path.basename(path)):
-                self.assertTrue(ast.get_docstring(ast.parse(open(path, encoding="utf-8").read())))
+                self.assertTrue(ast.get_docstring(parse(path)))
 
     def test_it_is_typed(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(SRC, "py.typed")))
         for path in glob.glob(os.path.join(SRC, "*.py")):
-            tree = ast.parse(open(path, encoding="utf-8").read())
+            tree = parse(path)
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                     with self.subTest(file=os.path.basename(path), function=node.name):

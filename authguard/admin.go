@@ -222,5 +222,6 @@ func (e *Engine) deleteMatching(ctx context.Context, pattern string) (int, error
 		_, _ = fd.DeleteMatching(ctx, pattern)
 	}
 	e.recall.forgetMatching(pattern)
+	e.records.forgetMatching(pattern)
 	return d.DeleteMatching(ctx, pattern)
 }

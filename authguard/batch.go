@@ -96,7 +96,11 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 	local := continueHeld(ops, b.held)
 	if f.FailMode == FailOpen && e.fallback != nil {
 		end := e.span(ctx, SpanFallback)
+		e.seedRecords(ctx, ops)
 		res, undone, ferr := r.run(ctx, e.fallback, local)
+		if ferr == nil && !undone && len(res) == len(ops) {
+			ferr = r.spendHeld(ctx, e.fallback, local, res, b.held)
+		}
 		end(ferr)
 		if ferr == nil && len(res) == len(ops) {
 			b.res, b.src, b.undone = res, SourceFallback, undone
@@ -106,6 +110,48 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 		}
 	}
 	return b
+}
+
+// spendHeld spends, on the fallback st, the spare allowances of a check
+// that the fallback answered (res) with no shared wait of its own while
+// the store's held state has one: combine reads that wait too, so the
+// spares exempt the check from it and must be spent, as Finish spends them
+// for a wait the store answered. A check they then fail to exempt is
+// refused by combine and its charges refunded (reserve).
+func (r *reservation) spendHeld(ctx context.Context, st Store, ops []Op, res, held []Result) error {
+	if r == nil || held == nil || Blocked(r.gates, res, r.solved) || sharedWait(r.gates, res) {
+		return nil
+	}
+	waits := false
+	for i, g := range r.gates {
+		if g.Block == BlockShared && held[i].Wait > 0 {
+			waits = true
+		}
+	}
+	if !waits {
+		return nil
+	}
+	var spares []Op
+	var at []int
+	for i, g := range r.gates {
+		if g.Spare() && !res[i].Charged {
+			spares, at = append(spares, ops[i]), append(at, i)
+		}
+	}
+	if spares == nil {
+		return nil
+	}
+	got, err := st.Do(ctx, spares)
+	if err == nil && len(got) != len(spares) {
+		err = ErrStoreUnavailable
+	}
+	if err != nil {
+		return err
+	}
+	for j, i := range at {
+		res[i] = got[j]
+	}
+	return nil
 }
 
 // wroteBack settles carried write-back ops: when written, the store's

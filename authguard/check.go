@@ -116,6 +116,9 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 	if errors.Is(b.err, ErrOverloaded) {
 		return p, b, Verdict{}
 	}
+	if b.src == SourceStore {
+		e.learnRecords(&p, b.res)
+	}
 	v := e.combine(s.flow, &p, b, solved)
 	switch {
 	case b.undone || b.res == nil:
@@ -124,13 +127,14 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 	case b.src == SourceFallback && !errors.Is(b.err, ErrStoreFull):
 		// What a check the fallback let through counted, for the store; a
 		// refused one is refunded and leaves nothing to write back. An
-		// owner allowance exempts nothing on the fallback (it holds no
-		// verified destination), so none is spent on the store either.
+		// owner allowance the fallback spent (it holds the records the
+		// store was last seen to hold: records.go) is written back as
+		// spent; one it only peeked writes nothing.
 		ops, res := p.ops, b.res
 		if p.owned {
 			ops, res = nil, nil
 			for i, op := range p.ops {
-				if ro := p.meta[i].role; ro != roleOwner && ro != roleAllowanceSolved && ro != roleVerified && ro != roleAllowance {
+				if ro := p.meta[i].role; ro != roleVerified && ro != roleAllowance {
 					ops, res = append(ops, op), append(res, b.res[i])
 				}
 			}

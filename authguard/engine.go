@@ -81,6 +81,9 @@ type Config struct {
 	// fail-closed answer start from them, and while the process is
 	// flooded a call they already refuse is answered without the store.
 	// Negative turns it off. The default is 32 MiB (about 150,000 keys).
+	// A quarter as much again holds the records the store was last seen
+	// to hold (a known network, a verified destination: records.go), so
+	// that an owner exempt by one stays exempt while the store fails.
 	RecallBytes int64
 	// Notifier, when set, is told of what the engine sees that an owner or
 	// a security team should hear of (Notice): the notices each flow's
@@ -117,6 +120,7 @@ type Engine struct {
 	// take when slots are all taken; nil for none.
 	priority chan struct{}
 	recall   *recall
+	records  *recall // the records the store holds, as last seen (records.go)
 	// writeBack queues what the fallback counted for the store.
 	writeBack writeBack
 	wait      time.Duration
@@ -191,6 +195,7 @@ func New(cfg Config) (*Engine, error) {
 		slots:    slots,
 		priority: priority,
 		recall:   newRecall(cfg.RecallBytes),
+		records:  newRecall(cfg.RecallBytes / 4),
 		wait:     cfg.QueueWait,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,

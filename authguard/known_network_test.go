@@ -245,3 +245,98 @@ func TestKnownNetwork_AFlowCanTurnThemOff(t *testing.T) {
 		}
 	}
 }
+
+// A store blip: the fallback that answers while the store fails starts
+// empty and held no record, so an owner without her device token, whom
+// the store exempts from the delay an attacker elsewhere made, was held to
+// that delay (6 minutes here) for a fault of a second. Each engine now
+// remembers the records the store showed it and writes them into the
+// fallback while the store fails: she goes ahead there as on the store,
+// whether the engine learned her network from her success or from her
+// last check, and the attacker still waits.
+func TestKnownNetwork_AStoreBlipDoesNotHoldTheOwnerToTheAttackersDelay(t *testing.T) {
+	for _, seen := range []string{"her success", "her last check"} {
+		t.Run(seen, func(t *testing.T) {
+			h := newHarness(t, "")
+			const victim = "victim@example.com"
+			h.attempt(victim, ownerAddr, authguard.Success, "")
+			for range 12 {
+				h.timedGuess(victim)
+			}
+			if seen == "her last check" {
+				if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action != authguard.Proceed {
+					t.Fatalf("store up, the owner: %v %v, want proceed", v.Action, v.Reasons)
+				}
+			}
+			h.clock.Advance(time.Second)
+			h.store.fail.Store(true)
+			if v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr}); v.Action != authguard.Delay {
+				t.Errorf("store down, the attacker: %v, want the account's delay", v.Action)
+			}
+			v := h.check(authguard.CheckRequest{Account: victim, IP: ownerAddr})
+			if v.Action != authguard.Proceed {
+				t.Errorf("store down, the owner from her network: %v %v %v, want proceed", v.Action, v.Delay, v.Reasons)
+			}
+			if ev := h.events[len(h.events)-1]; ev.Source != authguard.SourceFallback {
+				t.Errorf("answered from %v, want the fallback", ev.Source)
+			}
+		})
+	}
+}
+
+// What the fallback lets the owner's network do it also counts: someone
+// behind her address gets the device rule's device_free (5) failures from
+// the fallback while the store fails and the account's delay runs, no
+// more; and the write-back gives the store what the network spent, so once
+// the store answers again the same day it gets none more.
+func TestKnownNetwork_DuringAnOutageSomeoneBehindTheOwnersAddressGetsDeviceFreeAtMost(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	h.store.fail.Store(true)
+	went := 0
+	for range 20 {
+		if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action == authguard.Proceed {
+			went++
+		}
+	}
+	if went != 5 {
+		t.Fatalf("failures from the owner's address during the outage: %d, want device_free (5)", went)
+	}
+	h.store.fail.Store(false)
+	h.clock.Advance(time.Minute)
+	went = 0
+	for range 20 {
+		if v := h.guessFor(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action == authguard.Proceed {
+			went++
+		}
+	}
+	if went != 0 {
+		t.Errorf("failures from the owner's address after the outage, the same day: %d, want 0 (the fallback's 5 written back)", went)
+	}
+	if wb := h.e.WriteBack(); wb.Queued != 0 || wb.Dropped != 0 {
+		t.Errorf("write-back %+v, want every op written", wb)
+	}
+}
+
+// A reset forgets what the engine remembers of the account's records too:
+// the thief's network the reset took from the store is not made known
+// again by the fallback during the next outage.
+func TestKnownNetwork_AResetIsNotUndoneByTheNextOutage(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, attackerAddr, authguard.Success, "")
+	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: victim, Reason: "password reset"}); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		h.guessFor(authguard.CheckRequest{Account: victim, IP: "192.0.2.1"})
+	}
+	h.store.fail.Store(true)
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: attackerAddr}); v.Action != authguard.Delay {
+		t.Fatalf("store down, the thief's network after the reset: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+}

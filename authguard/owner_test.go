@@ -246,3 +246,36 @@ func TestSend_ABomberNamingTheOwnersAccountElsewhereCannotSpendHerCaptchaCodes(t
 		h.clock.Advance(time.Minute)
 	}
 }
+
+// The same codes through a store blip: the fallback held no record that
+// her account verified the number from home, so during an outage she
+// waited out the number's quota the bomber filled, CAPTCHA solved or not.
+// The engine writes the records the store showed it into the fallback:
+// from home she gets her codes there as on the store, and the bomber
+// naming her account from elsewhere still waits the quota the engine
+// remembers (the recall, learned from his last send).
+func TestSend_AStoreBlipDoesNotWithholdTheOwnersCaptchaCodes(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t) // verified from 203.0.113.7
+	start := h.clock.Now()
+	h.bombed(t)
+	h.clock.Set(start.Add(4 * time.Hour))
+	if v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(3000), Account: "owner@example.com", CaptchaSolved: true}); v.Action == authguard.Proceed {
+		t.Fatal("the bomber naming her account from elsewhere at 4 h: proceed, want the destination's wait")
+	}
+	h.store.fail.Store(true)
+	if v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(3001), Account: "owner@example.com", CaptchaSolved: true}); v.Action == authguard.Proceed {
+		t.Fatal("store down, the bomber naming her account from elsewhere: proceed, want the destination's wait")
+	}
+	owner := authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: "owner@example.com", CaptchaSolved: true}
+	for i := range 3 {
+		v := h.send(owner)
+		if v.Action != authguard.Proceed {
+			t.Fatalf("store down, her code %d from home without her device, CAPTCHA solved: %v %v %v, want it", i, v.Action, v.Delay, v.Reasons)
+		}
+		if ev := h.events[len(h.events)-1]; ev.Source != authguard.SourceFallback {
+			t.Fatalf("her code %d answered from %v, want the fallback", i, ev.Source)
+		}
+		h.clock.Advance(time.Minute)
+	}
+}

@@ -333,7 +333,7 @@ func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
 		return
 	}
 	p.add(&LogOp{
-		Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: "v", Windows: f.net.record,
+		Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: recordMember, Windows: f.net.record,
 	}, f.device, roleCredit)
 	if a.exempt && a.device == "" {
 		p.add(&LogOp{
@@ -442,12 +442,12 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 	}
 	pair := v.account + "." + v.dest
 	p.add(&LogOp{
-		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: "v",
+		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: recordMember,
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleCredit)
 	if v.ip != "" && !v.flow.KnownNetworksOff {
 		p.add(&LogOp{
-			Key: storeKeyOf(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair, v.ip), Action: LogAdd, Member: "v",
+			Key: storeKeyOf(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair, v.ip), Action: LogAdd, Member: recordMember,
 			Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 		}, 0, roleCredit)
 	}

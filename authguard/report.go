@@ -86,6 +86,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 			e.verifiedOp(&p, verified)
 		}
 		b = e.do(ctx, s.flow, p.ops, nil)
+		if b.src == SourceStore {
+			e.learnRecords(&p, b.res)
+		}
 		if errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
 		}

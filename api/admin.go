@@ -80,6 +80,7 @@ type resetBody = wire.ResetRequest
 var resetFields = fields{
 	{"flow", "a string", true}, {"account", "a string", false}, {"ip", "a string", false},
 	{"destination", "a string", false}, {"channel", "a string", false}, {"reason", "a string", true},
+	{"ref", "a string", false},
 }
 
 // reset serves POST /v1/admin/reset: it clears one subject's state in a
@@ -96,7 +97,7 @@ func (a *API) reset(w http.ResponseWriter, r *http.Request) {
 	}
 	n, err := a.admin.Reset(r.Context(), authguard.ResetRequest{
 		Tenant: tenantOf(r.Context()), Flow: body.Flow, Account: body.Account, IP: body.IP,
-		Destination: body.Destination, Channel: body.Channel, Reason: body.Reason,
+		Destination: body.Destination, Channel: body.Channel, Reason: body.Reason, Ref: body.Ref,
 	})
 	if refusedBeforeStore(err) {
 		a.engineError(w, r, "reset", err)

@@ -67,3 +67,50 @@ func TestNotice_ReportWithABadRefTellsNothing(t *testing.T) {
 		t.Errorf("a refused report emitted %d notices and changed the store", notes.len())
 	}
 }
+
+// An administrator's reset of an account tells the account.reset notice
+// whom it concerns: the ref of the reset's body, as a check's does, and no
+// log line holds it.
+func TestNotice_AResetsRefReachesItsNotice(t *testing.T) {
+	notes := &noticeRecorder{}
+	h := newHarness(t, withNotifier(notes))
+	const account, ref = "Olivia@Example.com", "user-8c1f2e"
+	h.check(t, map[string]any{"flow": "login", "account": account, "ip": "192.0.2.1"})
+	res := h.post(t, "/v1/admin/reset", map[string]any{"flow": "login", "account": account, "reason": "ticket 4711", "ref": ref})
+	if res.status != http.StatusOK {
+		t.Fatalf("reset: %d %s", res.status, res.body)
+	}
+	notes.mu.Lock()
+	defer notes.mu.Unlock()
+	var got []authguard.Notice
+	for _, n := range notes.notes {
+		if n.Type == authguard.NoticeReset {
+			got = append(got, n)
+		}
+	}
+	if len(got) != 1 || got[0].Ref != ref || got[0].Subject != account {
+		t.Fatalf("reset notices %+v, want one for %q with ref %q", got, account, ref)
+	}
+	if strings.Contains(h.logs.String(), ref) {
+		t.Error("a log line holds the reset's ref")
+	}
+}
+
+// Mistake: a reset with a bad ref. It is refused with a problem before
+// anything is deleted, and tells no one.
+func TestNotice_AResetWithABadRefChangesNothing(t *testing.T) {
+	notes := &noticeRecorder{}
+	h := newHarness(t, withNotifier(notes))
+	h.check(t, map[string]any{"flow": "login", "account": "a", "ip": "192.0.2.1"})
+	before := h.keys()
+	res := h.post(t, "/v1/admin/reset", map[string]any{"flow": "login", "account": "a", "reason": "ticket 4711", "ref": "user\n1"})
+	if res.status != http.StatusBadRequest || res.header.Get("Content-Type") != "application/problem+json" {
+		t.Fatalf("status %d, content type %q; want a 400 problem", res.status, res.header.Get("Content-Type"))
+	}
+	if p := res.json(t); p["field"] != "ref" {
+		t.Errorf("problem %v, want field ref", p)
+	}
+	if notes.len() != 0 || len(h.keys()) != len(before) {
+		t.Errorf("a refused reset emitted %d notices and left %d keys of %d", notes.len(), len(h.keys()), len(before))
+	}
+}

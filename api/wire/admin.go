@@ -75,6 +75,11 @@ type ResetRequest struct {
 	// Reason goes to the audit log line. It is required, 1 to 200 bytes;
 	// write no identifier in it.
 	Reason string `json:"reason"`
+	// Ref is, with Account, the caller's own opaque reference for the
+	// account's owner, as in CheckRequest: passed only to the
+	// account.reset notice, so that its receiver knows whom it concerns;
+	// never stored or logged.
+	Ref string `json:"ref,omitempty"`
 }
 
 // ResetResult is the answer to POST /v1/admin/reset.

@@ -43,6 +43,9 @@ flags:
   -action A        deny only: block (the default) or captcha
   -id ID           remove (required): the entry's id, from entries
   -reason TEXT     reset, allow, deny, remove (required): why, with no identifier
+  -ref REF         reset -subject account: your own reference for the account's
+                   owner (your user id), passed only to the account.reset
+                   notice so that its receiver knows whom it concerns
   -token T         a bearer token (default $TOLLGATE_TOKEN); needed when
                    tollgate authenticates callers: admin:read to explain and
                    list entries, admin:write for the rest
@@ -75,6 +78,7 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 	denyAction := fs.String("action", "", "")
 	id := fs.String("id", "", "")
 	reason := fs.String("reason", "", "")
+	ref := fs.String("ref", "", "")
 	token := fs.String("token", getenv("TOLLGATE_TOKEN"), "")
 	if err := fs.Parse(args[1:]); err != nil {
 		return usageErr(err)
@@ -97,6 +101,8 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		return usageErr(errors.New("-id is required"))
 	case action != "explain" && action != "entries" && *reason == "":
 		return usageErr(fmt.Errorf("-reason is required to %s", action))
+	case *ref != "" && (action != "reset" || *subject != "account"):
+		return usageErr(errors.New("-ref is for reset -subject account only"))
 	}
 
 	method, path, body := http.MethodPost, "/v1/admin/"+action, map[string]string{}
@@ -126,6 +132,9 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		}
 		if action != "explain" {
 			body["reason"] = *reason
+		}
+		if *ref != "" {
+			body["ref"] = *ref
 		}
 		if entry {
 			body["expires_in"] = *expiresIn

@@ -208,14 +208,20 @@ func TestAdminCmd_ExplainAndResetAgainstServe(t *testing.T) {
 	if code, _, errOut := admin("", "explain", "-url", url, "-flow", "login", "-subject", "account"); code != 2 || !strings.Contains(errOut, "standard input") {
 		t.Errorf("no identifier: %d %s", code, errOut)
 	}
-	code, out, errOut = admin("zoe@example.com\n", "reset", "-url", url, "-flow", "login", "-subject", "account", "-reason", "on-call test")
+	if code, _, errOut := admin("192.0.2.3\n", "reset", "-url", url, "-flow", "login", "-subject", "ip", "-reason", "x", "-ref", "user-1"); code != 2 || !strings.Contains(errOut, "-ref") {
+		t.Errorf("a ref on an address's reset: %d %s", code, errOut)
+	}
+	if code, out, _ := admin("zoe@example.com\n", "reset", "-url", url, "-flow", "login", "-subject", "account", "-reason", "x", "-ref", strings.Repeat("r", 129)); code != 1 || !strings.Contains(out, `"field":"ref"`) {
+		t.Errorf("a ref too long: %d %s, want tollgate's 400 on field ref", code, out)
+	}
+	code, out, errOut = admin("zoe@example.com\n", "reset", "-url", url, "-flow", "login", "-subject", "account", "-reason", "on-call test", "-ref", "user-8c1f2e")
 	if code != 0 || !strings.Contains(out, `"deleted":`) {
 		t.Fatalf("reset: %d %s %s", code, out, errOut)
 	}
 	if _, out, _ = admin("zoe@example.com\n", "explain", "-url", url, "-flow", "login", "-subject", "account"); !strings.Contains(out, `"action":"proceed"`) {
 		t.Errorf("after the reset: %s", out)
 	}
-	if !strings.Contains(logs.String(), `"reason":"on-call test"`) || strings.Contains(logs.String(), "zoe@example.com") {
+	if !strings.Contains(logs.String(), `"reason":"on-call test"`) || strings.Contains(logs.String(), "zoe@example.com") || strings.Contains(logs.String(), "user-8c1f2e") {
 		t.Errorf("audit line missing, or the account in the log:\n%s", logs.String())
 	}
 }

@@ -260,6 +260,9 @@ class Answers(Base):
         s = self.stand_in(200, JSON, b'{"deleted":"1"}')
         with self.assertRaises(Unavailable):
             self.client(s.url).reset(flow="login", account=ALICE, reason="r")
+        s = self.stand_in(200, JSON, b'{"deleted":2}')
+        self.assertEqual(self.client(s.url).reset(ref="user-8c1f2e", reason="r", account="a", flow="login"), 2)
+        self.assertEqual(s.last().body, b'{"flow":"login","account":"a","reason":"r","ref":"user-8c1f2e"}')  # type: ignore[union-attr]
         s = self.stand_in(201, JSON, b'{"id":"e1","kind":"block","length":24}')
         e = self.client(s.url).deny(ip_range="203.0.113.0/24", expires_in="1h", reason="r", action="captcha")
         self.assertEqual((e.id, e.kind, e.length), ("e1", "block", 24))

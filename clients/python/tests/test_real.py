@@ -157,7 +157,7 @@ class RealTollgate(unittest.TestCase):
         self.assertEqual(x.verdict.action, "delay")
         self.assertEqual(self.backoff_count(), 5)
         self.assertTrue(any(r.subject == "ip" for r in x.rules), [r.rule for r in x.rules])
-        self.assertGreaterEqual(self.tg.reset(flow="login", account=ALICE, reason="test: owner verified"), 1)
+        self.assertGreaterEqual(self.tg.reset(flow="login", account=ALICE, reason="test: owner verified", ref="user-8c1f2e"), 1)
         self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
         with self.assertRaises(TollgateError) as cm:
             self.tg.reset(flow="login", account=ALICE, reason="")

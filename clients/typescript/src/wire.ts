@@ -204,6 +204,8 @@ export interface ResetRequest {
   channel?: Channel | (string & {}) | undefined;
   /** Goes to the audit log line; 1 to 200 bytes, no identifier. Required by tollgate. */
   reason: string;
+  /** With account: your own opaque reference for its owner (as in a check), passed only to the account.reset notice; never stored or logged. */
+  ref?: string | undefined;
 }
 
 /** The answer to reset. */
@@ -346,6 +348,7 @@ export const requestFields = {
     ["destination", false],
     ["channel", false],
     ["reason", true],
+    ["ref", false],
   ],
   entry: [
     ["flow", false],

@@ -49,7 +49,8 @@ test("check sends Go's body: wire order, empty optional fields left out, unknown
     await c.report({ flow: "", outcome: "failure" });
     await c.send({ destination: "+15550100", channel: "sms", captcha_solved: true });
     await c.reset({ flow: "login", reason: "" });
-    const [check, report, send, reset] = srv.requests;
+    await c.reset({ ref: "user-8c1f2e", reason: "ticket 4711", account: "a", flow: "login" });
+    const [check, report, send, reset, resetRef] = srv.requests;
     assert.equal(check?.path, "/prefix/v1/check");
     assert.equal(check?.method, "POST");
     assert.equal(check?.body, '{"flow":"login","account":"a","ip":"203.0.113.9"}');
@@ -61,6 +62,7 @@ test("check sends Go's body: wire order, empty optional fields left out, unknown
     assert.equal(send?.path, "/prefix/v1/otp/send");
     assert.equal(send?.body, '{"destination":"+15550100","channel":"sms","captcha_solved":true}');
     assert.equal(reset?.body, '{"flow":"login","reason":""}');
+    assert.equal(resetRef?.body, '{"flow":"login","account":"a","reason":"ticket 4711","ref":"user-8c1f2e"}');
   } finally {
     await srv.close();
   }

@@ -190,7 +190,7 @@ describe("a real tollgate", () => {
     assert.ok(backoff !== undefined, JSON.stringify(x.rules));
     assert.ok(backoff.count >= 5);
     assert.ok(Array.isArray(x.entries));
-    const r = await client.reset({ flow: "login", account, reason: "client test" });
+    const r = await client.reset({ flow: "login", account, reason: "client test", ref: "user-8c1f2e" });
     assert.ok(r.deleted >= 1, `deleted ${r.deleted}`);
     const v = await client.check({ flow: "login", account, ip }, failDelay);
     assert.equal(v.action, "proceed");

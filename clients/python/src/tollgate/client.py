@@ -560,13 +560,17 @@ class Client:
         ip: Optional[str] = None,
         destination: Optional[str] = None,
         channel: Optional[str] = None,
+        ref: Optional[str] = None,
     ) -> int:
         """Clear one subject's state in a flow; returns how many keys went.
-        tollgate audits it with reason (write no identifier in it). Needs
-        admin:write with auth. Raises TollgateError or Unavailable."""
+        tollgate audits it with reason (write no identifier in it). ref, with
+        account, is your own reference for its owner, passed only to the
+        account.reset notice, as in check. Needs admin:write with auth.
+        Raises TollgateError or Unavailable."""
         body = _omit_empty([
             ("flow", flow, True), ("account", account, False), ("ip", ip, False),
             ("destination", destination, False), ("channel", channel, False), ("reason", reason, True),
+            ("ref", ref, False),
         ])
         return int(self._admin("reset", "/v1/admin/reset", body, _wire.RESET_RESULT)["deleted"])
 

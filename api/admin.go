@@ -66,7 +66,7 @@ func (a *API) explain(w http.ResponseWriter, r *http.Request) {
 	}
 	for i, rs := range x.Rules {
 		out.Rules[i] = wire.RuleState{
-			Rule: rs.Rule, Reason: rs.Reason.String(), Subject: rs.Subject, Algorithm: rs.Algorithm.String(),
+			Rule: rs.Rule, Reason: rs.Reason.String(), Subject: rs.Subject, Algorithm: rs.Algorithm.String(), Facet: rs.Facet.String(),
 			Count: rs.Count, Remaining: rs.Remaining, WaitMS: rs.Wait.Milliseconds(), Over: rs.Over, ResetMS: rs.Reset.Milliseconds(),
 		}
 	}

@@ -25,6 +25,12 @@ type RuleState struct {
 	Reason    Reason
 	Subject   string
 	Algorithm Algorithm
+	// Facet, when not FacetNone, says the row is not the rule's own state
+	// but a part of it (a known network's record, its allowance, its
+	// slot: rows of the device rule) or of a send flow's owner allowance
+	// (no rule of the policy: Rule and Reason are then empty). Subject is
+	// then what that part counts, and Algorithm the log that keeps it.
+	Facet Facet
 	// Count is a backoff's failures or a log's members in its longest
 	// window; Remaining a rate rule's units left; Wait how long the next
 	// call would wait; Over whether it would be past the limit; Reset how
@@ -102,10 +108,17 @@ func (e *Engine) Explain(ctx context.Context, req ExplainRequest) (Explanation, 
 	}
 	for i, m := range p.meta {
 		r := &f.Rules[m.rule]
-		x.Rules = append(x.Rules, RuleState{
-			Rule: r.Name, Reason: r.Reason, Subject: r.Subject.String(), Algorithm: r.Algorithm,
+		st := RuleState{
+			Rule: r.Name, Reason: r.Reason, Subject: r.Subject.String(), Algorithm: r.Algorithm, Facet: m.facet,
 			Count: res[i].Count, Remaining: res[i].Remaining, Wait: res[i].Wait, Over: res[i].Over, Reset: res[i].Reset,
-		})
+		}
+		if m.facet != FacetNone {
+			st.Subject, st.Algorithm = m.facet.subject(), SlidingLog
+			if !m.facet.ownRule() {
+				st.Rule, st.Reason = "", ""
+			}
+		}
+		x.Rules = append(x.Rules, st)
 	}
 	return x, nil
 }

@@ -340,3 +340,45 @@ func TestKnownNetwork_AResetIsNotUndoneByTheNextOutage(t *testing.T) {
 		t.Fatalf("store down, the thief's network after the reset: %v %v, want the account's delay", v.Action, v.Reasons)
 	}
 }
+
+// Explain for a support desk: the known network's three ops used to show
+// as rows of the device rule, the record's "over" reading as a device past
+// its limit. Each now names its facet and what it counts, so that the desk
+// reads "her network is known, 0 of its 5 failures spent" beside the
+// account's delay, and from the attacker's address "not known".
+func TestExplain_KnownNetworkRowsSayWhatTheyAre(t *testing.T) {
+	h := newHarness(t, "")
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 8 {
+		h.timedGuess(victim)
+	}
+	for _, c := range []struct {
+		ip    string
+		known bool
+	}{{ownerAddr, true}, {attackerAddr, false}} {
+		x, err := h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "login", Account: victim, IP: c.ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		facets := map[authguard.Facet]authguard.RuleState{}
+		for _, r := range x.Rules {
+			if r.Rule == "device_backoff" && r.Facet == authguard.FacetNone {
+				t.Errorf("from %s: a device_backoff row without a facet: %+v", c.ip, r)
+			}
+			if r.Facet != authguard.FacetNone {
+				facets[r.Facet] = r
+			}
+		}
+		rec, ok := facets[authguard.FacetKnownNetwork]
+		if !ok || rec.Over != c.known || rec.Subject != "account+network" || rec.Algorithm != authguard.SlidingLog || rec.Facet.String() != "known_network" {
+			t.Errorf("from %s: the record's row %+v (found %v), want known_network, over %v", c.ip, rec, ok, c.known)
+		}
+		if a, ok := facets[authguard.FacetNetworkAllowance]; !ok || a.Count != 0 || a.Over {
+			t.Errorf("from %s: the allowance's row %+v (found %v), want 0 spent", c.ip, a, ok)
+		}
+		if _, ok := facets[authguard.FacetNetworkSlot]; !ok {
+			t.Errorf("from %s: no network_slot row", c.ip)
+		}
+	}
+}

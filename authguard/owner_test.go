@@ -1,6 +1,7 @@
 package authguard_test
 
 import (
+	"context"
 	"fmt"
 	"slices"
 	"testing"
@@ -277,5 +278,32 @@ func TestSend_AStoreBlipDoesNotWithholdTheOwnersCaptchaCodes(t *testing.T) {
 			t.Fatalf("her code %d answered from %v, want the fallback", i, ev.Source)
 		}
 		h.clock.Advance(time.Minute)
+	}
+}
+
+// Explain of a send flow for the owner's account and number: the rows of
+// the owner's allowance were filed under the flow's first rule, with its
+// name and reason. They now name no rule and say what they are: the number
+// verified (from this network), her codes, her resend.
+func TestExplain_OwnerAllowanceRowsNameNoRule(t *testing.T) {
+	h := newHarness(t, "")
+	h.ownerWithDevice(t) // verified from 203.0.113.7
+	x, err := h.e.Explain(context.Background(), authguard.ExplainRequest{Flow: "otp_send", Account: "owner@example.com", IP: "203.0.113.7", Destination: victim, Channel: "sms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]bool{}
+	for _, r := range x.Rules {
+		if r.Facet == authguard.FacetNone {
+			continue
+		}
+		if r.Rule != "" || r.Reason != "" || r.Algorithm != authguard.SlidingLog {
+			t.Errorf("owner row %+v: want no rule nor reason, a sliding log", r)
+		}
+		got[r.Facet.String()] = r.Over
+	}
+	want := map[string]bool{"verified_destination": true, "verified_network": true, "owner_codes": false, "owner_resend": false}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("owner rows (facet: over) %v, want %v", got, want)
 	}
 }

@@ -22,9 +22,76 @@ type plan struct {
 
 // meta is the rule an op stands for and how combine reads its result.
 type meta struct {
-	rule uint8 // index in Flow.Rules
-	role role
+	rule  uint8 // index in Flow.Rules
+	role  role
+	facet Facet // what the op keeps when it is not its rule's own state
 }
+
+// Facet says what an op's state is when it is not its rule's own counter,
+// log or rate: a part of a device rule or of a send flow's owner
+// allowance. Explain shows it, so that such a row does not read as the
+// rule's own state.
+type Facet uint8
+
+const (
+	// FacetNone: the rule's own state.
+	FacetNone Facet = iota
+	// FacetKnownNetwork: the record that the account succeeded from the
+	// client's network; Over when it did.
+	FacetKnownNetwork
+	// FacetNetworkAllowance: the failures a day from that network that
+	// skip the account's delay (the device rule's device_free).
+	FacetNetworkAllowance
+	// FacetNetworkSlot: the network's place among the account's device
+	// slots.
+	FacetNetworkSlot
+	// FacetDeviceAllowance and FacetDeviceSlot: a known device's own
+	// allowance and its slot.
+	FacetDeviceAllowance
+	FacetDeviceSlot
+	// FacetVerifiedDestination: the record that the account verified the
+	// send's destination; Over when it did.
+	FacetVerifiedDestination
+	// FacetVerifiedNetwork: the record that it did so from the client's
+	// network; Over when it did.
+	FacetVerifiedNetwork
+	// FacetOwnerCodes: the codes a send flow keeps for the destination's
+	// owner (owner_codes).
+	FacetOwnerCodes
+	// FacetOwnerResend: the owner's one code per owner_resend.
+	FacetOwnerResend
+)
+
+var facetNames = [...]string{"", "known_network", "network_allowance", "network_slot", "device_allowance", "device_slot",
+	"verified_destination", "verified_network", "owner_codes", "owner_resend"}
+
+// String returns the facet's name as the API shows it: "" for FacetNone.
+func (f Facet) String() string {
+	if int(f) < len(facetNames) {
+		return facetNames[f]
+	}
+	return ""
+}
+
+// subject is what a facet's key counts, as Explain shows it.
+func (f Facet) subject() string {
+	switch f {
+	case FacetKnownNetwork, FacetNetworkAllowance:
+		return "account+network"
+	case FacetNetworkSlot, FacetDeviceSlot:
+		return "account"
+	case FacetDeviceAllowance:
+		return "account+device"
+	case FacetVerifiedNetwork:
+		return "account+destination+network"
+	}
+	return "account+destination"
+}
+
+// ownRule reports whether a facet's op belongs to the rule it is filed
+// under (the device rule's parts), rather than to a send flow's owner
+// allowance, which no rule of the policy names.
+func (f Facet) ownRule() bool { return f <= FacetDeviceSlot }
 
 // planOps is where a plan's slices and ops live: one allocation for what a
 // login check's plan made eight of (issue 27). A plan that outgrows it
@@ -74,7 +141,13 @@ func (p *plan) rateOp() *RateOp {
 
 func (p *plan) add(op Op, rule int, ro role) {
 	p.ops = append(p.ops, op)
-	p.meta = append(p.meta, meta{uint8(rule), ro})
+	p.meta = append(p.meta, meta{rule: uint8(rule), role: ro})
+}
+
+// addFacet is add for an op that keeps a facet of its rule (Facet).
+func (p *plan) addFacet(op Op, rule int, ro role, f Facet) {
+	p.ops = append(p.ops, op)
+	p.meta = append(p.meta, meta{rule: uint8(rule), role: ro, facet: f})
 }
 
 // role says how combine reads an operation's result.
@@ -237,18 +310,18 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSt
 	r := &f.Rules[i]
 	if st.allowance != 0 {
 		p.allowance = len(p.ops)
-		p.add(&LogOp{
+		p.addFacet(&LogOp{
 			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
 			Action: st.allowance, Member: st.member,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
-		}, i, roleAllowance)
+		}, i, roleAllowance, FacetDeviceAllowance)
 	}
 	if st.slot != 0 {
-		p.add(&LogOp{
+		p.addFacet(&LogOp{
 			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
 			Action: st.slot, Member: device,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
-		}, i, roleAllowance)
+		}, i, roleAllowance, FacetDeviceSlot)
 	}
 	o := p.backoffOp()
 	*o = BackoffOp{
@@ -308,7 +381,7 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	rec := p.logOp()
 	*rec = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
 	p.ops = slices.Insert(p.ops, 0, Op(rec))
-	p.meta = slices.Insert(p.meta, 0, meta{uint8(f.device), roleVerified})
+	p.meta = slices.Insert(p.meta, 0, meta{rule: uint8(f.device), role: roleVerified, facet: FacetKnownNetwork})
 	if step == LogAdmit {
 		p.allowance = len(p.ops)
 	} else {
@@ -316,10 +389,10 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	}
 	allowance := p.logOp()
 	*allowance = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
-	p.add(allowance, f.device, roleOwner)
+	p.addFacet(allowance, f.device, roleOwner, FacetNetworkAllowance)
 	slot := p.logOp()
 	*slot = LogOp{Key: storeKey(s.prefix, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
-	p.add(slot, f.device, roleOwner)
+	p.addFacet(slot, f.device, roleOwner, FacetNetworkSlot)
 }
 
 // knownNetwork adds to the plan of a success report that settles attempt a
@@ -402,10 +475,10 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	pair := s.account + "." + s.dest
 	// The record holds one member, "v"; a peek of another is Over exactly
 	// when the record is there.
-	p.add(&LogOp{
+	p.addFacet(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
-	}, 0, roleVerified)
+	}, 0, roleVerified, FacetVerifiedDestination)
 	key, ro := ownerKey, roleOwner
 	if !known {
 		key, ro = captchaKey, roleAllowanceSolved
@@ -413,25 +486,25 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 		// verified the destination from: a bomber elsewhere who names her
 		// account cannot spend the codes kept for her.
 		if s.ip != "" && !f.KnownNetworksOff {
-			p.add(&LogOp{
+			p.addFacet(&LogOp{
 				Key: storeKeyOf(s.prefix, s.tenant, f.Name, verifiedNetKey, pair, s.ip), Action: LogPeek, Member: "?",
 				Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
-			}, 0, roleVerified)
+			}, 0, roleVerified, FacetVerifiedNetwork)
 		}
 	}
 	// The allowance is spare: spent only on a send it exempted (Finish).
 	p.allowance = len(p.ops)
-	p.add(&LogOp{
+	p.addFacet(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
 		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
-	}, 0, ro)
+	}, 0, ro, FacetOwnerCodes)
 	// And one of her codes, exempted or not, per OwnerResend at most: they
 	// skip what others made the destination wait, not her own resend
 	// interval.
-	p.add(&LogOp{
+	p.addFacet(&LogOp{
 		Key: storeKey(s.prefix, s.tenant, f.Name, key+".last", pair), Action: LogAdmit, Member: id,
 		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}},
-	}, 0, roleAllowance)
+	}, 0, roleAllowance, FacetOwnerResend)
 }
 
 // verifiedOp records, on a success report that names a destination of a

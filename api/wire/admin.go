@@ -42,6 +42,13 @@ type RuleState struct {
 	Subject string `json:"subject"`
 	// Algorithm is the rule's algorithm, such as "backoff".
 	Algorithm string `json:"algorithm"`
+	// Facet is "" for the rule's own state; else the part the row shows,
+	// kept in a sliding log: "known_network", "network_allowance" or
+	// "network_slot" (rows of the device rule, for a client without a
+	// device token), or, on a send flow, "verified_destination",
+	// "verified_network", "owner_codes" or "owner_resend" (the owner's
+	// allowance, which no rule names: Rule and Reason are then empty).
+	Facet string `json:"facet"`
 	// Count is a backoff's failures, or a log's members in its longest
 	// window.
 	Count int `json:"count"`

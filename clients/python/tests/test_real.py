@@ -157,6 +157,9 @@ class RealTollgate(unittest.TestCase):
         self.assertEqual(x.verdict.action, "delay")
         self.assertEqual(self.backoff_count(), 5)
         self.assertTrue(any(r.subject == "ip" for r in x.rules), [r.rule for r in x.rules])
+        self.assertEqual([r.facet for r in x.rules if r.reason == "account_backoff"], [""])
+        record = [r for r in x.rules if r.facet == "known_network"]
+        self.assertEqual([(r.over, r.subject) for r in record], [(False, "account+network")])
         self.assertGreaterEqual(self.tg.reset(flow="login", account=ALICE, reason="test: owner verified", ref="user-8c1f2e"), 1)
         self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
         with self.assertRaises(TollgateError) as cm:

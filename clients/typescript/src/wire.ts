@@ -140,6 +140,13 @@ export interface RuleState {
   subject: string;
   /** The rule's algorithm, such as "backoff". */
   algorithm: string;
+  /**
+   * "" for the rule's own state; else the part the row shows: "known_network" (over: the
+   * network is known), "network_allowance", "network_slot" (rows of the device rule), or on a
+   * send flow "verified_destination", "verified_network", "owner_codes", "owner_resend" (the
+   * owner's allowance, which no rule names: rule and reason are then "").
+   */
+  facet: string;
   /** A backoff's failures, or a log's members in its longest window. */
   count: number;
   /** A rate rule's units left. */
@@ -442,6 +449,7 @@ export const adminShapes = {
         reason: "string",
         subject: "string",
         algorithm: "string",
+        facet: "string",
         count: "int",
         remaining: "int",
         wait_ms: "int",

@@ -189,6 +189,12 @@ describe("a real tollgate", () => {
     const backoff = x.rules.find((r) => r.reason === "account_backoff");
     assert.ok(backoff !== undefined, JSON.stringify(x.rules));
     assert.ok(backoff.count >= 5);
+    assert.equal(backoff.facet, "");
+    const fromIP = await client.explain({ flow: "login", account, ip });
+    const record = fromIP.rules.find((r) => r.facet === "known_network");
+    assert.ok(record !== undefined, JSON.stringify(fromIP.rules));
+    assert.equal(record.over, false, "a network the account never succeeded from is not known");
+    assert.equal(record.subject, "account+network");
     assert.ok(Array.isArray(x.entries));
     const r = await client.reset({ flow: "login", account, reason: "client test", ref: "user-8c1f2e" });
     assert.ok(r.deleted >= 1, `deleted ${r.deleted}`);

@@ -219,6 +219,7 @@ RULE_STATE: Schema = {
     "reason": "str",
     "subject": "str",
     "algorithm": "str",
+    "facet": "str",
     "count": "int",
     "remaining": "int",
     "wait_ms": "int",

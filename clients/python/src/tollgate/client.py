@@ -70,12 +70,17 @@ Field = Tuple[str, Union[str, int, bool]]
 
 @dataclass
 class RuleState:
-    """One rule's state in an :class:`Explanation`."""
+    """One rule's state in an :class:`Explanation`. facet is "" for the
+    rule's own state; else the part the row shows: "known_network" (over:
+    the network is known), "network_allowance", "network_slot", or on a send
+    flow "verified_destination", "verified_network", "owner_codes",
+    "owner_resend" (no rule names these: rule and reason are then "")."""
 
     rule: str = ""
     reason: str = ""
     subject: str = ""
     algorithm: str = ""
+    facet: str = ""
     count: int = 0
     remaining: int = 0
     wait_ms: int = 0

@@ -87,13 +87,15 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // taken (nil for none). The plan it made is left in *p, for reserve.
 func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch, p *plan) (Verdict, bool, chan struct{}) {
 	*p = e.checkPlan(s, device, id, solved)
-	if held := e.recall.held(p.ops, e.now(), false); held != nil {
+	held := e.recall.held(p.ops, e.now(), false)
+	known := e.knownRecords(p, held)
+	if held != nil {
 		if v := e.combine(s.flow, p, batch{res: held}, solved); v.Action != Proceed {
 			b.src = SourceRecall
 			return v, true, nil
 		}
 	}
-	slot, err := e.acquire(ctx, device != "", true)
+	slot, err := e.acquire(ctx, device != "" || known, true)
 	if err != nil {
 		return s.flow.shed(), true, nil
 	}

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
 const (
@@ -381,4 +385,62 @@ func TestExplain_KnownNetworkRowsSayWhatTheyAre(t *testing.T) {
 			t.Errorf("from %s: no network_slot row", c.ip)
 		}
 	}
+}
+
+// A flood: with every call slot taken, a check the recall already refuses
+// is answered from it. The recall remembers the account's delay, so the
+// owner without her device token, from her known network, was answered
+// that delay without the store ever being asked. Her network's record is
+// remembered too (records.go): her check is not refused from memory, takes
+// a slot kept for priority calls as a known device's does, and the store
+// lets her through; the attacker's flood is still answered from memory.
+func TestKnownNetwork_AFloodDoesNotAnswerTheOwnerFromMemory(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	gate := &gatedStore{Store: memstore.New(memstore.Config{Now: clock.Now}), held: make(chan struct{}, 8), open: make(chan struct{})}
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+		Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const victim = "victim@example.com"
+	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ownerAddr})
+	e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: ownerAddr, Outcome: authguard.Success, Attempt: v.Attempt})
+	for i := range 9 {
+		ip := fmt.Sprint("198.18.0.", i+1)
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ip})
+		if v.Action == authguard.Proceed {
+			e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		clock.Advance(v.Delay)
+	}
+	if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: attackerAddr}); v.Action != authguard.Delay {
+		t.Fatalf("before the flood, the attacker: %v, want the account's delay", v.Action)
+	}
+	gate.n.Store(3) // the next three calls hang and take every ordinary slot
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("slow", i), IP: "192.0.2.1"})
+		})
+	}
+	for range 3 {
+		<-gate.held
+	}
+	before := gate.passes.Load()
+	for i := range 100 {
+		if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: fmt.Sprintf("198.19.0.%d", i+1)}); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonAccountBackoff {
+			t.Fatalf("flooded check %d: %+v, want the account's delay", i, v)
+		}
+	}
+	if n := gate.passes.Load() - before; n != 0 {
+		t.Errorf("the flood reached the store %d times, want 0", n)
+	}
+	if v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ownerAddr}); err != nil || v.Action != authguard.Proceed {
+		t.Errorf("the owner from her known network during the flood: %+v %v, want proceed", v, err)
+	}
+	close(gate.open)
+	wg.Wait()
 }

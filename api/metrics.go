@@ -316,7 +316,7 @@ func (m *Metrics) AddDecisionLog(dropped func() int64) {
 }
 
 // AddEngine exports what an engine keeps for store faults and floods: the
-// recall (tollgate_recall_keys, tollgate_recall_bytes) and the write-back
+// recall (tollgate_recall_keys, tollgate_recall_bytes, tollgate_recall_records) and the write-back
 // of what the fallback counted (tollgate_writeback_queued,
 // tollgate_writeback_written_total, tollgate_writeback_dropped_total), read
 // at every scrape.
@@ -330,6 +330,10 @@ func (m *Metrics) AddEngine(e EngineStats) {
 			Name: "tollgate_recall_bytes",
 			Help: "What the remembered answers are accounted to cost (bounded by the engine's recall budget).",
 		}, func() float64 { return float64(e.Recall().Bytes) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "tollgate_recall_records",
+			Help: "Records (known networks, verified destinations) the store was last seen to hold, remembered so that the owners they exempt stay exempt through store faults and floods.",
+		}, func() float64 { return float64(e.Recall().Records) }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "tollgate_writeback_queued",
 			Help: "Operations the fail-open fallback counted that wait for the store to answer again.",

@@ -272,21 +272,31 @@ type RecallStats struct {
 	Keys int64
 	// Bytes is what they are accounted to cost.
 	Bytes int64
+	// Records and RecordBytes are the same for the records the store was
+	// last seen to hold (known networks, verified destinations:
+	// records.go), in a budget of their own.
+	Records, RecordBytes int64
 }
 
 // Recall reports what the engine remembers of the store's answers.
 func (e *Engine) Recall() RecallStats {
-	r := e.recall
-	if r == nil {
-		return RecallStats{}
-	}
 	var st RecallStats
+	st.Keys, st.Bytes = e.recall.stats()
+	st.Records, st.RecordBytes = e.records.stats()
+	return st
+}
+
+// stats returns the entries r holds and what they are accounted to cost.
+func (r *recall) stats() (keys, bytes int64) {
+	if r == nil {
+		return 0, 0
+	}
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
-		st.Keys += int64(sh.lru.Len())
-		st.Bytes += sh.bytes
+		keys += int64(sh.lru.Len())
+		bytes += sh.bytes
 		sh.mu.Unlock()
 	}
-	return st
+	return keys, bytes
 }

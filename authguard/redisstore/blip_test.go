@@ -512,3 +512,61 @@ func TestBlip_ClusterMasterKilledForgetsNoDelay(t *testing.T) {
 		t.Errorf("the instances answered from the Cluster again %v after the kill, want within 10 s", back)
 	}
 }
+
+// Against a real redis-server stalled by DEBUG SLEEP: an attacker has put
+// the account in a delay, and its owner, without her device token, checks
+// from the network she signed in from. Redis exempts her; the fallback
+// that answers during the stall held no record of her network and held her
+// to the attacker's delay. The engine now writes the records Redis showed
+// it into the fallback: she goes ahead during the stall too, and the
+// attacker still waits.
+func TestBlip_RealRedisStallKeepsTheOwnersKnownNetwork(t *testing.T) {
+	in := redistest.Server(t)
+	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	var src atomic.Value
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		MaxInFlight: s.PoolSize(), Observe: func(ev authguard.Event) { src.Store(ev.Source) },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const victim, home = "victim@example.com", "198.51.100.23"
+	v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: home})
+	if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: home, Outcome: authguard.Success, Attempt: v.Attempt}); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; ; i++ {
+		v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: fmt.Sprint("203.0.113.", i+1)})
+		if v.Action != authguard.Proceed {
+			break
+		}
+		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: fmt.Sprint("203.0.113.", i+1), Outcome: authguard.Failure, Attempt: v.Attempt})
+		if i > 20 {
+			t.Fatal("no delay after 20 failures")
+		}
+	}
+	done := make(chan struct{})
+	go func() { defer close(done); debugSleep(t, in.Addr, 2*time.Second) }()
+	time.Sleep(200 * time.Millisecond) // DEBUG SLEEP has begun
+	if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: "203.0.113.200"}); v.Action == authguard.Proceed {
+		t.Errorf("Redis stalled, the attacker: proceed, want the account's delay")
+	}
+	v, err = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: home})
+	if err != nil || v.Action != authguard.Proceed {
+		t.Errorf("Redis stalled, the owner from her network: %+v %v, want proceed", v, err)
+	}
+	if got := src.Load(); got != authguard.SourceFallback {
+		t.Errorf("her check was answered from %v, want the fallback (the stall did not reach it)", got)
+	}
+	<-done
+}

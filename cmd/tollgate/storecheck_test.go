@@ -281,3 +281,35 @@ func TestEvictionCheck_ARedisRefusingCONFIGIsNotAnError(t *testing.T) {
 		}
 	}
 }
+
+// The records an instance remembers for store faults and floods (known
+// networks, verified destinations) are counted in
+// tollgate_recall_records: none at start, one after a success that
+// settled a check (the owner's network is known), and none again after an
+// administrator's reset of the account.
+func TestMetrics_RecallRecordsCountsTheKnownNetworksRemembered(t *testing.T) {
+	rd := redistest.Server(t, "--maxmemory-policy", "noeviction")
+	addr, _ := startServe(t, redisConfig(rd.Addr, secret32))
+	c := client(t, addr)
+	records := func() int {
+		_, metrics := c.get("/metrics")
+		return metricValue(t, metrics, "tollgate_recall_records")
+	}
+	if n := records(); n != 0 {
+		t.Fatalf("at start: tollgate_recall_records %d, want 0", n)
+	}
+	login := map[string]any{"flow": "login", "account": "yan@example.com", "ip": "192.0.2.4"}
+	v := c.post("/v1/check", login)
+	c.post("/v1/report", map[string]any{"flow": "login", "account": "yan@example.com", "ip": "192.0.2.4", "outcome": "success", "attempt": v.Attempt})
+	if n := records(); n != 1 {
+		t.Errorf("after a tokened success: tollgate_recall_records %d, want 1", n)
+	}
+	res, err := c.http.Post(c.base+"/v1/admin/reset", "application/json", strings.NewReader(`{"flow":"login","account":"yan@example.com","reason":"test"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	res.Body.Close()
+	if n := records(); n != 0 {
+		t.Errorf("after the account's reset: tollgate_recall_records %d, want 0", n)
+	}
+}

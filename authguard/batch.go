@@ -131,27 +131,13 @@ func (r *reservation) spendHeld(ctx context.Context, st Store, ops []Op, res, he
 	if !waits {
 		return nil
 	}
-	var spares []Op
-	var at []int
+	var spares []int
 	for i, g := range r.gates {
 		if g.Spare() && !res[i].Charged {
-			spares, at = append(spares, ops[i]), append(at, i)
+			spares = append(spares, i)
 		}
 	}
-	if spares == nil {
-		return nil
-	}
-	got, err := st.Do(ctx, spares)
-	if err == nil && len(got) != len(spares) {
-		err = ErrStoreUnavailable
-	}
-	if err != nil {
-		return err
-	}
-	for j, i := range at {
-		res[i] = got[j]
-	}
-	return nil
+	return applyAt(ctx, st, ops, res, spares)
 }
 
 // wroteBack settles carried write-back ops: when written, the store's

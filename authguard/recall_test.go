@@ -252,15 +252,7 @@ func (g *gatedStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Re
 // store and gets no slot in time is a delay with reason overloaded (never
 // an error), and the owner's known device takes a slot kept for it.
 func TestFlood_AnAccountInBackoffIsAnsweredWithoutTheQueue(t *testing.T) {
-	clock := testclock.New(time.Time{})
-	gate := &gatedStore{Store: memstore.New(memstore.Config{Now: clock.Now}), held: make(chan struct{}, 8), open: make(chan struct{})}
-	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
-		Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e, gate, clock := newGatedEngine(t)
 	ctx := context.Background()
 	// The owner logs in once and keeps her device token; then an attacker
 	// puts the account in backoff.
@@ -274,17 +266,7 @@ func TestFlood_AnAccountInBackoffIsAnsweredWithoutTheQueue(t *testing.T) {
 		}
 		clock.Advance(v.Delay)
 	}
-	// A slow store: the next three calls hang and take every ordinary slot.
-	gate.n.Store(3)
-	var wg sync.WaitGroup
-	for i := range 3 {
-		wg.Go(func() {
-			e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("slow", i), IP: "192.0.2.1"})
-		})
-	}
-	for range 3 {
-		<-gate.held
-	}
+	release := gate.fillSlots(e)
 	before := gate.passes.Load()
 	for i := range 800 {
 		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: fmt.Sprintf("198.19.%d.%d", i/200, i%200+1)})
@@ -295,7 +277,7 @@ func TestFlood_AnAccountInBackoffIsAnsweredWithoutTheQueue(t *testing.T) {
 	if n := gate.passes.Load() - before; n != 0 {
 		t.Errorf("the flood on the account in backoff reached the store %d times, want 0", n)
 	}
-	v, err = e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fresh", IP: "192.0.2.9"})
+	v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "fresh", IP: "192.0.2.9"})
 	if err != nil || v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonOverloaded || v.Delay != 2*time.Second {
 		t.Errorf("a check that needs the store and finds no slot: %+v %v, want delay 2s overloaded", v, err)
 	}
@@ -303,6 +285,40 @@ func TestFlood_AnAccountInBackoffIsAnsweredWithoutTheQueue(t *testing.T) {
 	if err != nil || v.Action != authguard.Proceed {
 		t.Errorf("the owner's known device during the flood: %+v %v, want proceed", v, err)
 	}
-	close(gate.open)
-	wg.Wait()
+	release()
+}
+
+// newGatedEngine is an engine of the built-in policy on a gatedStore, with
+// 4 call slots (one kept for priority calls) and a 20 ms wait for one.
+func newGatedEngine(t *testing.T) (*authguard.Engine, *gatedStore, *testclock.Clock) {
+	t.Helper()
+	clock := testclock.New(time.Time{})
+	gate := &gatedStore{Store: memstore.New(memstore.Config{Now: clock.Now}), held: make(chan struct{}, 8), open: make(chan struct{})}
+	e, err := authguard.New(authguard.Config{
+		Policy: config.DefaultPolicy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+		Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e, gate, clock
+}
+
+// fillSlots makes the store slow: the next three calls hang and take
+// every ordinary slot of e. release lets them finish and waits for them.
+func (g *gatedStore) fillSlots(e *authguard.Engine) (release func()) {
+	g.n.Store(3)
+	var wg sync.WaitGroup
+	for i := range 3 {
+		wg.Go(func() {
+			e.Check(context.Background(), authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("slow", i), IP: "192.0.2.1"})
+		})
+	}
+	for range 3 {
+		<-g.held
+	}
+	return func() {
+		close(g.open)
+		wg.Wait()
+	}
 }

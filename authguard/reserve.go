@@ -190,6 +190,29 @@ func Reserve(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolve
 	return Finish(ctx, st, ops, gates, captchaSolved, res, peeked)
 }
 
+// applyAt runs the ops at which on st, for real, and puts their results
+// in res.
+func applyAt(ctx context.Context, st Store, ops []Op, res []Result, which []int) error {
+	if len(which) == 0 {
+		return nil
+	}
+	real := make([]Op, len(which))
+	for j, i := range which {
+		real[j] = ops[i]
+	}
+	got, err := st.Do(ctx, real)
+	if err == nil && len(got) != len(real) {
+		err = ErrStoreUnavailable
+	}
+	if err != nil {
+		return err
+	}
+	for j, i := range which {
+		res[i] = got[j]
+	}
+	return nil
+}
+
 // Spare reports whether the gate's op is a spare allowance: spent only on a
 // check it exempted from a shared wait.
 func (g Gate) Spare() bool {
@@ -205,26 +228,7 @@ func (g Gate) Spare() bool {
 // they give; whatever then blocks the check undoes every charge. A failure
 // of an undo is left to expiry.
 func Finish(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved bool, res []Result, peeked []int) ([]Result, bool, error) {
-	apply := func(which []int) error {
-		if len(which) == 0 {
-			return nil
-		}
-		real := make([]Op, len(which))
-		for j, i := range which {
-			real[j] = ops[i]
-		}
-		got, err := st.Do(ctx, real)
-		if err == nil && len(got) != len(real) {
-			err = ErrStoreUnavailable
-		}
-		if err != nil {
-			return err
-		}
-		for j, i := range which {
-			res[i] = got[j]
-		}
-		return nil
-	}
+	apply := func(which []int) error { return applyAt(ctx, st, ops, res, which) }
 	blocked := Blocked(gates, res, captchaSolved)
 	if !blocked {
 		var spares, others []int

@@ -119,7 +119,7 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 		return p, b, Verdict{}
 	}
 	if b.src == SourceStore {
-		e.learnRecords(&p, b.res)
+		e.learnRecords(ctx, &p, b.res)
 	}
 	v := e.combine(s.flow, &p, b, solved)
 	switch {

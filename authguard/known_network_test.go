@@ -366,3 +366,41 @@ func TestKnownNetwork_AFloodDoesNotAnswerTheOwnerFromMemory(t *testing.T) {
 	}
 	release()
 }
+
+// A reset through another instance: this one's memory of the thief's
+// network is corrected by Redis's next answer here, but the copy an
+// earlier outage wrote into its fallback was not, and made the thief's
+// network known again at the next outage (the fallback reads it with the
+// record's 90-day window). The answer that corrects the memory now deletes
+// the fallback's copy too.
+func TestKnownNetwork_AResetThroughAnotherInstanceHoldsThroughTheNextOutage(t *testing.T) {
+	in := newInstances(t, 2, "", 0)
+	ctx := context.Background()
+	const victim = "victim@example.com"
+	check := func(e *authguard.Engine, ip string) authguard.Verdict {
+		v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ip})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	v := check(in.e[0], attackerAddr) // the thief signs in through instance 0
+	in.e[0].Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: attackerAddr, Outcome: authguard.Success, Attempt: v.Attempt})
+	failures(t, in, in.e[1], victim, 20)
+	in.store.fail.Store(true)
+	if v := check(in.e[0], attackerAddr); v.Action != authguard.Proceed {
+		t.Fatalf("first outage, the (still) known network: %v %v, want proceed", v.Action, v.Reasons)
+	}
+	in.store.fail.Store(false)
+	if _, err := in.e[1].Reset(ctx, authguard.ResetRequest{Flow: "login", Account: victim, Reason: "password reset"}); err != nil {
+		t.Fatal(err)
+	}
+	failures(t, in, in.e[1], victim, 20)
+	if v := check(in.e[0], attackerAddr); v.Action != authguard.Delay {
+		t.Fatalf("after the reset through instance 1, through instance 0: %v, want the account's delay", v.Action)
+	}
+	in.store.fail.Store(true)
+	if v := check(in.e[0], attackerAddr); v.Action != authguard.Delay {
+		t.Errorf("next outage, the thief's network the reset forgot: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+}

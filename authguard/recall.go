@@ -178,13 +178,16 @@ func (sh *recallShard) drop(el *list.Element, r *recall) {
 	r.n.Add(-1)
 }
 
-func (r *recall) forget(key string) {
+// forget forgets key and reports whether it was remembered.
+func (r *recall) forget(key string) bool {
 	sh := r.shard(key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
-	if el, ok := sh.m[key]; ok {
+	el, ok := sh.m[key]
+	if ok {
 		sh.drop(el, r)
 	}
+	return ok
 }
 
 // forgetMatching forgets every key that matches a glob pattern (an

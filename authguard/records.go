@@ -1,11 +1,6 @@
 package authguard
 
-import (
-	"context"
-	"time"
-
-	"github.com/tollgate-auth/tollgate/spraydetect"
-)
+import "context"
 
 // A record is a log that holds one member, "v", while a fact about an
 // account holds: a known network (the account succeeded from it with an
@@ -32,9 +27,11 @@ const recordMember = "v"
 
 // learnRecords remembers, from the store's answer res to p's ops, the
 // records the store holds: one a peek found, or one a success wrote, for
-// as long as it can last (its window, from now); a peek that found none
-// forgets it.
-func (e *Engine) learnRecords(p *plan, res []Result) {
+// as long as it can last (its window, from now). A peek that found none
+// forgets it, and deletes the copy an outage may have written into the
+// fallback (seedRecords), which would outlive the memory: the fallback
+// reads a record with the peek's own window, months long.
+func (e *Engine) learnRecords(ctx context.Context, p *plan, res []Result) {
 	if e.records == nil || len(res) != len(p.ops) {
 		return
 	}
@@ -49,14 +46,18 @@ func (e *Engine) learnRecords(p *plan, res []Result) {
 			until := ms + l.Windows.Longest().Milliseconds()
 			e.records.put(recalled{key: l.Key, over: until, expires: until})
 		case ro == roleVerified && e.records.n.Load() > 0:
-			e.records.forget(l.Key)
+			if e.records.forget(l.Key) && e.fallback != nil {
+				_, _ = e.fallback.Do(context.WithoutCancel(ctx), []Op{&DeleteOp{Key: l.Key}})
+			}
 		}
 	}
 }
 
 // seedRecords writes into the fallback, before it runs ops while the store
-// fails, the records ops peek that the store was last seen to hold, each
-// to expire when what is remembered of it does.
+// fails, the records ops peek that the store was last seen to hold. The
+// copy stays there until the store's next answer says the record is gone
+// (learnRecords), an administrator's reset through this engine deletes it,
+// or the fallback evicts it.
 func (e *Engine) seedRecords(ctx context.Context, ops []Op) {
 	if e.records == nil || e.records.n.Load() == 0 || e.fallback == nil {
 		return
@@ -68,9 +69,8 @@ func (e *Engine) seedRecords(ctx context.Context, ops []Op) {
 		if !ok || l.Action != LogPeek {
 			continue
 		}
-		if r, ok := e.records.get(l.Key, ms); ok {
-			left := time.Duration(r.over-ms) * time.Millisecond
-			seed = append(seed, &LogOp{Key: l.Key, Action: LogAdd, Member: recordMember, Windows: spraydetect.Windows{{Length: left, Limit: 1}}})
+		if _, ok := e.records.get(l.Key, ms); ok {
+			seed = append(seed, &LogOp{Key: l.Key, Action: LogAdd, Member: recordMember, Windows: l.Windows})
 		}
 	}
 	if seed != nil {

@@ -87,7 +87,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		}
 		b = e.do(ctx, s.flow, p.ops, nil)
 		if b.src == SourceStore {
-			e.learnRecords(&p, b.res)
+			e.learnRecords(ctx, &p, b.res)
 		}
 		if errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err

@@ -364,15 +364,7 @@ func TestBlip_ChargesCountedOnTheFallbackReachRedis(t *testing.T) {
 // the flood, proceeds.
 func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 	in := redistest.Server(t)
-	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr, PoolSize: 8})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(redisstore.Config{Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr, PoolSize: 8})
 	p, err := config.LoadPolicy([]byte(blipPolicy))
 	if err != nil {
 		t.Fatal(err)
@@ -522,15 +514,7 @@ func TestBlip_ClusterMasterKilledForgetsNoDelay(t *testing.T) {
 // attacker still waits.
 func TestBlip_RealRedisStallKeepsTheOwnersKnownNetwork(t *testing.T) {
 	in := redistest.Server(t)
-	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(redisstore.Config{Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr})
 	var src atomic.Value
 	e, err := authguard.New(authguard.Config{
 		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,

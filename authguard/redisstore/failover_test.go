@@ -309,15 +309,7 @@ func TestClusterFailover_KeysOnHealthyMastersNeverFallBack(t *testing.T) {
 func TestStall_APointThreeSecondStallCostsAboutPointThreeSecondsOfFailures(t *testing.T) {
 	needRedis(t)
 	in := redistest.Server(t)
-	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(redisstore.Config{Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr})
 	ctx := context.Background()
 	batch := []authguard.Op{charge("tg:t:login:acct:stall"), charge("tg:t:login:acct:stall2")}
 	for range 20 { // warm the pool and the script cache

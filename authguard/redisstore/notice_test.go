@@ -37,15 +37,7 @@ func (r *noticeRecorder) Notify(n authguard.Notice) {
 // call that emitted them.
 func TestFullRedis_AttackOnOneAccountIsOneUnderAttackPerInstance(t *testing.T) {
 	in := redistest.Server(t)
-	c, err := redisstore.NewClient(redisstore.ClientConfig{URL: "redis://" + in.Addr, Timeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := redisstore.New(redisstore.Config{Client: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
+	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr, Timeout: 5 * time.Second})
 	p, err := config.LoadPolicy(nil)
 	if err != nil {
 		t.Fatal(err)

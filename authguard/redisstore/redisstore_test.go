@@ -89,6 +89,22 @@ func clusterClient(t testing.TB) *redis.ClusterClient {
 	return c
 }
 
+// storeOn is a Store on a client NewClient makes from cfg, as tollgate
+// serve makes it, closed when the test ends.
+func storeOn(t testing.TB, cfg redisstore.ClientConfig) *redisstore.Store {
+	t.Helper()
+	c, err := redisstore.NewClient(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := redisstore.New(redisstore.Config{Client: c})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
 func newStore(t testing.TB, c redis.UniversalClient, now func() time.Time) *redisstore.Store {
 	t.Helper()
 	s, err := redisstore.New(redisstore.Config{Client: c, Now: now, Timeout: time.Second})

@@ -119,16 +119,19 @@ func (e *Engine) do(ctx context.Context, f *Flow, ops []Op, r *reservation) batc
 // for a wait the store answered. A check they then fail to exempt is
 // refused by combine and its charges refunded (reserve).
 func (r *reservation) spendHeld(ctx context.Context, st Store, ops []Op, res, held []Result) error {
-	if r == nil || held == nil || Blocked(r.gates, res, r.solved) || sharedWait(r.gates, res) {
+	if r == nil || held == nil || sharedWait(r.gates, res) {
 		return nil
 	}
-	waits := false
+	// The fallback's results with the held shared waits: Blocked on them
+	// is what combine will decide, so spares are spent only on a check
+	// they exempt (a network not known holds none, not even for a moment).
+	merged := slices.Clone(res)
 	for i, g := range r.gates {
-		if g.Block == BlockShared && held[i].Wait > 0 {
-			waits = true
+		if g.Block == BlockShared {
+			merged[i].Wait = max(merged[i].Wait, held[i].Wait)
 		}
 	}
-	if !waits {
+	if !sharedWait(r.gates, merged) || Blocked(r.gates, merged, r.solved) {
 		return nil
 	}
 	var spares []int

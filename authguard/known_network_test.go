@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
 const (
@@ -402,5 +406,59 @@ func TestKnownNetwork_AResetThroughAnotherInstanceHoldsThroughTheNextOutage(t *t
 	in.store.fail.Store(true)
 	if v := check(in.e[0], attackerAddr); v.Action != authguard.Delay {
 		t.Errorf("next outage, the thief's network the reset forgot: %v %v, want the account's delay", v.Action, v.Reasons)
+	}
+}
+
+// opLog is a Store that records every op it is sent, by action and key.
+type opLog struct {
+	authguard.Store
+	mu   sync.Mutex
+	sent []string
+}
+
+func (o *opLog) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	o.mu.Lock()
+	for _, op := range ops {
+		if l, ok := op.(*authguard.LogOp); ok {
+			o.sent = append(o.sent, l.Action.String()+" "+l.Key)
+		}
+	}
+	o.mu.Unlock()
+	return o.Store.Do(ctx, ops)
+}
+
+// During an outage the fallback spends a network's spare allowance and
+// slot only on a check they exempt. An attacker's check from a network the
+// account never signed in from is refused for the account's delay the
+// recall holds; its spares used to be admitted on the fallback and then
+// refunded, the account's device slots holding the attacker's network in
+// between. Now they are never admitted.
+func TestKnownNetwork_DuringAnOutageAnAttackersNetworkTakesNoSlotEvenForAMoment(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	store := &countingStore{Store: memstore.New(memstore.Config{Now: clock.Now})}
+	fallback := &opLog{Store: memstore.New(memstore.Config{Now: clock.Now})}
+	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Fallback: fallback, Secret: secret, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, clock: clock, e: e, store: store}
+	const victim = "victim@example.com"
+	h.attempt(victim, ownerAddr, authguard.Success, "")
+	for range 10 {
+		h.timedGuess(victim)
+	}
+	store.fail.Store(true)
+	for i := range 5 {
+		if v := h.check(authguard.CheckRequest{Account: victim, IP: fmt.Sprint("203.0.113.", 100+i)}); v.Action != authguard.Delay {
+			t.Fatalf("store down, attacker %d: %v, want the account's delay", i, v.Action)
+		}
+	}
+	for _, s := range fallback.sent {
+		if strings.HasPrefix(s, "admit ") && strings.Contains(s, ".slots:") {
+			t.Errorf("the fallback admitted an attacker's network to the account's slots: %s", s)
+		}
+	}
+	if v := h.check(authguard.CheckRequest{Account: victim, IP: ownerAddr}); v.Action != authguard.Proceed {
+		t.Errorf("store down, the owner from her network: %v %v, want proceed", v.Action, v.Reasons)
 	}
 }

@@ -467,6 +467,7 @@ func (f *Flow) compileFlow() error {
 			slots:     spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
 		}
 	}
+	f.compileParts()
 	return nil
 }
 

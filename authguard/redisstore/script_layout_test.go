@@ -17,9 +17,10 @@ import (
 var (
 	backoffArgs = [bArgs]string{bAction: "action", bFree: "free", bBase: "base", bFactor: "factor", bMax: "maxd",
 		bForget: "forget", bFingerprint: "fp", bWindow: "window", bNow: "now", bExpire: "expire", bAttempt: "attempt"}
-	logArgs  = [lArgs]string{lAction: "action", lMember: "member", lBypass: "bypass", lNow: "now", lExpire: "expire"}
+	logArgs = [lArgs]string{lAction: "action", lMember: "member", lBypass: "bypass", lNow: "now", lExpire: "expire",
+		lLo: "lo", lHi: "hi", lSpan: "span"}
 	rateArgs = [rArgs]string{rAlgorithm: "alg", rAction: "action", rWindow: "w", rInterval: "interval", rLimit: "limit",
-		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent"}
+		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent", rLo: "lo", rMember: "member", rSpan: "span"}
 )
 
 // redisTime is the one piece of Lua that reads Redis TIME: it sets now, a
@@ -84,7 +85,7 @@ func TestEncode_WritesEveryArgumentOfItsLayout(t *testing.T) {
 		{&authguard.LogOp{Key: "k", Member: "m", Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}, lArgs + 2},
 		{&authguard.RateOp{Key: "k", Cost: 1, Rate: authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 5}}, rArgs},
 	} {
-		c, err := encode(tt.op, "NOW", "EXP")
+		c, err := encode(tt.op, "NOW", "EXP", false)
 		if err != nil {
 			t.Fatal(err)
 		}

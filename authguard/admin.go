@@ -208,7 +208,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 			continue
 		}
 		if key := e.key(&s, r); key != "" {
-			ops = append(ops, &DeleteOp{Key: key, Part: r.part})
+			ops = append(ops, &DeleteOp{Key: key})
 		}
 	}
 	if len(ops) == 0 {

@@ -201,7 +201,7 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 			}
 			if key := e.key(s, r); key != "" && cost > 0 {
 				o := p.rateOp()
-				*o = RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost, Part: r.part}
+				*o = RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}
 				p.add(o, i, roleLimit)
 			}
 		}
@@ -435,7 +435,7 @@ func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt stri
 	key, member := e.key(s, r), e.member(s, r, attempt)
 	if key != "" && member != "" {
 		o := p.logOp()
-		*o = LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass, Part: r.part}
+		*o = LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}
 		p.add(o, i, roleLimit)
 	}
 }
@@ -535,7 +535,7 @@ func (e *Engine) credit(p *plan, v *subjects) {
 			continue
 		}
 		if key := e.key(v, r); key != "" {
-			p.add(&RateOp{Key: key, Action: RateCredit, Rate: r.Rate, Cost: 1, Part: r.part}, i, roleCredit)
+			p.add(&RateOp{Key: key, Action: RateCredit, Rate: r.Rate, Cost: 1}, i, roleCredit)
 		}
 	}
 }

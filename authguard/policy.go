@@ -467,7 +467,6 @@ func (f *Flow) compileFlow() error {
 			slots:     spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
 		}
 	}
-	f.compileParts()
 	return nil
 }
 

@@ -128,9 +128,6 @@ type RateOp struct {
 	// Cost is how many units the call takes; at least 1 and at most the
 	// rate's Limit, or it is never allowed.
 	Cost int
-	// Part, when set (a bucket), lets the store keep the state in its
-	// subject's structure.
-	Part Part
 }
 
 func (o *RateOp) StoreKey() string { return o.Key }
@@ -170,9 +167,6 @@ func applyRate(op *RateOp, state any, now time.Time) (any, time.Duration, Result
 // one counter, log or limit. Its Result is zero.
 type DeleteOp struct {
 	Key string
-	// Part is the part Key's state takes, if any: the store deletes that
-	// part of its subject's structure, and the key.
-	Part Part
 }
 
 func (o *DeleteOp) StoreKey() string { return o.Key }

@@ -71,8 +71,6 @@ type Rule struct {
 	Windows spraydetect.Windows
 	// Rate is a rate algorithm's parameters; its Algorithm is the rule's.
 	Rate RateLimit
-
-	part Part // where its ops keep state (compileParts)
 }
 
 // Trigger says when a call counts against a rule.

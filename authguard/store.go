@@ -137,9 +137,6 @@ type LogOp struct {
 	Windows spraydetect.Windows
 	// Bypass lets LogAdmit record a member over the limit (a solved CAPTCHA).
 	Bypass bool
-	// Part, when set, lets the store keep the log in its subject's
-	// structure.
-	Part Part
 }
 
 func (o *BackoffOp) StoreKey() string { return o.Key }

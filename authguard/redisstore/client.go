@@ -45,8 +45,6 @@ type ClientConfig struct {
 	// own, even when many are in flight on one node (Config.SharedRoundTrips,
 	// which tollgate serve turns on unless this is set).
 	DisableSharedRoundTrips bool
-	// PerRuleKeys keeps a key per rule on one node too (Config.PerRuleKeys).
-	PerRuleKeys bool
 }
 
 // NewClient returns a client for cfg. Retries are off: a failing call is

@@ -82,7 +82,7 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 	if sent, wrong := s.Hinted(); sent != checks+1 || wrong != 0 {
 		t.Errorf("checks sent on a hint: %d (%d wrong), want %d (0)", sent, wrong, checks+1)
 	}
-	checkOnlyRateWrites(t, c, checks, false)
+	checkOnlyRateWrites(t, c, checks)
 }
 
 // The hint says the account is in backoff, but another instance has reset

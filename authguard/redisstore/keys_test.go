@@ -67,7 +67,7 @@ flows:
 		owned := slices.Contains(mine["ann@example.com"], k) || slices.Contains(mine["bob@example.com"], k)
 		switch r := rule(k); {
 		case owned:
-		case r == "@" || r == "pwspray": // the address's one key, the password's log
+		case r == "iprate" || r == "ipfail" || r == "ipspray" || r == "pwspray":
 		default:
 			t.Errorf("key %s (rule %s) belongs to no account's pattern", k, r)
 		}

@@ -1,14 +1,9 @@
 -- One step of a sliding-window log of distinct members: the Lua twin of
 -- spraydetect.Windows (Admit, Add, Remove, Peek, Renew) and authguard.Apply.
 --
--- KEYS[1]  the log: a sorted set, member -> last recorded ms; or, for a
---          part (lo not ""), its subject's sorted set, where the log's
---          members carry the part's prefix (member is sent with it) and
---          their scores are lo + ms, all within [lo, hi): the address's
---          logs and bucket in one key (redisstore.go, "One key per subject")
+-- KEYS[1]  the log: a sorted set, member -> last recorded ms
 -- ARGV     action, member, bypass ("1"), now (ms, "" = Redis TIME), expire
---          ("1" = set PEXPIRE), lo, hi ("(" and the part's end), span (the
---          subject key's expiry, ms): the order of encode's logArgs; then
+--          ("1" = set PEXPIRE): the order of encode's logArgs; then
 --          window_ms, limit pairs
 -- returns  {added 0|1, 0, over 0|1, count}
 --
@@ -23,8 +18,8 @@ local now = A[4]
 if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
 A[4] = now
 --- op body: check.lua runs what follows as op_l(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
-local action, member, bypass, now, expire, lo, hi, span = unpack(A, o + 1, o + 8)
-local windows, last = o + 9, o + nargs - 1 -- the window_ms, limit pairs: A[windows ... last + 1]
+local action, member, bypass, now, expire = unpack(A, o + 1, o + 5)
+local windows, last = o + 6, o + nargs - 1 -- the window_ms, limit pairs: A[windows ... last + 1]
 if action ~= "admit" and action ~= "add" and action ~= "remove" and action ~= "peek" and action ~= "renew" then
   return redis.error_reply("log.lua: unknown action " .. action)
 end
@@ -33,11 +28,6 @@ end
 -- writes the windows as Lua numbers, which tonumber returns as they are.)
 local nows = now
 now, bypass, expire = tonumber(now), bypass == "1", expire == "1"
--- A part's scores are base + ms, between floor and top; a key of its own
--- has them all (base 0). Scores are written with %d, never handed to
--- redis.call as Lua numbers, which it would round to 14 digits.
-local base, floor, top = 0, "-inf", "+inf"
-if lo ~= "" then base, floor, top = tonumber(lo), lo, hi end
 local longest, longests, cap = 0, "0", 0
 for i = windows, last, 2 do
   local len, limit = tonumber(A[i]), tonumber(A[i + 1])
@@ -52,17 +42,17 @@ cap = cap + 1
 -- does not exist. An entry a peek leaves behind is at or before every
 -- window's cutoff, so it counts nowhere below.
 local card
-local start = string.format("%d", base + now - longest)
+local start = string.format("%d", now - longest)
 if action == "peek" then
-  card = redis.call('ZCOUNT', key, '(' .. start, top)
+  card = redis.call('ZCOUNT', key, '(' .. start, '+inf')
 else
-  if base == 0 then card = redis.call('ZCARD', key) else card = redis.call('ZCOUNT', key, floor, top) end
-  if card > 0 then card = card - redis.call('ZREMRANGEBYSCORE', key, floor, start) end
+  card = redis.call('ZCARD', key)
+  if card > 0 then card = card - redis.call('ZREMRANGEBYSCORE', key, '-inf', start) end
 end
 local cur = false
 if card > 0 then
   cur = redis.call('ZSCORE', key, member)
-  if cur then cur = tonumber(cur) - base end
+  if cur then cur = tonumber(cur) end
 end
 
 if action == "remove" and cur then
@@ -76,7 +66,7 @@ for i = windows, last, 2 do
   local len = tonumber(A[i])
   local cutoff = now - len
   local c = card
-  if len < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. string.format("%d", base + cutoff), top) end
+  if len < longest and card > 0 then c = redis.call('ZCOUNT', key, '(' .. string.format("%d", cutoff), '+inf') end
   if cur and cur > cutoff then c = c - 1 end
   if c + 1 > tonumber(A[i + 1]) then
     isover = true
@@ -89,24 +79,15 @@ if action == "admit" or action == "add" or action == "renew" then
   -- admit leaves an existing member as it is; add and renew refresh it
   -- (renew, like admit, takes no new member past a limit and no bypass)
   if (action == "add" or not isover or (bypass and action == "admit")) and not (action == "admit" and cur) then
-    if base == 0 then
-      redis.call('ZADD', key, nows, member)
-    else
-      redis.call('ZADD', key, string.format("%d", base + now), member)
-    end
+    redis.call('ZADD', key, nows, member)
     if not cur then
       added, card = 1, card + 1
       if card > cap then
-        -- the oldest entries go: a part's are ranked after the parts below it
-        local first = 0
-        if base > 0 then first = redis.call('ZCOUNT', key, '-inf', '(' .. lo) end
-        redis.call('ZREMRANGEBYRANK', key, first, first + card - cap - 1)
+        redis.call('ZREMRANGEBYRANK', key, 0, card - cap - 1)
         card = cap
       end
     end
-    if expire then
-      if base == 0 then redis.call('PEXPIRE', key, longests) else redis.call('PEXPIRE', key, span) end
-    end
+    if expire then redis.call('PEXPIRE', key, longests) end
   end
 end
 

@@ -51,14 +51,11 @@ func TestMemoryPerSubject(t *testing.T) {
 		largest[signal] = max(largest[signal], n)
 	}
 	// The backoff counters hold up to 8 fingerprints and 8 pending attempts.
-	// The address's one key ("@") holds its bucket, its spray log at its
-	// cap (21) and its failure log at its cap (101): 123 members, still
-	// under Redis's 128 for a compact sorted set.
 	bounds := map[string]int64{
 		"acct": 768, "dev.dev": 1024, "dev.slots": 1024, "dev": 768,
-		"@": 8192, "pwspray": 4096,
+		"iprate": 128, "ipspray": 4096, "ipfail": 4096, "pwspray": 4096,
 	}
-	for _, signal := range []string{"acct", "dev.dev", "dev.slots", "dev", "@", "pwspray"} {
+	for _, signal := range []string{"acct", "dev.dev", "dev.slots", "dev", "iprate", "ipspray", "ipfail", "pwspray"} {
 		t.Logf("redis %-20s keys %4d, largest MEMORY USAGE %6d bytes", signal, count[signal], largest[signal])
 		if count[signal] == 0 {
 			t.Errorf("no %s key after the scenario", signal)

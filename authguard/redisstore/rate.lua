@@ -9,14 +9,10 @@
 --          "t1,t2,..." oldest first; sliding_counter "start:prev:curr";
 --          token_bucket and leaky_bucket the TAT or drain time; conversion
 --          "start:prevSent:currSent:prevVerified:currVerified"
---          A bucket may be a part instead (lo not ""): its TAT, plus lo, is
---          the score of member in its subject's sorted set, whose expiry is
---          span ms (redisstore.go, "One key per subject")
 -- ARGV     alg (the algorithm), action ("take" | "peek" | "refund" |
 --          "credit"), w (the window, ms), interval (ms), limit, cost, now
 --          (ms, "" = Redis TIME), expire ("1" = set PEXPIRE), minPercent
---          (conversion only), lo, member, span: the order of encode's
---          rateArgs
+--          (conversion only): the order of encode's rateArgs
 -- returns  {charged 0|1, wait_ms, over 0|1, 0, remaining, reset_ms}
 --
 -- A refused take, a peek and a refund that gives back nothing write nothing;
@@ -27,20 +23,10 @@ local now = A[7]
 if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
 A[7] = now
 --- op body: check.lua runs what follows as op_r(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
-local alg, action, w, interval, limit, cost, now, expire, minPercent, lo, member, span = unpack(A, o + 1, o + 12)
+local alg, action, w, interval, limit, cost, now, expire, minPercent = unpack(A, o + 1, o + 9)
 w, interval, limit, cost = tonumber(w), tonumber(interval), tonumber(limit), tonumber(cost)
 now, expire = tonumber(now), expire == "1"
-local raw, base
-if lo == "" then
-  raw = redis.call('GET', key)
-elseif alg == "token_bucket" or alg == "leaky_bucket" then
-  -- a part: the TAT as a number (tonumber below keeps it)
-  base = tonumber(lo)
-  raw = redis.call('ZSCORE', key, member)
-  if raw then raw = tonumber(raw) - base end
-else
-  return redis.error_reply("rate.lua: " .. alg .. " cannot be a part")
-end
+local raw = redis.call('GET', key)
 
 -- The take of a token bucket, the rate every login check counts (ip_rate),
 -- in straight code: the general path below builds eight closures for it.
@@ -59,10 +45,7 @@ if alg == "token_bucket" and action == "take" then
   local excess = nxt - now - capacity
   if excess > 0 then return {0, excess, 1, 0, remaining, held} end
   local ttl = nxt - now
-  if base then
-    redis.call('ZADD', key, string.format("%d", base + nxt), member)
-    if expire then redis.call('PEXPIRE', key, span) end
-  elseif expire then
+  if expire then
     redis.call('SET', key, string.format("%d", nxt), 'PX', string.format("%d", ttl))
   else
     redis.call('SET', key, string.format("%d", nxt))
@@ -298,12 +281,9 @@ else
   return redis.error_reply("rate.lua: unknown algorithm " .. alg)
 end
 
--- set writes the state with its expiry in one command; drop deletes it.
+-- set writes the state with its expiry in one command.
 local function set(state, ms)
-  if base then
-    redis.call('ZADD', key, fmt(base + tonumber(state)), member)
-    if expire then redis.call('PEXPIRE', key, span) end
-  elseif expire then
+  if expire then
     redis.call('SET', key, state, 'PX', fmt(ms))
   else
     redis.call('SET', key, state)
@@ -326,8 +306,6 @@ if action == "refund" then
   if state then
     if newttl > 0 then
       set(state, newttl)
-    elseif base then
-      redis.call('ZREM', key, member)
     else
       redis.call('DEL', key)
     end

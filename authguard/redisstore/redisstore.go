@@ -31,9 +31,6 @@ var (
 	logScript     = redis.NewScript(logLua)
 	rateScript    = redis.NewScript(rateLua)
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
-	// deletePartScript deletes one part of a subject's sorted set: a log's
-	// scores in [ARGV[1], ARGV[2]), a bucket's member ARGV[3].
-	deletePartScript = redis.NewScript(`redis.call('ZREMRANGEBYSCORE', KEYS[1], ARGV[1], ARGV[2]) redis.call('ZREM', KEYS[1], ARGV[3]) return {0, 0, 0, 0}`)
 	//go:embed check.lua
 	checkLua string
 	// checkPrelude is what the check script runs before check.lua: the
@@ -47,7 +44,7 @@ var (
 	checkScript = redis.NewScript(checkSource)
 
 	// scripts are all the scripts, for Preload.
-	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, deletePartScript, checkScript, entriesScript}
+	scripts = []*redis.Script{backoffScript, logScript, rateScript, deleteScript, checkScript, entriesScript}
 )
 
 // opBody marks where an op script's body starts: above it the script reads
@@ -98,12 +95,6 @@ type Config struct {
 	// default is false; tollgate serve turns it on unless its config says
 	// store.redis.shared_round_trips: false.
 	SharedRoundTrips bool
-	// PerRuleKeys keeps every rule's state in a key of its own on one node
-	// too, as before one key per subject (parts.go): for a fleet whose
-	// instances run both versions during a rolling upgrade, which would
-	// otherwise count an address in two places until the old ones stop.
-	// A Cluster always does. The default is false.
-	PerRuleKeys bool
 }
 
 // Store is an authguard.Store on Redis. It is safe for concurrent use.
@@ -126,7 +117,6 @@ type Store struct {
 	// before batches on one node were one script (tests compare the two).
 	pipelineBatches bool
 	shared          *shared // nil unless Config.SharedRoundTrips on one node
-	parts           bool    // one key per subject (parts.go): one node, unless Config.PerRuleKeys
 	shapes          shapes  // the checks' shaped scripts (shape.go)
 }
 
@@ -154,8 +144,6 @@ func New(cfg Config) (*Store, error) {
 		breaker: breaker{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock},
 		shapes:  shapes{max: maxShapes},
 	}
-	_, single := cfg.Client.(*redis.Client)
-	s.parts = single && !cfg.PerRuleKeys
 	if cfg.SharedRoundTrips {
 		sh, err := newShared(cfg.Client)
 		if err != nil {
@@ -216,7 +204,7 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	}
 	calls := make([]call, len(ops))
 	for i, op := range ops {
-		c, err := encode(op, now, expire, s.parts)
+		c, err := encode(op, now, expire)
 		if err != nil {
 			return nil, err
 		}
@@ -225,15 +213,7 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 
 	cmds := make([]*redis.Cmd, len(calls))
 	pipe := s.client.Pipeline()
-	// Ops on one key must run in order; a script found missing is sent
-	// again after the rest of the pipeline has run, so a batch with two ops
-	// on one key sends its scripts whole (EVAL), which are never missing.
-	whole := sharesKey(calls)
 	for i, c := range calls {
-		if whole {
-			cmds[i] = c.script.Eval(ctx, pipe, []string{c.key}, c.args...)
-			continue
-		}
 		cmds[i] = c.script.EvalSha(ctx, pipe, []string{c.key}, c.args...)
 	}
 	_, _ = pipe.Exec(ctx) // errors are read per command below
@@ -284,18 +264,6 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	return res, nil
 }
 
-// sharesKey reports whether two of calls are on one key.
-func sharesKey(calls []call) bool {
-	for i := range calls {
-		for j := range i {
-			if calls[i].key == calls[j].key {
-				return true
-			}
-		}
-	}
-	return false
-}
-
 type call struct {
 	script *redis.Script
 	key    string
@@ -337,9 +305,6 @@ const (
 	lBypass
 	lNow
 	lExpire
-	lLo
-	lHi
-	lSpan
 	lArgs
 )
 
@@ -353,15 +318,10 @@ const (
 	rNow
 	rExpire
 	rMinPercent
-	rLo
-	rMember
-	rSpan
 	rArgs
 )
 
-// encode is op's script call; with parts, an op with a Part is sent as
-// that part of its subject's sorted set (keyOf).
-func encode(op authguard.Op, now, expire string, parts bool) (call, error) {
+func encode(op authguard.Op, now, expire string) (call, error) {
 	switch op := op.(type) {
 	case *authguard.BackoffOp:
 		p := op.Policy
@@ -374,32 +334,17 @@ func encode(op authguard.Op, now, expire string, parts bool) (call, error) {
 		args := make([]any, lArgs, lArgs+2*len(op.Windows))
 		args[lAction], args[lMember], args[lBypass] = op.Action.String(), op.Member, flag(op.Bypass)
 		args[lNow], args[lExpire] = now, expire
-		args[lLo], args[lHi], args[lSpan] = "", "", ""
-		if parts && op.Part.N != 0 {
-			args[lMember] = partMember(op.Part, op.Member)
-			args[lLo], args[lHi], args[lSpan] = partRange(op.Part)
-		}
 		for _, w := range op.Windows {
 			args = append(args, ms(w.Length), strconv.Itoa(w.Limit))
 		}
-		return call{logScript, keyOf(op, parts), args}, nil
+		return call{logScript, op.Key, args}, nil
 	case *authguard.RateOp:
 		r := op.Rate
-		lo, member, span := "", "", ""
-		if parts && op.Part.N != 0 {
-			member = partMember(op.Part, "")
-			lo, _, span = partRange(op.Part)
-		}
-		return call{rateScript, keyOf(op, parts), []any{
+		return call{rateScript, op.Key, []any{
 			rAlgorithm: r.Algorithm.String(), rAction: op.Action.String(), rWindow: ms(r.Window), rInterval: ms(r.Interval),
 			rLimit: strconv.Itoa(r.Limit), rCost: strconv.Itoa(op.Cost), rNow: now, rExpire: expire, rMinPercent: strconv.Itoa(r.MinPercent),
-			rLo: lo, rMember: member, rSpan: span,
 		}}, nil
 	case *authguard.DeleteOp:
-		if parts && op.Part.N != 0 {
-			lo, hi, _ := partRange(op.Part)
-			return call{deletePartScript, keyOf(op, parts), []any{lo, hi, partMember(op.Part, "")}}, nil
-		}
 		return call{deleteScript, op.Key, nil}, nil
 	}
 	return call{}, fmt.Errorf("unknown operation %T", op)
@@ -748,10 +693,10 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		}
 		gate, undo := header(op, gates[i])
 		var ok bool
-		if shape, args, ok = appendShape(shape, args, op, gate, undo, s.parts); !ok {
+		if shape, args, ok = appendShape(shape, args, op, gate, undo); !ok {
 			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
-		keys = append(keys, keyOf(op, s.parts))
+		keys = append(keys, op.StoreKey())
 	}
 	script, made := s.shapes.lookup(shape), false
 	if script == nil {
@@ -762,7 +707,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			if skipped(i) {
 				continue
 			}
-			c, err := encode(op, now, expire, s.parts)
+			c, err := encode(op, now, expire)
 			if err != nil {
 				return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 			}

@@ -671,5 +671,5 @@ func TestHotAccount_RefusedChecksWriteNothingButTheirRate(t *testing.T) {
 			t.Fatalf("check %d: %v, want delay", i, v.Action)
 		}
 	}
-	checkOnlyRateWrites(t, c, checks, true)
+	checkOnlyRateWrites(t, c, checks)
 }

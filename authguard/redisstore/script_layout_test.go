@@ -17,10 +17,9 @@ import (
 var (
 	backoffArgs = [bArgs]string{bAction: "action", bFree: "free", bBase: "base", bFactor: "factor", bMax: "maxd",
 		bForget: "forget", bFingerprint: "fp", bWindow: "window", bNow: "now", bExpire: "expire", bAttempt: "attempt"}
-	logArgs = [lArgs]string{lAction: "action", lMember: "member", lBypass: "bypass", lNow: "now", lExpire: "expire",
-		lLo: "lo", lHi: "hi", lSpan: "span"}
+	logArgs  = [lArgs]string{lAction: "action", lMember: "member", lBypass: "bypass", lNow: "now", lExpire: "expire"}
 	rateArgs = [rArgs]string{rAlgorithm: "alg", rAction: "action", rWindow: "w", rInterval: "interval", rLimit: "limit",
-		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent", rLo: "lo", rMember: "member", rSpan: "span"}
+		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent"}
 )
 
 // redisTime is the one piece of Lua that reads Redis TIME: it sets now, a
@@ -85,7 +84,7 @@ func TestEncode_WritesEveryArgumentOfItsLayout(t *testing.T) {
 		{&authguard.LogOp{Key: "k", Member: "m", Windows: spraydetect.Windows{{Length: time.Hour, Limit: 3}}}, lArgs + 2},
 		{&authguard.RateOp{Key: "k", Cost: 1, Rate: authguard.RateLimit{Algorithm: authguard.TokenBucket, Interval: time.Second, Limit: 5}}, rArgs},
 	} {
-		c, err := encode(tt.op, "NOW", "EXP", false)
+		c, err := encode(tt.op, "NOW", "EXP")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -107,7 +107,7 @@ type shapeOp struct {
 // argument is formatted as a string unless it is sent. ok is false for an
 // op check.lua does not run. TestAppendShape_AgreesWithEncode holds it to
 // encode's arguments.
-func appendShape(key []byte, args []any, op authguard.Op, gate, undo string, parts bool) (_ []byte, _ []any, ok bool) {
+func appendShape(key []byte, args []any, op authguard.Op, gate, undo string) (_ []byte, _ []any, ok bool) {
 	field := func(s string) {
 		key = strconv.AppendInt(key, int64(len(s)), 10)
 		key = append(key, ':')
@@ -151,15 +151,7 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string, par
 			millis(w.Length)
 			number(int64(w.Limit))
 		}
-		member := op.Member
-		if parts && op.Part.N != 0 {
-			number(int64(op.Part.N))
-			millis(op.Part.Span)
-			member = partMember(op.Part, member)
-		} else {
-			number(0)
-		}
-		args = append(args, member, flag(op.Bypass))
+		args = append(args, op.Member, flag(op.Bypass))
 	case *authguard.RateOp:
 		r := op.Rate
 		field(r.Algorithm.String())
@@ -168,12 +160,6 @@ func appendShape(key []byte, args []any, op authguard.Op, gate, undo string, par
 		millis(r.Interval)
 		number(int64(r.Limit))
 		number(int64(r.MinPercent))
-		if parts && op.Part.N != 0 {
-			number(int64(op.Part.N))
-			millis(op.Part.Span)
-		} else {
-			number(0)
-		}
 		args = append(args, strconv.Itoa(op.Cost))
 	}
 	return key, args, true

@@ -92,12 +92,6 @@ func TestAppendShape_AgreesWithEncode(t *testing.T) {
 		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: withRate(func(r *authguard.RateLimit) { r.Limit = 201 }), Cost: 1},
 		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: withRate(func(r *authguard.RateLimit) { r.MinPercent = 80 }), Cost: 1},
 		&authguard.RateOp{Key: "other", Action: authguard.RateTake, Rate: rate, Cost: 3},
-		&authguard.LogOp{Key: "k", Action: authguard.LogAdmit, Member: "m", Windows: windows, Part: authguard.Part{N: 7, Span: 24 * time.Hour}},
-		&authguard.LogOp{Key: "k", Action: authguard.LogAdmit, Member: "m", Windows: windows, Part: authguard.Part{N: 8, Span: 24 * time.Hour}},
-		&authguard.LogOp{Key: "k", Action: authguard.LogAdmit, Member: "m", Windows: windows, Part: authguard.Part{N: 7, Span: 25 * time.Hour}},
-		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: rate, Cost: 1, Part: authguard.Part{N: 7, Span: 24 * time.Hour}},
-		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: rate, Cost: 1, Part: authguard.Part{N: 9, Span: 24 * time.Hour}},
-		&authguard.RateOp{Key: "k", Action: authguard.RateTake, Rate: rate, Cost: 1, Part: authguard.Part{N: 7, Span: time.Hour}},
 	}
 	type shaped struct {
 		direct, encoded string
@@ -106,14 +100,13 @@ func TestAppendShape_AgreesWithEncode(t *testing.T) {
 	var all []shaped
 	for _, op := range ops {
 		for _, gate := range []string{"0", "d", "s"} {
-			for i, undo := range []string{"", authguard.UndoAction(op), "", authguard.UndoAction(op)} {
-				parts := i >= 2
-				name := fmt.Sprintf("%T %+v gate %s undo %q parts %v", op, op, gate, undo, parts)
-				key, args, ok := appendShape(nil, nil, op, gate, undo, parts)
+			for _, undo := range []string{"", authguard.UndoAction(op)} {
+				name := fmt.Sprintf("%T %+v gate %s undo %q", op, op, gate, undo)
+				key, args, ok := appendShape(nil, nil, op, gate, undo)
 				if !ok {
 					t.Fatalf("%s: appendShape refused it", name)
 				}
-				c, err := encode(op, "", "1", parts)
+				c, err := encode(op, "", "1")
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -162,7 +155,7 @@ func TestShapeSource_PolicyNumbersAreLuaNumbers(t *testing.T) {
 	}
 	var sops []shapeOp
 	for _, op := range ops {
-		c, err := encode(op, "", "1", false)
+		c, err := encode(op, "", "1")
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -285,7 +285,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 	if err != nil {
 		return nil, "", err
 	}
-	store, err := redisstore.New(redisstore.Config{Client: client, Timeout: r.Timeout, SharedRoundTrips: !r.DisableSharedRoundTrips, PerRuleKeys: r.PerRuleKeys})
+	store, err := redisstore.New(redisstore.Config{Client: client, Timeout: r.Timeout, SharedRoundTrips: !r.DisableSharedRoundTrips})
 	if err != nil {
 		return nil, "", err
 	}

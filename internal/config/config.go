@@ -359,7 +359,6 @@ type fileRedis struct {
 	PoolSize         int      `yaml:"pool_size"`
 	Timeout          Duration `yaml:"timeout"`
 	SharedRoundTrips *bool    `yaml:"shared_round_trips"`
-	PerRuleKeys      bool     `yaml:"per_rule_keys"`
 }
 
 type fileTimeouts struct {
@@ -447,7 +446,6 @@ func Parse(data []byte) (*Config, error) {
 			SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword,
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
 			DisableSharedRoundTrips: r.SharedRoundTrips != nil && !*r.SharedRoundTrips,
-			PerRuleKeys:             r.PerRuleKeys,
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
 			return nil, at("store.redis", err)

@@ -507,42 +507,6 @@ func testRandom(t *testing.T, newStore NewStore) {
 		testRandomWith(t, newStore, boundaryStep, func(rng *rand.Rand, n int) []authguard.Op { return randomOps(rng, n, true) })
 	})
 	t.Run("AttemptsSettledOutOfOrder", func(t *testing.T) { testRandomWith(t, newStore, attemptStep, attemptOps) })
-	t.Run("PartsOfOneSubject", func(t *testing.T) { testRandomWith(t, newStore, boundaryStep, partOps) })
-}
-
-// partOps returns n random operations on the parts of two subjects: two
-// logs of different windows, a token bucket and a leaky bucket of each
-// subject share one structure (authguard.Part), at part numbers at both
-// ends of the range, with more members than the logs' caps and deletes of
-// single parts; each must answer as if it had its key of its own.
-func partOps(rng *rand.Rand, n int) []authguard.Op {
-	short := spraydetect.Windows{{Length: 30 * time.Second, Limit: 3}}
-	span := time.Minute // Windows' longest
-	members := []string{"a", "b", "c", "d", "e", "f", "g", "h"}
-	ops := make([]authguard.Op, n)
-	for i := range ops {
-		subject := fmt.Sprint(rng.IntN(2))
-		kind := rng.IntN(4)
-		key := "tg:t:login:" + [...]string{"ipspray", "ipfail", "iprate", "ipleak"}[kind] + ":" + subject
-		part := authguard.Part{N: [...]uint16{1, authguard.MaxPart, 512, 2}[kind], Span: span}
-		if rng.IntN(30) == 0 {
-			ops[i] = &authguard.DeleteOp{Key: key, Part: part}
-			continue
-		}
-		switch kind {
-		case 0, 1:
-			w := Windows
-			if kind == 1 {
-				w = short
-			}
-			ops[i] = &authguard.LogOp{Key: key, Action: authguard.LogAction(1 + rng.IntN(5)), Member: members[rng.IntN(len(members))],
-				Windows: w, Bypass: rng.IntN(4) == 0, Part: part}
-		default:
-			r := Rates[3+kind-2] // the token bucket, the leaky bucket
-			ops[i] = &authguard.RateOp{Key: key, Action: authguard.RateAction(1 + rng.IntN(4)), Rate: r, Cost: rng.IntN(r.Limit + 2), Part: part}
-		}
-	}
-	return ops
 }
 
 func testRandomWith(t *testing.T, newStore NewStore, next func(*rand.Rand) time.Duration, ops func(*rand.Rand, int) []authguard.Op) {

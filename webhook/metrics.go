@@ -4,9 +4,10 @@ import "github.com/prometheus/client_golang/prometheus"
 
 // Reasons of tollgate_webhook_dropped_total.
 const (
-	dropBufferFull = "buffer_full" // Emit found its buffer full
-	dropQueueFull  = "queue_full"  // the Queue refused a delivery
-	dropInvalid    = "invalid"     // the event's data is not a JSON object
+	dropBufferFull = "buffer_full"      // Emit found its buffer full
+	dropQueueFull  = "queue_full"       // the Queue refused a delivery
+	dropInvalid    = "invalid"          // the event's data is not a JSON object
+	dropRemoved    = "endpoint_removed" // queued for an endpoint no longer configured
 )
 
 type metrics struct {
@@ -34,7 +35,7 @@ func newMetrics(reg prometheus.Registerer, bufferLen func() float64) (*metrics, 
 		}),
 		dropped: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_dropped_total",
-			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid (no type, or data not a JSON object).",
+			Help: "Events or deliveries dropped: buffer_full (Emit's buffer), queue_full, invalid (no type, or data not a JSON object), endpoint_removed (queued for an endpoint no longer configured, once its lane was idle for MaxAge).",
 		}, []string{"reason"}),
 		delivered: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_webhook_delivered_total",

@@ -449,6 +449,95 @@ func (q *RedisQueue) Replay(ctx context.Context, tenant, id string, now time.Tim
 	return n, nil
 }
 
+// sweepScript deletes a lane whose last activity is at least ARGV[1] ms
+// old by Redis's clock: the newest of its stream's last entry id (XADD sets
+// it, XDEL leaves it) and its retries' latest due time. It returns how
+// many deliveries the lane held, or -1 when it is not idle that long.
+// KEYS: stream, retries, bucket.
+var sweepScript = redis.NewScript(`
+local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+local last, n = 0, 0
+if redis.call('EXISTS', KEYS[1]) == 1 then
+  local info = redis.call('XINFO', 'STREAM', KEYS[1])
+  for i = 1, #info, 2 do
+    if info[i] == 'last-generated-id' then last = tonumber(string.match(info[i + 1], '^(%d+)')) end
+  end
+  n = redis.call('XLEN', KEYS[1])
+end
+local due = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
+if due[2] and tonumber(due[2]) > last then last = tonumber(due[2]) end
+if now - last < tonumber(ARGV[1]) then return -1 end
+n = n + redis.call('ZCARD', KEYS[2])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+return n`)
+
+// globEscape escapes the characters a Redis glob pattern reads.
+func globEscape(s string) string {
+	var b strings.Builder
+	for _, c := range s {
+		if strings.ContainsRune(`*?[]\`, c) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// sweepLanes deletes the lanes of endpoints keep does not name that have
+// been idle for at least idle, and returns each one's count of deliveries
+// dropped. It finds lanes by SCAN on every master, by their streams and
+// their retries.
+func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle time.Duration) (map[Lane]int64, error) {
+	lanes := map[Lane]bool{}
+	var mu sync.Mutex
+	find := func(ctx context.Context, c *redis.Client) error {
+		for _, kind := range []string{":s:", ":r:"} {
+			iter := c.Scan(ctx, 0, globEscape(q.cfg.Prefix)+"{*}"+kind+"*", 1000).Iterator()
+			for iter.Next(ctx) {
+				rest := strings.TrimPrefix(iter.Val(), q.cfg.Prefix)
+				tenant, endpoint, ok := strings.Cut(strings.TrimPrefix(rest, "{"), "}"+kind)
+				if ok && strings.HasPrefix(rest, "{") {
+					mu.Lock()
+					lanes[Lane{Tenant: tenant, Endpoint: endpoint}] = true
+					mu.Unlock()
+				}
+			}
+			if err := iter.Err(); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	var err error
+	switch c := q.c.(type) {
+	case *redis.ClusterClient:
+		err = c.ForEachMaster(ctx, find)
+	case *redis.Client:
+		err = find(ctx, c)
+	default:
+		return nil, nil // no way to list the lanes: nothing swept
+	}
+	if err != nil {
+		return nil, fmt.Errorf("webhook: listing the lanes: %w", err)
+	}
+	dropped := map[Lane]int64{}
+	for l := range lanes {
+		if keep(l) {
+			continue
+		}
+		n, err := sweepScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l), q.bucket(l)}, idle.Milliseconds()).Int64()
+		if err != nil {
+			return dropped, fmt.Errorf("webhook: sweeping a lane: %w", err)
+		}
+		if n >= 0 {
+			q.groups.Delete(q.stream(l))
+			dropped[l] = n
+		}
+	}
+	return dropped, nil
+}
+
 // Depth implements Queue: the lanes' streams (waiting and leased) and retries.
 func (q *RedisQueue) Depth(ctx context.Context, lanes []Lane) (int64, error) {
 	cmds := make([]*redis.IntCmd, 0, 2*len(lanes))

@@ -417,3 +417,111 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// An endpoint taken out of the config leaves its lane in Redis: the
+// deliveries queued for it, its retries and its bucket, which no instance
+// reads again. Once the lane has been idle for the age limit (every
+// delivery in it past the limit), an instance without the endpoint deletes
+// it and counts its deliveries as dropped (endpoint_removed). It keeps a
+// configured endpoint's lane however old, the same endpoint name under
+// another tenant is not configured, and a removed lane still in use (a
+// rolling config change) is not idle. On one node and on a Cluster.
+func TestRedis_ARemovedEndpointsQueueIsDeletedOnceIdleForTheAgeLimit(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		client func(t *testing.T) redis.UniversalClient
+	}{
+		{"single", func(t *testing.T) redis.UniversalClient { return redisClient(t) }},
+		{"cluster", func(t *testing.T) redis.UniversalClient {
+			c := redis.NewClusterClient(&redis.ClusterOptions{Addrs: redistest.Cluster(t).Addrs()})
+			t.Cleanup(func() { c.Close() })
+			return c
+		}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			c := tt.client(t)
+			ctx := context.Background()
+			q := redisQueue(t, c, "a", time.Minute)
+			rq := q.(*RedisQueue)
+			// an idle lane: one entry and one retry from 1970, and its bucket
+			old := func(l Lane) {
+				if err := c.XAdd(ctx, &redis.XAddArgs{Stream: rq.stream(l), ID: "1000-0", Values: []string{"d", "x"}}).Err(); err != nil {
+					t.Fatal(err)
+				}
+				c.ZAdd(ctx, rq.retries(l), redis.Z{Score: 2000, Member: "y"})
+				c.HSet(ctx, rq.bucket(l), "t", "1", "ts", "2000")
+			}
+			configured, removed, otherTenant, busy := Lane{"acme", "ops"}, Lane{"acme", "gone"}, Lane{"hooli", "ops"}, Lane{"acme", "busy"}
+			old(configured)
+			old(removed)
+			old(otherTenant)
+			for range 3 {
+				if err := q.Push(ctx, Delivery{Event: Event{ID: "msg_b", Type: "x", Tenant: "acme", Time: time.Now(), Data: json.RawMessage(`{}`)}, Endpoint: "busy", Since: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			r := newReceiver(t)
+			d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q, MaxAge: time.Hour})
+			d.sweepRemoved(ctx)
+			exists := func(l Lane) bool {
+				return c.Exists(ctx, rq.stream(l)).Val()+c.Exists(ctx, rq.retries(l)).Val()+c.Exists(ctx, rq.bucket(l)).Val() > 0
+			}
+			for _, l := range []Lane{removed, otherTenant} {
+				if exists(l) {
+					t.Errorf("lane %v: still in Redis after idling past the age limit without an endpoint", l)
+				}
+			}
+			for _, l := range []Lane{configured, busy} {
+				if !exists(l) {
+					t.Errorf("lane %v: deleted, but it is configured or was used just now", l)
+				}
+			}
+			if n := c.XLen(ctx, rq.stream(busy)).Val(); n != 3 {
+				t.Errorf("the busy lane holds %d deliveries, want its 3", n)
+			}
+			if got := metric(t, reg, "tollgate_webhook_dropped_total", "reason", "endpoint_removed"); got != 4 {
+				t.Errorf("dropped (endpoint_removed): %v, want 4 (an entry and a retry of each deleted lane)", got)
+			}
+			// An instance that had the deleted lane's consumer group in
+			// hand before the sweep gets its next delivery there through.
+			q2 := redisQueue(t, c, "b", time.Minute)
+			push := func() {
+				if err := q2.Push(ctx, Delivery{Event: Event{ID: "msg_n", Type: "x", Tenant: "acme", Time: time.Now(), Data: json.RawMessage(`{}`)}, Endpoint: "gone", Since: time.Now()}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			q2.(*RedisQueue).groups.Store(rq.stream(removed), struct{}{})
+			push()
+			var got []Delivery
+			for range 2 { // the first may meet NOGROUP and make the group again
+				if ds, err := q2.Next(ctx, removed, time.Now(), 10, Rate{}); err == nil {
+					got = append(got, ds...)
+				}
+			}
+			if len(got) != 1 || got[0].Event.ID != "msg_n" {
+				t.Errorf("after the sweep, a delivery pushed to the lane was leased as %v, want msg_n once", got)
+			}
+		})
+	}
+}
+
+// Run sweeps on its own: a removed endpoint's idle lane is gone soon after
+// it starts (here its first sweep is lowered from a minute to 10 ms).
+func TestRedis_RunSweepsRemovedEndpointsQueues(t *testing.T) {
+	first := laneSweepFirst
+	laneSweepFirst = 10 * time.Millisecond
+	t.Cleanup(func() { laneSweepFirst = first })
+	c := redisClient(t)
+	ctx := context.Background()
+	q := redisQueue(t, c, "a", time.Minute)
+	stream := q.(*RedisQueue).stream(Lane{"acme", "gone"})
+	if err := c.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: "1000-0", Values: []string{"d", "x"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver(t)
+	d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q})
+	run(t, d)
+	eventually(t, "the removed endpoint's lane is deleted and its delivery counted", func() bool {
+		return c.Exists(ctx, stream).Val() == 0 && metric(t, reg, "tollgate_webhook_dropped_total", "reason", "endpoint_removed") == 1
+	})
+}

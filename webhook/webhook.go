@@ -337,6 +337,7 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.running.Store(false)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.move(ctx) })
+	wg.Go(func() { d.sweepLoop(ctx) })
 	d.deliverLoop(ctx, &wg)
 	wg.Wait()
 	return nil
@@ -480,6 +481,66 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 		case <-tick.C:
 			d.updateDepth(ctx, lanes)
 		}
+	}
+}
+
+// How often Run looks for the lanes of removed endpoints (sweepRemoved):
+// first a minute after it starts, then every ten.
+var laneSweepFirst, laneSweepEvery = time.Minute, 10 * time.Minute
+
+// laneSweeper is a Queue shared beyond this process, which can hold the
+// lanes of endpoints this instance's config no longer has (RedisQueue).
+type laneSweeper interface {
+	sweepLanes(ctx context.Context, keep func(Lane) bool, idle time.Duration) (map[Lane]int64, error)
+}
+
+// sweepLoop runs sweepRemoved every laneSweepEvery until ctx is done.
+func (d *Dispatcher) sweepLoop(ctx context.Context) {
+	if _, ok := d.q.(laneSweeper); !ok {
+		return
+	}
+	t := time.NewTimer(laneSweepFirst)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		d.sweepRemoved(ctx)
+		t.Reset(laneSweepEvery)
+	}
+}
+
+// sweepRemoved deletes from a shared queue the lanes of endpoints this
+// instance is not configured with once they have been idle for MaxAge: no
+// delivery queued, replayed or retried for as long as a delivery is tried.
+// Every delivery such a lane holds is then past its age limit, and no
+// instance delivers it; left, it would stay in Redis for good (up to
+// MaxLen a lane). Each is counted as dropped (endpoint_removed) and the
+// lane is logged. An instance still configured with the endpoint during a
+// rolling change keeps its lane busy, so it is not idle.
+func (d *Dispatcher) sweepRemoved(ctx context.Context) {
+	s, ok := d.q.(laneSweeper)
+	if !ok {
+		return
+	}
+	keep := func(l Lane) bool {
+		for _, ep := range d.byTenant[l.Tenant] {
+			if ep.Name == l.Endpoint {
+				return true
+			}
+		}
+		return false
+	}
+	dropped, err := s.sweepLanes(ctx, keep, d.cfg.MaxAge)
+	for l, n := range dropped {
+		d.m.dropped.WithLabelValues(dropRemoved).Add(float64(n))
+		d.log.Warn("webhook: deleted the queue of an endpoint no longer configured, idle for the age limit",
+			"tenant", l.Tenant, "endpoint", l.Endpoint, "deliveries", n, "idle", d.cfg.MaxAge)
+	}
+	if err != nil && ctx.Err() == nil {
+		d.log.Warn("webhook: sweeping removed endpoints' queues", "err", err)
 	}
 }
 

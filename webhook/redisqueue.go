@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -243,9 +244,12 @@ func (q *RedisQueue) Push(ctx context.Context, d Delivery) error {
 // the lane's token bucket to now, moves retries due at now from the sorted
 // set into the stream, claims entries leased longer than ClaimAfter
 // (XAUTOCLAIM), reads new ones (XREADGROUP), all up to the tokens and max,
-// and spends a token per entry returned. It returns entry ids and blobs,
-// flat. KEYS: stream, retries, bucket. ARGV: group, consumer, now ms, max,
-// ClaimAfter ms, rate per second, burst.
+// and spends a token per entry returned. It returns per entry its id, its
+// blob and how many earlier leases of it ended without an outcome (a
+// claimed entry's delivery count in the pending list, less this lease:
+// its consumer died or stopped mid-delivery), flat. KEYS: stream, retries,
+// bucket. ARGV: group, consumer, now ms, max, ClaimAfter ms, rate per
+// second, burst.
 var nextScript = redis.NewScript(`
 local now, max, rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
 local b = redis.call('HMGET', KEYS[3], 't', 'ts')
@@ -258,14 +262,20 @@ end
 local n = math.min(max, math.floor(tokens))
 local out = {}
 if n <= 0 then return out end
-local function add(entries)
+local function add(entries, claimed)
   for _, e in ipairs(entries) do
     local f = e[2]
     if f then
       for i = 1, #f, 2 do
         if f[i] == 'd' then
+          local earlier = 0
+          if claimed then
+            local p = redis.call('XPENDING', KEYS[1], ARGV[1], e[1], e[1], 1)
+            if p[1] then earlier = tonumber(p[1][4]) - 1 end
+          end
           out[#out + 1] = e[1]
           out[#out + 1] = f[i + 1]
+          out[#out + 1] = tostring(earlier)
         end
       end
     end
@@ -276,13 +286,13 @@ for _, blob in ipairs(due) do
   redis.call('ZREM', KEYS[2], blob)
   redis.call('XADD', KEYS[1], '*', 'd', blob)
 end
-add(redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', n)[2])
-local left = n - #out / 2
+add(redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', n)[2], true)
+local left = n - #out / 3
 if left > 0 then
   local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[1], '>')
-  if r then add(r[1][2]) end
+  if r then add(r[1][2], false) end
 end
-tokens = tokens - #out / 2
+tokens = tokens - #out / 3
 redis.call('HSET', KEYS[3], 't', tostring(tokens), 'ts', tostring(ts))
 redis.call('PEXPIRE', KEYS[3], math.ceil(burst / rate * 1000) + 60000)
 return out`)
@@ -304,9 +314,10 @@ func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r
 		q.forgetGroup(s, err)
 		return nil, fmt.Errorf("webhook: leasing deliveries: %w", err)
 	}
-	out := make([]Delivery, 0, len(res)/2)
-	for i := 0; i+1 < len(res); i += 2 {
+	out := make([]Delivery, 0, len(res)/3)
+	for i := 0; i+2 < len(res); i += 3 {
 		id, blob := res[i], res[i+1]
+		earlier, _ := strconv.Atoi(res[i+2])
 		d, err := q.open(l, blob)
 		if err != nil {
 			// Left leased, not deleted: an instance with the right
@@ -317,6 +328,13 @@ func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r
 			continue
 		}
 		d.Lease = id
+		// A lease that ended without an outcome (its instance died or
+		// stopped mid-delivery) was an attempt its blob does not count.
+		// (So is a lease by an instance whose secret differs, which
+		// cannot read the entry: a fleet so misconfigured backs off more.)
+		if earlier > 0 {
+			d.Attempts += earlier
+		}
 		out = append(out, d)
 	}
 	return out, nil

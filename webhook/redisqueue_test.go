@@ -101,6 +101,40 @@ func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T
 	}
 }
 
+// An attempt cut off by its instance's death is an attempt: the instance
+// that claims the delivery counts it (the entry's delivery count in the
+// pending list), so a delivery's attempts, its backoff and its dead letter
+// say how often it was really sent. Here the instance dies while the
+// receiver holds the POST, the next one's POST fails past the age limit,
+// and the dead letter says 2 attempts, not 1.
+func TestRedis_AnAttemptCutOffByACrashIsCounted(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	r.hold.Store(true)
+	ep := r.endpoint("ops", "acme", "/hook")
+	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", 300*time.Millisecond)})
+	stopA := run(t, a)
+	a.Emit(Event{ID: "msg_cut", Type: "login.new_device", Tenant: "acme"})
+	select {
+	case <-r.held:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the receiver never got the request")
+	}
+	stopA()
+	r.hold.Store(false)
+	r.down.Store(true)
+	b, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", 300*time.Millisecond), MaxAge: time.Millisecond})
+	run(t, b)
+	var dead []DeadLetter
+	eventually(t, "the delivery is dead-lettered", func() bool {
+		dead, _ = b.DeadLetters(context.Background(), "acme", 10)
+		return len(dead) == 1
+	})
+	if dead[0].Attempts != 2 {
+		t.Errorf("the dead letter says %d attempts, want 2: the one cut off by the crash and the failed one", dead[0].Attempts)
+	}
+}
+
 // dumpRedis reads every key and every value, stream entries included.
 func dumpRedis(t *testing.T, c *redis.Client) (dump string, types map[string]int) {
 	t.Helper()

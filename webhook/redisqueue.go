@@ -505,8 +505,18 @@ func globEscape(s string) string {
 // sweepLanes deletes the lanes of endpoints keep does not name that have
 // been idle for at least idle, and returns each one's count of deliveries
 // dropped. It finds lanes by SCAN on every master, by their streams and
-// their retries.
-func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle time.Duration) (map[Lane]int64, error) {
+// their retries: a walk over the whole key space, which the webhook queue
+// may share with the limiter's millions of keys, so one instance of the
+// fleet walks it per every (the first to take the sweep key, SET NX PX),
+// and the others skip.
+func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle, every time.Duration) (map[Lane]int64, error) {
+	took, err := q.c.SetNX(ctx, q.cfg.Prefix+"sweep", q.cfg.Consumer, every).Result()
+	if err != nil {
+		return nil, fmt.Errorf("webhook: taking the sweep: %w", err)
+	}
+	if !took {
+		return nil, nil
+	}
 	lanes := map[Lane]bool{}
 	var mu sync.Mutex
 	find := func(ctx context.Context, c *redis.Client) error {
@@ -527,7 +537,6 @@ func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle 
 		}
 		return nil
 	}
-	var err error
 	switch c := q.c.(type) {
 	case *redis.ClusterClient:
 		err = c.ForEachMaster(ctx, find)

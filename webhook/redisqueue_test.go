@@ -516,6 +516,21 @@ func TestRedis_ARemovedEndpointsQueueIsDeletedOnceIdleForTheAgeLimit(t *testing.
 			if got := metric(t, reg, "tollgate_webhook_dropped_total", "reason", "endpoint_removed"); got != 4 {
 				t.Errorf("dropped (endpoint_removed): %v, want 4 (an entry and a retry of each deleted lane)", got)
 			}
+			// One walk of the key space per sweep interval for the whole
+			// fleet: another instance sweeping just after skips, until the
+			// sweep key expires.
+			late := Lane{"acme", "late"}
+			old(late)
+			other, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: redisQueue(t, c, "c", time.Minute), MaxAge: time.Hour})
+			other.sweepRemoved(ctx)
+			if !exists(late) {
+				t.Error("a second instance walked the key space within the sweep interval")
+			}
+			c.Del(ctx, rq.cfg.Prefix+"sweep")
+			other.sweepRemoved(ctx)
+			if exists(late) {
+				t.Error("once the sweep key expired, the next sweep left an idle removed lane")
+			}
 			// An instance that had the deleted lane's consumer group in
 			// hand before the sweep gets its next delivery there through.
 			q2 := redisQueue(t, c, "b", time.Minute)

@@ -491,7 +491,7 @@ var laneSweepFirst, laneSweepEvery = time.Minute, 10 * time.Minute
 // laneSweeper is a Queue shared beyond this process, which can hold the
 // lanes of endpoints this instance's config no longer has (RedisQueue).
 type laneSweeper interface {
-	sweepLanes(ctx context.Context, keep func(Lane) bool, idle time.Duration) (map[Lane]int64, error)
+	sweepLanes(ctx context.Context, keep func(Lane) bool, idle, every time.Duration) (map[Lane]int64, error)
 }
 
 // sweepLoop runs sweepRemoved every laneSweepEvery until ctx is done.
@@ -533,7 +533,9 @@ func (d *Dispatcher) sweepRemoved(ctx context.Context) {
 		}
 		return false
 	}
-	dropped, err := s.sweepLanes(ctx, keep, d.cfg.MaxAge)
+	// Less than laneSweepEvery, so that the next sweep of the fleet's
+	// first instance finds the key gone.
+	dropped, err := s.sweepLanes(ctx, keep, d.cfg.MaxAge, laneSweepEvery*9/10)
 	for l, n := range dropped {
 		d.m.dropped.WithLabelValues(dropRemoved).Add(float64(n))
 		d.log.Warn("webhook: deleted the queue of an endpoint no longer configured, idle for the age limit",

@@ -62,14 +62,14 @@ func TestRedis_ReceiverDownThenBack_NoEventLostAcrossTwoInstances(t *testing.T) 
 	})
 }
 
-func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T) {
-	c := redisClient(t)
-	r := newReceiver(t)
+// diesMidDelivery runs an instance "a" on c for ep that emits an event id
+// and stops while r holds its POST: the delivery stays leased by a.
+func diesMidDelivery(t *testing.T, c redis.UniversalClient, r *receiver, ep Endpoint, id string) {
+	t.Helper()
 	r.hold.Store(true)
-	ep := r.endpoint("ops", "acme", "/hook")
 	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", 300*time.Millisecond)})
 	stopA := run(t, a)
-	a.Emit(Event{ID: "msg_crash", Type: "login.new_device", Tenant: "acme"})
+	a.Emit(Event{ID: id, Type: "login.new_device", Tenant: "acme"})
 	select {
 	case <-r.held:
 	case <-time.After(10 * time.Second):
@@ -77,6 +77,13 @@ func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T
 	}
 	stopA() // the instance dies while the receiver holds the request
 	r.hold.Store(false)
+}
+
+func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T) {
+	c := redisClient(t)
+	r := newReceiver(t)
+	ep := r.endpoint("ops", "acme", "/hook")
+	diesMidDelivery(t, c, r, ep, "msg_crash")
 	stream := "tollgate:webhook:{acme}:s:ops"
 	pending, err := c.XPending(context.Background(), stream, redisGroup).Result()
 	if err != nil {
@@ -110,18 +117,8 @@ func TestRedis_InstanceStoppedMidDelivery_AnotherInstanceDeliversIt(t *testing.T
 func TestRedis_AnAttemptCutOffByACrashIsCounted(t *testing.T) {
 	c := redisClient(t)
 	r := newReceiver(t)
-	r.hold.Store(true)
 	ep := r.endpoint("ops", "acme", "/hook")
-	a, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "a", 300*time.Millisecond)})
-	stopA := run(t, a)
-	a.Emit(Event{ID: "msg_cut", Type: "login.new_device", Tenant: "acme"})
-	select {
-	case <-r.held:
-	case <-time.After(10 * time.Second):
-		t.Fatal("the receiver never got the request")
-	}
-	stopA()
-	r.hold.Store(false)
+	diesMidDelivery(t, c, r, ep, "msg_cut")
 	r.down.Store(true)
 	b, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: redisQueue(t, c, "b", 300*time.Millisecond), MaxAge: time.Millisecond})
 	run(t, b)

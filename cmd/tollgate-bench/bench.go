@@ -72,7 +72,10 @@ flags:
   -pid PID              the process serving a URL, for its CPU per request:
                         once per URL, in the URLs' order; 0 skips one
   -redis ADDR           host:port or redis:// URL of the Redis the services
-                        use, for its CPU per request (INFO cpu)
+                        use, for its CPU per request (INFO cpu); or once
+                        per URL, in the URLs' order, each service on a
+                        Redis of its own ("" skips one): how two builds
+                        compare side by side
   -json                 print the runs and the summary as JSON
 `
 
@@ -140,6 +143,16 @@ const (
 // pidList is the repeatable -pid flag.
 type pidList []int
 
+// stringList is a flag given any number of times.
+type stringList []string
+
+func (l *stringList) String() string { return fmt.Sprint(*l) }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}
+
 func (p *pidList) String() string { return fmt.Sprint(*p) }
 
 func (p *pidList) Set(s string) error {
@@ -161,8 +174,8 @@ type benchConfig struct {
 	Duration    time.Duration
 	Requests    int64 // requests per run; 0 for -duration alone
 	Rounds      int
-	PIDs        []int  // the process serving each URL; 0 when not measured
-	Redis       string // the Redis to measure; "" when none
+	PIDs        []int    // the process serving each URL; 0 when not measured
+	Redis       []string // the Redis to measure: none, one for all URLs, or one per URL ("" skips one)
 	JSON        bool
 }
 
@@ -181,7 +194,8 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 	fs.IntVar(&cfg.Rounds, "rounds", 3, "")
 	var pids pidList
 	fs.Var(&pids, "pid", "")
-	fs.StringVar(&cfg.Redis, "redis", "", "")
+	var redises stringList
+	fs.Var(&redises, "redis", "")
 	fs.BoolVar(&cfg.JSON, "json", false, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -199,7 +213,10 @@ func parseBenchArgs(args []string) (*benchConfig, error) {
 		return nil, fmt.Errorf("-c %d: want 1 to %d", cfg.Concurrency, maxBenchConcurrency)
 	case len(pids) > 0 && len(pids) != fs.NArg():
 		return nil, fmt.Errorf("%d -pid for %d URLs: give one per URL, 0 to skip one", len(pids), fs.NArg())
+	case len(redises) > 1 && len(redises) != fs.NArg():
+		return nil, fmt.Errorf("%d -redis for %d URLs: give one for all, or one per URL", len(redises), fs.NArg())
 	}
+	cfg.Redis = redises
 	for _, raw := range fs.Args() {
 		base, envoy := strings.CutPrefix(raw, "envoy+")
 		u, err := url.Parse(base)
@@ -357,7 +374,7 @@ type bencher struct {
 	cfg       *benchConfig
 	transport *http.Transport
 	client    *http.Client
-	redis     *redis.Client // nil without -redis
+	redis     []*redis.Client // -redis's, by URL (nil entries: none), all alike with one -redis
 }
 
 func newBencher(cfg *benchConfig) (*bencher, error) {
@@ -369,15 +386,26 @@ func newBencher(cfg *benchConfig) (*bencher, error) {
 		DisableCompression:  true,
 	}
 	b := &bencher{cfg: cfg, transport: tr, client: &http.Client{Transport: tr}}
-	if cfg.Redis != "" {
-		opt := &redis.Options{Addr: cfg.Redis}
-		if strings.Contains(cfg.Redis, "://") {
+	clients := make([]*redis.Client, len(cfg.Redis))
+	for i, addr := range cfg.Redis {
+		if addr == "" {
+			continue
+		}
+		opt := &redis.Options{Addr: addr}
+		if strings.Contains(addr, "://") {
 			var err error
-			if opt, err = redis.ParseURL(cfg.Redis); err != nil {
-				return nil, fmt.Errorf("-redis: %w", err)
+			if opt, err = redis.ParseURL(addr); err != nil {
+				b.close()
+				return nil, fmt.Errorf("-redis %s: %w", addr, err)
 			}
 		}
-		b.redis = newCPUClient(opt)
+		clients[i] = newCPUClient(opt)
+	}
+	b.redis = clients
+	if len(clients) == 1 && len(cfg.URLs) > 1 { // one Redis for every URL
+		for range cfg.URLs[1:] {
+			b.redis = append(b.redis, clients[0])
+		}
 	}
 	return b, nil
 }
@@ -392,8 +420,12 @@ func newCPUClient(opt *redis.Options) *redis.Client {
 
 func (b *bencher) close() {
 	b.transport.CloseIdleConnections()
-	if b.redis != nil {
-		b.redis.Close()
+	closed := map[*redis.Client]bool{}
+	for _, c := range b.redis {
+		if c != nil && !closed[c] {
+			closed[c] = true
+			c.Close()
+		}
 	}
 }
 
@@ -434,9 +466,12 @@ func (b *bencher) probeTarget(ctx context.Context, t benchTarget) error {
 // probeRedis reads Redis's CPU counter once, when there is a Redis to
 // measure.
 func (b *bencher) probeRedis(ctx context.Context) error {
-	if b.redis != nil {
-		if _, err := redisCPU(ctx, b.redis); err != nil {
-			return fmt.Errorf("-redis %s: %w", b.cfg.Redis, err)
+	for i, c := range b.redis {
+		if c == nil {
+			continue
+		}
+		if _, err := redisCPU(ctx, c); err != nil {
+			return fmt.Errorf("-redis %s: %w", b.cfg.Redis[min(i, len(b.cfg.Redis)-1)], err)
 		}
 	}
 	return nil
@@ -478,23 +513,24 @@ type benchTarget struct {
 	// Redis are the Redis servers the service uses (a Cluster's masters),
 	// whose CPU a run measures as their sum. Nil: the bencher's -redis.
 	Redis []*redis.Client
+	index int // the URL's place in the bench's configuration
 }
 
-// redisOf is the Redis servers whose CPU a run of t measures: none
-// without -redis or t.Redis.
+// redisOf is the Redis servers whose CPU a run of t measures: t.Redis,
+// or -redis's for t's URL; none without either.
 func (b *bencher) redisOf(t benchTarget) []*redis.Client {
 	switch {
 	case t.Redis != nil:
 		return t.Redis
-	case b.redis != nil:
-		return []*redis.Client{b.redis}
+	case t.index < len(b.redis) && b.redis[t.index] != nil:
+		return []*redis.Client{b.redis[t.index]}
 	}
 	return nil
 }
 
 // target is URL i of the bench's configuration.
 func (b *bencher) target(i int) benchTarget {
-	return benchTarget{URL: b.cfg.URLs[i], Envoy: b.cfg.Envoy[i], PID: b.cfg.PIDs[i], Subjects: b.cfg.Subjects}
+	return benchTarget{URL: b.cfg.URLs[i], Envoy: b.cfg.Envoy[i], PID: b.cfg.PIDs[i], Subjects: b.cfg.Subjects, index: i}
 }
 
 // run drives URL i for one run and returns what it measured.
@@ -991,8 +1027,14 @@ func writeBenchHeader(w io.Writer, cfg *benchConfig) {
 		}
 		fmt.Fprintf(w, "  URL %d: %s (%s)\n", i+1, u, pid)
 	}
-	if cfg.Redis != "" {
-		fmt.Fprintf(w, "  Redis: %s\n", redactRedis(cfg.Redis))
+	for i, addr := range cfg.Redis {
+		switch {
+		case addr == "":
+		case len(cfg.Redis) == 1:
+			fmt.Fprintf(w, "  Redis: %s\n", redactRedis(addr))
+		default:
+			fmt.Fprintf(w, "  Redis of URL %d: %s\n", i+1, redactRedis(addr))
+		}
 	}
 	unit := "a check"
 	if cfg.Load == loadCycle {

@@ -315,6 +315,22 @@ func TestBench_ServerAndRedisCPU(t *testing.T) {
 			}
 		}
 	})
+	// Once per URL, each URL's runs read its own Redis: "" gives a URL
+	// none, whichever place it has.
+	t.Run("redis per URL", func(t *testing.T) {
+		a, b := redistest.Server(t), redistest.Server(t)
+		other := httptest.NewServer(ceilingHandler())
+		defer other.Close()
+		for _, tt := range []struct{ first, second string }{{a.Addr, b.Addr}, {a.Addr, ""}, {"", b.Addr}} {
+			rep := benchJSON(t, append(short, "-redis", tt.first, "-redis", tt.second, ceiling.URL, other.URL)...)
+			for i, addr := range []string{tt.first, tt.second} {
+				got := rep.Summary[i].RedisCPU
+				if (got != nil) != (addr != "") {
+					t.Errorf("-redis %q -redis %q: URL %d's Redis CPU per request = %v, want a figure just when its -redis names one", tt.first, tt.second, i+1, got)
+				}
+			}
+		}
+	})
 }
 
 func TestBench_UsageErrors(t *testing.T) {
@@ -334,6 +350,7 @@ func TestBench_UsageErrors(t *testing.T) {
 		{"unknown load", []string{"-load", "login", url}, "-load"},
 		{"unknown subjects", []string{"-subjects", "cold", url}, "-subjects"},
 		{"a -pid short", []string{"-pid", "1", url, url}, "1 -pid for 2 URLs"},
+		{"-redis neither one nor one per URL", []string{"-redis", "a:1", "-redis", "b:1", "-redis", "c:1", url, url}, "3 -redis for 2 URLs"},
 		{"negative -pid", []string{"-pid", "-1", url}, "-pid"},
 		{"unknown flag", []string{"-x", "5", url}, "-x"},
 		{"negative -n", []string{"-n", "-1", url}, "-n"},

@@ -343,7 +343,7 @@ func (t *table) start(ctx context.Context) error {
 
 	bcfg := &benchConfig{
 		Load: loadCheck, Concurrency: t.cfg.Concurrency, Duration: maxRunDuration,
-		Requests: t.cfg.Requests, Rounds: t.cfg.Rounds, Redis: t.redis.Addr,
+		Requests: t.cfg.Requests, Rounds: t.cfg.Rounds, Redis: []string{t.redis.Addr},
 	}
 	if t.b, err = newBencher(bcfg); err != nil {
 		return err
@@ -542,7 +542,7 @@ func (t *table) measureFloor(ctx context.Context) error {
 	if err := t.floor.ConfigResetStat(ctx).Err(); err != nil {
 		return err
 	}
-	before, err := redisCPU(ctx, t.b.redis)
+	before, err := redisCPU(ctx, t.b.redis[0])
 	if err != nil {
 		return err
 	}
@@ -556,7 +556,7 @@ func (t *table) measureFloor(ctx context.Context) error {
 	if err := cmd.Run(); err != nil {
 		return fmt.Errorf("redis-benchmark: %v: %s", err, lastLine(out.String()))
 	}
-	after, err := redisCPU(ctx, t.b.redis)
+	after, err := redisCPU(ctx, t.b.redis[0])
 	if err != nil {
 		return err
 	}

@@ -150,6 +150,13 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 	// here every one must reach Redis, full, through a closed breaker.
 	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		MaxInFlight: s.PoolSize(), RecallBytes: -1,
+		// 16 flooding callers and the victim are more than the 15
+		// ordinary slots of a pool of 20: the victim may wait for one,
+		// and this test is about what Redis answers it, not about how
+		// long a starved CI machine makes it wait (at the default 50 ms
+		// one check in 500 was once shed as overloaded, never reaching
+		// Redis).
+		QueueWait: 10 * time.Second,
 		Observe: func(ev authguard.Event) {
 			if ev.Call == "check" && ev.Flow == "login" && ev.StoreErr != nil { // the victim's; the flood's are otp_verify's
 				mu.Lock()

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,6 +32,7 @@ var reshardPhaseNames = [reshardPhases]string{"before the reshard", "during the 
 // reshardCall is one Store.Do during a reshard.
 type reshardCall struct {
 	phase   int
+	start   time.Time
 	took    time.Duration
 	err     error
 	openNow bool // a breaker was open right after the call
@@ -180,6 +182,43 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 		calls    []reshardCall
 		loadDone = make(chan struct{})
 	)
+	// The process's own stalls: a goroutine that wakes every millisecond
+	// notes each gap longer than the store's deadline (50 ms), when this
+	// process was not running (a CI machine's other test binaries, a
+	// collection). A call that fails across one failed for that, not for
+	// the redirects; it is logged, not counted.
+	var (
+		stallMu sync.Mutex
+		stalls  [][2]time.Time
+	)
+	beatDone := make(chan struct{})
+	go func() {
+		last := time.Now()
+		for {
+			select {
+			case <-loadDone:
+				close(beatDone)
+				return
+			case <-time.After(time.Millisecond):
+			}
+			now := time.Now()
+			if now.Sub(last) > 50*time.Millisecond {
+				stallMu.Lock()
+				stalls = append(stalls, [2]time.Time{last, now})
+				stallMu.Unlock()
+			}
+			last = now
+		}
+	}()
+	stalled := func(c reshardCall) bool {
+		end := c.start.Add(c.took)
+		for _, st := range stalls {
+			if st[0].Before(end) && st[1].After(c.start) {
+				return true
+			}
+		}
+		return false
+	}
 	go func() {
 		defer close(loadDone)
 		tick := time.NewTicker(2 * time.Millisecond)
@@ -193,7 +232,7 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 			p := int(phase.Load())
 			t0 := time.Now()
 			_, err := s.Do(ctx, ops)
-			calls = append(calls, reshardCall{phase: p, took: time.Since(t0), err: err, openNow: s.Open()})
+			calls = append(calls, reshardCall{phase: p, start: t0, took: time.Since(t0), err: err, openNow: s.Open()})
 			<-tick.C
 		}
 	}()
@@ -240,6 +279,7 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	migrateErr := migrate()
 	took := time.Since(begun)
 	<-loadDone
+	<-beatDone
 	if migrateErr != nil {
 		t.Fatal(migrateErr)
 	}
@@ -251,6 +291,10 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	failed, opened := 0, 0
 	for _, c := range calls {
 		byPhase[c.phase] = append(byPhase[c.phase], c)
+		if c.err != nil && stalled(c) {
+			t.Logf("a call %s failed across a stall of this process longer than the deadline (not counted): %v", reshardPhaseNames[c.phase], c.err)
+			continue
+		}
 		if c.err != nil {
 			if failed == 0 {
 				t.Errorf("a call %s failed: %v", reshardPhaseNames[c.phase], c.err)

@@ -571,3 +571,25 @@ func TestRedis_RunSweepsRemovedEndpointsQueues(t *testing.T) {
 		return c.Exists(ctx, stream).Val() == 0 && metric(t, reg, "tollgate_webhook_dropped_total", "reason", "endpoint_removed") == 1
 	})
 }
+
+// The sweep finds lanes under a key prefix with characters a Redis glob
+// reads (*, ?, [ ]): SCAN's pattern escapes them, or it would match no key
+// of the queue's, and a removed endpoint's lane would stay for good.
+func TestRedis_TheSweepFindsLanesUnderAPrefixWithGlobCharacters(t *testing.T) {
+	c := redisClient(t)
+	ctx := context.Background()
+	q, err := NewRedisQueue(c, RedisQueueConfig{Prefix: "q[1]*?:", Secret: queueSecret, Consumer: "a"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := q.(*RedisQueue).stream(Lane{"acme", "gone"})
+	if err := c.XAdd(ctx, &redis.XAddArgs{Stream: stream, ID: "1000-0", Values: []string{"d", "x"}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver(t)
+	d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("ops", "acme", "/hook")}, Queue: q})
+	d.sweepRemoved(ctx)
+	if c.Exists(ctx, stream).Val() != 0 {
+		t.Errorf("the removed endpoint's lane %s is still there", stream)
+	}
+}

@@ -374,7 +374,7 @@ type bencher struct {
 	cfg       *benchConfig
 	transport *http.Transport
 	client    *http.Client
-	redis     []*redis.Client // -redis's, by URL (nil entries: none), all alike with one -redis
+	redis     []*redis.Client // -redis's, in order (nil for ""): one for every URL, or one per URL
 }
 
 func newBencher(cfg *benchConfig) (*bencher, error) {
@@ -386,7 +386,7 @@ func newBencher(cfg *benchConfig) (*bencher, error) {
 		DisableCompression:  true,
 	}
 	b := &bencher{cfg: cfg, transport: tr, client: &http.Client{Transport: tr}}
-	clients := make([]*redis.Client, len(cfg.Redis))
+	b.redis = make([]*redis.Client, len(cfg.Redis))
 	for i, addr := range cfg.Redis {
 		if addr == "" {
 			continue
@@ -399,13 +399,7 @@ func newBencher(cfg *benchConfig) (*bencher, error) {
 				return nil, fmt.Errorf("-redis %s: %w", addr, err)
 			}
 		}
-		clients[i] = newCPUClient(opt)
-	}
-	b.redis = clients
-	if len(clients) == 1 && len(cfg.URLs) > 1 { // one Redis for every URL
-		for range cfg.URLs[1:] {
-			b.redis = append(b.redis, clients[0])
-		}
+		b.redis[i] = newCPUClient(opt)
 	}
 	return b, nil
 }
@@ -420,10 +414,8 @@ func newCPUClient(opt *redis.Options) *redis.Client {
 
 func (b *bencher) close() {
 	b.transport.CloseIdleConnections()
-	closed := map[*redis.Client]bool{}
 	for _, c := range b.redis {
-		if c != nil && !closed[c] {
-			closed[c] = true
+		if c != nil {
 			c.Close()
 		}
 	}
@@ -471,7 +463,7 @@ func (b *bencher) probeRedis(ctx context.Context) error {
 			continue
 		}
 		if _, err := redisCPU(ctx, c); err != nil {
-			return fmt.Errorf("-redis %s: %w", b.cfg.Redis[min(i, len(b.cfg.Redis)-1)], err)
+			return fmt.Errorf("-redis %s: %w", b.cfg.Redis[i], err)
 		}
 	}
 	return nil
@@ -522,6 +514,8 @@ func (b *bencher) redisOf(t benchTarget) []*redis.Client {
 	switch {
 	case t.Redis != nil:
 		return t.Redis
+	case len(b.redis) == 1 && b.redis[0] != nil: // one -redis for every URL
+		return b.redis
 	case t.index < len(b.redis) && b.redis[t.index] != nil:
 		return []*redis.Client{b.redis[t.index]}
 	}

@@ -330,6 +330,13 @@ func TestBench_ServerAndRedisCPU(t *testing.T) {
 				}
 			}
 		}
+		// One -redis measures that Redis for every URL.
+		rep := benchJSON(t, append(short, "-redis", a.Addr, ceiling.URL, other.URL)...)
+		for i := range 2 {
+			if rep.Summary[i].RedisCPU == nil {
+				t.Errorf("one -redis: URL %d has no Redis CPU per request, want one for every URL", i+1)
+			}
+		}
 	})
 }
 

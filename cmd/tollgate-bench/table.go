@@ -37,9 +37,10 @@ Redis. Then, in each round, it drives the rows in turn, -n login checks each
 with -c workers, measuring each server's CPU per request from
 /proc/PID/stat and Redis's from INFO cpu (the Cluster's: the sum over its
 three masters; both include their network system calls), and times floor3
-with redis-benchmark. It prints each row's medians over the rounds as a
-markdown table, then the four ratios issue 27 targets and the Cluster's
-cost against one node's, for information. Every process it starts is
+and commands with redis-benchmark. It prints each row's medians over the
+rounds as a markdown table, then the four ratios issue 27 targets and, for
+information, a fresh check's Redis CPU against its commands alone, those
+commands against floor3, and the Cluster's cost against one node's. Every process it starts is
 stopped by its PID when it ends, fails or is interrupted.
 
 Rows, in each round's order:
@@ -57,6 +58,9 @@ Rows, in each round's order:
   floor3   one EVALSHA of floor.lua (TIME, then a GET and a SET ... PX on
            each of 3 keys), redis-benchmark -c 50, Redis's CPU per call
            from INFO cpu (in a database of its own, flushed each round)
+  commands the same for commands.lua: the Redis commands one fresh check
+           sends (16 on 6 keys), with no logic around them, the floor of
+           tollgate's own key layout: what any script of this layout costs
   memory   tollgate on the memory store, the same checks as fresh
   ceiling  the bare net/http server (tollgate-bench ceiling)
 
@@ -64,7 +68,8 @@ flags:
   -rounds N        rounds, 1 to 20 (default 5)
   -n N             checks per row per round (default 20000)
   -c N             concurrent workers, 1 to 4096 (default 50)
-  -floor-n N       EVALSHA calls of floor3 per round (default 50000)
+  -floor-n N       EVALSHA calls of floor3, and of commands, per round
+                   (default 50000)
   -tollgate PATH   the tollgate binary (default: tollgate next to this
                    executable, else on the PATH)
   -ratelimit PATH  envoy's ratelimit (default: ratelimit on the PATH; the
@@ -84,6 +89,9 @@ const (
 //go:embed floor.lua
 var floorScript string
 
+//go:embed commands.lua
+var commandsScript string
+
 //go:embed ratelimit.yaml
 var ratelimitConfig []byte
 
@@ -95,7 +103,17 @@ var floor3Args = []string{
 	"tg:default:login:pwspray:__rand_int__Q340A_zFfhBI", "1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ",
 }
 
-// floorDB is the Redis database floor3 writes in, away from tollgate's.
+// commandsArgs are redis-benchmark's keys and arguments for commands: each
+// key never seen, as a fresh check's are.
+var commandsArgs = []string{
+	"6", "tg:default:login:knownnet:__rand_int__zON2s3pl.__rand_int__J9yUIJz", "tg:default:login:acct:__rand_int__zON2s3pl453nKFQP9g",
+	"tg:default:login:iprate:__rand_int__J9yUIJz", "tg:default:login:ipspray:__rand_int__J9yUIJz",
+	"tg:default:login:ipfail:__rand_int__J9yUIJz", "tg:default:login:pwspray:__rand_int__Q340A_zFfhBI",
+	"1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "zON2s3pl453n__rand_int__",
+}
+
+// floorDB is the Redis database floor3 and commands write in, away from
+// tollgate's.
 const floorDB = 1
 
 // floorClients is redis-benchmark's connections for floor3, as many as
@@ -231,6 +249,7 @@ const (
 	rowClusterHot
 	rowEnvoy
 	rowFloor3
+	rowCommands
 	rowMemory
 	rowCeiling
 	numRows
@@ -243,6 +262,7 @@ var rowNames = [numRows]string{
 	rowClusterHot:   "the same hot checks on the Cluster: each refused",
 	rowEnvoy:        "envoyproxy/ratelimit on the same Redis, one `ip` descriptor, its `/json` endpoint",
 	rowFloor3:       "**floor3**: one `EVALSHA` doing `TIME` and a `GET` + `SET … PX` on each of 3 keys, `redis-benchmark` 50 clients",
+	rowCommands:     "**commands**: one `EVALSHA` of the 16 Redis commands a fresh check sends, on its 6 keys, with no logic: the floor of tollgate's key layout",
 	rowMemory:       "tollgate on the memory store, the same checks",
 	rowCeiling:      "a bare net/http server decoding the same body and answering a fixed verdict",
 }
@@ -250,7 +270,7 @@ var rowNames = [numRows]string{
 // rowLabels name the rows in the verdicts' lines and in tableUsage.
 var rowLabels = [numRows]string{
 	rowFresh: "fresh", rowHot: "hot", rowClusterFresh: "cluster", rowClusterHot: "cl-hot",
-	rowEnvoy: "envoy", rowFloor3: "floor3", rowMemory: "memory", rowCeiling: "ceiling",
+	rowEnvoy: "envoy", rowFloor3: "floor3", rowCommands: "commands", rowMemory: "memory", rowCeiling: "ceiling",
 }
 
 // clusterMasters is the Cluster's size: masters without replicas.
@@ -262,7 +282,7 @@ const notRunCluster = "not run (-cluster=false)"
 // tableRow is what the rounds measured for one row.
 type tableRow struct {
 	server, redis []float64 // µs per request, one per round; nil when not measured
-	usecPerCall   []float64 // floor3: INFO commandstats' usec_per_call of EVALSHA
+	usecPerCall   []float64 // floor3 and commands: INFO commandstats' usec_per_call of EVALSHA
 	absent        string    // why the row was not measured
 	runs          []benchRun
 }
@@ -279,7 +299,7 @@ type table struct {
 	targets        [numRows]*benchTarget
 	b              *bencher
 	floor          *redis.Client
-	floorSHA       string
+	floorSHA       [numRows]string // floor3's and commands' scripts
 	rows           [numRows]tableRow
 }
 
@@ -364,8 +384,10 @@ func (t *table) start(ctx context.Context) error {
 		}
 	}
 	t.floor = redis.NewClient(&redis.Options{Addr: t.redis.Addr, DB: floorDB, MaxRetries: -1})
-	if t.floorSHA, err = t.floor.ScriptLoad(ctx, floorScript).Result(); err != nil {
-		return fmt.Errorf("floor3: SCRIPT LOAD: %w", err)
+	for row, src := range map[int]string{rowFloor3: floorScript, rowCommands: commandsScript} {
+		if t.floorSHA[row], err = t.floor.ScriptLoad(ctx, src).Result(); err != nil {
+			return fmt.Errorf("%s: SCRIPT LOAD: %w", rowLabels[row], err)
+		}
 	}
 	return nil
 }
@@ -502,9 +524,9 @@ func (t *table) measure(ctx context.Context) error {
 	}
 	for round := 1; round <= t.cfg.Rounds; round++ {
 		for row := range numRows {
-			if row == rowFloor3 {
-				if err := t.measureFloor(ctx); err != nil {
-					return fmt.Errorf("round %d, floor3: %w", round, err)
+			if redisOnly(row) {
+				if err := t.measureFloor(ctx, row); err != nil {
+					return fmt.Errorf("round %d, %s: %w", round, rowLabels[row], err)
 				}
 				continue
 			}
@@ -532,10 +554,15 @@ func (t *table) measure(ctx context.Context) error {
 	return nil
 }
 
-// measureFloor runs floor3 once: redis-benchmark sends -floor-n EVALSHA
-// of floor.lua on 3 keys never seen, as scripts/bench-scripts.sh does,
-// and Redis's CPU per call is read from INFO cpu before and after.
-func (t *table) measureFloor(ctx context.Context) error {
+// redisOnly reports whether row is a script timed on Redis alone (floor3,
+// commands): no server, so no total.
+func redisOnly(row int) bool { return row == rowFloor3 || row == rowCommands }
+
+// measureFloor runs floor3 or commands once: redis-benchmark sends
+// -floor-n EVALSHA of its script on keys never seen, as
+// scripts/bench-scripts.sh does, and Redis's CPU per call is read from
+// INFO cpu before and after.
+func (t *table) measureFloor(ctx context.Context, row int) error {
 	if err := t.floor.FlushDB(ctx).Err(); err != nil {
 		return err
 	}
@@ -548,8 +575,12 @@ func (t *table) measureFloor(ctx context.Context) error {
 	}
 	host, port, _ := net.SplitHostPort(t.redis.Addr)
 	args := []string{"-h", host, "-p", port, "--dbnum", strconv.Itoa(floorDB), "-c", strconv.Itoa(floorClients),
-		"-n", strconv.Itoa(t.cfg.FloorCalls), "-r", "100000000", "-q", "EVALSHA", t.floorSHA}
-	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, floor3Args...)...)
+		"-n", strconv.Itoa(t.cfg.FloorCalls), "-r", "100000000", "-q", "EVALSHA", t.floorSHA[row]}
+	keys := floor3Args
+	if row == rowCommands {
+		keys = commandsArgs
+	}
+	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, keys...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -571,9 +602,9 @@ func (t *table) measureFloor(ctx context.Context) error {
 	if n := int64(t.cfg.FloorCalls); calls < n || calls > n+floorClients {
 		return fmt.Errorf("%d EVALSHA calls counted by Redis, not %d (redis-benchmark: %s)", calls, t.cfg.FloorCalls, lastLine(out.String()))
 	}
-	row := &t.rows[rowFloor3]
-	row.redis = append(row.redis, float64((after-before).Microseconds())/float64(calls))
-	row.usecPerCall = append(row.usecPerCall, usec)
+	r := &t.rows[row]
+	r.redis = append(r.redis, float64((after-before).Microseconds())/float64(calls))
+	r.usecPerCall = append(r.usecPerCall, usec)
 	return nil
 }
 
@@ -768,6 +799,8 @@ type tableRatio struct {
 var tableRatios = []tableRatio{
 	{name: "Redis CPU per fresh check ÷ floor3", target: "≤ 2×", num: rowFresh, den: rowFloor3, numRedis: true},
 	{name: "Redis CPU per refused check ÷ floor3", target: "≤ 1.5×", num: rowHot, den: rowFloor3, numRedis: true},
+	{name: "Redis CPU per fresh check ÷ its commands alone", num: rowFresh, den: rowCommands, numRedis: true},
+	{name: "a fresh check's commands alone ÷ floor3", num: rowCommands, den: rowFloor3, numRedis: true},
 	{name: "tollgate total per fresh check ÷ envoy total per request", target: "≤ 1.0×", num: rowFresh, den: rowEnvoy, numTotal: true},
 	{name: "memory-store server CPU ÷ bare server CPU", target: "≤ 1.5×", num: rowMemory, den: rowCeiling},
 	{name: "Cluster total per fresh check ÷ one-node total per fresh check", num: rowClusterFresh, den: rowFresh, numTotal: true},
@@ -819,7 +852,7 @@ func (r *tableRow) medianOf(total, redis bool) (float64, bool) {
 // the ratios: each the ratio of the two rows' medians, with the range of
 // the rounds' own ratios.
 func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
-	fmt.Fprintf(w, "\nMedians over %d interleaved rounds of %d checks per row, %d connections; floor3 %d calls per round.\n",
+	fmt.Fprintf(w, "\nMedians over %d interleaved rounds of %d checks per row, %d connections; floor3 and commands %d calls per round.\n",
 		cfg.Rounds, cfg.Requests, cfg.Concurrency, cfg.FloorCalls)
 	fmt.Fprintf(w, "CPU per request: servers from /proc/PID/stat, Redis from INFO cpu (both include their network system calls).\n\n")
 	fmt.Fprintln(w, "| | server µs | Redis µs | total |")
@@ -838,7 +871,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 			}
 			return fmt.Sprintf("%.1f", v)
 		}
-		total := "" // floor3 has no server: no total, as in issue 27
+		total := "" // floor3 and commands have no server: no total, as in issue 27
 		switch {
 		case hasServer && hasRedis:
 			total = cell(server+red, true)
@@ -855,7 +888,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 			fmt.Fprintf(w, "* %s: absent (%s)\n", q.name, q.targetNote())
 			continue
 		}
-		denRedis := q.den == rowFloor3
+		denRedis := redisOnly(q.den)
 		nv, ok1 := n.medianOf(q.numTotal, q.numRedis)
 		dv, ok2 := d.medianOf(q.numTotal, denRedis)
 		if !ok1 || !ok2 || dv <= 0 {
@@ -873,9 +906,11 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 		fmt.Fprintf(w, "* %s: **%.2f×** (%.2f–%.2f; %s)\n", q.name, nv/dv, lo, hi, q.targetNote())
 	}
 	fmt.Fprintln(w)
-	if f := rows[rowFloor3].usecPerCall; len(f) > 0 {
-		fmt.Fprintf(w, "floor3's usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): %.1f µs median.\n",
-			median(append([]float64(nil), f...)))
+	for _, row := range []int{rowFloor3, rowCommands} {
+		if f := rows[row].usecPerCall; len(f) > 0 {
+			fmt.Fprintf(w, "%s usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): %.1f µs median.\n",
+				rowLabels[row], median(append([]float64(nil), f...)))
+		}
 	}
 	fmt.Fprintln(w, "Verdicts and statuses over all rounds:")
 	for i := range numRows {

@@ -112,7 +112,7 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 	for row, name := range rowNames {
 		var want *regexp.Regexp
 		switch row {
-		case rowFloor3:
+		case rowFloor3, rowCommands:
 			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| – \| ` + number + ` \|  \|$`)
 		case rowMemory, rowCeiling:
 			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| ` + number + ` \| – \| ` + number + ` \|$`)
@@ -183,6 +183,7 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 	rows[rowEnvoy] = tableRow{absent: "absent (no ratelimit on the PATH)"}
 	rows[rowClusterFresh] = tableRow{server: []float64{40, 60}, redis: []float64{20, 40}}
 	rows[rowFloor3] = tableRow{redis: []float64{10, 10}, usecPerCall: []float64{7, 8}}
+	rows[rowCommands] = tableRow{redis: []float64{15, 25}, usecPerCall: []float64{12, 14}}
 	rows[rowMemory].redis, rows[rowCeiling].redis = nil, nil
 	var out strings.Builder
 	writeTable(&out, &tableConfig{Rounds: 2, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
@@ -192,6 +193,10 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 		"| " + rowNames[rowFloor3] + " | – | 10.0 |  |",
 		"| " + rowNames[rowMemory] + " | 30.0 | – | 30.0 |",
 		"* Redis CPU per fresh check ÷ floor3: **2.00×** (1.00–3.00; target ≤ 2×)",
+		"| " + rowNames[rowCommands] + " | – | 20.0 |  |",
+		"* Redis CPU per fresh check ÷ its commands alone: **1.00×** (0.67–1.20; for information, no target)",
+		"* a fresh check's commands alone ÷ floor3: **2.00×** (1.50–2.50; for information, no target)",
+		"commands usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 13.0 µs",
 		"* tollgate total per fresh check ÷ envoy total per request: absent (target ≤ 1.0×)",
 		"* memory-store server CPU ÷ bare server CPU: **1.00×** (1.00–1.00; target ≤ 1.5×)",
 		"| " + rowNames[rowClusterFresh] + " | 50.0 | 30.0 | 80.0 |",
@@ -215,6 +220,7 @@ func TestTable_ClusterOff(t *testing.T) {
 	rows[rowClusterFresh] = tableRow{absent: notRunCluster}
 	rows[rowClusterHot] = tableRow{absent: notRunCluster}
 	rows[rowFloor3] = tableRow{redis: []float64{5}}
+	rows[rowCommands] = tableRow{redis: []float64{8}}
 	var out strings.Builder
 	writeTable(&out, &tableConfig{Rounds: 1, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
 	for _, want := range []string{

@@ -8,10 +8,11 @@
 # the memory store, the Go ceiling and envoy's ratelimit when `ratelimit` is
 # on the PATH (go build -o ratelimit ./src/service_cmd in
 # envoyproxy/ratelimit), all on free loopback ports; measures every row in
-# interleaved rounds, and floor3 and a fresh check's commands alone with
-# redis-benchmark; prints the markdown table, the four ratios issue 27
-# targets and, for information, the fresh check against its commands, those
-# against floor3 and the Cluster's total over one node's; and stops every process it started, by PID, at
+# interleaved rounds, and floor3, a fresh check's commands alone and its
+# script (captured from the server) with redis-benchmark; prints the
+# markdown table, the four ratios issue 27 targets and, for information,
+# the script and its commands against floor3 and each other and the
+# Cluster's total over one node's; and stops every process it started, by PID, at
 # the end, on failure or on Ctrl-C. tollgate-bench table -h lists the
 # flags; the defaults (5 rounds of 20,000 checks per row) take a minute or
 # two on the project's 2-core VM, and are bounded by -timeout (default 10m)

@@ -36,11 +36,11 @@ and, when a ratelimit binary is found, envoyproxy/ratelimit on the one-node
 Redis. Then, in each round, it drives the rows in turn, -n login checks each
 with -c workers, measuring each server's CPU per request from
 /proc/PID/stat and Redis's from INFO cpu (the Cluster's: the sum over its
-three masters; both include their network system calls), and times floor3
-and commands with redis-benchmark. It prints each row's medians over the
-rounds as a markdown table, then the four ratios issue 27 targets and, for
-information, a fresh check's Redis CPU against its commands alone, those
-commands against floor3, and the Cluster's cost against one node's. Every process it starts is
+three masters; both include their network system calls), and times floor3,
+commands and script with redis-benchmark. It prints each row's medians over
+the rounds as a markdown table, then the four ratios issue 27 targets and,
+for information, the check's script and its commands alone against floor3
+and each other, and the Cluster's cost against one node's. Every process it starts is
 stopped by its PID when it ends, fails or is interrupted.
 
 Rows, in each round's order:
@@ -61,6 +61,9 @@ Rows, in each round's order:
   commands the same for commands.lua: the Redis commands one fresh check
            sends (16 on 6 keys), with no logic around them, the floor of
            tollgate's own key layout: what any script of this layout costs
+  script   the same for the fresh check's own EVALSHA, as the server sends
+           it (captured with MONITOR at the start, each key made fresh per
+           call): the check's script measured as floor3 and commands are
   memory   tollgate on the memory store, the same checks as fresh
   ceiling  the bare net/http server (tollgate-bench ceiling)
 
@@ -68,7 +71,7 @@ flags:
   -rounds N        rounds, 1 to 20 (default 5)
   -n N             checks per row per round (default 20000)
   -c N             concurrent workers, 1 to 4096 (default 50)
-  -floor-n N       EVALSHA calls of floor3, and of commands, per round
+  -floor-n N       EVALSHA calls of floor3, of commands and of script, per round
                    (default 50000)
   -tollgate PATH   the tollgate binary (default: tollgate next to this
                    executable, else on the PATH)
@@ -250,6 +253,7 @@ const (
 	rowEnvoy
 	rowFloor3
 	rowCommands
+	rowScript
 	rowMemory
 	rowCeiling
 	numRows
@@ -263,6 +267,7 @@ var rowNames = [numRows]string{
 	rowEnvoy:        "envoyproxy/ratelimit on the same Redis, one `ip` descriptor, its `/json` endpoint",
 	rowFloor3:       "**floor3**: one `EVALSHA` doing `TIME` and a `GET` + `SET … PX` on each of 3 keys, `redis-benchmark` 50 clients",
 	rowCommands:     "**commands**: one `EVALSHA` of the 16 Redis commands a fresh check sends, on its 6 keys, with no logic: the floor of tollgate's key layout",
+	rowScript:       "**script**: the fresh check's own `EVALSHA` as tollgate sends it, each key made fresh, sent the same way",
 	rowMemory:       "tollgate on the memory store, the same checks",
 	rowCeiling:      "a bare net/http server decoding the same body and answering a fixed verdict",
 }
@@ -270,7 +275,7 @@ var rowNames = [numRows]string{
 // rowLabels name the rows in the verdicts' lines and in tableUsage.
 var rowLabels = [numRows]string{
 	rowFresh: "fresh", rowHot: "hot", rowClusterFresh: "cluster", rowClusterHot: "cl-hot",
-	rowEnvoy: "envoy", rowFloor3: "floor3", rowCommands: "commands", rowMemory: "memory", rowCeiling: "ceiling",
+	rowEnvoy: "envoy", rowFloor3: "floor3", rowCommands: "commands", rowScript: "script", rowMemory: "memory", rowCeiling: "ceiling",
 }
 
 // clusterMasters is the Cluster's size: masters without replicas.
@@ -282,7 +287,7 @@ const notRunCluster = "not run (-cluster=false)"
 // tableRow is what the rounds measured for one row.
 type tableRow struct {
 	server, redis []float64 // µs per request, one per round; nil when not measured
-	usecPerCall   []float64 // floor3 and commands: INFO commandstats' usec_per_call of EVALSHA
+	usecPerCall   []float64 // floor3, commands and script: INFO commandstats' usec_per_call of EVALSHA
 	absent        string    // why the row was not measured
 	runs          []benchRun
 }
@@ -299,7 +304,7 @@ type table struct {
 	targets        [numRows]*benchTarget
 	b              *bencher
 	floor          *redis.Client
-	floorSHA       [numRows]string // floor3's and commands' scripts
+	floorArgs      [numRows][]string // floor3's, commands' and script's EVALSHA: the script's hash, numkeys, keys, arguments
 	rows           [numRows]tableRow
 }
 
@@ -385,10 +390,22 @@ func (t *table) start(ctx context.Context) error {
 	}
 	t.floor = redis.NewClient(&redis.Options{Addr: t.redis.Addr, DB: floorDB, MaxRetries: -1})
 	for row, src := range map[int]string{rowFloor3: floorScript, rowCommands: commandsScript} {
-		if t.floorSHA[row], err = t.floor.ScriptLoad(ctx, src).Result(); err != nil {
+		sha, err := t.floor.ScriptLoad(ctx, src).Result()
+		if err != nil {
 			return fmt.Errorf("%s: SCRIPT LOAD: %w", rowLabels[row], err)
 		}
+		keys := floor3Args
+		if row == rowCommands {
+			keys = commandsArgs
+		}
+		t.floorArgs[row] = append([]string{sha}, keys...)
 	}
+	if t.floorArgs[rowScript], err = t.captureScript(ctx, onRedis.url); err != nil {
+		return fmt.Errorf("script: capturing a fresh check's EVALSHA: %w", err)
+	}
+	sa := t.floorArgs[rowScript]
+	keys, _ := strconv.Atoi(sa[1]) // freshKeys checked it
+	fmt.Fprintf(t.stderr, "script: EVALSHA %.12s… with %d keys and %d arguments, captured from %s\n", sa[0], keys, len(sa)-2-keys, onRedis.name)
 	return nil
 }
 
@@ -556,9 +573,9 @@ func (t *table) measure(ctx context.Context) error {
 
 // redisOnly reports whether row is a script timed on Redis alone (floor3,
 // commands): no server, so no total.
-func redisOnly(row int) bool { return row == rowFloor3 || row == rowCommands }
+func redisOnly(row int) bool { return row == rowFloor3 || row == rowCommands || row == rowScript }
 
-// measureFloor runs floor3 or commands once: redis-benchmark sends
+// measureFloor runs floor3, commands or script once: redis-benchmark sends
 // -floor-n EVALSHA of its script on keys never seen, as
 // scripts/bench-scripts.sh does, and Redis's CPU per call is read from
 // INFO cpu before and after.
@@ -575,12 +592,8 @@ func (t *table) measureFloor(ctx context.Context, row int) error {
 	}
 	host, port, _ := net.SplitHostPort(t.redis.Addr)
 	args := []string{"-h", host, "-p", port, "--dbnum", strconv.Itoa(floorDB), "-c", strconv.Itoa(floorClients),
-		"-n", strconv.Itoa(t.cfg.FloorCalls), "-r", "100000000", "-q", "EVALSHA", t.floorSHA[row]}
-	keys := floor3Args
-	if row == rowCommands {
-		keys = commandsArgs
-	}
-	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, keys...)...)
+		"-n", strconv.Itoa(t.cfg.FloorCalls), "-r", "100000000", "-q", "EVALSHA"}
+	cmd := exec.CommandContext(ctx, "redis-benchmark", append(args, t.floorArgs[row]...)...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
@@ -595,7 +608,10 @@ func (t *table) measureFloor(ctx context.Context, row int) error {
 	if err != nil {
 		return err
 	}
-	calls, usec := evalshaStats(stats)
+	calls, failed, usec := evalshaStats(stats)
+	if failed > 0 {
+		return fmt.Errorf("%d of %d EVALSHA calls failed (redis-benchmark: %s)", failed, calls, lastLine(out.String()))
+	}
 	// redis-benchmark 7 can send a few calls past -n (its clients check the
 	// count before they send, not together), at most one per client; the
 	// CPU is divided by the calls Redis counted, so they do not bias it.
@@ -608,9 +624,10 @@ func (t *table) measureFloor(ctx context.Context, row int) error {
 	return nil
 }
 
-// evalshaStats reads EVALSHA's calls and usec_per_call from INFO
-// commandstats; 0, 0 when it is not there.
-func evalshaStats(info string) (calls int64, usecPerCall float64) {
+// evalshaStats reads EVALSHA's calls, failed calls (an error in the script
+// or a command it ran) and usec_per_call from INFO commandstats; zeros when
+// they are not there.
+func evalshaStats(info string) (calls, failed int64, usecPerCall float64) {
 	for line := range strings.Lines(info) {
 		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_evalsha:")
 		if !ok {
@@ -621,12 +638,14 @@ func evalshaStats(info string) (calls int64, usecPerCall float64) {
 			switch k {
 			case "calls":
 				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "failed_calls":
+				failed, _ = strconv.ParseInt(v, 10, 64)
 			case "usec_per_call":
 				usecPerCall, _ = strconv.ParseFloat(v, 64)
 			}
 		}
 	}
-	return calls, usecPerCall
+	return calls, failed, usecPerCall
 }
 
 func lastLine(s string) string {
@@ -799,7 +818,8 @@ type tableRatio struct {
 var tableRatios = []tableRatio{
 	{name: "Redis CPU per fresh check ÷ floor3", target: "≤ 2×", num: rowFresh, den: rowFloor3, numRedis: true},
 	{name: "Redis CPU per refused check ÷ floor3", target: "≤ 1.5×", num: rowHot, den: rowFloor3, numRedis: true},
-	{name: "Redis CPU per fresh check ÷ its commands alone", num: rowFresh, den: rowCommands, numRedis: true},
+	{name: "a fresh check's script alone ÷ floor3", num: rowScript, den: rowFloor3, numRedis: true},
+	{name: "a fresh check's script alone ÷ its commands alone", num: rowScript, den: rowCommands, numRedis: true},
 	{name: "a fresh check's commands alone ÷ floor3", num: rowCommands, den: rowFloor3, numRedis: true},
 	{name: "tollgate total per fresh check ÷ envoy total per request", target: "≤ 1.0×", num: rowFresh, den: rowEnvoy, numTotal: true},
 	{name: "memory-store server CPU ÷ bare server CPU", target: "≤ 1.5×", num: rowMemory, den: rowCeiling},
@@ -852,7 +872,7 @@ func (r *tableRow) medianOf(total, redis bool) (float64, bool) {
 // the ratios: each the ratio of the two rows' medians, with the range of
 // the rounds' own ratios.
 func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
-	fmt.Fprintf(w, "\nMedians over %d interleaved rounds of %d checks per row, %d connections; floor3 and commands %d calls per round.\n",
+	fmt.Fprintf(w, "\nMedians over %d interleaved rounds of %d checks per row, %d connections; floor3, commands and script %d calls per round.\n",
 		cfg.Rounds, cfg.Requests, cfg.Concurrency, cfg.FloorCalls)
 	fmt.Fprintf(w, "CPU per request: servers from /proc/PID/stat, Redis from INFO cpu (both include their network system calls).\n\n")
 	fmt.Fprintln(w, "| | server µs | Redis µs | total |")
@@ -871,7 +891,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 			}
 			return fmt.Sprintf("%.1f", v)
 		}
-		total := "" // floor3 and commands have no server: no total, as in issue 27
+		total := "" // floor3, commands and script have no server: no total, as in issue 27
 		switch {
 		case hasServer && hasRedis:
 			total = cell(server+red, true)
@@ -906,7 +926,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 		fmt.Fprintf(w, "* %s: **%.2f×** (%.2f–%.2f; %s)\n", q.name, nv/dv, lo, hi, q.targetNote())
 	}
 	fmt.Fprintln(w)
-	for _, row := range []int{rowFloor3, rowCommands} {
+	for _, row := range []int{rowFloor3, rowCommands, rowScript} {
 		if f := rows[row].usecPerCall; len(f) > 0 {
 			fmt.Fprintf(w, "%s usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): %.1f µs median.\n",
 				rowLabels[row], median(append([]float64(nil), f...)))

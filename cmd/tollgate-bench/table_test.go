@@ -112,7 +112,7 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 	for row, name := range rowNames {
 		var want *regexp.Regexp
 		switch row {
-		case rowFloor3, rowCommands:
+		case rowFloor3, rowCommands, rowScript:
 			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| – \| ` + number + ` \|  \|$`)
 		case rowMemory, rowCeiling:
 			want = regexp.MustCompile(`(?m)^\| ` + regexp.QuoteMeta(name) + ` \| ` + number + ` \| – \| ` + number + ` \|$`)
@@ -160,6 +160,14 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 		t.Errorf("stderr does not name tollgate-cluster and %d Cluster nodes:\n%s", clusterMasters, stderr.String())
 	}
 
+	// The script row is the check's own call: captured from the server,
+	// a login check's keys.
+	if m := regexp.MustCompile(`(?m)^script: EVALSHA [0-9a-f]{12}… with ([0-9]+) keys and ([0-9]+) arguments, captured from tollgate-redis$`).FindStringSubmatch(stderr.String()); m == nil {
+		t.Errorf("stderr does not say which EVALSHA the script row sends:\n%s", stderr.String())
+	} else if keys, _ := strconv.Atoi(m[1]); keys < 5 {
+		t.Errorf("the script row's EVALSHA has %d keys; a fresh login check with every signal has 5 or more", keys)
+	}
+
 	// Every process the table started is gone.
 	for _, m := range regexp.MustCompile(`(?m)^([a-z0-9-]+): pid ([0-9]+) on `).FindAllStringSubmatch(stderr.String(), -1) {
 		pid, _ := strconv.Atoi(m[2])
@@ -184,6 +192,7 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 	rows[rowClusterFresh] = tableRow{server: []float64{40, 60}, redis: []float64{20, 40}}
 	rows[rowFloor3] = tableRow{redis: []float64{10, 10}, usecPerCall: []float64{7, 8}}
 	rows[rowCommands] = tableRow{redis: []float64{15, 25}, usecPerCall: []float64{12, 14}}
+	rows[rowScript] = tableRow{redis: []float64{30, 30}, usecPerCall: []float64{20, 22}}
 	rows[rowMemory].redis, rows[rowCeiling].redis = nil, nil
 	var out strings.Builder
 	writeTable(&out, &tableConfig{Rounds: 2, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
@@ -194,9 +203,12 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 		"| " + rowNames[rowMemory] + " | 30.0 | – | 30.0 |",
 		"* Redis CPU per fresh check ÷ floor3: **2.00×** (1.00–3.00; target ≤ 2×)",
 		"| " + rowNames[rowCommands] + " | – | 20.0 |  |",
-		"* Redis CPU per fresh check ÷ its commands alone: **1.00×** (0.67–1.20; for information, no target)",
+		"| " + rowNames[rowScript] + " | – | 30.0 |  |",
+		"* a fresh check's script alone ÷ floor3: **3.00×** (3.00–3.00; for information, no target)",
+		"* a fresh check's script alone ÷ its commands alone: **1.50×** (1.20–2.00; for information, no target)",
 		"* a fresh check's commands alone ÷ floor3: **2.00×** (1.50–2.50; for information, no target)",
 		"commands usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 13.0 µs",
+		"script usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 21.0 µs",
 		"* tollgate total per fresh check ÷ envoy total per request: absent (target ≤ 1.0×)",
 		"* memory-store server CPU ÷ bare server CPU: **1.00×** (1.00–1.00; target ≤ 1.5×)",
 		"| " + rowNames[rowClusterFresh] + " | 50.0 | 30.0 | 80.0 |",
@@ -221,6 +233,7 @@ func TestTable_ClusterOff(t *testing.T) {
 	rows[rowClusterHot] = tableRow{absent: notRunCluster}
 	rows[rowFloor3] = tableRow{redis: []float64{5}}
 	rows[rowCommands] = tableRow{redis: []float64{8}}
+	rows[rowScript] = tableRow{redis: []float64{12}}
 	var out strings.Builder
 	writeTable(&out, &tableConfig{Rounds: 1, Requests: 10, Concurrency: 1, FloorCalls: 10}, rows)
 	for _, want := range []string{
@@ -283,11 +296,11 @@ func TestTable_UsageErrors(t *testing.T) {
 
 func TestEvalshaStats(t *testing.T) {
 	info := "# Commandstats\r\ncmdstat_config:calls=1,usec=5,usec_per_call=5.00\r\n" +
-		"cmdstat_evalsha:calls=2000,usec=26000,usec_per_call=13.00,rejected_calls=0,failed_calls=0\r\n"
-	if calls, usec := evalshaStats(info); calls != 2000 || usec != 13 {
-		t.Errorf("evalshaStats = %d, %v; want 2000, 13", calls, usec)
+		"cmdstat_evalsha:calls=2000,usec=26000,usec_per_call=13.00,rejected_calls=0,failed_calls=3\r\n"
+	if calls, failed, usec := evalshaStats(info); calls != 2000 || failed != 3 || usec != 13 {
+		t.Errorf("evalshaStats = %d, %d, %v; want 2000, 3, 13", calls, failed, usec)
 	}
-	if calls, usec := evalshaStats("# Commandstats\r\n"); calls != 0 || usec != 0 {
-		t.Errorf("evalshaStats of nothing = %d, %v; want 0, 0", calls, usec)
+	if calls, failed, usec := evalshaStats("# Commandstats\r\n"); calls != 0 || failed != 0 || usec != 0 {
+		t.Errorf("evalshaStats of nothing = %d, %d, %v; want 0, 0, 0", calls, failed, usec)
 	}
 }

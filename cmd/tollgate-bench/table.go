@@ -40,8 +40,8 @@ three masters; both include their network system calls), and times floor3,
 commands and script with redis-benchmark. It prints each row's medians over
 the rounds as a markdown table, then the four ratios issue 27 targets and,
 for information, the check's script and its commands alone against floor3
-and each other, and the Cluster's cost against one node's. Every process it starts is
-stopped by its PID when it ends, fails or is interrupted.
+and each other, and the Cluster's cost against one node's. Every process
+it starts is stopped by its PID when it ends, fails or is interrupted.
 
 Rows, in each round's order:
   fresh    tollgate on Redis, a login check with every signal (account,
@@ -115,8 +115,8 @@ var commandsArgs = []string{
 	"1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "zON2s3pl453n__rand_int__",
 }
 
-// floorDB is the Redis database floor3 and commands write in, away from
-// tollgate's.
+// floorDB is the Redis database floor3, commands and script write in, away
+// from tollgate's.
 const floorDB = 1
 
 // floorClients is redis-benchmark's connections for floor3, as many as
@@ -389,16 +389,16 @@ func (t *table) start(ctx context.Context) error {
 		}
 	}
 	t.floor = redis.NewClient(&redis.Options{Addr: t.redis.Addr, DB: floorDB, MaxRetries: -1})
-	for row, src := range map[int]string{rowFloor3: floorScript, rowCommands: commandsScript} {
-		sha, err := t.floor.ScriptLoad(ctx, src).Result()
+	for _, f := range []struct {
+		row  int
+		src  string
+		args []string
+	}{{rowFloor3, floorScript, floor3Args}, {rowCommands, commandsScript, commandsArgs}} {
+		sha, err := t.floor.ScriptLoad(ctx, f.src).Result()
 		if err != nil {
-			return fmt.Errorf("%s: SCRIPT LOAD: %w", rowLabels[row], err)
+			return fmt.Errorf("%s: SCRIPT LOAD: %w", rowLabels[f.row], err)
 		}
-		keys := floor3Args
-		if row == rowCommands {
-			keys = commandsArgs
-		}
-		t.floorArgs[row] = append([]string{sha}, keys...)
+		t.floorArgs[f.row] = append([]string{sha}, f.args...)
 	}
 	if t.floorArgs[rowScript], err = t.captureScript(ctx, onRedis.url); err != nil {
 		return fmt.Errorf("script: capturing a fresh check's EVALSHA: %w", err)

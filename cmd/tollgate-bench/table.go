@@ -119,7 +119,8 @@ var commandsArgs = []string{
 // from tollgate's.
 const floorDB = 1
 
-// floorClients is redis-benchmark's connections for floor3, as many as
+// floorClients is redis-benchmark's connections for floor3, commands and
+// script, as many as
 // the load's workers by default.
 const floorClients = 50
 

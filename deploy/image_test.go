@@ -150,6 +150,7 @@ func TestImage_BuildsAScratchImageThatServes(t *testing.T) {
 	for k, want := range map[string]string{
 		"org.opencontainers.image.version":  "v0.0.0-test",
 		"org.opencontainers.image.source":   "https://github.com/tollgate-auth/tollgate",
+		"org.opencontainers.image.licenses": "Apache-2.0",
 		"org.opencontainers.image.revision": "", // any commit
 	} {
 		got, ok := c.Config.Labels[k]

@@ -2,13 +2,18 @@ package deploy
 
 import (
 	"archive/tar"
+	"archive/zip"
 	"bytes"
 	"compress/gzip"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -141,4 +146,153 @@ func TestRelease_IsReproducible(t *testing.T) {
 	if !found {
 		t.Errorf("the SBOM lists %d components, not github.com/redis/go-redis/v9", len(bom.Components))
 	}
+}
+
+// apacheLicenseSHA256 is the SHA-256 of the Apache License 2.0 as the ASF
+// publishes it (https://www.apache.org/licenses/LICENSE-2.0.txt).
+const apacheLicenseSHA256 = "cfc7749b96f63bd31c3c42b5c471bf756814053e847c10f3eb003417bc523d30"
+
+// TestLicence_IsApache2AndEveryPackageDeclaresIt: LICENSE is the Apache
+// License 2.0 word for word, the npm and Python packages carry a copy of it
+// (each is packed from its own directory, which the root's is not in) and
+// declare the SPDX id, and the image's label says it. A package that ships
+// without its licence cannot be used by anyone who checks.
+func TestLicence_IsApache2AndEveryPackageDeclaresIt(t *testing.T) {
+	root, err := os.ReadFile("../LICENSE")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sum := sha256.Sum256(root); hex.EncodeToString(sum[:]) != apacheLicenseSHA256 {
+		t.Errorf("LICENSE is not the Apache License 2.0 as published (sha256 %x)", sum)
+	}
+	for _, copyOf := range []string{"../clients/typescript/LICENSE", "../clients/python/LICENSE"} {
+		if b, err := os.ReadFile(copyOf); err != nil || !bytes.Equal(b, root) {
+			t.Errorf("%s is not LICENSE (%v)", copyOf, err)
+		}
+	}
+	var pkg struct {
+		License string   `json:"license"`
+		Files   []string `json:"files"`
+	}
+	b, err := os.ReadFile("../clients/typescript/package.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		t.Fatal(err)
+	}
+	if pkg.License != "Apache-2.0" || !slices.Contains(pkg.Files, "LICENSE") {
+		t.Errorf("clients/typescript/package.json: license %q, files %q; want Apache-2.0 and LICENSE among the files", pkg.License, pkg.Files)
+	}
+	// Debian 12's setuptools (66), which builds the package offline, takes
+	// the licence as a table; the SPDX id is its text.
+	b, err = os.ReadFile("../clients/python/pyproject.toml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"\nlicense = {text = \"Apache-2.0\"}\n", "\nlicense-files = [\"LICENSE\"]\n"} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("clients/python/pyproject.toml lacks %q", strings.TrimSpace(want))
+		}
+	}
+	b, err = os.ReadFile(containerfile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(b), `org.opencontainers.image.licenses="Apache-2.0"`) {
+		t.Errorf("the Containerfile's licences label is not Apache-2.0")
+	}
+}
+
+// TestLicence_ThePackagesAsBuiltHoldIt packs the npm package (npm pack
+// --dry-run, no scripts) and builds the Python wheel offline (pip, no build
+// isolation, no index: the system's setuptools) from a copy of its
+// directory, and looks for LICENSE in each and the SPDX id in the wheel's
+// metadata. Skipped, saying so, where npm or python3 with pip is missing.
+func TestLicence_ThePackagesAsBuiltHoldIt(t *testing.T) {
+	if testing.Short() {
+		t.Skip("packs the npm package and builds the Python wheel")
+	}
+	t.Run("npm", func(t *testing.T) {
+		if _, err := exec.LookPath("npm"); err != nil {
+			t.Skip("npm is not installed")
+		}
+		cmd := exec.Command("npm", "pack", "--dry-run", "--json", "--ignore-scripts")
+		cmd.Dir = "../clients/typescript"
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("npm pack: %v", err)
+		}
+		var packs []struct {
+			License string `json:"license"`
+			Files   []struct {
+				Path string `json:"path"`
+			} `json:"files"`
+		}
+		if err := json.Unmarshal(out, &packs); err != nil || len(packs) != 1 {
+			t.Fatalf("npm pack --json: %v (%d packages)\n%s", err, len(packs), out)
+		}
+		found := false
+		for _, f := range packs[0].Files {
+			found = found || f.Path == "LICENSE"
+		}
+		if !found {
+			t.Errorf("the npm package holds no LICENSE: %+v", packs[0].Files)
+		}
+	})
+	t.Run("python", func(t *testing.T) {
+		py := "/usr/bin/python3"
+		if _, err := os.Stat(py); err != nil {
+			if py, err = exec.LookPath("python3"); err != nil {
+				t.Skip("python3 is not installed")
+			}
+		}
+		if err := exec.Command(py, "-m", "pip", "--version").Run(); err != nil {
+			t.Skipf("%s has no pip", py)
+		}
+		src := filepath.Join(t.TempDir(), "python")
+		if out, err := exec.Command("cp", "-r", "../clients/python", src).CombinedOutput(); err != nil {
+			t.Fatalf("cp: %v\n%s", err, out)
+		}
+		wheels := filepath.Join(t.TempDir(), "wheels")
+		build := exec.Command(py, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "--no-index", "-q", "-w", wheels, ".")
+		build.Dir = src
+		if out, err := build.CombinedOutput(); err != nil {
+			t.Fatalf("pip wheel: %v\n%s", err, out)
+		}
+		whl, _ := filepath.Glob(filepath.Join(wheels, "*.whl"))
+		if len(whl) != 1 {
+			t.Fatalf("pip wheel made %q", whl)
+		}
+		zr, err := zip.OpenReader(whl[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer zr.Close()
+		root, _ := os.ReadFile("../LICENSE")
+		var licence, metadata []byte
+		for _, f := range zr.File {
+			dir, name := path.Split(f.Name)
+			if !strings.HasSuffix(dir, ".dist-info/") || (name != "LICENSE" && name != "METADATA") {
+				continue
+			}
+			r, err := f.Open()
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(r)
+			r.Close()
+			if name == "LICENSE" {
+				licence = b
+			} else {
+				metadata = b
+			}
+		}
+		if !bytes.Equal(licence, root) {
+			t.Errorf("the wheel's dist-info holds no LICENSE equal to the repository's (%d bytes)", len(licence))
+		}
+		if !regexp.MustCompile(`(?m)^License(-Expression)?: Apache-2\.0$`).Match(metadata) {
+			t.Errorf("the wheel's METADATA does not say Apache-2.0:\n%s", metadata)
+		}
+	})
 }

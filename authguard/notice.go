@@ -38,7 +38,8 @@ type Notice struct {
 	Ref  string
 	Time time.Time
 	// Details are small extra facts: "failures", "delay_ms", "region",
-	// "prefix_bits", "shadow", "keys", "fallback". Never an identifier.
+	// "prefix_bits", "shadow", "keys", "fallback", "sign_ins". Never an
+	// identifier.
 	Details map[string]any
 	// Coalesce is a keyed hash naming the tenant, flow, type and subject
 	// (the normalised one, so that every spelling of an account shares
@@ -129,6 +130,14 @@ const (
 	MaxNoticeWindow     = 7 * 24 * time.Hour
 	// MaxUnderAttackFailures bounds NoticePolicy.UnderAttackFailures.
 	MaxUnderAttackFailures = 1_000_000
+	// MaxNewDeviceNotices is how many login.new_device notices one account
+	// gets per NoticePolicy.Window on each instance. Past it the sign-ins
+	// are counted, not told: the account's first notice of a later window
+	// tells of them in its "sign_ins" detail. An attacker who signs in to
+	// an account of their own thousands of times so makes a few notices,
+	// not thousands queued ahead of another account's alert; an owner's
+	// own few new devices in a window are each told.
+	MaxNewDeviceNotices = 3
 )
 
 // Emits says whether the flow emits notices of typ.
@@ -203,7 +212,15 @@ type notices struct {
 	storeDown atomic.Bool
 
 	mu     sync.Mutex
-	recent map[string]time.Time // notice key (see fresh) → when its window ends
+	recent map[string]noticeWindow // notice key (see admit) → its window
+}
+
+// noticeWindow is a notice key's window: when it ends, how many notices it
+// let out, and how many it held back past its cap since the last notice
+// that went out (the next one tells of them).
+type noticeWindow struct {
+	until      time.Time
+	sent, held int
 }
 
 // maxRecentNotices bounds what notices remembers: past it, windows that
@@ -216,19 +233,38 @@ const maxRecentNotices = 16384
 
 // fresh says whether a notice of key (the tenant, flow, type and the
 // subject's hash or store key: no identifier) may be emitted at now, and
-// if so starts its window.
+// if so starts its window: one notice per key and window.
 func (n *notices) fresh(key string, window time.Duration, now time.Time) bool {
+	ok, _ := n.admit(key, window, 1, now)
+	return ok
+}
+
+// admit says whether a notice of key may be emitted at now: the first max
+// of a window may, and the first starts the window; later ones are held
+// back and counted. held is how many were held back since the last notice
+// of key that went out, which this one, when ok, is to tell of. A window
+// dropped at the record's cap forgets its count.
+func (n *notices) admit(key string, window time.Duration, max int, now time.Time) (ok bool, held int) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if until, ok := n.recent[key]; ok && now.Before(until) {
-		return false
+	w, found := n.recent[key]
+	if found && now.Before(w.until) {
+		if w.sent >= max {
+			w.held++
+			n.recent[key] = w
+			return false, 0
+		}
+		w.sent++
+		held, w.held = w.held, 0
+		n.recent[key] = w
+		return true, held
 	}
 	if n.recent == nil {
-		n.recent = map[string]time.Time{}
+		n.recent = map[string]noticeWindow{}
 	}
-	if len(n.recent) >= maxRecentNotices {
-		for k, until := range n.recent {
-			if !now.Before(until) {
+	if !found && len(n.recent) >= maxRecentNotices {
+		for k, w := range n.recent {
+			if !now.Before(w.until) {
 				delete(n.recent, k)
 			}
 		}
@@ -236,8 +272,8 @@ func (n *notices) fresh(key string, window time.Duration, now time.Time) bool {
 			clear(n.recent)
 		}
 	}
-	n.recent[key] = now.Add(window)
-	return true
+	n.recent[key] = noticeWindow{until: now.Add(window), sent: 1}
+	return true, w.held
 }
 
 // storeAnswered records whether the store answered a call of a flow that

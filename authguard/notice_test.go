@@ -96,6 +96,53 @@ func TestNotice_SignInFromANewDeviceTellsTheOwner(t *testing.T) {
 	}
 }
 
+// Attack: an attacker signs in 10,000 times, from fresh addresses and
+// without a device token, to an account of their own, so that each sign-in
+// is a login.new_device queued ahead of a victim's alert. The account gets
+// MaxNewDeviceNotices notices a window, each of one sign-in; its first
+// notice of the next window tells of every sign-in held back. Another
+// account's new device in the same window is told as before.
+func TestNotice_TenThousandSignInsToOneAccountAreAFewNewDeviceNotices(t *testing.T) {
+	h := newHarness(t, "")
+	ctx := context.Background()
+	signIn := func(account string, i int) {
+		t.Helper()
+		v, err := h.e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: account, IP: addr(i)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := h.e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: account, IP: addr(i), Outcome: authguard.Success, Attempt: v.Attempt}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const n = 10_000
+	for i := range n {
+		signIn("mallory@example.com", i)
+	}
+	got := h.notes.of(authguard.NoticeNewDevice)
+	if len(got) != authguard.MaxNewDeviceNotices {
+		t.Fatalf("%d login.new_device notices for %d sign-ins to one account in a window, want %d", len(got), n, authguard.MaxNewDeviceNotices)
+	}
+	for _, no := range got {
+		if c, _ := no.Details["sign_ins"].(int); c != 1 || no.Subject != "mallory@example.com" {
+			t.Errorf("notice %+v, want mallory's with sign_ins 1", no)
+		}
+	}
+	signIn("alice@example.com", 1)
+	if got := h.notes.of(authguard.NoticeNewDevice); len(got) != authguard.MaxNewDeviceNotices+1 || got[len(got)-1].Subject != "alice@example.com" {
+		t.Fatalf("another account's sign-in in the window: notices %+v, want one for alice", got[authguard.MaxNewDeviceNotices:])
+	}
+
+	h.clock.Advance(time.Hour + time.Second)
+	signIn("MALLORY@example.com", 2)
+	got = h.notes.of(authguard.NoticeNewDevice)
+	last := got[len(got)-1]
+	want := 1 + n - authguard.MaxNewDeviceNotices
+	if c, _ := last.Details["sign_ins"].(int); len(got) != authguard.MaxNewDeviceNotices+2 || last.Subject != "MALLORY@example.com" || c != want {
+		t.Errorf("the next window's first notice: %+v (%d in all), want mallory's as sent with sign_ins %d (this one and those held back)", last, len(got), want)
+	}
+}
+
 // Attack: 10,000 failed guesses at one account, in three spellings of it.
 // The owner hears of it once per window, not 10,000 times, every notice
 // carries the spelling of the call that emitted it, and every spelling

@@ -113,16 +113,15 @@ func (e *Engine) ruleNotices(c *callNotices, p *plan, b *batch) {
 }
 
 // reportNotices emits a report's notices: a success without a valid
-// device token of the account (login.new_device, never coalesced: each is
-// a sign-in its owner should hear of), and a failure that found the
-// account's backoff counter holding it back, or past the flow's
-// UnderAttackFailures (account.under_attack, coalesced on the account's
-// hash, so every spelling of it shares one key).
+// device token of the account (login.new_device, see newDeviceNotice), and
+// a failure that found the account's backoff counter holding it back, or
+// past the flow's UnderAttackFailures (account.under_attack, coalesced on
+// the account's hash, so every spelling of it shares one key).
 func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *plan, b *batch) {
 	s, f := c.s, c.s.flow
 	np := &f.Notices
 	if outcome == Success && !known && s.account != "" && f.device >= 0 && np.Emits(NoticeNewDevice) {
-		e.notify(c, Notice{Type: NoticeNewDevice, Rule: f.Rules[f.device].Name, Reason: "no_device_token", Subject: c.subject}, "")
+		e.newDeviceNotice(c)
 	}
 	if outcome == Failure && np.Emits(NoticeUnderAttack) && b.res != nil && s.account != "" {
 		for i, m := range p.meta {
@@ -145,6 +144,23 @@ func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *p
 	}
 	e.ruleNotices(c, p, b)
 	e.storeNotice(c, b)
+}
+
+// newDeviceNotice emits login.new_device for a success without a device
+// token of the account: not coalesced, as each is a sign-in its owner
+// should hear of, but at most MaxNewDeviceNotices per account and window
+// on this instance, so that an attacker's thousands of sign-ins to an
+// account of their own are a few notices, not a flood queued ahead of
+// another account's alert. Its "sign_ins" detail is 1 plus the sign-ins
+// held back since the account's last notice.
+func (e *Engine) newDeviceNotice(c *callNotices) {
+	s, f := c.s, c.s.flow
+	ok, held := e.notices.admit(s.tenant+"\x00"+f.Name+"\x00"+NoticeNewDevice+"\x00"+s.account, f.Notices.Window, MaxNewDeviceNotices, e.now())
+	if !ok {
+		return
+	}
+	e.notify(c, Notice{Type: NoticeNewDevice, Rule: f.Rules[f.device].Name, Reason: "no_device_token", Subject: c.subject,
+		Details: map[string]any{"sign_ins": 1 + held}}, "")
 }
 
 // resetNotice emits account.reset for an administrator's reset of an

@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+	"unicode"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -53,6 +54,9 @@ var fuzzSeeds = []string{
 	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"a\u0000\u001f\u007f\u0085"}`,
 	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":["x"]}`,
 	`{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","ref":"\ud800"}`,
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"user-\u202e42"}`,
+	"{\"flow\":\"login\",\"account\":\"a\",\"ip\":\"192.0.2.1\",\"outcome\":\"success\",\"ref\":\"user-\u2066\u061c42\"}",
+	`{"flow":"login","account":"a","ip":"192.0.2.1","ref":"مستخدم-42"}`,
 }
 
 // storeCalls wraps the harness's memory store and counts the calls that
@@ -127,6 +131,12 @@ func fuzzRoute(f *testing.F, path string, seeds ...string) {
 			t.Fatalf("response %q is not a JSON object: %v", res.body, err)
 		}
 		if res.status < 400 {
+			if ref, ok := notes.refSince(told, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }); ok {
+				// A notice's ref is shown to people: a control or
+				// bidirectional formatting character in it could hide
+				// or reverse what the alert says.
+				t.Fatalf("an accepted request passed the ref %q to a notice", ref)
+			}
 			if res.specErr != nil && !strings.Contains(body, `\u`) {
 				// The server accepted what the spec forbids. (Escapes are
 				// exempt: the spec counts characters after decoding too,

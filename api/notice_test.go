@@ -1,7 +1,9 @@
 package api_test
 
 import (
+	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -19,6 +21,19 @@ func (r *noticeRecorder) Notify(n authguard.Notice) {
 	r.mu.Lock()
 	r.notes = append(r.notes, n)
 	r.mu.Unlock()
+}
+
+// refSince returns the ref of a notice from the nth on that holds a rune
+// for which bad is true, if any.
+func (r *noticeRecorder) refSince(n int, bad func(rune) bool) (string, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, note := range r.notes[n:] {
+		if strings.IndexFunc(note.Ref, bad) >= 0 {
+			return note.Ref, true
+		}
+	}
+	return "", false
 }
 
 func (r *noticeRecorder) len() int {
@@ -112,5 +127,45 @@ func TestNotice_AResetWithABadRefChangesNothing(t *testing.T) {
 	}
 	if notes.len() != 0 || len(h.keys()) != len(before) {
 		t.Errorf("a refused reset emitted %d notices and left %d keys of %d", notes.len(), len(h.keys()), len(before))
+	}
+}
+
+// Attack: a ref holding a bidirectional override, sent so that the alert a
+// notice becomes reads backwards ("user-‮42" is shown as "user-24", and
+// the subject and event type after it are turned around too). Every route
+// that takes a ref refuses each bidirectional formatting character, raw or
+// as a JSON escape, with a 400 problem naming the field, before the store
+// changes and without a notice.
+func TestRef_ABidiOverrideCannotMakeAnAlertReadBackwards(t *testing.T) {
+	notes := &noticeRecorder{}
+	h := newHarness(t, withNotifier(notes))
+	v := h.check(t, login("victim@example.com", "192.0.2.9"))
+	h.report(t, map[string]any{"flow": "login", "account": "victim@example.com", "ip": "192.0.2.9", "outcome": "failure", "attempt": v.Attempt})
+	told := notes.len()
+	bodies := map[string]string{
+		"/v1/check":       `{"flow":"login","account":"victim@example.com","ip":"192.0.2.1","ref":%s}`,
+		"/v1/report":      `{"flow":"login","account":"victim@example.com","ip":"192.0.2.1","outcome":"success","ref":%s}`,
+		"/v1/otp/send":    `{"destination":"+447400123456","channel":"sms","ip":"192.0.2.1","ref":%s}`,
+		"/v1/admin/reset": `{"flow":"login","account":"victim@example.com","reason":"ticket 4711","ref":%s}`,
+	}
+	for _, r := range []rune{0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069} {
+		for _, ref := range []string{`"user-` + string(r) + `24"`, fmt.Sprintf(`"user-\u%04x24"`, r)} {
+			for path, body := range bodies {
+				before := h.keys()
+				res := h.do(t, http.MethodPost, path, "application/json", fmt.Sprintf(body, ref))
+				if res.status != http.StatusBadRequest || res.header.Get("Content-Type") != "application/problem+json" {
+					t.Fatalf("%s with ref %s: status %d, content type %q; want a 400 problem", path, ref, res.status, res.header.Get("Content-Type"))
+				}
+				if p := res.json(t); p["field"] != "ref" || p["type"] != "https://tollgate.dev/problems/invalid-field" {
+					t.Errorf("%s with ref %s: problem %v, want invalid-field on ref", path, ref, p)
+				}
+				if after := h.keys(); !slices.Equal(before, after) {
+					t.Errorf("%s with ref %s changed the store: %d keys before, %d after", path, ref, len(before), len(after))
+				}
+			}
+		}
+	}
+	if got := notes.len() - told; got != 0 {
+		t.Errorf("refused calls emitted %d notices", got)
 	}
 }

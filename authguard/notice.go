@@ -188,7 +188,11 @@ func (r *Rule) accountBackoff() bool {
 const MaxRefBytes = 128
 
 // checkRef validates a request's ref: at most MaxRefBytes of UTF-8 without
-// control characters.
+// control characters or bidirectional formatting characters. A ref reaches
+// the notices' receivers, which show it to people (an alert, a ticket): an
+// override (U+202E) or isolate (U+2066) in it would make the rest of the
+// line it is shown in read backwards, the subject and event type after it
+// too, so it is refused like a line break.
 func checkRef(ref string) error {
 	if ref == "" {
 		return nil
@@ -196,11 +200,17 @@ func checkRef(ref string) error {
 	if len(ref) > MaxRefBytes {
 		return &InputError{Field: "ref", Detail: fmt.Sprintf("must be at most %d bytes", MaxRefBytes)}
 	}
-	if !utf8.ValidString(ref) || strings.IndexFunc(ref, unicode.IsControl) >= 0 {
-		return &InputError{Field: "ref", Detail: "must be UTF-8 text without control characters"}
+	if !utf8.ValidString(ref) || strings.IndexFunc(ref, refRefused) >= 0 {
+		return &InputError{Field: "ref", Detail: "must be UTF-8 text without control or bidirectional formatting characters"}
 	}
 	return nil
 }
+
+// refRefused reports whether r may not be in a ref: a control character,
+// or a bidirectional formatting one (unicode.Bidi_Control: U+061C, U+200E,
+// U+200F, U+202A–U+202E and U+2066–U+2069, which Unicode's
+// Bidi_Control property lists and UAX #9 acts on).
+func refRefused(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }
 
 // notices is the engine's side of Config.Notifier: the notifier, whether
 // the store last failed (for store.degraded and store.recovered), and the

@@ -415,6 +415,49 @@ func TestNotice_BadRefIsRefusedBeforeAnyStoreCall(t *testing.T) {
 	}
 }
 
+// Attack: a ref holding a bidirectional override. The receivers of the
+// notices show the ref to people, in an alert or a ticket: "user-‮42" is
+// shown as "user-24", and U+202E, or an isolate, turns the rest of the line
+// the ref sits in around, the subject and event type after it too. Each
+// bidirectional formatting character is refused on every call that takes
+// a ref, before the store is asked and without a notice; text in a
+// right-to-left script, which needs none of them, still passes.
+func TestRef_ABidiOverrideCannotMakeAnAlertReadBackwards(t *testing.T) {
+	h := newHarness(t, "")
+	ctx := context.Background()
+	h.attempt("victim@example.com", "192.0.2.9", authguard.Failure, "")
+	bidi := []rune{0x061C, 0x200E, 0x200F, 0x202A, 0x202B, 0x202C, 0x202D, 0x202E, 0x2066, 0x2067, 0x2068, 0x2069}
+	for _, r := range bidi {
+		ref := "user-" + string(r) + "24" // "user-" then an override, as an alert would show it
+		calls, told := h.store.calls.Load(), h.notes.len()
+		_, errC := h.e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.1", Ref: ref})
+		_, errR := h.e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "192.0.2.1", Outcome: authguard.Success, Ref: ref})
+		_, errS := h.e.Send(ctx, authguard.SendRequest{Destination: victim, Channel: "sms", IP: "192.0.2.1", Ref: ref})
+		_, errX := h.e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "victim@example.com", Reason: "ticket 12", Ref: ref})
+		for i, err := range []error{errC, errR, errS, errX} {
+			var ie *authguard.InputError
+			if !errors.As(err, &ie) || ie.Field != "ref" || !strings.Contains(ie.Detail, "bidirectional") {
+				t.Errorf("%U, call %d of check, report, send, reset: %v, want an input error on ref naming bidirectional characters", r, i, err)
+			}
+		}
+		if got := h.store.calls.Load() - calls; got != 0 {
+			t.Errorf("%U: %d store calls, want none", r, got)
+		}
+		if got := h.notes.len() - told; got != 0 {
+			t.Errorf("%U: %d notices, want none", r, got)
+		}
+	}
+	// Every reset was refused: the account's failure is still there to
+	// delete now, by a reset whose ref is in a right-to-left script.
+	if n, err := h.e.Reset(ctx, authguard.ResetRequest{Flow: "login", Account: "victim@example.com", Reason: "ticket 12", Ref: "مستخدم-42"}); err != nil || n == 0 {
+		t.Fatalf("a reset with a ref in Arabic script: %d keys deleted, %v; want the failure's keys", n, err)
+	}
+	got := h.notes.of(authguard.NoticeReset)
+	if len(got) != 1 || got[0].Ref != "مستخدم-42" || got[0].Subject != "victim@example.com" {
+		t.Errorf("reset notices %+v, want one, with the Arabic ref as sent", got)
+	}
+}
+
 // Mistake: a notifier that changes what the engine answers. The same
 // calls on an engine with a Notifier and on one without get the same
 // verdicts.

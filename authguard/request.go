@@ -32,9 +32,10 @@ type CheckRequest struct {
 	// send them with the report too.
 	Destination, Channel string
 	// Ref is the caller's own opaque reference for the subject (its user
-	// id), at most MaxRefBytes without control characters, or empty. The
-	// engine only passes it, in memory, to the notices of this call
-	// (Notice.Ref); it never stores or logs it.
+	// id), at most MaxRefBytes without control characters or bidirectional
+	// formatting characters (U+061C, U+200E, U+200F, U+202A–U+202E,
+	// U+2066–U+2069), or empty. The engine only passes it, in memory, to
+	// the notices of this call (Notice.Ref); it never stores or logs it.
 	Ref string
 }
 

@@ -46,10 +46,11 @@ type CheckRequest struct {
 	// Channel is the channel the code went by; with Destination.
 	Channel string `json:"channel,omitempty"`
 	// Ref is the caller's own opaque reference for the end user (its user
-	// id), at most 128 bytes of text without control characters, or
-	// empty. tollgate passes it only to the notices (webhooks) this call
-	// causes, so that their receiver can act on them; it never stores or
-	// logs it.
+	// id), at most 128 bytes of text without control characters or
+	// bidirectional formatting characters (U+061C, U+200E, U+200F,
+	// U+202A–U+202E, U+2066–U+2069), or empty. tollgate passes it only to
+	// the notices (webhooks) this call causes, so that their receiver can
+	// act on them; it never stores or logs it.
 	Ref string `json:"ref,omitempty"`
 }
 

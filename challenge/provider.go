@@ -57,14 +57,17 @@ func (c *Challenger) siteverify(ctx context.Context, p ProviderConfig, response 
 // when success is false, ReasonProviderUnavailable for anything else
 // (not JSON, no success, success of another type).
 func parseSiteverify(body []byte) Reason {
-	var answer struct {
-		Success *bool `json:"success"`
-	}
-	if err := json.Unmarshal(body, &answer); err != nil || answer.Success == nil {
+	// A map, not a struct: encoding/json would match "Success" or
+	// "SUCCESS" to a struct's field, and only the documented key counts.
+	var answer map[string]json.RawMessage
+	if err := json.Unmarshal(body, &answer); err != nil {
 		return ReasonProviderUnavailable
 	}
-	if !*answer.Success {
+	switch string(answer["success"]) {
+	case "true":
+		return ReasonSolved
+	case "false":
 		return ReasonProviderRejected
 	}
-	return ReasonSolved
+	return ReasonProviderUnavailable
 }

@@ -17,12 +17,14 @@ const memCoalesceCap = 100_000
 
 // MemoryQueue is a bounded in-process Queue. A restart loses everything in
 // it: waiting deliveries, retry state, dead letters and coalescing windows.
+// Each lane keeps its alerts (Alert and Local) and its notices apart, and
+// leases the alerts first.
 type MemoryQueue struct {
 	mu       sync.Mutex
 	capacity int
 	n        int // waiting and leased
 	seq      uint64
-	lanes    map[Lane]*memHeap
+	lanes    map[Lane]*memLane
 	buckets  map[Lane]*bucket
 	leased   map[string]Delivery
 	windows  map[string]time.Time // coalescing key → end of its window
@@ -33,14 +35,15 @@ type MemoryQueue struct {
 var _ Queue = (*MemoryQueue)(nil)
 
 // NewMemoryQueue returns an in-process queue holding at most capacity
-// deliveries (waiting or leased); a capacity below 1 means 10000.
+// deliveries (waiting or leased), of which notices at most nine tenths; a
+// capacity below 1 means 10000.
 func NewMemoryQueue(capacity int) Queue {
 	if capacity < 1 {
 		capacity = 10000
 	}
 	return &MemoryQueue{
 		capacity: capacity,
-		lanes:    map[Lane]*memHeap{},
+		lanes:    map[Lane]*memLane{},
 		buckets:  map[Lane]*bucket{},
 		leased:   map[string]Delivery{},
 		windows:  map[string]time.Time{},
@@ -70,7 +73,11 @@ func (q *MemoryQueue) Coalesce(_ context.Context, tenant, key string, window tim
 func (q *MemoryQueue) Push(_ context.Context, d Delivery) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	if q.n >= q.capacity {
+	limit := int64(q.capacity)
+	if !d.Event.Class.urgent() {
+		limit = noticeLimit(limit)
+	}
+	if int64(q.n) >= limit {
 		return ErrQueueFull
 	}
 	q.n++
@@ -81,13 +88,13 @@ func (q *MemoryQueue) Push(_ context.Context, d Delivery) error {
 // put adds a delivery to its lane, due at at (zero: at once). q.mu is held.
 func (q *MemoryQueue) put(d Delivery, at time.Time) {
 	d.Lease = ""
-	h := q.lanes[d.lane()]
-	if h == nil {
-		h = &memHeap{}
-		q.lanes[d.lane()] = h
+	ml := q.lanes[d.lane()]
+	if ml == nil {
+		ml = &memLane{}
+		q.lanes[d.lane()] = ml
 	}
 	q.seq++
-	heap.Push(h, memItem{at: at, seq: q.seq, d: d})
+	heap.Push(ml.of(d.Event.Class), memItem{at: at, seq: q.seq, d: d})
 }
 
 // Next implements Queue.
@@ -95,8 +102,8 @@ func (q *MemoryQueue) Next(_ context.Context, l Lane, now time.Time, max int, r 
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	r = r.orDefault()
-	h := q.lanes[l]
-	if h == nil || h.Len() == 0 || (*h)[0].at.After(now) {
+	ml := q.lanes[l]
+	if ml == nil || (!ml.alerts.due(now) && !ml.notices.due(now)) {
 		return nil, nil
 	}
 	b := q.buckets[l]
@@ -107,7 +114,14 @@ func (q *MemoryQueue) Next(_ context.Context, l Lane, now time.Time, max int, r 
 	max = min(max, b.available(now, r))
 	var out []Delivery
 	defer func() { b.tokens -= float64(len(out)) }()
-	for h.Len() > 0 && len(out) < max && !(*h)[0].at.After(now) {
+	for len(out) < max {
+		h := &ml.alerts
+		if !h.due(now) {
+			h = &ml.notices
+		}
+		if !h.due(now) {
+			break
+		}
 		it := heap.Pop(h).(memItem)
 		q.seq++
 		it.d.Lease = strconv.FormatUint(q.seq, 10)
@@ -229,8 +243,23 @@ type memItem struct {
 	d   Delivery
 }
 
+// memLane is a lane's deliveries: its alerts, leased first, and its
+// notices.
+type memLane struct{ alerts, notices memHeap }
+
+// of is the heap where deliveries of class c wait.
+func (ml *memLane) of(c Class) *memHeap {
+	if c.urgent() {
+		return &ml.alerts
+	}
+	return &ml.notices
+}
+
 // memHeap orders a lane's deliveries by due time, then by arrival.
 type memHeap []memItem
+
+// due reports whether the heap's first delivery is due at now.
+func (h memHeap) due(now time.Time) bool { return len(h) > 0 && !h[0].at.After(now) }
 
 func (h memHeap) Len() int { return len(h) }
 func (h memHeap) Less(i, j int) bool {

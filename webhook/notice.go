@@ -55,5 +55,22 @@ func EventOf(no authguard.Notice) Event {
 		d.Details = map[string]any{}
 		data, _ = json.Marshal(d)
 	}
-	return Event{Type: no.Type, Tenant: tenantOf(no), Time: no.Time, Data: data, Coalesce: no.Coalesce, CoalesceWindow: no.Window}
+	return Event{Type: no.Type, Tenant: tenantOf(no), Time: no.Time, Data: data, Coalesce: no.Coalesce, CoalesceWindow: no.Window,
+		Class: ClassOf(no.Type)}
+}
+
+// ClassOf is where the event of a notice type waits: store.degraded and
+// store.recovered, which tell of this instance's store, in this process
+// (Local: a Redis queue that is down cannot hold them); the security
+// events ahead of everything else (Alert); the others, login.new_device
+// (one per sign-in) and account.reset (an administrator's own act), as
+// notices.
+func ClassOf(typ string) Class {
+	switch typ {
+	case authguard.NoticeStoreDegraded, authguard.NoticeStoreRecovered:
+		return Local
+	case authguard.NoticeUnderAttack, authguard.NoticeIPEscalated, authguard.NoticePumpingHold, authguard.NoticeBudget:
+		return Alert
+	}
+	return Notice
 }

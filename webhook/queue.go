@@ -23,6 +23,52 @@ type Lane struct {
 	Endpoint string
 }
 
+// Class is where an event waits and what goes first: a lane leases its
+// alerts before its notices, and a queue near its bound refuses notices
+// while it still takes alerts, so that a flood of per-sign-in notices
+// neither delays nor crowds out a security alert. Any value past Local is
+// an Alert.
+type Class uint8
+
+const (
+	// Notice is a per-sign-in event (login.new_device), and any event not
+	// given a class: it waits behind its lane's alerts, and a queue that
+	// holds nine tenths of its bound refuses it (ErrQueueFull).
+	Notice Class = iota
+	// Alert is a security event (account.under_attack, ip.escalated,
+	// otp.pumping_hold, otp.budget): leased ahead of every notice of its
+	// lane, with the last tenth of the queue's bound kept for it.
+	Alert
+	// Local is an event about this instance itself (store.degraded,
+	// store.recovered): whatever the Queue, it waits, as an alert, in a
+	// bounded queue in this process with a delivery loop of its own, so
+	// that an outage of a shared queue (Redis) cannot hold the event that
+	// tells of it. A restart loses it.
+	Local
+)
+
+// String is the class's lower-case name.
+func (c Class) String() string {
+	switch c {
+	case Notice:
+		return "notice"
+	case Local:
+		return "local"
+	}
+	return "alert"
+}
+
+// urgent reports whether the class goes ahead of notices.
+func (c Class) urgent() bool { return c != Notice }
+
+// alertShare is the part of a queue's bound kept for alerts: notices are
+// refused once it holds capacity - capacity/alertShare.
+const alertShare = 10
+
+// noticeLimit is how many deliveries a queue bounded at capacity may hold
+// and still take a notice.
+func noticeLimit(capacity int64) int64 { return capacity - capacity/alertShare }
+
 // Rate is an endpoint's token bucket: PerSecond tokens a second, at most
 // Burst; each delivery attempt spends one.
 type Rate struct {
@@ -52,8 +98,9 @@ type Delivery struct {
 	Attempts  int
 	LastError string
 	DeadAt    time.Time
-	// Lease is the queue's handle on a delivery Next returned (a stream
-	// entry id on Redis); Ack, Retry, Release and Dead take it back.
+	// Lease is the queue's handle on a delivery Next returned (on Redis a
+	// stream entry id, "a:" before it for the lane's alerts); Ack, Retry,
+	// Release and Dead take it back.
 	Lease string
 }
 
@@ -68,12 +115,15 @@ type Queue interface {
 	// first of its tenant in window (and so is to be queued); later ones in
 	// the window get false.
 	Coalesce(ctx context.Context, tenant, key string, window time.Duration, now time.Time) (bool, error)
-	// Push queues a delivery for its lane, due now. ErrQueueFull when full.
+	// Push queues a delivery for its lane, due now, behind the lane's
+	// alerts when it is a Notice. ErrQueueFull when full, which for a
+	// notice is nine tenths of the bound.
 	Push(ctx context.Context, d Delivery) error
 	// Next leases up to max deliveries of the lane that are due at now,
-	// including ones leased by a consumer that stopped answering, and no
-	// more than the lane's token bucket holds at now; it spends a token for
-	// each. The bucket is the queue's, so on Redis all instances share it.
+	// every due alert before any notice, including ones leased by a
+	// consumer that stopped answering, and no more than the lane's token
+	// bucket holds at now; it spends a token for each. The bucket is the
+	// queue's, so on Redis all instances share it.
 	Next(ctx context.Context, l Lane, now time.Time, max int, r Rate) ([]Delivery, error)
 	// Ack removes a delivered delivery.
 	Ack(ctx context.Context, d Delivery) error

@@ -40,8 +40,8 @@ type RedisQueueConfig struct {
 	// is 2m.
 	ClaimAfter time.Duration
 	// MaxLen bounds the deliveries of one lane (tenant and endpoint) waiting,
-	// leased or retrying; past it Push answers ErrQueueFull. The default is
-	// 100000.
+	// leased or retrying; past it Push answers ErrQueueFull, and for a
+	// notice past nine tenths of it. The default is 100000.
 	MaxLen int64
 	// DeadCap bounds a tenant's dead letters; the oldest are dropped. The
 	// default is 10000.
@@ -52,9 +52,10 @@ type RedisQueueConfig struct {
 }
 
 // RedisQueue is a Queue shared by every instance on one Redis (or Redis
-// Cluster). Per lane a Stream holds the deliveries due now, read through one
-// consumer group, and a sorted set holds the retries by due time; per
-// tenant a sorted set holds the dead letters. A tenant's keys share one
+// Cluster). Per lane and class (alerts, notices) a Stream holds the
+// deliveries due now, read through one consumer group, and a sorted set
+// holds the retries by due time; per tenant a sorted set holds the dead
+// letters. A tenant's keys share one
 // hash tag, so they live in one Cluster slot and move together in scripts.
 // Every delivery is stored AES-GCM encrypted, bound to its lane: a dump of
 // Redis shows tenants, endpoint names, webhook-ids' count and timing, but
@@ -126,11 +127,43 @@ func NewRedisQueue(c redis.UniversalClient, cfg RedisQueueConfig) (Queue, error)
 func (q *RedisQueue) base(tenant string) string { return q.cfg.Prefix + "{" + tenant + "}" }
 func (q *RedisQueue) stream(l Lane) string      { return q.base(l.Tenant) + ":s:" + l.Endpoint }
 func (q *RedisQueue) retries(l Lane) string     { return q.base(l.Tenant) + ":r:" + l.Endpoint }
+func (q *RedisQueue) alerts(l Lane) string      { return q.base(l.Tenant) + ":as:" + l.Endpoint }
+func (q *RedisQueue) alertRetries(l Lane) string {
+	return q.base(l.Tenant) + ":ar:" + l.Endpoint
+}
 func (q *RedisQueue) bucket(l Lane) string      { return q.base(l.Tenant) + ":b:" + l.Endpoint }
 func (q *RedisQueue) dead(tenant string) string { return q.base(tenant) + ":dead" }
 func (q *RedisQueue) window(tenant, key string) string {
 	sum := sha256.Sum256([]byte(key))
 	return q.base(tenant) + ":c:" + hex.EncodeToString(sum[:coalesceHash])
+}
+
+// laneKeys are a lane's streams and retries: the alerts' and the notices'
+// (the notices' keep the names of a lane before alerts had their own, so
+// that an upgrade delivers what was queued).
+func (q *RedisQueue) laneKeys(l Lane) []string {
+	return []string{q.alerts(l), q.alertRetries(l), q.stream(l), q.retries(l)}
+}
+
+// classKeys are the stream and retries where deliveries of class c wait.
+func (q *RedisQueue) classKeys(l Lane, c Class) (stream, retries string) {
+	if c.urgent() {
+		return q.alerts(l), q.alertRetries(l)
+	}
+	return q.stream(l), q.retries(l)
+}
+
+// alertLease starts the Lease of a delivery leased from a lane's alerts;
+// one from its notices is the bare stream entry id.
+const alertLease = "a:"
+
+// leaseKeys are the stream and retries of the delivery's lease, and its
+// entry id.
+func (q *RedisQueue) leaseKeys(d Delivery) (stream, retries, id string) {
+	if id, ok := strings.CutPrefix(d.Lease, alertLease); ok {
+		return q.alerts(d.lane()), q.alertRetries(d.lane()), id
+	}
+	return q.stream(d.lane()), q.retries(d.lane()), d.Lease
 }
 
 func aad(l Lane) []byte { return []byte("tollgate-webhook\x00" + l.Tenant + "\x00" + l.Endpoint) }
@@ -213,24 +246,31 @@ func (q *RedisQueue) Coalesce(ctx context.Context, tenant, key string, window ti
 	return ok, nil
 }
 
-// pushScript adds an entry to a lane's stream unless the lane holds MaxLen.
-// KEYS: stream, retries. ARGV: max, blob.
+// pushScript adds an entry to a stream of a lane unless the lane holds
+// the limit (MaxLen for an alert, less a tenth for a notice). KEYS: the
+// stream, then the lane's keys (laneKeys). ARGV: limit, blob.
 var pushScript = redis.NewScript(`
-if redis.call('XLEN', KEYS[1]) + redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[1]) then return 0 end
+local n = redis.call('XLEN', KEYS[2]) + redis.call('ZCARD', KEYS[3]) + redis.call('XLEN', KEYS[4]) + redis.call('ZCARD', KEYS[5])
+if n >= tonumber(ARGV[1]) then return 0 end
 redis.call('XADD', KEYS[1], '*', 'd', ARGV[2])
 return 1`)
 
 // Push implements Queue.
 func (q *RedisQueue) Push(ctx context.Context, d Delivery) error {
 	l := d.lane()
-	if err := q.ensureGroup(ctx, q.stream(l)); err != nil {
+	stream, _ := q.classKeys(l, d.Event.Class)
+	if err := q.ensureGroup(ctx, stream); err != nil {
 		return err
 	}
 	blob, err := q.seal(d)
 	if err != nil {
 		return err
 	}
-	n, err := pushScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, q.cfg.MaxLen, blob).Int()
+	limit := q.cfg.MaxLen
+	if !d.Event.Class.urgent() {
+		limit = noticeLimit(limit)
+	}
+	n, err := pushScript.Run(ctx, q.c, append([]string{stream}, q.laneKeys(l)...), limit, blob).Int()
 	if err != nil {
 		return fmt.Errorf("webhook: push: %w", err)
 	}
@@ -241,18 +281,19 @@ func (q *RedisQueue) Push(ctx context.Context, d Delivery) error {
 }
 
 // nextScript leases a lane's due deliveries in one round trip: it refills
-// the lane's token bucket to now, moves retries due at now from the sorted
-// set into the stream, claims entries leased longer than ClaimAfter
-// (XAUTOCLAIM), reads new ones (XREADGROUP), all up to the tokens and max,
-// and spends a token per entry returned. It returns per entry its id, its
-// blob and how many earlier leases of it ended without an outcome (a
-// claimed entry's delivery count in the pending list, less this lease:
-// its consumer died or stopped mid-delivery), flat. KEYS: stream, retries,
-// bucket. ARGV: group, consumer, now ms, max, ClaimAfter ms, rate per
-// second, burst.
+// the lane's token bucket to now and, up to the tokens and max, takes from
+// the lane's alerts first, then from its notices: of each, it moves the
+// retries due at now from the sorted set into the stream, claims entries
+// leased longer than ClaimAfter (XAUTOCLAIM) and reads new ones
+// (XREADGROUP). It spends a token per entry returned. It returns per entry
+// its class ("a" alert, "n" notice), id, blob and how many earlier leases
+// of it ended without an outcome (a claimed entry's delivery count in the
+// pending list, less this lease: its consumer died or stopped
+// mid-delivery), flat. KEYS: the lane's keys (laneKeys), bucket. ARGV:
+// group, consumer, now ms, max, ClaimAfter ms, rate per second, burst.
 var nextScript = redis.NewScript(`
 local now, max, rate, burst = tonumber(ARGV[3]), tonumber(ARGV[4]), tonumber(ARGV[6]), tonumber(ARGV[7])
-local b = redis.call('HMGET', KEYS[3], 't', 'ts')
+local b = redis.call('HMGET', KEYS[5], 't', 'ts')
 local tokens, ts = tonumber(b[1]), tonumber(b[2])
 if tokens == nil or ts == nil then tokens, ts = burst, now end
 if now > ts then
@@ -260,9 +301,9 @@ if now > ts then
   ts = now
 end
 local n = math.min(max, math.floor(tokens))
-local out = {}
+local out, taken = {}, 0
 if n <= 0 then return out end
-local function add(entries, claimed)
+local function add(stream, class, entries, claimed)
   for _, e in ipairs(entries) do
     local f = e[2]
     if f then
@@ -270,31 +311,39 @@ local function add(entries, claimed)
         if f[i] == 'd' then
           local earlier = 0
           if claimed then
-            local p = redis.call('XPENDING', KEYS[1], ARGV[1], e[1], e[1], 1)
+            local p = redis.call('XPENDING', stream, ARGV[1], e[1], e[1], 1)
             if p[1] then earlier = tonumber(p[1][4]) - 1 end
           end
+          out[#out + 1] = class
           out[#out + 1] = e[1]
           out[#out + 1] = f[i + 1]
           out[#out + 1] = tostring(earlier)
+          taken = taken + 1
         end
       end
     end
   end
 end
-local due = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, n)
-for _, blob in ipairs(due) do
-  redis.call('ZREM', KEYS[2], blob)
-  redis.call('XADD', KEYS[1], '*', 'd', blob)
+local function take(stream, retries, class)
+  local left = n - taken
+  if left <= 0 then return end
+  local due = redis.call('ZRANGEBYSCORE', retries, '-inf', now, 'LIMIT', 0, left)
+  for _, blob in ipairs(due) do
+    redis.call('ZREM', retries, blob)
+    redis.call('XADD', stream, '*', 'd', blob)
+  end
+  add(stream, class, redis.call('XAUTOCLAIM', stream, ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', left)[2], true)
+  left = n - taken
+  if left > 0 then
+    local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', stream, '>')
+    if r then add(stream, class, r[1][2], false) end
+  end
 end
-add(redis.call('XAUTOCLAIM', KEYS[1], ARGV[1], ARGV[2], ARGV[5], '0-0', 'COUNT', n)[2], true)
-local left = n - #out / 3
-if left > 0 then
-  local r = redis.call('XREADGROUP', 'GROUP', ARGV[1], ARGV[2], 'COUNT', left, 'STREAMS', KEYS[1], '>')
-  if r then add(r[1][2], false) end
-end
-tokens = tokens - #out / 3
-redis.call('HSET', KEYS[3], 't', tostring(tokens), 'ts', tostring(ts))
-redis.call('PEXPIRE', KEYS[3], math.ceil(burst / rate * 1000) + 60000)
+take(KEYS[1], KEYS[2], 'a')
+take(KEYS[3], KEYS[4], 'n')
+tokens = tokens - taken
+redis.call('HSET', KEYS[5], 't', tostring(tokens), 'ts', tostring(ts))
+redis.call('PEXPIRE', KEYS[5], math.ceil(burst / rate * 1000) + 60000)
 return out`)
 
 // Next implements Queue in one script (nextScript): the lane's token
@@ -304,20 +353,23 @@ func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r
 		return nil, nil
 	}
 	r = r.orDefault()
-	s := q.stream(l)
-	if err := q.ensureGroup(ctx, s); err != nil {
-		return nil, err
+	keys := q.laneKeys(l)
+	for _, s := range []string{keys[0], keys[2]} {
+		if err := q.ensureGroup(ctx, s); err != nil {
+			return nil, err
+		}
 	}
-	res, err := nextScript.Run(ctx, q.c, []string{s, q.retries(l), q.bucket(l)},
+	res, err := nextScript.Run(ctx, q.c, append(keys, q.bucket(l)),
 		redisGroup, q.cfg.Consumer, now.UnixMilli(), max, q.cfg.ClaimAfter.Milliseconds(), r.PerSecond, r.Burst).StringSlice()
 	if err != nil {
-		q.forgetGroup(s, err)
+		q.forgetGroup(keys[0], err)
+		q.forgetGroup(keys[2], err)
 		return nil, fmt.Errorf("webhook: leasing deliveries: %w", err)
 	}
-	out := make([]Delivery, 0, len(res)/3)
-	for i := 0; i+2 < len(res); i += 3 {
-		id, blob := res[i], res[i+1]
-		earlier, _ := strconv.Atoi(res[i+2])
+	out := make([]Delivery, 0, len(res)/4)
+	for i := 0; i+3 < len(res); i += 4 {
+		class, id, blob := res[i], res[i+1], res[i+2]
+		earlier, _ := strconv.Atoi(res[i+3])
 		d, err := q.open(l, blob)
 		if err != nil {
 			// Left leased, not deleted: an instance with the right
@@ -327,7 +379,12 @@ func (q *RedisQueue) Next(ctx context.Context, l Lane, now time.Time, max int, r
 			q.cfg.Logger.Error("webhook: a queue entry does not decrypt; left for another instance", "tenant", l.Tenant, "endpoint", l.Endpoint, "entry", id, "err", err)
 			continue
 		}
+		// The lease names the stream the entry was read from, which
+		// Ack, Retry and Dead end it in, whatever class its blob says.
 		d.Lease = id
+		if class == "a" {
+			d.Lease = alertLease + id
+		}
 		// A lease that ended without an outcome (its instance died or
 		// stopped mid-delivery) was an attempt its blob does not count.
 		// (So is a lease by an instance whose secret differs, which
@@ -362,8 +419,8 @@ return 1`)
 
 // Ack implements Queue.
 func (q *RedisQueue) Ack(ctx context.Context, d Delivery) error {
-	l := d.lane()
-	err := ackScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, redisGroup, d.Lease, "ack").Err()
+	stream, retries, id := q.leaseKeys(d)
+	err := ackScript.Run(ctx, q.c, []string{stream, retries}, redisGroup, id, "ack").Err()
 	if err != nil {
 		return fmt.Errorf("webhook: ack: %w", err)
 	}
@@ -372,12 +429,12 @@ func (q *RedisQueue) Ack(ctx context.Context, d Delivery) error {
 
 // Retry implements Queue.
 func (q *RedisQueue) Retry(ctx context.Context, d Delivery, at time.Time) error {
-	l := d.lane()
+	stream, retries, id := q.leaseKeys(d)
 	blob, err := q.seal(d)
 	if err != nil {
 		return err
 	}
-	err = ackScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l)}, redisGroup, d.Lease, "retry", at.UnixMilli(), blob).Err()
+	err = ackScript.Run(ctx, q.c, []string{stream, retries}, redisGroup, id, "retry", at.UnixMilli(), blob).Err()
 	if err != nil {
 		return fmt.Errorf("webhook: retry: %w", err)
 	}
@@ -390,12 +447,12 @@ func (q *RedisQueue) Release(context.Context, Delivery) error { return nil }
 
 // Dead implements Queue.
 func (q *RedisQueue) Dead(ctx context.Context, d Delivery) error {
-	l := d.lane()
+	stream, _, id := q.leaseKeys(d)
 	blob, err := q.sealDead(d)
 	if err != nil {
 		return err
 	}
-	err = ackScript.Run(ctx, q.c, []string{q.stream(l), q.dead(l.Tenant)}, redisGroup, d.Lease, "dead", d.DeadAt.UnixMilli(), blob, q.cfg.DeadCap).Err()
+	err = ackScript.Run(ctx, q.c, []string{stream, q.dead(d.Event.Tenant)}, redisGroup, id, "dead", d.DeadAt.UnixMilli(), blob, q.cfg.DeadCap).Err()
 	if err != nil {
 		return fmt.Errorf("webhook: dead-letter: %w", err)
 	}
@@ -447,15 +504,15 @@ func (q *RedisQueue) Replay(ctx context.Context, tenant, id string, now time.Tim
 			continue
 		}
 		d = fresh(d, now)
-		l := d.lane()
-		if err := q.ensureGroup(ctx, q.stream(l)); err != nil {
+		stream, _ := q.classKeys(d.lane(), d.Event.Class)
+		if err := q.ensureGroup(ctx, stream); err != nil {
 			return n, err
 		}
 		blob, err := q.seal(d)
 		if err != nil {
 			return n, err
 		}
-		moved, err := replayScript.Run(ctx, q.c, []string{q.dead(tenant), q.stream(l)}, b, blob).Int()
+		moved, err := replayScript.Run(ctx, q.c, []string{q.dead(tenant), stream}, b, blob).Int()
 		if err != nil {
 			return n, fmt.Errorf("webhook: replay: %w", err)
 		}
@@ -468,26 +525,32 @@ func (q *RedisQueue) Replay(ctx context.Context, tenant, id string, now time.Tim
 }
 
 // sweepScript deletes a lane whose last activity is at least ARGV[1] ms
-// old by Redis's clock: the newest of its stream's last entry id (XADD sets
-// it, XDEL leaves it) and its retries' latest due time. It returns how
-// many deliveries the lane held, or -1 when it is not idle that long.
-// KEYS: stream, retries, bucket.
+// old by Redis's clock: the newest of its streams' last entry ids (XADD
+// sets them, XDEL leaves them) and its retries' latest due times. It
+// returns how many deliveries the lane held, or -1 when it is not idle
+// that long. KEYS: the lane's keys (laneKeys: streams odd, retries even),
+// bucket.
 var sweepScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
 local last, n = 0, 0
-if redis.call('EXISTS', KEYS[1]) == 1 then
-  local info = redis.call('XINFO', 'STREAM', KEYS[1])
-  for i = 1, #info, 2 do
-    if info[i] == 'last-generated-id' then last = tonumber(string.match(info[i + 1], '^(%d+)')) end
+for k = 1, 3, 2 do
+  if redis.call('EXISTS', KEYS[k]) == 1 then
+    local info = redis.call('XINFO', 'STREAM', KEYS[k])
+    for i = 1, #info, 2 do
+      if info[i] == 'last-generated-id' then
+        local id = tonumber(string.match(info[i + 1], '^(%d+)'))
+        if id > last then last = id end
+      end
+    end
+    n = n + redis.call('XLEN', KEYS[k])
   end
-  n = redis.call('XLEN', KEYS[1])
+  local due = redis.call('ZRANGE', KEYS[k + 1], -1, -1, 'WITHSCORES')
+  if due[2] and tonumber(due[2]) > last then last = tonumber(due[2]) end
 end
-local due = redis.call('ZRANGE', KEYS[2], -1, -1, 'WITHSCORES')
-if due[2] and tonumber(due[2]) > last then last = tonumber(due[2]) end
 if now - last < tonumber(ARGV[1]) then return -1 end
-n = n + redis.call('ZCARD', KEYS[2])
-redis.call('DEL', KEYS[1], KEYS[2], KEYS[3])
+n = n + redis.call('ZCARD', KEYS[2]) + redis.call('ZCARD', KEYS[4])
+redis.call('DEL', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5])
 return n`)
 
 // globEscape escapes the characters a Redis glob pattern reads.
@@ -520,7 +583,7 @@ func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle,
 	lanes := map[Lane]bool{}
 	var mu sync.Mutex
 	find := func(ctx context.Context, c *redis.Client) error {
-		for _, kind := range []string{":s:", ":r:"} {
+		for _, kind := range []string{":s:", ":r:", ":as:", ":ar:"} {
 			iter := c.Scan(ctx, 0, globEscape(q.cfg.Prefix)+"{*}"+kind+"*", 1000).Iterator()
 			for iter.Next(ctx) {
 				rest := strings.TrimPrefix(iter.Val(), q.cfg.Prefix)
@@ -553,12 +616,13 @@ func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle,
 		if keep(l) {
 			continue
 		}
-		n, err := sweepScript.Run(ctx, q.c, []string{q.stream(l), q.retries(l), q.bucket(l)}, idle.Milliseconds()).Int64()
+		n, err := sweepScript.Run(ctx, q.c, append(q.laneKeys(l), q.bucket(l)), idle.Milliseconds()).Int64()
 		if err != nil {
 			return dropped, fmt.Errorf("webhook: sweeping a lane: %w", err)
 		}
 		if n >= 0 {
 			q.groups.Delete(q.stream(l))
+			q.groups.Delete(q.alerts(l))
 			dropped[l] = n
 		}
 	}
@@ -567,10 +631,11 @@ func (q *RedisQueue) sweepLanes(ctx context.Context, keep func(Lane) bool, idle,
 
 // Depth implements Queue: the lanes' streams (waiting and leased) and retries.
 func (q *RedisQueue) Depth(ctx context.Context, lanes []Lane) (int64, error) {
-	cmds := make([]*redis.IntCmd, 0, 2*len(lanes))
+	cmds := make([]*redis.IntCmd, 0, 4*len(lanes))
 	_, err := q.c.Pipelined(ctx, func(p redis.Pipeliner) error {
 		for _, l := range lanes {
-			cmds = append(cmds, p.XLen(ctx, q.stream(l)), p.ZCard(ctx, q.retries(l)))
+			k := q.laneKeys(l)
+			cmds = append(cmds, p.XLen(ctx, k[0]), p.ZCard(ctx, k[1]), p.XLen(ctx, k[2]), p.ZCard(ctx, k[3]))
 		}
 		return nil
 	})

@@ -13,6 +13,7 @@ import (
 	mrand "math/rand/v2"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -34,6 +35,9 @@ type Event struct {
 	// identifier: callers pass a keyed hash. A window of 0 coalesces nothing.
 	Coalesce       string
 	CoalesceWindow time.Duration
+	// Class is where the event waits and what goes first (Notice, Alert,
+	// Local). The default is Notice.
+	Class Class
 }
 
 // Endpoint is one receiver of a tenant's events.
@@ -64,8 +68,10 @@ type Config struct {
 	Timeout time.Duration
 	// Workers is how many deliveries run at once. The default is 4.
 	Workers int
-	// Buffer is how many events Emit holds before the queue takes them;
-	// past it Emit drops. The default is 10000.
+	// Buffer is how many events of each class Emit holds before the queue
+	// takes them (Local ones: at most 1000); past it Emit drops. Notices
+	// and alerts have buffers of their own, so a flood of notices fills
+	// none an alert needs. The default is 10000.
 	Buffer int
 	// Poll is how often an idle Run looks for due deliveries (retries, other
 	// instances' events). The default is 250ms.
@@ -101,17 +107,30 @@ type Dispatcher struct {
 	q         Queue
 	endpoints []*endpoint // in Config order
 	byTenant  map[string][]*endpoint
-	buf       chan Event
-	wake      chan struct{}
+	buf       [Local + 1]chan Event // Emit's buffers, by class
+	shared    *route                // the Queue
+	local     *route                // where Local events wait: shared when the Queue is a MemoryQueue
 	m         *metrics
 	log       *slog.Logger
 	now       func() time.Time
 	running   atomic.Bool
 
-	localMu    sync.Mutex
-	local      map[string]time.Time // coalescing key → end of its window, this instance
-	localSwept time.Time
+	windowsMu    sync.Mutex
+	windows      map[string]time.Time // coalescing key → end of its window, this instance
+	windowsSwept time.Time
 }
+
+// route is a queue and what its delivery loop needs: a Dispatcher has one
+// for its Queue, and, unless that is in process, one for the Local events
+// of this instance, so that neither waits on the other's queue.
+type route struct {
+	q    Queue
+	wake chan struct{}
+}
+
+// localCap bounds the Local events buffered and queued when they have a
+// queue of their own: store notices come one per change of the store.
+const localCap = 1000
 
 type endpoint struct {
 	Endpoint
@@ -164,11 +183,17 @@ func New(cfg Config) (*Dispatcher, error) {
 		cfg:      cfg,
 		q:        cfg.Queue,
 		byTenant: map[string][]*endpoint{},
-		buf:      make(chan Event, cfg.Buffer),
-		wake:     make(chan struct{}, 1),
+		shared:   &route{q: cfg.Queue, wake: make(chan struct{}, 1)},
 		log:      cfg.Logger,
 		now:      cfg.Now,
-		local:    map[string]time.Time{},
+		windows:  map[string]time.Time{},
+	}
+	d.buf[Notice] = make(chan Event, cfg.Buffer)
+	d.buf[Alert] = make(chan Event, cfg.Buffer)
+	d.buf[Local] = make(chan Event, min(cfg.Buffer, localCap))
+	d.local = d.shared
+	if _, inProcess := cfg.Queue.(*MemoryQueue); !inProcess {
+		d.local = &route{q: NewMemoryQueue(localCap), wake: make(chan struct{}, 1)}
 	}
 	names := map[string]bool{}
 	for i, e := range cfg.Endpoints {
@@ -183,7 +208,7 @@ func New(cfg Config) (*Dispatcher, error) {
 		d.endpoints = append(d.endpoints, ep)
 		d.byTenant[e.Tenant] = append(d.byTenant[e.Tenant], ep)
 	}
-	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(d.buf)) })
+	m, err := newMetrics(cfg.Registerer, func() float64 { return float64(len(d.buf[Notice]) + len(d.buf[Alert]) + len(d.buf[Local])) })
 	if err != nil {
 		return nil, fmt.Errorf("webhook: metrics: %w", err)
 	}
@@ -240,11 +265,12 @@ func (ep *endpoint) wants(typ string) bool { return ep.types == nil || ep.types[
 
 func (ep *endpoint) rate() Rate { return Rate{PerSecond: ep.RatePerSecond, Burst: ep.Burst} }
 
-// localCap bounds the coalescing keys Emit remembers.
-const localCap = 100_000
+// windowsCap bounds the coalescing keys Emit remembers.
+const windowsCap = 100_000
 
 // Emit hands an event over for delivery. It never blocks and does no I/O:
-// an event no endpoint takes is ignored; when the buffer is full the event is dropped and counted
+// an event no endpoint takes is ignored; when its class's buffer is full
+// the event is dropped and counted
 // (tollgate_webhook_dropped_total{reason="buffer_full"}). An event whose
 // coalescing key this instance already passed in its window is dropped here
 // too (tollgate_webhook_coalesced_total), so a flood on one key fills no
@@ -266,21 +292,21 @@ func (d *Dispatcher) Emit(e Event) {
 		return
 	}
 	k := e.Tenant + "\x00" + e.Coalesce
-	d.localMu.Lock()
-	defer d.localMu.Unlock()
-	if end, ok := d.local[k]; ok && now.Before(end) {
+	d.windowsMu.Lock()
+	defer d.windowsMu.Unlock()
+	if end, ok := d.windows[k]; ok && now.Before(end) {
 		d.m.coalesced.Inc()
 		return
 	}
 	if d.send(e) {
-		if len(d.local) >= localCap && now.Sub(d.localSwept) >= sweepEvery {
+		if len(d.windows) >= windowsCap && now.Sub(d.windowsSwept) >= sweepEvery {
 			// At most once a second, so that keys enough to fill the map
 			// cannot make every Emit walk it.
-			d.localSwept = now
-			sweep(d.local, now)
+			d.windowsSwept = now
+			sweep(d.windows, now)
 		}
-		if len(d.local) < localCap {
-			d.local[k] = now.Add(e.CoalesceWindow)
+		if len(d.windows) < windowsCap {
+			d.windows[k] = now.Add(e.CoalesceWindow)
 		}
 	}
 }
@@ -308,9 +334,10 @@ func (d *Dispatcher) wanted(e Event) bool {
 	return false
 }
 
+// send puts e in its class's buffer.
 func (d *Dispatcher) send(e Event) bool {
 	select {
-	case d.buf <- e:
+	case d.buf[min(e.Class, Local)] <- e:
 		return true
 	default:
 		d.m.dropped.WithLabelValues(dropBufferFull).Inc()
@@ -318,15 +345,17 @@ func (d *Dispatcher) send(e Event) bool {
 	}
 }
 
-func (d *Dispatcher) signal() {
+// signal wakes the delivery loop of rt.
+func (rt *route) signal() {
 	select {
-	case d.wake <- struct{}{}:
+	case rt.wake <- struct{}{}:
 	default:
 	}
 }
 
-// Run moves Emit's buffer into the Queue and delivers until ctx is done,
-// then returns nil. Deliveries in flight when ctx ends are abandoned
+// Run moves Emit's buffers into the queues (Local events into this
+// instance's own, unless the Queue is a MemoryQueue) and delivers until
+// ctx is done, then returns nil. Deliveries in flight when ctx ends are abandoned
 // unacknowledged: the memory queue takes them back, on Redis another
 // instance (or this one, restarted) claims them after ClaimAfter. Only one
 // Run at a time.
@@ -337,26 +366,53 @@ func (d *Dispatcher) Run(ctx context.Context) error {
 	defer d.running.Store(false)
 	var wg sync.WaitGroup
 	wg.Go(func() { d.move(ctx) })
+	wg.Go(func() { d.moveLocal(ctx) })
 	wg.Go(func() { d.sweepLoop(ctx) })
-	d.deliverLoop(ctx, &wg)
+	if d.local != d.shared {
+		wg.Go(func() { d.deliverLoop(ctx, &wg, d.local) })
+	}
+	d.deliverLoop(ctx, &wg, d.shared)
 	wg.Wait()
 	return nil
 }
 
-// move takes events from the buffer into the queue, one delivery per
-// endpoint that wants it.
+// move takes events from the notice and alert buffers into the Queue, one
+// delivery per endpoint that wants it, every alert buffered before the
+// next notice.
 func (d *Dispatcher) move(ctx context.Context) {
 	for {
 		select {
+		case e := <-d.buf[Alert]:
+			d.enqueue(ctx, d.shared, e)
+			continue
+		default:
+		}
+		select {
 		case <-ctx.Done():
 			return
-		case e := <-d.buf:
-			d.enqueue(ctx, e)
+		case e := <-d.buf[Alert]:
+			d.enqueue(ctx, d.shared, e)
+		case e := <-d.buf[Notice]:
+			d.enqueue(ctx, d.shared, e)
 		}
 	}
 }
 
-func (d *Dispatcher) enqueue(ctx context.Context, e Event) {
+// moveLocal takes Local events into their queue: a goroutine of its own,
+// so that an outage that holds move (the Queue's) holds none of them.
+func (d *Dispatcher) moveLocal(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case e := <-d.buf[Local]:
+			d.enqueue(ctx, d.local, e)
+		}
+	}
+}
+
+// enqueue queues e on rt, one delivery per endpoint that wants it.
+func (d *Dispatcher) enqueue(ctx context.Context, rt *route, e Event) {
 	var targets []*endpoint
 	for _, ep := range d.byTenant[e.Tenant] {
 		if ep.wants(e.Type) {
@@ -377,7 +433,7 @@ func (d *Dispatcher) enqueue(ctx context.Context, e Event) {
 	if e.Coalesce != "" && e.CoalesceWindow > 0 {
 		var first bool
 		err := d.persist(ctx, "coalesce", func() (err error) {
-			first, err = d.q.Coalesce(ctx, e.Tenant, e.Coalesce, e.CoalesceWindow, d.now())
+			first, err = rt.q.Coalesce(ctx, e.Tenant, e.Coalesce, e.CoalesceWindow, d.now())
 			return err
 		})
 		if err != nil {
@@ -392,16 +448,16 @@ func (d *Dispatcher) enqueue(ctx context.Context, e Event) {
 	now := d.now()
 	for _, ep := range targets {
 		dl := Delivery{Event: e, Endpoint: ep.Name, Since: now}
-		err := d.persist(ctx, "push", func() error { return d.q.Push(ctx, dl) })
+		err := d.persist(ctx, "push", func() error { return rt.q.Push(ctx, dl) })
 		switch {
 		case errors.Is(err, ErrQueueFull):
 			d.m.dropped.WithLabelValues(dropQueueFull).Inc()
-			d.log.Warn("webhook: queue full; delivery dropped", "endpoint", ep.Name, "type", e.Type, "id", e.ID)
+			d.log.Warn("webhook: queue full; delivery dropped", "endpoint", ep.Name, "type", e.Type, "class", e.Class, "id", e.ID)
 		case err == nil:
 			d.m.queued.WithLabelValues(ep.Name).Inc()
 		}
 	}
-	d.signal()
+	rt.signal()
 }
 
 // persist runs a queue operation until it succeeds, is refused as full, or
@@ -425,10 +481,11 @@ func (d *Dispatcher) persist(ctx context.Context, what string, op func() error) 
 	}
 }
 
-// deliverLoop leases due deliveries lane by lane, as many as free workers
-// and each endpoint's rate limit (kept by the Queue, so shared on Redis)
-// allow, and delivers each on its own goroutine.
-func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
+// deliverLoop leases due deliveries of rt lane by lane, as many as free
+// workers and each endpoint's rate limit (kept by the queue, so shared on
+// Redis) allow, and delivers each on its own goroutine. The loop of the
+// Queue also keeps the depth gauge.
+func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup, rt *route) {
 	sem := make(chan struct{}, d.cfg.Workers)
 	tick := time.NewTicker(d.cfg.Poll)
 	defer tick.Stop()
@@ -436,7 +493,9 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 	for i, ep := range d.endpoints {
 		lanes[i] = ep.lane()
 	}
-	d.updateDepth(ctx, lanes)
+	if rt == d.shared {
+		d.updateDepth(ctx, lanes)
+	}
 	start := 0
 	failing := false // the queue's last answer was an error: log changes only
 	for {
@@ -447,7 +506,7 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 			if free == 0 || ctx.Err() != nil {
 				break
 			}
-			ds, err := d.q.Next(ctx, ep.lane(), d.now(), free, ep.rate())
+			ds, err := rt.q.Next(ctx, ep.lane(), d.now(), free, ep.rate())
 			if err != nil {
 				if ctx.Err() == nil && !failing {
 					d.log.Warn("webhook: queue unavailable; deliveries wait", "op", "next", "endpoint", ep.Name, "err", err)
@@ -463,8 +522,8 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 				sem <- struct{}{}
 				fetched++
 				wg.Go(func() {
-					defer func() { <-sem; d.signal() }()
-					d.deliver(ctx, ep, dl)
+					defer func() { <-sem; rt.signal() }()
+					d.deliver(ctx, rt.q, ep, dl)
 				})
 			}
 		}
@@ -477,9 +536,11 @@ func (d *Dispatcher) deliverLoop(ctx context.Context, wg *sync.WaitGroup) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-d.wake:
+		case <-rt.wake:
 		case <-tick.C:
-			d.updateDepth(ctx, lanes)
+			if rt == d.shared {
+				d.updateDepth(ctx, lanes)
+			}
 		}
 	}
 }
@@ -552,9 +613,15 @@ func (d *Dispatcher) updateDepth(ctx context.Context, lanes []Lane) {
 			d.m.undecrypt.Add(float64(n))
 		}
 	}
-	if n, err := d.q.Depth(ctx, lanes); err == nil {
-		d.m.depth.Set(float64(n))
+	n, err := d.q.Depth(ctx, lanes)
+	if err != nil {
+		return
 	}
+	if d.local != d.shared {
+		l, _ := d.local.q.Depth(ctx, lanes)
+		n += l
+	}
+	d.m.depth.Set(float64(n))
 }
 
 // payload is the body of a delivery (Standard Webhooks), with the tenant.
@@ -574,12 +641,14 @@ func Body(e Event) ([]byte, error) {
 // which runs even when Run's context has ended.
 const finishTimeout = 5 * time.Second
 
-func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
+// deliver makes one attempt of dl, leased from q, and records its outcome
+// in q.
+func (d *Dispatcher) deliver(ctx context.Context, q Queue, ep *endpoint, dl Delivery) {
 	fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 	defer cancel()
 	failure := d.post(ctx, ep, dl)
 	if failure == "" {
-		if err := d.q.Ack(fctx, dl); err != nil {
+		if err := q.Ack(fctx, dl); err != nil {
 			d.log.Warn("webhook: ack failed; the delivery will be repeated with the same webhook-id", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
 		}
 		d.m.delivered.WithLabelValues(ep.Name).Inc()
@@ -587,7 +656,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
 		return
 	}
 	if ctx.Err() != nil { // stopping: not the endpoint's failure
-		if err := d.q.Release(fctx, dl); err != nil {
+		if err := q.Release(fctx, dl); err != nil {
 			d.log.Warn("webhook: release failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
 		}
 		return
@@ -599,7 +668,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
 	deadline := dl.Since.Add(d.cfg.MaxAge)
 	if !now.Before(deadline) {
 		dl.DeadAt = now
-		if err := d.q.Dead(fctx, dl); err != nil {
+		if err := q.Dead(fctx, dl); err != nil {
 			d.log.Warn("webhook: dead-lettering failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
 			return
 		}
@@ -611,7 +680,7 @@ func (d *Dispatcher) deliver(ctx context.Context, ep *endpoint, dl Delivery) {
 	if at.After(deadline) {
 		at = deadline
 	}
-	if err := d.q.Retry(fctx, dl, at); err != nil {
+	if err := q.Retry(fctx, dl, at); err != nil {
 		d.log.Warn("webhook: retry scheduling failed", "endpoint", ep.Name, "id", dl.Event.ID, "err", err)
 		return
 	}
@@ -677,7 +746,7 @@ func truncate(s string, n int) string {
 const maxDeadLetters = 1000
 
 // DeadLetters lists up to limit (1 to 1000; 0: 100) dead letters of a
-// tenant, newest first.
+// tenant, newest first: the Queue's and this instance's Local ones.
 func (d *Dispatcher) DeadLetters(ctx context.Context, tenant string, limit int) ([]DeadLetter, error) {
 	if limit <= 0 {
 		limit = 100
@@ -686,6 +755,12 @@ func (d *Dispatcher) DeadLetters(ctx context.Context, tenant string, limit int) 
 	ds, err := d.q.DeadLetters(ctx, tenant, limit)
 	if err != nil {
 		return nil, err
+	}
+	if d.local != d.shared {
+		local, _ := d.local.q.DeadLetters(ctx, tenant, limit) // in memory: no error
+		ds = append(ds, local...)
+		slices.SortStableFunc(ds, func(a, b Delivery) int { return b.DeadAt.Compare(a.DeadAt) })
+		ds = ds[:min(len(ds), limit)]
 	}
 	out := make([]DeadLetter, len(ds))
 	for i, dl := range ds {
@@ -699,11 +774,18 @@ func (d *Dispatcher) DeadLetters(ctx context.Context, tenant string, limit int) 
 
 // Replay puts the dead letters of a tenant with this webhook-id (one per
 // endpoint that gave up) back for delivery, with a fresh age limit and the
-// same webhook-id; ErrNotFound when there is none.
+// same webhook-id; ErrNotFound when there is none. A Local event's are in
+// this instance's memory, and replayed there.
 func (d *Dispatcher) Replay(ctx context.Context, tenant, id string) error {
+	if d.local != d.shared {
+		if _, err := d.local.q.Replay(ctx, tenant, id, d.now()); err == nil {
+			d.local.signal()
+			return nil
+		}
+	}
 	if _, err := d.q.Replay(ctx, tenant, id, d.now()); err != nil {
 		return err
 	}
-	d.signal()
+	d.shared.signal()
 	return nil
 }

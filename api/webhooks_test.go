@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
 
@@ -110,5 +111,54 @@ func TestWebhookAdmin_BadInputAndNoWebhooks(t *testing.T) {
 		if p := res.json(t); res.status != http.StatusNotFound || p["type"] != wire.ProblemNotFound {
 			t.Errorf("no webhooks: %d %s, want 404 not-found", res.status, res.body)
 		}
+	}
+}
+
+// Attack: an administrator of tenant shop lists the default tenant's dead
+// letters, or replays one of its events by a webhook-id learnt elsewhere,
+// by naming the tenant in the query or the body, or by the id alone. The
+// routes ask the delivery for the token's tenant only: shop's listing
+// holds none of default's entries, naming a tenant is a 400 that reaches
+// nothing, and the replay of default's id answers false and replays
+// nothing. (webhook's test of the same name shows the Dispatcher keeps
+// tenants apart on both queues.)
+func TestDeadLetters_ATenantCannotListOrReplayAnothersEntries(t *testing.T) {
+	key := auth.SigningKey{ID: "k", Alg: "HS256", Secret: []byte("0123456789abcdef0123456789abcdef")}
+	v, err := auth.New(auth.Config{Audience: "tollgate", Keys: []auth.Key{{ID: "k", Alg: "HS256", Secret: key.Secret}},
+		Tenants: []auth.Tenant{{Name: "shop", Issuer: "iss"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(scope auth.Scope) string {
+		tok, err := auth.Sign(key, "iss", "tollgate", "shop", "desk", []auth.Scope{scope}, time.Minute, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
+	theirs, ours := deadLetter("msg_default"), deadLetter("msg_shop")
+	ours.Tenant = "shop"
+	f := &fakeWebhooks{dead: map[string][]wire.DeadLetter{"default": {theirs}, "shop": {ours}}}
+	h := newHarness(t, withVerifier(v), withWebhooks(f), func(c *harnessConfig) { c.engine.Tenants = []string{"shop"} })
+	read := []string{"Authorization", "Bearer " + sign(auth.ScopeAdminRead)}
+	write := []string{"Authorization", "Bearer " + sign(auth.ScopeAdminWrite)}
+
+	res := h.do(t, http.MethodGet, "/v1/admin/webhooks/dead-letters", "", "", read...)
+	if res.status != http.StatusOK || strings.Contains(string(res.body), "msg_default") || !strings.Contains(string(res.body), "msg_shop") {
+		t.Errorf("shop's listing: %d %s, want its own msg_shop only", res.status, res.body)
+	}
+	for _, q := range []string{"tenant=default", "tenant=default&limit=5"} {
+		if res := h.do(t, http.MethodGet, "/v1/admin/webhooks/dead-letters?"+q, "", "", read...); res.status != http.StatusBadRequest {
+			t.Errorf("?%s: %d %s, want 400", q, res.status, res.body)
+		}
+	}
+	for _, body := range []string{`{"id":"msg_default","reason":"x","tenant":"default"}`, `{"id":"msg_default","reason":"x"}`} {
+		res := h.do(t, http.MethodPost, "/v1/admin/webhooks/replay", "application/json", body, write...)
+		if res.status == http.StatusOK && string(res.body) != `{"replayed":false}`+"\n" || res.status != http.StatusOK && res.status != http.StatusBadRequest {
+			t.Errorf("replay %s: %d %s, want 400 or replayed false", body, res.status, res.body)
+		}
+	}
+	if fmt.Sprint(f.limits) != "[100]" || len(f.replayed) != 0 {
+		t.Errorf("the delivery was asked for limits %v and replayed %v; want one listing of shop's and no replay", f.limits, f.replayed)
 	}
 }

@@ -94,6 +94,8 @@ func (r routeMetrics) outcome(o authguard.Outcome) {
 	r.m.outcomes.WithLabelValues(r.name, o.String()).Inc()
 }
 
-func (r routeMetrics) shadow(a authguard.Action) { r.m.shadowed.WithLabelValues(r.name, a.String()).Inc() }
+func (r routeMetrics) shadow(a authguard.Action) {
+	r.m.shadowed.WithLabelValues(r.name, a.String()).Inc()
+}
 
 func (r routeMetrics) upstreamErr(kind string) { r.m.errs.WithLabelValues(r.name, kind).Inc() }

@@ -217,6 +217,54 @@ func (e *Engine) peek(ctx context.Context, ops []Op) []Result {
 	return held
 }
 
+// peekRecords reads records in the store for the flood path's look-ups
+// (lookups): ops are peeks of records, one result each in order, nil when
+// the store did not answer. They go in calls of the ops of one record
+// window, 1, 4, 16 or 64 of them, the last padded with its own op again
+// (a peek changes nothing): a Redis store compiles a script for each
+// arrangement of a call's ops (redisstore's shapes, of which it keeps 128
+// and then sends the slower generic script), and rounds of every size and
+// mix of flows would take them all.
+func (e *Engine) peekRecords(ctx context.Context, ops []Op) []Result {
+	res := make([]Result, len(ops))
+	sent := make([]bool, len(ops))
+	for i := range ops {
+		if sent[i] {
+			continue
+		}
+		var at []int
+		call := make([]Op, 0, len(ops))
+		for j := i; j < len(ops); j++ {
+			if !sent[j] && sameWindows(ops[i], ops[j]) {
+				sent[j] = true
+				at, call = append(at, j), append(call, ops[j])
+			}
+		}
+		size := 1
+		for size < len(call) {
+			size *= 4
+		}
+		for len(call) < size {
+			call = append(call, call[len(call)-1])
+		}
+		got, err := e.store.Do(ctx, call)
+		if err != nil || len(got) != len(call) {
+			return nil
+		}
+		for k, j := range at {
+			res[j] = got[k]
+		}
+	}
+	return res
+}
+
+// sameWindows reports whether a and b are log ops of the same windows.
+func sameWindows(a, b Op) bool {
+	la, ok := a.(*LogOp)
+	lb, ok2 := b.(*LogOp)
+	return ok && ok2 && slices.Equal(la.Windows, lb.Windows)
+}
+
 // refund undoes what a check reserved when its verdict was not Proceed
 // though the store that answered let it through (only when a full store's
 // held state refused it): the gates' undos of the charged ops. It runs on

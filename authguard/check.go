@@ -80,20 +80,18 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 }
 
 // flooded decides a check or send that found no call slot free: answered
-// from the recall when what the store last said of its keys refuses it
-// (b's source then says so), else admitted once a slot frees up (a known
-// device first) and left to the store, or shed with the flow's shed
-// verdict. It returns the verdict, whether it is final, and the slot
+// from memory when what the store last said of its keys refuses it
+// whatever the store holds that the engine does not know (b's source then
+// says so; floodVerdict), else admitted once a slot frees up (a known
+// device or network first) and left to the store, or shed with the flow's
+// shed verdict. It returns the verdict, whether it is final, and the slot
 // taken (nil for none). The plan it made is left in *p, for reserve.
 func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch, p *plan) (Verdict, bool, chan struct{}) {
 	*p = e.checkPlan(s, device, id, solved)
-	held := e.recall.held(p.ops, e.now(), false)
-	known := e.knownRecords(p, held)
-	if held != nil {
-		if v := e.combine(s.flow, p, batch{res: held}, solved); v.Action != Proceed {
-			b.src = SourceRecall
-			return v, true, nil
-		}
+	v, final, known := e.floodVerdict(ctx, s.flow, p, solved)
+	if final {
+		b.src = SourceRecall
+		return v, true, nil
 	}
 	slot, err := e.acquire(ctx, device != "" || known, true)
 	if err != nil {
@@ -120,6 +118,7 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 	}
 	if b.src == SourceStore {
 		e.learnRecords(ctx, &p, b.res)
+		e.learnAbsent(&p, b.res, false)
 	}
 	v := e.combine(s.flow, &p, b, solved)
 	switch {

@@ -83,7 +83,9 @@ type Config struct {
 	// Negative turns it off. The default is 32 MiB (about 150,000 keys).
 	// A quarter as much again holds the records the store was last seen
 	// to hold (a known network, a verified destination: records.go), so
-	// that an owner exempt by one stays exempt while the store fails.
+	// that an owner exempt by one stays exempt while the store fails, and
+	// an eighth those it last answered as missing, so that a flood from an
+	// attacker's networks is answered without the store (admission.go).
 	RecallBytes int64
 	// Notifier, when set, is told of what the engine sees that an owner or
 	// a security team should hear of (Notice): the notices each flow's
@@ -121,6 +123,7 @@ type Engine struct {
 	priority chan struct{}
 	recall   *recall
 	records  *recall // the records the store holds, as last seen (records.go)
+	lookups  lookups // the flood path's look-ups of records (admission.go)
 	// writeBack queues what the fallback counted for the store.
 	writeBack writeBack
 	wait      time.Duration
@@ -196,6 +199,7 @@ func New(cfg Config) (*Engine, error) {
 		priority: priority,
 		recall:   newRecall(cfg.RecallBytes),
 		records:  newRecall(cfg.RecallBytes / 4),
+		lookups:  lookups{absent: newRecall(cfg.RecallBytes / 8)},
 		wait:     cfg.QueueWait,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,

@@ -356,14 +356,17 @@ func TestKnownNetwork_AFloodDoesNotAnswerTheOwnerFromMemory(t *testing.T) {
 		t.Fatalf("before the flood, the attacker: %v, want the account's delay", v.Action)
 	}
 	release := gate.fillSlots(e)
-	before := gate.passes.Load()
-	for i := range 100 {
-		if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: fmt.Sprintf("198.19.0.%d", i+1)}); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonAccountBackoff {
+	before, lookups := gate.passes.Load(), gate.lookups.Load()
+	for i := range 200 {
+		if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: fmt.Sprintf("198.19.0.%d", i%100+1)}); v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonAccountBackoff {
 			t.Fatalf("flooded check %d: %+v, want the account's delay", i, v)
 		}
 	}
-	if n := gate.passes.Load() - before; n != 0 {
-		t.Errorf("the flood reached the store %d times, want 0", n)
+	// A network new to the engine is looked up once (a peek of its record:
+	// it could be one she signed in from through another instance), and
+	// no flooded check runs in the store.
+	if n, l := gate.passes.Load()-before, gate.lookups.Load()-lookups; n != l || l > 100 {
+		t.Errorf("the flood from 100 networks reached the store %d times, %d of them look-ups; want look-ups only, at most 100", n, l)
 	}
 	if v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ownerAddr}); err != nil || v.Action != authguard.Proceed {
 		t.Errorf("the owner from her known network during the flood: %+v %v, want proceed", v, err)

@@ -77,29 +77,3 @@ func (e *Engine) seedRecords(ctx context.Context, ops []Op) {
 		_, _ = e.fallback.Do(ctx, seed)
 	}
 }
-
-// knownRecords reports whether the engine remembers the store holding a
-// record that p peeks (a known network, a verified destination), and marks
-// each such record there in held, the recall's results for p (when not
-// nil): a flooded check from the owner's known network is then not refused
-// from the recall's memory of the account's delay, which the record exempts
-// her from, and takes a slot kept for priority calls, as a known device's
-// check does. The store decides it (her network's allowance included).
-func (e *Engine) knownRecords(p *plan, held []Result) bool {
-	if e.records == nil || e.records.n.Load() == 0 {
-		return false
-	}
-	ms, known := e.now().UnixMilli(), false
-	for i, m := range p.meta {
-		if m.role != roleVerified {
-			continue
-		}
-		if _, ok := e.records.get(p.ops[i].StoreKey(), ms); ok {
-			known = true
-			if held != nil {
-				held[i].Over = true
-			}
-		}
-	}
-	return known
-}

@@ -271,3 +271,57 @@ func dumpRedis(t *testing.T, addr string) []string {
 	}
 	return out
 }
+
+// Found by a red team: a server on Redis queued the store.degraded that
+// says Redis is down in that Redis, and nobody heard of the outage while
+// it lasted. A real process on a real redis-server that the test stops
+// tells a real receiver store.degraded while Redis is still down (the
+// event waits in the process, not in Redis), and store.recovered once it
+// answers again.
+func TestWebhooks_StoreDegradedReachesTheReceiverWhileRedisIsDown(t *testing.T) {
+	rs := redistest.Server(t)
+	rc := newReceiver(t)
+	p := startTollgate(t, "TOLLGATE_CONFIG="+webhookConfig(t, rc), "TOLLGATE_SECRET=webhook-test-secret-of-at-least-32-bytes!", "TOLLGATE_REDIS_URL=redis://"+rs.Addr)
+	base := "http://" + p.addr
+	i := 0
+	poke := func() { // a check, answered by the store or by the fail mode: its status does not matter here
+		i++
+		b, _ := json.Marshal(map[string]any{"flow": "login", "account": fmt.Sprintf("judy%d@example.com", i), "ip": "203.0.113.9"})
+		if res, err := http.Post(base+"/v1/check", "application/json", bytes.NewReader(b)); err == nil {
+			io.Copy(io.Discard, res.Body)
+			res.Body.Close()
+		}
+	}
+	signIn(t, base, "carol@example.com", "user-9", "")
+	rc.wait(t, tgclient.WebhookLoginNewDevice, 1) // delivered through the Redis queue
+
+	rs.Stop()
+	stopped := time.Now()
+	poke()
+	rc.wait(t, "store.degraded", 1)
+	t.Logf("store.degraded received %v after Redis stopped", time.Since(stopped).Round(time.Millisecond))
+	if c := redis.NewClient(&redis.Options{Addr: rs.Addr, MaxRetries: -1}); c.Ping(t.Context()).Err() == nil {
+		c.Close()
+		t.Fatal("Redis answered: the test did not stop it")
+	} else {
+		c.Close()
+	}
+
+	if err := rs.Restart(); err != nil {
+		t.Fatal(err)
+	}
+	for range 200 { // the store's breaker lets a call through after its cooldown
+		if len(rc.of("store.recovered")) > 0 {
+			break
+		}
+		poke()
+		<-time.After(50 * time.Millisecond)
+	}
+	rc.wait(t, "store.recovered", 1)
+	if n := len(rc.of("store.degraded")); n != 1 {
+		t.Errorf("%d store.degraded events for one outage, want 1", n)
+	}
+	if rc.forged != 0 {
+		t.Errorf("%d deliveries did not verify", rc.forged)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -42,6 +43,12 @@ func TestRelease_IsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// One commit for both builds: others may commit while the first builds.
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatalf("git rev-parse HEAD: %v", err)
+	}
+	commit := strings.TrimSpace(string(head))
 	tmp := t.TempDir()
 	// One SBOM tool for both runs, so that the empty cache is the build's.
 	sbom := filepath.Join(tmp, "bin")
@@ -54,6 +61,9 @@ func TestRelease_IsReproducible(t *testing.T) {
 		dir := filepath.Join(tmp, name)
 		if out, err := exec.Command("git", "clone", "--quiet", "--no-hardlinks", repo, dir).CombinedOutput(); err != nil {
 			t.Fatalf("git clone: %v\n%s", err, out)
+		}
+		if out, err := exec.Command("git", "-C", dir, "checkout", "--quiet", "--detach", commit).CombinedOutput(); err != nil {
+			t.Fatalf("git checkout %s: %v\n%s", commit, err, out)
 		}
 		// The working tree's script, so that it is the one under test.
 		if err := os.WriteFile(filepath.Join(dir, "scripts", "release.sh"), script, 0o755); err != nil {
@@ -90,8 +100,9 @@ func TestRelease_IsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var names []string
 	var bin []byte
+	d := "tollgate_v0.0.0-repro_linux_amd64/"
+	files := map[string]bool{} // the archive's regular files, relative to d
 	tr := tar.NewReader(zr)
 	for {
 		h, err := tr.Next()
@@ -101,18 +112,45 @@ func TestRelease_IsReproducible(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		names = append(names, h.Name)
 		if h.Uid != 0 || h.Gid != 0 || h.Uname != "" {
 			t.Errorf("%s: owner %d:%d %q, want 0:0 numeric", h.Name, h.Uid, h.Gid, h.Uname)
 		}
-		if strings.HasSuffix(h.Name, "/tollgate") {
-			bin, _ = io.ReadAll(tr)
+		name, ok := strings.CutPrefix(h.Name, d)
+		if !ok {
+			t.Errorf("%s: outside the archive's directory %s", h.Name, d)
+			continue
+		}
+		if h.Typeflag != tar.TypeReg {
+			continue
+		}
+		files[name] = true
+		b, _ := io.ReadAll(tr)
+		switch name {
+		case "tollgate":
+			bin = b
+			continue
+		case "tollgate.example.yaml":
+			name = "cmd/tollgate/tollgate.example.yaml"
+		}
+		// Every other file is the commit's, at the same path.
+		if want, err := os.ReadFile(filepath.Join(tmp, "a", filepath.FromSlash(name))); err != nil || !bytes.Equal(b, want) {
+			t.Errorf("the archive's %s is not the commit's %s (%v)", h.Name, name, err)
 		}
 	}
-	slices.Sort(names)
-	d := "tollgate_v0.0.0-repro_linux_amd64/"
-	if want := []string{d, d + "CHANGELOG.md", d + "README.md", d + "tollgate", d + "tollgate.example.yaml"}; !slices.Equal(names, want) {
-		t.Errorf("the archive holds %q, want %q", names, want)
+	for _, want := range []string{"tollgate", "tollgate.example.yaml", "LICENSE", "README.md", "CHANGELOG.md",
+		"deploy/systemd/tollgate.service", "deploy/systemd/tollgate.env.example",
+		"deploy/prometheus/alerts.yaml", "deploy/grafana/tollgate.json"} {
+		if !files[want] {
+			t.Errorf("the archive lacks %s", want)
+		}
+	}
+	// What the docs tell an operator to install from the unpacked archive is
+	// in it: a unit file named in deploy/systemd/README.md but left out of
+	// the archive is an install that fails on the first command.
+	for _, src := range installedFromTheArchive(t, filepath.Join(tmp, "a")) {
+		if !files[src.path] {
+			t.Errorf("%s: installs %s, which the release archive does not hold", src.where, src.path)
+		}
 	}
 	for _, leak := range []string{repo, tmp, os.Getenv("HOME") + "/go/pkg/mod"} {
 		if bytes.Contains(bin, []byte(leak)) {
@@ -145,6 +183,121 @@ func TestRelease_IsReproducible(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the SBOM lists %d components, not github.com/redis/go-redis/v9", len(bom.Components))
+	}
+}
+
+// installed is a file a doc's install command takes from the archive.
+type installed struct {
+	path  string // relative to the archive's directory
+	where string // file:line of the command
+}
+
+// installedFromTheArchive returns the sources of every `install` command in
+// the sh blocks of the docs that say how to deploy a release (README.md,
+// docs/*.md, deploy/**/README.md): the files an operator installs from the
+// unpacked archive. A source that is an absolute path, or a variable, is the
+// operator's own file and left out.
+func installedFromTheArchive(t *testing.T, repo string) []installed {
+	t.Helper()
+	docs := []string{filepath.Join(repo, "README.md")}
+	for _, pattern := range []string{"docs/*.md", "deploy/*/README.md"} {
+		m, err := filepath.Glob(filepath.Join(repo, pattern))
+		if err != nil {
+			t.Fatal(err)
+		}
+		docs = append(docs, m...)
+	}
+	var out []installed
+	for _, doc := range docs {
+		b, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(repo, doc)
+		for _, c := range installCommands(string(b)) {
+			for _, src := range c.sources {
+				if strings.HasPrefix(src, "/") || strings.Contains(src, "$") {
+					continue
+				}
+				out = append(out, installed{path: src, where: fmt.Sprintf("%s:%d", rel, c.line)})
+			}
+		}
+	}
+	if len(out) < 3 {
+		t.Fatalf("found %d files the deploy docs install (%v); the install pattern no longer matches", len(out), out)
+	}
+	return out
+}
+
+// installCommand is one install(1) command of a Markdown sh block.
+type installCommand struct {
+	line    int
+	sources []string
+}
+
+// installCommands returns the install(1) commands in a Markdown text's
+// ```sh blocks that copy files (not `install -d`), with their sources: every
+// operand but the last. Options that take a value (-m, -o, -g, -t, -S) skip
+// it; with -t every operand is a source.
+func installCommands(md string) []installCommand {
+	var out []installCommand
+	inSh := false
+	for i, line := range strings.Split(md, "\n") {
+		t := strings.TrimSpace(line)
+		if strings.HasPrefix(t, "```") {
+			inSh = !inSh && (t == "```sh" || t == "```bash" || t == "```shell")
+			continue
+		}
+		if !inSh {
+			continue
+		}
+		t, _, _ = strings.Cut(t, "#")
+		for _, cmd := range strings.FieldsFunc(t, func(r rune) bool { return r == ';' || r == '&' || r == '|' }) {
+			words := strings.Fields(cmd)
+			if len(words) == 0 || words[0] != "install" {
+				continue
+			}
+			var operands []string
+			dirs, target := false, false
+			for j := 1; j < len(words); j++ {
+				switch w := words[j]; {
+				case w == "-d" || w == "--directory":
+					dirs = true
+				case w == "-t":
+					target = true
+					j++
+				case w == "-m" || w == "-o" || w == "-g" || w == "-S":
+					j++
+				case strings.HasPrefix(w, "-"):
+				default:
+					operands = append(operands, w)
+				}
+			}
+			if dirs || len(operands) == 0 {
+				continue
+			}
+			if !target {
+				operands = operands[:len(operands)-1]
+			}
+			out = append(out, installCommand{line: i + 1, sources: operands})
+		}
+	}
+	return out
+}
+
+func TestInstallCommands(t *testing.T) {
+	md := "text install x y\n```sh\n" +
+		"install -m 0755 tollgate /usr/local/bin/tollgate\n" +
+		"install -d -m 0755 /etc/tollgate\n" +
+		"install -D -m 0644 deploy/a.conf /etc/a.conf   # a comment\n" +
+		"systemctl daemon-reload && install -m 0644 -t /etc/x b c\n" +
+		"```\ninstall z w\n"
+	var got []string
+	for _, c := range installCommands(md) {
+		got = append(got, fmt.Sprintf("%d:%s", c.line, strings.Join(c.sources, ",")))
+	}
+	if want := []string{"3:tollgate", "5:deploy/a.conf", "6:b,c"}; !slices.Equal(got, want) {
+		t.Errorf("installCommands = %q, want %q", got, want)
 	}
 }
 

@@ -7,8 +7,10 @@
 # For each target (TARGETS, default linux/amd64 linux/arm64 darwin/arm64) it
 # writes DIST/tollgate_VERSION_OS_ARCH.tar.gz holding the static binary
 # (CGO_ENABLED=0, -trimpath, the commit recorded by -buildvcs, no build ID, no
-# build paths), README.md, CHANGELOG.md and tollgate.example.yaml, with
-# every file's time set to the commit's; a CycloneDX SBOM of the Go modules
+# build paths), LICENSE, README.md, CHANGELOG.md, docs/, tollgate.example.yaml
+# and what the deploy docs install from it (FILES below: the systemd unit, its
+# env example and drop-in, the alert rules, the dashboard), with every file's
+# time set to the commit's; a CycloneDX SBOM of the Go modules
 # per target (cyclonedx-gomod, pinned, from the Go module proxy); and
 # SHA256SUMS over all of them. DIST defaults to dist/. The SBOM tool is
 # github.com/CycloneDX/cyclonedx-gomod, pinned below.
@@ -20,6 +22,14 @@ DIST=${2:-dist}
 TARGETS=${TARGETS:-linux/amd64 linux/arm64 darwin/arm64}
 GO=${GO:-go}
 CYCLONEDX=github.com/CycloneDX/cyclonedx-gomod/cmd/cyclonedx-gomod@v1.10.0
+# What an archive holds beside the binary, at the same paths as in the
+# repository (so deploy/systemd/README.md's `install deploy/systemd/…` lines
+# work in the unpacked archive), except the example config, kept at the top.
+# deploy/release_test.go fails when a deploy doc installs a file not in it.
+FILES="LICENSE README.md CHANGELOG.md docs/*.md
+  deploy/systemd/README.md deploy/systemd/tollgate.service
+  deploy/systemd/tollgate.env.example deploy/systemd/redis-password.conf
+  deploy/prometheus/alerts.yaml deploy/grafana/tollgate.json"
 
 if ! [[ $VERSION =~ ^v[0-9]+\.[0-9]+\.[0-9]+(-[0-9A-Za-z.-]+)?$ ]]; then
   echo "usage: scripts/release.sh vMAJOR.MINOR.PATCH[-PRE] [DIST]" >&2
@@ -33,7 +43,9 @@ if [ -n "$(git status --porcelain --untracked-files=no)" ]; then
   echo "release: warning: the tree has uncommitted changes; the binaries will say modified" >&2
 fi
 
-# Every time in the archives is the commit's, so a rebuild is byte-identical.
+# Every time in the archives is the commit's, and every mode this umask's, so a
+# rebuild is byte-identical.
+umask 022
 SOURCE_DATE_EPOCH=$(git log -1 --format=%ct)
 export SOURCE_DATE_EPOCH
 mkdir -p "$DIST"
@@ -57,9 +69,11 @@ for target in $TARGETS; do
   echo "release: building $name" >&2
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= "$GO" build -trimpath -buildvcs=true \
     -ldflags "-s -w -buildid= -X main.version=$VERSION" -o "$dir/tollgate" ./cmd/tollgate
-  cp README.md CHANGELOG.md cmd/tollgate/tollgate.example.yaml "$dir/"
+  for f in $FILES; do
+    install -D -m 0644 "$f" "$dir/$f"
+  done
+  install -m 0644 cmd/tollgate/tollgate.example.yaml "$dir/"
   chmod 0755 "$dir/tollgate"
-  chmod 0644 "$dir/README.md" "$dir/CHANGELOG.md" "$dir/tollgate.example.yaml"
   tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
     -C "$work" -cf - "$name" | gzip -n -9 >"$DIST/$name.tar.gz"

@@ -86,20 +86,20 @@ func release(slot chan struct{}) {
 
 // A flooded check or send (one that found no call slot free) is answered
 // from the recall only when what this engine remembers refuses it whatever
-// the store holds that the engine does not remember. The recall's results
-// are per key; what they cannot say is whether a record is there (a known
-// network, a verified destination: records.go), and whether a full slots
-// log of the account's devices holds the check's own device or network,
-// which it admits. A record the engine remembers is taken as there, one
-// it remembers the store answering as missing (lookups.absent) as missing,
-// and any other is looked up in the store before the check is refused:
-// an owner who signed in through another instance, or before a restart,
-// or whose record left the memory, is exempt there, and the memory of the
-// account's delay was answering her. An attacker gets no further by
-// claiming what the engine cannot rule out: a device token counts only
-// when it verifies for the account (deviceID), and a network the engine
-// has not seen costs him one look-up, coalesced with every other waiting,
-// after which it is answered from memory again.
+// the records it does not remember say. The recall's results are per key
+// and say nothing of whether a record is there (a known network, a
+// verified destination: records.go), which exempts its owner from the
+// account's (or destination's) delay. A record the engine remembers is
+// taken as there, one it remembers the store answering as missing
+// (lookups.absent) as missing, and any other is looked up in the store
+// before the check is refused: an owner who signed in through another
+// instance, or before a restart, or whose record left the memory, is
+// exempt there, and the memory of the account's delay was answering her.
+// An attacker gets no further by claiming what the engine cannot rule
+// out: a device token counts only when it verifies for the account
+// (deviceID), and a network the engine has not seen costs him one
+// look-up, coalesced with every other waiting, after which it is answered
+// from memory again.
 
 // absentFor is how long the engine takes a record the store answered as
 // missing to stay missing. The record may be made meanwhile (a success
@@ -194,18 +194,13 @@ func (r *recall) remembers(key string, ms int64) bool {
 }
 
 // atBest is the verdict of held on p with every record the engine
-// remembers neither way taken as there, and every full slots log taken to
-// hold the check's own device or network (a slots log admits a member it
-// holds): a refusal is one whatever the store holds that the engine does
-// not know, and the least of them.
+// remembers neither way taken as there: a refusal is one whatever those
+// records are, and the least of them.
 func (e *Engine) atBest(f *Flow, p *plan, held []Result, solved bool) Verdict {
 	best := slices.Clone(held)
 	ms := e.now().UnixMilli()
 	for i, m := range p.meta {
-		switch {
-		case m.facet == FacetDeviceSlot, m.facet == FacetNetworkSlot:
-			best[i].Over = false
-		case m.role == roleVerified && !best[i].Over:
+		if m.role == roleVerified && !best[i].Over {
 			best[i].Over = !e.lookups.absent.remembers(p.ops[i].StoreKey(), ms)
 		}
 	}

@@ -8,6 +8,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/redis/go-redis/v9"
+
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
@@ -198,5 +200,62 @@ func TestDeadLetters_ATenantCannotListOrReplayAnothersEntries(t *testing.T) {
 		if got := r.ids("/globex"); len(got) != 0 {
 			t.Errorf("globex's endpoint got %v", got)
 		}
+	})
+}
+
+// An alert whose receiver fails is retried as an alert: when its retry
+// and the notices' are due together, the alert goes first, and once
+// delivered nothing of it is left in the queue (on Redis: acknowledged in
+// the alerts' stream its lease names).
+func TestLanes_AFailedAlertIsRetriedAheadOfNotices(t *testing.T) {
+	eachQueue(t, func(t *testing.T, q Queue) {
+		clock := testclock.New(time.Time{})
+		r := newReceiver(t)
+		r.now = clock.Now
+		r.down.Store(true)
+		d, reg := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("sec", "acme", "/hook")}, Queue: q, Workers: 1, Now: clock.Now,
+			MinBackoff: time.Second, MaxBackoff: time.Second})
+		run(t, d)
+		d.Emit(Event{ID: "msg_alert", Type: "account.under_attack", Tenant: "acme", Class: Alert})
+		eventually(t, "the alert tried and refused", func() bool { return metric(t, reg, "tollgate_webhook_retried_total") == 1 })
+		emitN(d, "acme", 20)
+		eventually(t, "the notices tried and refused", func() bool { return metric(t, reg, "tollgate_webhook_retried_total") == 21 })
+		r.down.Store(false)
+		clock.Advance(time.Second) // every retry due
+		eventually(t, "all delivered", func() bool { return len(r.ids("")) == 21 })
+		if first := r.deliveries("")[0].ID; first != "msg_alert" {
+			t.Errorf("first delivery once the retries were due: %s, want the alert", first)
+		}
+		eventually(t, "the queue empty", func() bool {
+			n, err := q.Depth(context.Background(), []Lane{{"acme", "sec"}})
+			return err == nil && n == 0
+		})
+	})
+}
+
+// Deliveries queued in Redis before alerts had a stream of their own (in
+// the lane's one stream, whatever their type) are still delivered and
+// acknowledged after the upgrade.
+func TestRedis_EntriesQueuedBeforeTheAlertStreamAreDelivered(t *testing.T) {
+	c := redisClient(t)
+	q := redisQueue(t, c, "a", time.Minute)
+	rq := q.(*RedisQueue)
+	ctx := context.Background()
+	now := time.Now()
+	old := Delivery{Event: Event{ID: "msg_old", Type: "account.under_attack", Tenant: "acme", Time: now, Data: []byte(`{}`)}, Endpoint: "sec", Since: now}
+	blob, err := rq.seal(old)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.XAdd(ctx, &redis.XAddArgs{Stream: rq.stream(Lane{"acme", "sec"}), Values: []string{redisField, blob}}).Err(); err != nil {
+		t.Fatal(err)
+	}
+	r := newReceiver(t)
+	d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{r.endpoint("sec", "acme", "/hook")}, Queue: q})
+	run(t, d)
+	eventually(t, "the old entry delivered", func() bool { return r.ids("")["msg_old"] == 1 })
+	eventually(t, "and acknowledged", func() bool {
+		n, err := q.Depth(ctx, []Lane{{"acme", "sec"}})
+		return err == nil && n == 0
 	})
 }

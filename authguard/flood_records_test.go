@@ -123,3 +123,59 @@ func TestFlood_TheOwnerIsNotAnsweredFromAnotherInstancesMemory(t *testing.T) {
 		t.Errorf("her report: %v", err)
 	}
 }
+
+// The same attack on a send flow: the owner verified her number through
+// instance A, from home; a bomber's sends through B made the number wait.
+// With every ordinary call slot of B taken, her code from home (no device
+// token, CAPTCHA solved), through B, was answered the number's wait from
+// B's memory, though B had never seen the records that her account
+// verified the number, from there. B now looks them up and the store
+// gives her the code; the bomber naming her account from elsewhere is
+// answered from memory after one look-up of his network.
+func TestFlood_TheOwnersCodeIsNotWithheldFromAnotherInstancesMemory(t *testing.T) {
+	in := newTwoInstances(t)
+	ctx := context.Background()
+	const account = "owner@example.com"
+	v, _ := in.a.Check(ctx, authguard.CheckRequest{Flow: "otp_verify", Account: account, IP: "203.0.113.7"})
+	if _, err := in.a.Report(ctx, authguard.ReportRequest{Flow: "otp_verify", Account: account, IP: "203.0.113.7", Outcome: authguard.Success,
+		Attempt: v.Attempt, Destination: victim, Channel: "sms"}); err != nil {
+		t.Fatal(err)
+	}
+	start := in.clock.Now()
+	for i, sent := 0, 0; sent < 10; i++ {
+		v, err := in.b.Send(ctx, authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(i)})
+		switch {
+		case err != nil:
+			t.Fatal(err)
+		case v.Action == authguard.Proceed:
+			sent++
+		default:
+			in.clock.Advance(v.Delay)
+		}
+		if in.clock.Now().Sub(start) > 3*time.Hour {
+			t.Fatalf("bombing: %d codes in 3 hours, want 10", sent)
+		}
+	}
+	in.clock.Set(start.Add(4 * time.Hour))
+	bomber := authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(3000), Account: account, CaptchaSolved: true}
+	if v, _ := in.b.Send(ctx, bomber); v.Action == authguard.Proceed {
+		t.Fatal("before the flood, the bomber naming her account from elsewhere: proceed, want the number's wait")
+	}
+
+	release := in.gate.fillSlots(in.b)
+	defer release()
+	passes, lookups := in.gate.passes.Load(), in.gate.lookups.Load()
+	for i := range 50 {
+		bomber.IP = addr(3000 + i%10)
+		if v, err := in.b.Send(ctx, bomber); err != nil || v.Action != authguard.Delay || v.Reasons[0] == authguard.ReasonOverloaded {
+			t.Fatalf("flooded send %d of the bomber: %+v %v, want the number's wait", i, v, err)
+		}
+	}
+	if n, l := in.gate.passes.Load()-passes, in.gate.lookups.Load()-lookups; n != l || l > 10 {
+		t.Errorf("the bomber's flood from 10 networks reached the store %d times, %d of them look-ups; want look-ups only, at most 10", n, l)
+	}
+	v, err := in.b.Send(ctx, authguard.SendRequest{Destination: victim, Channel: "sms", IP: "203.0.113.7", Account: account, CaptchaSolved: true})
+	if err != nil || v.Action != authguard.Proceed {
+		t.Errorf("her code from home through B during the flood, CAPTCHA solved: %+v %v, want it", v, err)
+	}
+}

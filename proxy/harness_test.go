@@ -2,6 +2,9 @@ package proxy_test
 
 import (
 	"bytes"
+	"context"
+	"crypto/sha256"
+	"fmt"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -40,6 +43,11 @@ type upstream struct {
 	*httptest.Server
 	mu   sync.Mutex
 	seen []seenRequest
+	// streaming is told when a streamed request's first MiB has arrived
+	// (/upload) or a streamed response's first MiB is out (/download,
+	// which then waits for release).
+	streaming chan struct{}
+	release   chan struct{}
 }
 
 // seenRequest is what the upstream received.
@@ -51,13 +59,34 @@ type seenRequest struct {
 
 func newUpstream(t *testing.T) *upstream {
 	t.Helper()
-	u := &upstream{}
+	u := &upstream{streaming: make(chan struct{}, 1), release: make(chan struct{})}
 	u.Server = httptest.NewServer(http.HandlerFunc(u.serve))
 	t.Cleanup(u.Close)
+	t.Cleanup(func() { close(u.release) }) // before Close, which waits for handlers
 	return u
 }
 
+// streamed is the size of the streaming tests' bodies.
+const streamed = 64 << 20
+
 func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
+	switch r.URL.Path {
+	case "/upload":
+		u.upload(w, r)
+		return
+	case "/download":
+		u.download(w)
+		return
+	case "/ws":
+		u.websocket(w, r)
+		return
+	case "/slow":
+		select { // answers nothing until the client or the test is gone
+		case <-r.Context().Done():
+		case <-u.release:
+		}
+		return
+	}
 	body, _ := io.ReadAll(r.Body)
 	u.mu.Lock()
 	u.seen = append(u.seen, seenRequest{r.Method, r.URL.Path, r.Header.Clone(), body})
@@ -91,6 +120,54 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 	default:
 		io.WriteString(w, "page")
 	}
+}
+
+// upload reads a streamed body, telling streaming after its first MiB,
+// and answers its length and SHA-256.
+func (u *upstream) upload(w http.ResponseWriter, r *http.Request) {
+	sum := sha256.New()
+	n, err := io.CopyN(sum, r.Body, 1<<20)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	u.streaming <- struct{}{}
+	m, err := io.Copy(sum, r.Body)
+	if err != nil {
+		http.Error(w, err.Error(), 400)
+		return
+	}
+	fmt.Fprintf(w, "%d %x", n+m, sum.Sum(nil))
+}
+
+// download streams streamed bytes of 'x': one MiB, flushed, then the
+// rest once released.
+func (u *upstream) download(w http.ResponseWriter) {
+	chunk := bytes.Repeat([]byte("x"), 1<<20)
+	w.Write(chunk)
+	w.(http.Flusher).Flush()
+	<-u.release
+	for range streamed>>20 - 1 {
+		w.Write(chunk)
+	}
+}
+
+// websocket takes an Upgrade: websocket, answers 101 and echoes what it
+// reads.
+func (u *upstream) websocket(w http.ResponseWriter, r *http.Request) {
+	if !strings.EqualFold(r.Header.Get("Upgrade"), "websocket") {
+		http.Error(w, "not an upgrade", 400)
+		return
+	}
+	conn, brw, err := http.NewResponseController(w).Hijack()
+	if err != nil {
+		return
+	}
+	defer conn.Close()
+	brw.WriteString("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+		"Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n")
+	brw.Flush()
+	io.Copy(conn, brw)
 }
 
 // requests returns what the upstream has received.
@@ -131,12 +208,45 @@ func jsonRoute() proxy.Route {
 	}
 }
 
+// recorder is the engine as the proxy calls it, recording each request.
+type recorder struct {
+	*authguard.Engine
+	mu     sync.Mutex
+	checks []authguard.CheckRequest
+	sends  []authguard.SendRequest
+}
+
+func (r *recorder) Check(ctx context.Context, req authguard.CheckRequest) (authguard.Verdict, error) {
+	r.mu.Lock()
+	r.checks = append(r.checks, req)
+	r.mu.Unlock()
+	return r.Engine.Check(ctx, req)
+}
+
+func (r *recorder) Send(ctx context.Context, req authguard.SendRequest) (authguard.Verdict, error) {
+	r.mu.Lock()
+	r.sends = append(r.sends, req)
+	r.mu.Unlock()
+	return r.Engine.Send(ctx, req)
+}
+
+// lastCheck is the last check the proxy asked for.
+func (r *recorder) lastCheck() authguard.CheckRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.checks) == 0 {
+		return authguard.CheckRequest{}
+	}
+	return r.checks[len(r.checks)-1]
+}
+
 // harness is a proxy in front of an upstream, on an engine with the
 // built-in policy, a memory store and a test clock.
 type harness struct {
 	t        *testing.T
 	clock    *testclock.Clock
 	engine   *authguard.Engine
+	rec      *recorder
 	events   *events
 	up       *upstream
 	proxy    *proxy.Proxy
@@ -198,13 +308,13 @@ func newHarness(t *testing.T, cfg proxy.Config, opts ...func(*authguard.Config))
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.engine = eng
+	h.engine, h.rec = eng, &recorder{Engine: eng}
 	h.upstream, _ = url.Parse(h.up.URL)
 	cfg.Upstream, cfg.Secret, cfg.Registerer, cfg.Now = h.upstream, testSecret, h.reg, h.clock.Now
 	if cfg.Cookie == (proxy.CookieConfig{}) {
 		cfg.Cookie = proxy.CookieConfig{Insecure: true}
 	}
-	p, err := proxy.New(cfg, eng)
+	p, err := proxy.New(cfg, h.rec)
 	if err != nil {
 		t.Fatal(err)
 	}

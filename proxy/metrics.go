@@ -55,8 +55,10 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 		}, []string{"route", "outcome"}),
 		shadowed: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_proxy_shadow_refusals_total",
-			Help: "Requests a route in shadow mode forwarded that enforcing would have refused, by route and the action it would have answered.",
-		}, []string{"route", "action"}),
+			Help: "Requests a route in shadow mode forwarded that enforcing would have refused, by route, the action it would have answered, " +
+				"and how the upstream's answer was classified (unknown for a send flow, or an upstream that did not answer): " +
+				"a success here is an owner enforcing would have kept waiting.",
+		}, []string{"route", "action", "outcome"}),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "tollgate_proxy_upstream_duration_seconds",
 			Help:    "Time from forwarding an inspected request to the upstream's response headers, by route.",
@@ -94,8 +96,8 @@ func (r routeMetrics) outcome(o authguard.Outcome) {
 	r.m.outcomes.WithLabelValues(r.name, o.String()).Inc()
 }
 
-func (r routeMetrics) shadow(a authguard.Action) {
-	r.m.shadowed.WithLabelValues(r.name, a.String()).Inc()
+func (r routeMetrics) shadow(a authguard.Action, o authguard.Outcome) {
+	r.m.shadowed.WithLabelValues(r.name, a.String(), o.String()).Inc()
 }
 
 func (r routeMetrics) upstreamErr(kind string) { r.m.errs.WithLabelValues(r.name, kind).Inc() }

@@ -431,7 +431,6 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, 
 		// enforcing would have (a refused check reserves nothing, so there
 		// is nothing to report).
 		ex.would = v.Action
-		c.m.shadow(v.Action)
 		c.m.answer(answerForwarded)
 		p.forward(w, r, body, ex)
 		return
@@ -570,30 +569,30 @@ func (p *Proxy) rewriteRequest(pr *httputil.ProxyRequest) {
 // peer the chain is dropped, since the peer wrote it, and the upstream
 // gets the peer alone.
 func (p *Proxy) setForwarded(pr *httputil.ProxyRequest) {
-	pr.SetXForwarded()
 	in := pr.In.Header
 	if len(in["X-Forwarded-For"]) == 0 && len(in["Forwarded"]) == 0 && len(in["X-Forwarded-Proto"]) == 0 {
+		pr.SetXForwarded()
 		return
 	}
 	host, _, err := net.SplitHostPort(pr.In.RemoteAddr)
 	if err != nil {
 		host = pr.In.RemoteAddr
 	}
-	if p.trustedPeer(host) {
-		if proto := in["X-Forwarded-Proto"]; len(proto) > 0 {
-			pr.Out.Header["X-Forwarded-Proto"] = proto[:1:1]
-		}
-		if fwd := in["Forwarded"]; len(fwd) > 0 {
-			node := host
-			if strings.IndexByte(host, ':') >= 0 {
-				node = `"[` + host + `]"`
-			}
-			pr.Out.Header["Forwarded"] = append(append([]string(nil), fwd...), "for="+node)
-		}
+	if !p.trustedPeer(host) {
+		pr.SetXForwarded() // the Rewrite's Out has none of the peer's forwarding headers
 		return
 	}
-	if len(in["X-Forwarded-For"]) > 0 {
-		pr.Out.Header.Set("X-Forwarded-For", host)
+	pr.Out.Header["X-Forwarded-For"] = in["X-Forwarded-For"] // SetXForwarded appends to it
+	pr.SetXForwarded()
+	if proto := in["X-Forwarded-Proto"]; len(proto) > 0 {
+		pr.Out.Header["X-Forwarded-Proto"] = proto[:1:1]
+	}
+	if fwd := in["Forwarded"]; len(fwd) > 0 {
+		node := host
+		if strings.IndexByte(host, ':') >= 0 {
+			node = `"[` + host + `]"`
+		}
+		pr.Out.Header["Forwarded"] = append(append([]string(nil), fwd...), "for="+node)
 	}
 }
 
@@ -641,6 +640,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	c := ex.route
 	c.m.upstream.Observe(time.Since(ex.start).Seconds())
 	if c.send {
+		if ex.would != authguard.Proceed {
+			c.m.shadow(ex.would, Unknown)
+		}
 		return nil
 	}
 	r := &response{status: resp.StatusCode, header: resp.Header, now: p.now()}
@@ -653,6 +655,7 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	}
 	c.m.outcome(outcome)
 	if ex.would != authguard.Proceed {
+		c.m.shadow(ex.would, outcome)
 		p.log.Debug("proxy: a shadow route forwarded what enforcing would have refused",
 			slog.String("route", c.Name), slog.String("would", ex.would.String()), slog.String("outcome", outcome.String()))
 	}
@@ -702,6 +705,9 @@ func (p *Proxy) upstreamError(w http.ResponseWriter, r *http.Request, err error)
 	name := passRoute
 	if ex := exchangeOf(r.Context()); ex != nil {
 		m, name = ex.route.m, ex.route.Name
+		if ex.would != authguard.Proceed {
+			m.shadow(ex.would, Unknown)
+		}
 	}
 	if r.Context().Err() != nil {
 		m.upstreamErr(upstreamCanceled) // the client left: nobody reads an answer

@@ -217,6 +217,7 @@ func New(cfg Config) (*Engine, error) {
 		secretChecks:   secretChecks(cfg),
 	}
 	e.notices.to = cfg.Notifier
+	e.writeBack.recall = e.recall // a key it remembers holds its subject back
 	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
 	return e, nil
 }

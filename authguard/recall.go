@@ -253,6 +253,19 @@ func (r *recall) held(ops []Op, now time.Time, outage bool) []Result {
 	return out
 }
 
+// has reports whether key is remembered, expired or not: whether the store
+// was last seen holding its subject back.
+func (r *recall) has(key string) bool {
+	if r == nil || r.n.Load() == 0 {
+		return false
+	}
+	sh := r.shard(key)
+	sh.mu.Lock()
+	defer sh.mu.Unlock()
+	_, ok := sh.m[key]
+	return ok
+}
+
 func (r *recall) get(key string, now int64) (recalled, bool) {
 	sh := r.shard(key)
 	sh.mu.Lock()

@@ -131,9 +131,8 @@ type subject struct {
 }
 
 // checkSubject is what a check is counted on: its flow's account and
-// address. The account is folded for case and white space (Go's Unicode
-// lower case, not tollgate's full RFC 8265 profile), so that "Alice" and
-// " ALICE " share one allowance.
+// address. The account is folded as tollgate folds it (foldAccount), so
+// that " ALICE ", "ａｌｉｃｅ" and "al\u200dice" share one allowance.
 func checkSubject(req wire.CheckRequest) subject {
 	return subject{kind: kindAccount, flow: req.Flow, account: foldAccount(req.Account), ip: req.IP, captchaOK: req.CaptchaSolved}
 }
@@ -154,8 +153,6 @@ func sendSubject(req wire.SendRequest) subject {
 	}
 	return subject{kind: kindDestination, flow: flow, account: dst, ip: req.IP, captchaOK: req.CaptchaSolved}
 }
-
-func foldAccount(s string) string { return strings.ToLower(strings.Join(strings.Fields(s), " ")) }
 
 func digits(s string) string {
 	var b strings.Builder

@@ -17,6 +17,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/api/client"
 	"github.com/tollgate-auth/tollgate/api/wire"
+	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/testclock"
 )
 
@@ -154,6 +155,43 @@ func TestClient_FailOpenAllowanceCannotBeDodgedByRespellingTheAccount(t *testing
 		if proceeded(t, v, err) {
 			t.Errorf("%+v got a fresh allowance", req)
 		}
+	}
+}
+
+// fiveSpellings are one account written five ways that tollgate counts as
+// one (authguard.NormalizeAccount gives alice for each): full-width
+// letters, a zero-width joiner, a zero-width non-joiner, İ (whose case fold
+// is i and a dot above, the dot dropped) and a full-width capital.
+var fiveSpellings = []string{
+	"\uff41\uff4c\uff49\uff43\uff45@example.com",
+	"al\u200dice@example.com",
+	"al\u200cice@example.com",
+	"al\u0130ce@example.com",
+	"\uff21lice@example.com",
+}
+
+// The allowance folds an account as tollgate does, so that the spellings
+// it counts as one share one allowance during an outage: 5 proceeds for
+// the five spellings, where a fold of case and white space alone gave each
+// its own 5 (25).
+func TestFailOpen_FiveSpellingsOfOneAccountShareOneAllowance(t *testing.T) {
+	for _, s := range fiveSpellings {
+		if got, err := authguard.NormalizeAccount(s); got != alice || err != nil {
+			t.Fatalf("NormalizeAccount(%+q) = %q, %v: not one account to tollgate", s, got, err)
+		}
+	}
+	c := downClient(t, testclock.New(testclock.Epoch), true, client.Config{})
+	n := 0
+	for i, account := range fiveSpellings {
+		for j := range client.DefaultFailOpenPerAccount {
+			v, err := c.Check(context.Background(), wire.CheckRequest{Flow: "login", Account: account, IP: attackerIP(i*10 + j)}, client.FailOpen)
+			if proceeded(t, v, err) {
+				n++
+			}
+		}
+	}
+	if n != client.DefaultFailOpenPerAccount {
+		t.Errorf("the five spellings got %d fallback proceeds, want %d", n, client.DefaultFailOpenPerAccount)
 	}
 }
 

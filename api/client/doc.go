@@ -2,8 +2,9 @@
 // calls tollgate before and after each credential check and before each
 // one-time-code send, and turns the verdicts into answers for the end user.
 //
-// It imports only the standard library and api/wire, so a login service that
-// uses it pulls in neither the engine, Redis nor YAML.
+// It imports only the standard library, api/wire and golang.org/x/text (the
+// Unicode data of tollgate's account fold), so a login service that uses it
+// pulls in neither the engine, Redis nor YAML.
 //
 // # Calls
 //
@@ -48,7 +49,10 @@
 // down, or floods it into shedding, gets a handful of guesses per account
 // rather than a bypass. It is kept in the Client's memory (keyed HMACs,
 // bounded by Config.FailOpenSubjects), so share one Client; Client.Stats
-// counts what it let through and what it refused.
+// counts what it let through and what it refused. Accounts are folded as
+// tollgate folds them (width, zero-width joiners, full case folding, NFC),
+// so that every spelling tollgate counts as one account shares one
+// allowance.
 //
 // # End-user answers
 //

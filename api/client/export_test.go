@@ -1,0 +1,4 @@
+package client
+
+// FoldAccount is foldAccount, for the vectors of account_fold.json.
+var FoldAccount = foldAccount

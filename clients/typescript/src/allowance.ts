@@ -10,6 +10,7 @@
 
 import { createHmac, randomBytes } from "node:crypto";
 
+import { foldAccount } from "./fold.js";
 import { parseAddr } from "./netip.js";
 import { defaultSendFlow, type CheckRequest, type SendRequest } from "./wire.js";
 
@@ -73,28 +74,15 @@ export interface Subject {
   captchaOK: boolean;
 }
 
-/** Go's unicode.IsSpace: the white space strings.Fields splits on. */
-const goSpace = /[\t\n\v\f\r \u0085\u00a0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+/u;
-
-/**
- * An account folded for case and white space, as the Go client's
- * foldAccount: runs of Unicode white space become one space, the ends are
- * trimmed, and each code point is lower-cased on its own (Go's
- * strings.ToLower: simple case mapping, no final sigma, İ to i).
- */
-export function foldAccount(s: string): string {
-  const joined = s.split(goSpace).filter((w) => w !== "").join(" ");
-  let out = "";
-  for (const ch of joined) out += ch === "\u0130" ? "i" : ch.toLowerCase();
-  return out;
-}
-
 /** The ASCII digits of s. */
 function digits(s: string): string {
   return s.replace(/[^0-9]/g, "");
 }
 
-/** What a check is counted on: its flow's folded account and its address. */
+/**
+ * What a check is counted on: its flow's account, folded as tollgate folds
+ * it ({@link foldAccount}), and its address.
+ */
 export function checkSubject(req: CheckRequest): Subject {
   return {
     kind: kindAccount,

@@ -512,6 +512,30 @@ test("failOpen's allowance: a full table evicts the subject closest to full, and
   assert.equal((await d.check({ flow: "otp_verify", account: "ünïcode name" }, failOpen)).action, "proceed");
 });
 
+// One account written five ways that tollgate counts as one (full-width
+// letters, a zero-width joiner, a zero-width non-joiner, İ, a full-width
+// capital): during an outage they share one allowance of 5 proceeds, where
+// a fold of case and white space alone gave each its own 5 (25).
+test("TestFailOpen_FiveSpellingsOfOneAccountShareOneAllowance", async () => {
+  const spellings = [
+    "\uff41\uff4c\uff49\uff43\uff45@example.com",
+    "al\u200dice@example.com",
+    "al\u200cice@example.com",
+    "al\u0130ce@example.com",
+    "\uff21lice@example.com",
+  ];
+  const c = new Client({ baseURL: await closedPort(), failOpenPerAddress: -1, now: () => 1_700_000_000_000 });
+  let n = 0;
+  for (const account of spellings) {
+    for (let i = 0; i < 5; i++) {
+      const v = await c.check({ flow: "login", account, ip: `10.0.0.${i}` }, failOpen);
+      assert.equal(v.fallback, true);
+      if (v.action === "proceed") n++;
+    }
+  }
+  assert.equal(n, 5, "the five spellings share one allowance");
+});
+
 test("check, report and send never reject, even on a missing request from untyped code", async () => {
   const c = new Client({ baseURL: await closedPort() });
   const noReq = undefined as never;

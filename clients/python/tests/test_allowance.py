@@ -55,6 +55,32 @@ class Refill(unittest.TestCase):
         self.assertEqual(got, 7)
 
 
+class Spellings(unittest.TestCase):
+    def test_fail_open_five_spellings_of_one_account_share_one_allowance(self) -> None:
+        """TestFailOpen_FiveSpellingsOfOneAccountShareOneAllowance: one
+        account written five ways that tollgate counts as one (full-width
+        letters, a zero-width joiner, a zero-width non-joiner, İ, a
+        full-width capital) shares one allowance of 5 proceeds during an
+        outage, where a fold of case and white space alone gave each its
+        own 5 (25)."""
+        spellings = (
+            "\uff41\uff4c\uff49\uff43\uff45@example.com",
+            "al\u200dice@example.com",
+            "al\u200cice@example.com",
+            "al\u0130ce@example.com",
+            "\uff21lice@example.com",
+        )
+        c = Client(closed_port_url(), clock=FakeClock(), fail_open_per_address=-1)
+        self.addCleanup(c.close)
+        n = 0
+        for account in spellings:
+            for i in range(5):
+                v = c.check(flow="login", account=account, ip="10.0.0.%d" % i, fail=FAIL_OPEN)
+                self.assertTrue(v.fallback)
+                n += v.action == "proceed"
+        self.assertEqual(n, 5)
+
+
 class Table(unittest.TestCase):
     def test_a_full_table_evicts_the_subject_closest_to_full(self) -> None:
         clock = FakeClock()

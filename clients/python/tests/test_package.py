@@ -32,7 +32,7 @@ def stdlib_modules() -> frozenset:
         return frozenset(names)
     # Python 3.9: the modules the package uses.
     return frozenset(("__future__", "dataclasses", "enum", "hashlib", "hmac", "http", "ipaddress", "json", "os",
-                      "re", "select", "socket", "ssl", "threading", "time", "typing", "urllib"))
+                      "re", "select", "socket", "ssl", "threading", "time", "typing", "unicodedata", "urllib"))
 
 
 class Package(unittest.TestCase):

@@ -7,6 +7,7 @@ from __future__ import annotations
 import glob
 import json
 import os
+import unicodedata
 import unittest
 from typing import Any, Dict, Iterable, List, Mapping, Optional
 
@@ -27,10 +28,12 @@ from tollgate import (
     verify_webhook,
 )
 
+from tollgate.allowance import fold_account
+
 from .support import TESTDATA, StandIn, closed_port_url
 
 #: Every vector file, each read by a test below.
-VECTOR_FILES = ("client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json")
+VECTOR_FILES = ("account_fold.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json")
 
 #: How many cases each file's test ran, for the report.
 RAN: Dict[str, int] = {}
@@ -304,6 +307,33 @@ class WebhookVectors(unittest.TestCase):
                             want)
         self.assertGreaterEqual(n, 40, "the vectors did not load")
         RAN["webhooks.json"] = n
+
+
+class AccountFoldVectors(unittest.TestCase):
+    def test_account_fold(self) -> None:
+        """The allowance keys each account as tollgate's NormalizeAccount
+        does. The Unicode data is unicodedata's: a vector with a character
+        this Python's version does not assign (3.11 has Unicode 14, the
+        vectors tollgate's) is skipped, and counted."""
+        doc = read_vectors("account_fold.json")
+        strict(doc, ("about", "unicode_version", "cases", "chars", "marks"), "account_fold.json")
+        pairs: List[List[str]] = []
+        for c in doc["cases"]:
+            strict(c, ("name", "in", "key"), c.get("name", "case"))
+            pairs.append([c["name"], c["in"], c["key"]])
+        for name in ("chars", "marks"):
+            pairs.extend([name, p[0], p[1]] for p in doc[name])
+        ran = skipped = 0
+        for name, given, key in pairs:
+            if any(unicodedata.category(ch) == "Cn" for ch in given):
+                skipped += 1
+                continue
+            ran += 1
+            with self.subTest(name, account=given):
+                self.assertEqual(fold_account(given), key)
+        self.assertGreaterEqual(ran, 3000, "the vectors did not load")
+        self.assertLess(skipped, 100, "%d vectors skipped for Unicode %s" % (skipped, unicodedata.unidata_version))
+        RAN["account_fold.json"] = ran
 
 
 class VectorFiles(unittest.TestCase):

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from typing import Dict, List, Optional
 
 from . import _netip
+from ._fold import fold_account
 
 __all__ = [
     "Stats",
@@ -89,17 +90,13 @@ class Subject:
     captcha_solved: bool = False
 
 
-def fold_account(s: str) -> str:
-    """Case and white space folded, so " ALICE " and "alice" are one."""
-    return " ".join(s.split()).lower()
-
-
 def _digits(s: str) -> str:
     return "".join(c for c in s if "0" <= c <= "9")
 
 
 def check_subject(flow: str, account: str, ip: str, captcha_solved: bool) -> Subject:
-    """A check's subject: its flow's account and address."""
+    """A check's subject: its flow's account, folded as tollgate folds it
+    (so " ALICE ", "ａｌｉｃｅ" and "al\\u200dice" are one), and address."""
     return Subject(_KIND_ACCOUNT, flow, fold_account(account), ip, captcha_solved)
 
 

@@ -19,6 +19,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/challenge"
 )
 
 // Pinger is what /readyz asks: the store. authguard.Store satisfies it.
@@ -84,6 +85,10 @@ type Config struct {
 	// /v1/admin/webhooks/replay. The default is nil: both answer 404
 	// not-found.
 	Webhooks Webhooks
+	// Challenger, when set, serves POST /v1/challenge and POST
+	// /v1/challenge/verify (challenge.go), with the verdicts scope and in
+	// the caller's tenant. The default is nil: both answer 404 not-found.
+	Challenger *challenge.Challenger
 }
 
 // API is tollgate's HTTP handler.
@@ -103,6 +108,10 @@ type API struct {
 	tracer   trace.Tracer // nil without Config.Tracer
 	mux      *chi.Mux
 	shed     shedLog
+
+	// challenger issues and verifies the plug-ins' challenges; nil without
+	// Config.Challenger.
+	challenger *challenge.Challenger
 }
 
 // New returns the API, ready to serve.
@@ -137,6 +146,7 @@ func New(cfg Config) (*API, error) {
 		reload:   cfg.Reload,
 		webhooks: cfg.Webhooks,
 	}
+	a.challenger = cfg.Challenger
 	if cfg.Tracer != nil {
 		a.tracer = cfg.Tracer.Tracer(TracerName)
 	}
@@ -209,6 +219,8 @@ func (a *API) routes() *chi.Mux {
 		r.Post("/v1/check", a.check)
 		r.Post("/v1/report", a.report)
 		r.Post("/v1/otp/send", a.send)
+		r.Post("/v1/challenge", a.issueChallenge)
+		r.Post("/v1/challenge/verify", a.verifyChallenge)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminRead))
@@ -232,6 +244,7 @@ func (a *API) routes() *chi.Mux {
 		EnableOpenMetrics: true,
 	}))
 	r.Get("/openapi.yaml", a.openAPI)
+	r.Get(solverPath, a.solver)
 	return r
 }
 

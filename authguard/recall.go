@@ -27,9 +27,16 @@ import (
 // In steady state the store decides every call: an administrator's reset on
 // another instance, or a success that refunds, is seen at the next answer.
 // Keys are store keys (identifier hashes, never identifiers). Memory is
-// bounded in bytes (Config.RecallBytes), least recently learned first out:
-// a key under attack is learned again at every answer, so a flood of other
-// keys in backoff pushes it out only by outnumbering the whole budget since.
+// bounded in bytes (Config.RecallBytes), in two tiers, each least recently
+// learned first out: a counter at or past Free (it holds an account back for
+// as long as forget_after) is evicted only when its shard holds nothing
+// else; a log over its limit or a rate that refused (held for a window at
+// most) and a record go first. So an attacker's short-lived entries, cheap
+// to make (a rate's refusal takes two checks from a fresh address), cannot
+// push out an account's backoff however many he makes: only counters in
+// backoff can, each made by Free failures that pass the address rules, by
+// outnumbering the whole budget since the account's was last learned (a
+// key under attack is learned again at every answer).
 type recall struct {
 	shards []recallShard
 	seed   maphash.Seed
@@ -38,11 +45,31 @@ type recall struct {
 }
 
 type recallShard struct {
-	mu    sync.Mutex
-	m     map[string]*list.Element
-	lru   list.List // of *recalled, most recently learned first
+	mu sync.Mutex
+	m  map[string]*list.Element
+	// lru are the entries (*recalled) of each tier, most recently learned
+	// first.
+	lru   [recallTiers]list.List
 	bytes int64
 }
+
+// The recall's tiers: the short-lived entries are evicted first.
+const (
+	tierShort   = iota // a log over its limit, a rate that refused, a record
+	tierHeld           // a backoff counter at or past Free
+	recallTiers = 2
+)
+
+// tier is e's tier: a remembered counter holds its account back (observe
+// keeps one only at or past Free), anything else is short-lived.
+func (e *recalled) tier() int {
+	if e.count > 0 {
+		return tierHeld
+	}
+	return tierShort
+}
+
+func (sh *recallShard) len() int { return sh.lru[tierShort].Len() + sh.lru[tierHeld].Len() }
 
 // recalled is one key's remembered answer. Times are Unix milliseconds on
 // the engine's clock.
@@ -158,21 +185,34 @@ func (r *recall) put(e recalled) {
 	sh := r.shard(e.key)
 	sh.mu.Lock()
 	defer sh.mu.Unlock()
+	t := e.tier()
 	if el, ok := sh.m[e.key]; ok {
-		*el.Value.(*recalled) = e
-		sh.lru.MoveToFront(el)
+		old := el.Value.(*recalled)
+		if ot := old.tier(); ot != t {
+			sh.lru[ot].Remove(el)
+			*old = e
+			sh.m[e.key] = sh.lru[t].PushFront(old)
+			return
+		}
+		*old = e
+		sh.lru[t].MoveToFront(el)
 		return
 	}
-	sh.m[e.key] = sh.lru.PushFront(&e)
+	sh.m[e.key] = sh.lru[t].PushFront(&e)
 	sh.bytes += int64(len(e.key)) + recallEntryBytes
 	r.n.Add(1)
-	for sh.bytes > r.budget && sh.lru.Len() > 1 {
-		sh.drop(sh.lru.Back(), r)
+	for sh.bytes > r.budget && sh.len() > 1 {
+		l := &sh.lru[tierShort]
+		if l.Len() == 0 {
+			l = &sh.lru[tierHeld]
+		}
+		sh.drop(l.Back(), r)
 	}
 }
 
 func (sh *recallShard) drop(el *list.Element, r *recall) {
-	e := sh.lru.Remove(el).(*recalled)
+	e := el.Value.(*recalled)
+	sh.lru[e.tier()].Remove(el)
 	delete(sh.m, e.key)
 	sh.bytes -= int64(len(e.key)) + recallEntryBytes
 	r.n.Add(-1)
@@ -310,7 +350,7 @@ func (r *recall) stats() (keys, bytes int64) {
 	for i := range r.shards {
 		sh := &r.shards[i]
 		sh.mu.Lock()
-		keys += int64(sh.lru.Len())
+		keys += int64(sh.len())
 		bytes += sh.bytes
 		sh.mu.Unlock()
 	}

@@ -338,3 +338,40 @@ func (g *gatedStore) fillSlots(e *authguard.Engine) (release func()) {
 		wg.Wait()
 	}
 }
+
+// An attacker's short-lived entries pushed an account's backoff out of the
+// recall: it was one LRU over every kind of entry, so a few million
+// checks making refused rates or full logs (about 207 bytes and two checks
+// each here) evicted a victim's remembered counter before a blip, and the
+// blip gave him his free guesses again on the fallback. Counters at or
+// past Free are now a tier of their own, evicted only when the recall
+// holds nothing else: 4,000 refused rates in a recall that holds some 70
+// entries leave the victim's counter, and it answers during the blip.
+func TestRecall_AFloodOfShortLivedEntriesDoesNotPushOutAnAccountsBackoff(t *testing.T) {
+	const policy = "flows:\n  login:\n    rules:\n      - name: ip_rate\n        limit: 1\n        rate: 1/h\n"
+	const budget = 16 << 10
+	in := newInstances(t, 1, policy, budget)
+	e, ctx := in.e[0], context.Background()
+	failures(t, in, e, "victim", 9) // the next attempt waits 16 s
+	for i := range 4_000 {          // each address's second check is refused by ip_rate
+		ip := fmt.Sprintf("198.19.%d.%d", i/250, i%250+1)
+		for range 2 {
+			if _, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: fmt.Sprint("a", i), IP: ip}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	st := e.Recall()
+	t.Logf("after the flood: %+v", st)
+	if st.Bytes > budget || st.Keys < 20 {
+		t.Fatalf("the recall holds %d keys in %d bytes: want it full and within %d", st.Keys, st.Bytes, budget)
+	}
+	in.store.fail.Store(true)
+	v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim", IP: "203.0.113.50"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonAccountBackoff {
+		t.Errorf("the victim's check during the blip after the flood: %v %v, want his account_backoff delay", v.Action, v.Reasons)
+	}
+}

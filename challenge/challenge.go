@@ -452,7 +452,7 @@ func (c *Challenger) verifyProvider(ctx context.Context, t token, hasToken bool,
 	if !ok {
 		return Result{Reason: ReasonNotConfigured}, nil
 	}
-	if !validResponse(s.Response) {
+	if !WellFormedResponse(s.Response) {
 		return Result{Reason: ReasonMalformed}, nil
 	}
 	if r := c.siteverify(ctx, p, s.Response, s.RemoteIP); r != ReasonSolved {
@@ -474,9 +474,10 @@ func (c *Challenger) verifyProvider(ctx context.Context, t token, hasToken bool,
 	return Result{Solved: true, Reason: ReasonSolved}, nil
 }
 
-// validResponse accepts a provider response of printable ASCII, at most
-// maxResponse bytes: what every provider's tokens are made of.
-func validResponse(s string) bool {
+// WellFormedResponse reports whether s can be a provider's response:
+// printable ASCII, 1 to 8192 bytes, what every provider's tokens are made
+// of. Verify calls no provider for anything else.
+func WellFormedResponse(s string) bool {
 	if s == "" || len(s) > maxResponse {
 		return false
 	}

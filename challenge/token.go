@@ -77,6 +77,14 @@ func parseToken(s string) (token, []byte, bool) {
 	return t, raw, true
 }
 
+// WellFormedToken reports whether s has the form of a token (its length,
+// alphabet, version and fields); whether it is authentic, unexpired and
+// solved is for Verify.
+func WellFormedToken(s string) bool {
+	_, _, ok := parseToken(s)
+	return ok
+}
+
 // open parses s and checks its tag for tenant and handle and its expiry:
 // the token, or the Reason it fails.
 func (c *Challenger) open(s, tenant, handle string) (token, Reason) {

@@ -53,13 +53,16 @@ type Config struct {
 	// and /readyz answers 503. An error wrapping authguard.ErrStoreFull (a
 	// Redis at maxmemory, which still answers PING) is answered with the
 	// store-full problem type, one wrapping authguard.ErrSecretMismatch with
-	// the secret-mismatch type and one wrapping authguard.ErrStoreEvicts
-	// with the store-evicts type. The default is nil: a store that answers
-	// a ping is ready.
+	// the secret-mismatch type, one wrapping authguard.ErrStoreEvicts with
+	// the store-evicts type, one wrapping authguard.ErrStoreUnpersisted
+	// with the store-unpersisted type and one wrapping
+	// authguard.ErrStoreUnauthenticated with the store-unauthenticated
+	// type. The default is nil: a store that answers a ping is ready.
 	StoreHealth func() error
 	// StoreWarnings, when set, is asked by /readyz when it answers 200:
 	// what it returns is the answer's warnings (say, a Redis whose
-	// maxmemory-policy may evict keys), written by tollgate and holding no
+	// maxmemory-policy may evict keys, that keeps no persistence, or that
+	// answers without a password), written by tollgate and holding no
 	// secret, address or identifier. The default is nil: no warnings.
 	StoreWarnings func() []string
 	// Verifier, when set, requires every /v1 call to carry a bearer token
@@ -403,6 +406,10 @@ func (a *API) readyz(w http.ResponseWriter, r *http.Request) {
 				p = newProblem(kindStoreFull, "", "the store answers but is out of memory and refuses writes")
 			case errors.Is(err, authguard.ErrStoreEvicts):
 				p = newProblem(kindStoreEvicts, "", "the store may evict keys when full (a Redis maxmemory-policy other than noeviction) and -strict-store is set")
+			case errors.Is(err, authguard.ErrStoreUnpersisted):
+				p = newProblem(kindStoreUnpersisted, "", "the store keeps no persistence (a Redis without an append-only file or snapshots), so a restart resets every counter, and -strict-store is set")
+			case errors.Is(err, authguard.ErrStoreUnauthenticated):
+				p = newProblem(kindStoreOpen, "", "the store answers without a password on an address that is not loopback, and -strict-store is set")
 			}
 			a.writeError(w, r, p)
 			return

@@ -43,6 +43,8 @@ type Metrics struct {
 	evictions *evictions
 	mismatch  prometheus.Gauge
 	evicting  prometheus.Gauge
+	forgets   prometheus.Gauge
+	open      prometheus.Gauge
 	// unsettled counts reports without a valid attempt token;
 	// unsettledLog samples their log lines.
 	unsettled    *prometheus.CounterVec
@@ -196,13 +198,23 @@ func NewMetrics(policy *authguard.Policy) *Metrics {
 			Help: "1 while a Redis master's maxmemory-policy may evict tollgate's keys (anything but noeviction): an evicted counter is a reset one. " +
 				"0 when it is noeviction, could not be read (CONFIG refused), or the store is the memory store.",
 		}),
+		forgets: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_store_unpersisted",
+			Help: "1 while a Redis master keeps neither an append-only file nor RDB snapshots: a restart brings it back empty, every counter reset. " +
+				"-1 while it is unknown (CONFIG refused and INFO persistence does not tell), 0 when every master persists or the store is the memory store.",
+		}),
+		open: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "tollgate_store_unauthenticated",
+			Help: "1 while a Redis master answers a connection without a password on an address that is not loopback: anyone who reaches it can reset the counters. " +
+				"0 when every master requires one, is on loopback, or the store is the memory store.",
+		}),
 	}
 	m.reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.verdicts, m.reasons, m.shadowed, m.storeErr, m.storeTime, m.fallback, m.closed, m.recalled,
 		m.engErr, m.problems, m.latency, m.sends, m.spend, m.authFail, m.admin, m.evictions, m.reloads,
-		m.mismatch, m.evicting, m.unsettled,
+		m.mismatch, m.evicting, m.forgets, m.open, m.unsettled,
 	)
 	m.unsettledLog.now = time.Now
 	m.reloads.WithLabelValues("ok")
@@ -285,6 +297,24 @@ func (m *Metrics) SetSecretMismatch(mismatch bool) { m.mismatch.Set(b2f(mismatch
 // SetStoreEvicting sets tollgate_store_evicting: whether the store may evict
 // tollgate's keys (a Redis maxmemory-policy other than noeviction).
 func (m *Metrics) SetStoreEvicting(evicting bool) { m.evicting.Set(b2f(evicting)) }
+
+// SetStoreUnpersisted sets tollgate_store_unpersisted: 1 when the store
+// keeps no persistence (a Redis master without an append-only file or
+// snapshots), else -1 when that is unknown, else 0.
+func (m *Metrics) SetStoreUnpersisted(unpersisted, unknown bool) {
+	switch {
+	case unpersisted:
+		m.forgets.Set(1)
+	case unknown:
+		m.forgets.Set(-1)
+	default:
+		m.forgets.Set(0)
+	}
+}
+
+// SetStoreUnauthenticated sets tollgate_store_unauthenticated: whether the
+// store answers without a password on an address that is not loopback.
+func (m *Metrics) SetStoreUnauthenticated(open bool) { m.open.Set(b2f(open)) }
 
 func b2f(b bool) float64 {
 	if b {

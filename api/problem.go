@@ -42,6 +42,8 @@ var (
 	kindConfigInvalid    = &kind{"config-invalid", "Configuration invalid", http.StatusConflict}
 	kindSecretMismatch   = &kind{"secret-mismatch", "Secret mismatch", http.StatusServiceUnavailable}
 	kindStoreEvicts      = &kind{"store-evicts", "Store evicts", http.StatusServiceUnavailable}
+	kindStoreUnpersisted = &kind{"store-unpersisted", "Store unpersisted", http.StatusServiceUnavailable}
+	kindStoreOpen        = &kind{"store-unauthenticated", "Store unauthenticated", http.StatusServiceUnavailable}
 )
 
 // kinds lists every kind, for metrics.
@@ -50,7 +52,7 @@ var kinds = []*kind{
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
 	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindConfigInvalid, kindSecretMismatch,
-	kindStoreEvicts,
+	kindStoreEvicts, kindStoreUnpersisted, kindStoreOpen,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

@@ -43,6 +43,8 @@ func TestReadyz_StoreFull(t *testing.T) {
 		{"failing otherwise", errors.New("the store fails calls"), false, 503, "store-unavailable", "fails calls"},
 		{"another secret on the store", fmt.Errorf("TOLLGATE_SECRET: %w", authguard.ErrSecretMismatch), false, 503, "secret-mismatch", "another TOLLGATE_SECRET"},
 		{"an evicting store under -strict-store", authguard.ErrStoreEvicts, false, 503, "store-evicts", "noeviction"},
+		{"a store without persistence under -strict-store", authguard.ErrStoreUnpersisted, false, 503, "store-unpersisted", "append-only file"},
+		{"a store without a password under -strict-store", authguard.ErrStoreUnauthenticated, false, 503, "store-unauthenticated", "without a password"},
 		{"healthy again", nil, false, 200, "", ""},
 		{"no ping answer comes first", fmt.Errorf("x: %w", authguard.ErrStoreFull), true, 503, "store-unavailable", "does not answer"},
 	}
@@ -91,6 +93,8 @@ func TestReadyz_StoreWarnings(t *testing.T) {
 	}{
 		{"none", nil, `{"status":"ready"}`},
 		{"an evicting Redis", []string{"Redis's maxmemory-policy allkeys-lru may evict tollgate's keys"}, `{"status":"ready","warnings":["Redis's maxmemory-policy allkeys-lru may evict tollgate's keys"]}`},
+		{"a Redis that forgets, without a password", []string{"Redis keeps neither an append-only file nor snapshots", "Redis answers without a password"},
+			`{"status":"ready","warnings":["Redis keeps neither an append-only file nor snapshots","Redis answers without a password"]}`},
 	} {
 		warnings = tt.warnings
 		res := h.do(t, http.MethodGet, "/readyz", "", "")

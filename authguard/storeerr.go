@@ -29,6 +29,16 @@ var ErrSecretMismatch = errors.New("authguard: the store is shared with an insta
 // counter is a reset one, so no daily bound holds.
 var ErrStoreEvicts = errors.New("authguard: the store may evict keys when full")
 
+// ErrStoreUnpersisted is wrapped by the errors that say the store keeps
+// nothing on disk (a Redis without an append-only file or RDB snapshots):
+// a restart brings it back empty, and every counter is a reset one.
+var ErrStoreUnpersisted = errors.New("authguard: the store keeps no persistence")
+
+// ErrStoreUnauthenticated is wrapped by the errors that say the store
+// answers without a password on an address others can reach: anyone there
+// can read, reset or flush the counters.
+var ErrStoreUnauthenticated = errors.New("authguard: the store answers without a password off loopback")
+
 // StoreErrorKind classifies a store error for metrics and logs: "full"
 // (the store answers but is out of memory), "timeout" (no answer within the
 // deadline), "circuit_open" (not tried: the breaker is open) or

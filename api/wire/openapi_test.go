@@ -191,6 +191,7 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 		"ProblemForbidden": wire.ProblemForbidden, "ProblemTooManyEntries": wire.ProblemTooManyEntries,
 		"ProblemConfigInvalid":  wire.ProblemConfigInvalid,
 		"ProblemSecretMismatch": wire.ProblemSecretMismatch, "ProblemStoreEvicts": wire.ProblemStoreEvicts,
+		"ProblemStoreUnpersisted": wire.ProblemStoreUnpersisted, "ProblemStoreUnauthenticated": wire.ProblemStoreUnauthenticated,
 	}
 	tests := []struct {
 		prefix string

@@ -54,6 +54,14 @@ const (
 	// may evict tollgate's keys (a Redis maxmemory-policy other than
 	// noeviction).
 	ProblemStoreEvicts = ProblemBase + "store-evicts"
+	// ProblemStoreUnpersisted (503, /readyz only, with -strict-store): a
+	// Redis master keeps neither an append-only file nor RDB snapshots, so
+	// a restart resets every counter.
+	ProblemStoreUnpersisted = ProblemBase + "store-unpersisted"
+	// ProblemStoreUnauthenticated (503, /readyz only, with -strict-store):
+	// a Redis master answers without a password on an address that is not
+	// loopback.
+	ProblemStoreUnauthenticated = ProblemBase + "store-unauthenticated"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json), the

@@ -10,10 +10,10 @@ import (
 	"unicode"
 )
 
-// The README is read by engineers under attack, who jump around it by its
-// table of contents and its cross-links. These tests keep both from
-// rotting: a renamed heading breaks a link silently on GitHub, so here it
-// fails instead.
+// The README and docs/ are read by engineers under attack, who jump around
+// them by the README's contents and their cross-links. These tests keep both
+// from rotting: a renamed or moved heading breaks a link silently on GitHub,
+// so here it fails instead.
 
 const readmeFile = "README.md"
 
@@ -113,58 +113,149 @@ func TestGithubAnchor(t *testing.T) {
 	}
 }
 
-// TestReadme_EveryLinkNamesAHeadingOrFileThatExists: every [text](#anchor)
-// in README.md names one of its headings, every relative link names a file
-// or directory of the repository, and one into a Markdown file with an
-// anchor (docs/design.md#…, BENCHMARKS.md#…) names a heading of that file.
-func TestReadme_EveryLinkNamesAHeadingOrFileThatExists(t *testing.T) {
-	b, err := os.ReadFile(readmeFile)
+// docFiles are the Markdown files whose links are checked: the README, every
+// file of docs/, and the READMEs beside what they document under deploy/.
+func docFiles(tb testing.TB) []string {
+	tb.Helper()
+	files := []string{readmeFile, "BENCHMARKS.md", "CHANGELOG.md"}
+	for _, pattern := range []string{"docs/*.md", "deploy/*/README.md"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
+// anchorsOf caches the anchors of Markdown files' headings.
+type anchorsOf map[string]map[string]bool
+
+func (a anchorsOf) of(tb testing.TB, file string) map[string]bool {
+	if m, ok := a[file]; ok {
+		return m
+	}
+	m := map[string]bool{}
+	for _, h := range readHeadings(tb, file) {
+		m[h.anchor] = true
+	}
+	a[file] = m
+	return m
+}
+
+// checkTarget reports what is wrong with a link target written in file
+// (relative to file's directory; "#x" alone is a heading of file), or "":
+// the file or directory must exist inside the repository, and an anchor must
+// name a heading of a Markdown file.
+func checkTarget(tb testing.TB, anchors anchorsOf, file, target string) string {
+	path, anchor, hasAnchor := strings.Cut(target, "#")
+	dest := file
+	if path != "" {
+		dest = filepath.Join(filepath.Dir(file), filepath.FromSlash(path))
+		if rel, err := filepath.Rel(".", dest); err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+			return "a file outside the repository"
+		}
+		if _, err := os.Stat(dest); err != nil {
+			return err.Error()
+		}
+	}
+	if !hasAnchor {
+		return ""
+	}
+	if !strings.HasSuffix(dest, ".md") {
+		return "an anchor into a file that is not Markdown"
+	}
+	if !anchors.of(tb, dest)[anchor] {
+		return "names no heading of " + dest
+	}
+	return ""
+}
+
+// TestDocs_EveryLinkNamesAHeadingOrFileThatExists: every [text](#anchor) in
+// README.md, docs/*.md and the deploy READMEs names one of its file's
+// headings, every relative link names a file or directory of the
+// repository (never one outside it), and one into a Markdown file with an
+// anchor (docs/redis.md#…, BENCHMARKS.md#…) names a heading of that file. A
+// section moved to another file breaks its old links silently on GitHub;
+// here it fails.
+func TestDocs_EveryLinkNamesAHeadingOrFileThatExists(t *testing.T) {
+	anchors := anchorsOf{}
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		links := 0
+		for i, line := range proseLines(string(b)) {
+			for _, m := range markdownLink.FindAllStringSubmatch(line, -1) {
+				target := m[1]
+				if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+					continue
+				}
+				links++
+				if problem := checkTarget(t, anchors, file, target); problem != "" {
+					t.Errorf("%s:%d: link to %s: %s", file, i+1, target, problem)
+				}
+			}
+		}
+		if file == readmeFile && links < 20 {
+			t.Errorf("found %d relative links in %s; the link pattern no longer matches", links, file)
+		}
+	}
+}
+
+// repoURL is how the repository's own files are linked from where a
+// relative link cannot go: alert rules' runbook_url, the dashboard, help
+// texts.
+var repoURL = regexp.MustCompile(`https://github\.com/tollgate-auth/tollgate/blob/main/([^\s'"<>)#]+)(?:#([^\s'"<>)]+))?`)
+
+// TestDocs_EveryURLIntoTheRepositoryResolves: every URL of a file of this
+// repository's main branch on GitHub (repoURL, with or without an anchor)
+// written in the repository's own files (an alert's runbook, the
+// dashboard's link, a doc) names a file that exists and, with an anchor, a
+// heading of it.
+func TestDocs_EveryURLIntoTheRepositoryResolves(t *testing.T) {
+	anchors := anchorsOf{}
+	found := 0
+	err := filepath.WalkDir(".", func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			switch d.Name() {
+			case ".git", "node_modules", "dist", "bin", "build":
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		switch filepath.Ext(path) {
+		case ".md", ".go", ".yaml", ".yml", ".json", ".sh", ".ts", ".py", ".toml", "":
+		default:
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, m := range repoURL.FindAllStringSubmatch(line, -1) {
+				found++
+				target := m[1]
+				if m[2] != "" {
+					target += "#" + m[2]
+				}
+				if problem := checkTarget(t, anchors, "x", target); problem != "" {
+					t.Errorf("%s:%d: %s: %s", path, i+1, m[0], problem)
+				}
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	anchorsOf := map[string]map[string]bool{}
-	anchors := func(file string) map[string]bool {
-		if a, ok := anchorsOf[file]; ok {
-			return a
-		}
-		a := map[string]bool{}
-		for _, h := range readHeadings(t, file) {
-			a[h.anchor] = true
-		}
-		anchorsOf[file] = a
-		return a
-	}
-	links := 0
-	for i, line := range proseLines(string(b)) {
-		for _, m := range markdownLink.FindAllStringSubmatch(line, -1) {
-			target := m[1]
-			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
-				continue
-			}
-			links++
-			path, anchor, hasAnchor := strings.Cut(target, "#")
-			file := readmeFile
-			if path != "" {
-				file = filepath.FromSlash(path)
-				if _, err := os.Stat(file); err != nil {
-					t.Errorf("%s:%d: link to %s: %v", readmeFile, i+1, target, err)
-					continue
-				}
-			}
-			if !hasAnchor {
-				continue
-			}
-			if !strings.HasSuffix(file, ".md") {
-				t.Errorf("%s:%d: link %s: an anchor into a file that is not Markdown", readmeFile, i+1, target)
-				continue
-			}
-			if !anchors(file)[anchor] {
-				t.Errorf("%s:%d: link %s names no heading of %s", readmeFile, i+1, target, file)
-			}
-		}
-	}
-	if links < 20 {
-		t.Errorf("found %d relative links in %s; the link pattern no longer matches", links, readmeFile)
+	if found < 20 {
+		t.Errorf("found %d URLs into the repository; the pattern no longer matches (the alert rules alone have 20)", found)
 	}
 }
 

@@ -120,7 +120,7 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	fs.SetOutput(stderr)
 	fs.Usage = func() { fmt.Fprint(stderr, usage) }
 	configFile := fs.String("config", "", "config `FILE` (default $TOLLGATE_CONFIG)")
-	strictStore := fs.Bool("strict-store", false, "refuse a Redis whose maxmemory-policy may evict keys")
+	strictStore := fs.Bool("strict-store", false, "refuse a Redis that may evict keys, keeps no persistence, or answers without a password off loopback")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -124,7 +125,13 @@ func TestSecretCheck_InstancesWithDifferentSecretsOnOneRedisAreNotReady(t *testi
 // by secret and tenant secrets, as serve starts it, with its log.
 func newStoreCheck(t *testing.T, addr, secret string, tenants map[string][]byte, strict bool) (*storeCheck, *testkit.SyncBuffer, *api.Metrics, error) {
 	t.Helper()
-	store, err := redisstore.New(redisstore.Config{Client: redis.NewClient(&redis.Options{Addr: addr})})
+	return newStoreCheckOn(t, redis.NewClient(&redis.Options{Addr: addr}), secret, tenants, strict)
+}
+
+// newStoreCheckOn is newStoreCheck on the Redis client rc.
+func newStoreCheckOn(t *testing.T, rc *redis.Client, secret string, tenants map[string][]byte, strict bool) (*storeCheck, *testkit.SyncBuffer, *api.Metrics, error) {
+	t.Helper()
+	store, err := redisstore.New(redisstore.Config{Client: rc})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +208,7 @@ func TestSecretCheck_ARunningInstanceSeesAnotherSecretAtItsNextCheck(t *testing.
 func TestEvictionCheck_AnAllkeysLRURedisIsWarnedAbout(t *testing.T) {
 	for _, policy := range []string{"allkeys-lru", "volatile-ttl", "noeviction"} {
 		t.Run(policy, func(t *testing.T) {
-			rd := redistest.Server(t, "--maxmemory-policy", policy)
+			rd := redistest.Server(t, "--maxmemory-policy", policy, "--appendonly", "yes")
 			addr, logs := startServe(t, redisConfig(rd.Addr, secret32))
 			c := client(t, addr)
 			evicts := policy != "noeviction"
@@ -227,7 +234,7 @@ func TestEvictionCheck_AnAllkeysLRURedisIsWarnedAbout(t *testing.T) {
 // an evicting Redis is a refusal to start, and a policy changed to one
 // while running fails /readyz with store-evicts.
 func TestEvictionCheck_StrictStoreRefusesAnEvictingRedis(t *testing.T) {
-	rd := redistest.Server(t, "--maxmemory-policy", "allkeys-lru")
+	rd := redistest.Server(t, "--maxmemory-policy", "allkeys-lru", "--appendonly", "yes")
 	cfg := redisConfig(rd.Addr, secret32)
 	cfg.StrictStore = true
 	err := serve(context.Background(), cfg, new(testkit.SyncBuffer), nil, nil)
@@ -279,6 +286,196 @@ func TestEvictionCheck_ARedisRefusingCONFIGIsNotAnError(t *testing.T) {
 		if !logHas(logs, "INFO", "cannot be checked") || strings.Contains(logs.String(), `"level":"WARN"`) || strings.Contains(logs.String(), `"level":"ERROR"`) {
 			t.Errorf("strict %v: want one info line that the policy cannot be checked, and no warning or error:\n%s", strict, logs)
 		}
+	}
+}
+
+// TestPersistenceCheck_ARedisThatForgetsIsWarnedAbout: a Redis without an
+// append-only file or snapshots comes back from a restart empty, and every
+// attacker then has fresh counters; it ran without a word. Now it is a
+// warning line, tollgate_store_unpersisted 1 and a /readyz warning, and
+// the instance stays ready. One with an append-only file is not flagged;
+// one whose persistence neither CONFIG (refused) nor INFO tells is said to
+// be unknown, at info and as -1, not as ok.
+func TestPersistenceCheck_ARedisThatForgetsIsWarnedAbout(t *testing.T) {
+	tests := []struct {
+		name       string
+		args       []string
+		wantMetric int
+		wantWarn   bool
+		wantInfo   string // a part of an info line, or ""
+	}{
+		{"no AOF, no snapshots", []string{"--save", "", "--appendonly", "no"}, 1, true, ""},
+		{"an append-only file", []string{"--save", "", "--appendonly", "yes"}, 0, false, ""},
+		{"CONFIG refused, nothing in INFO tells", []string{"--save", "", "--appendonly", "no", "--rename-command", "CONFIG", ""}, -1, false, "persistence is unknown"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rd := redistest.Server(t, append([]string{"--maxmemory-policy", "noeviction"}, tt.args...)...)
+			addr, logs := startServe(t, redisConfig(rd.Addr, secret32))
+			c := client(t, addr)
+			code, status, warnings := readyz(t, c)
+			if code != 200 || status != "ready" || (len(warnings) == 1 && strings.Contains(warnings[0], "append-only file")) != tt.wantWarn || (!tt.wantWarn && len(warnings) > 0) {
+				t.Errorf("/readyz = %d %s %q, want ready, a warning about persistence: %v", code, status, warnings, tt.wantWarn)
+			}
+			if len(warnings) > 0 && strings.Contains(warnings[0], rd.Addr) {
+				t.Errorf("/readyz's warning %q names the Redis address (/readyz is unauthenticated)", warnings[0])
+			}
+			_, metrics := c.get("/metrics")
+			if got := metricValue(t, metrics, "tollgate_store_unpersisted"); got != tt.wantMetric {
+				t.Errorf("tollgate_store_unpersisted = %d, want %d", got, tt.wantMetric)
+			}
+			if got := logHas(logs, "WARN", "neither an append-only file nor snapshots"); got != tt.wantWarn {
+				t.Errorf("warning line about persistence: %v, want %v:\n%s", got, tt.wantWarn, logs)
+			}
+			if tt.wantInfo != "" && !logHas(logs, "INFO", tt.wantInfo) {
+				t.Errorf("no info line saying %q:\n%s", tt.wantInfo, logs)
+			}
+		})
+	}
+}
+
+// TestPersistenceCheck_StrictStoreRefusesARedisThatForgets: with
+// -strict-store a Redis without persistence is a refusal to start, and
+// one that turns its append-only file off while running fails /readyz with
+// store-unpersisted.
+func TestPersistenceCheck_StrictStoreRefusesARedisThatForgets(t *testing.T) {
+	rd := redistest.Server(t, "--maxmemory-policy", "noeviction", "--save", "", "--appendonly", "no")
+	cfg := redisConfig(rd.Addr, secret32)
+	cfg.StrictStore = true
+	// Should serve start listening instead, it is stopped there.
+	listening, stop := context.WithCancel(context.Background())
+	defer stop()
+	err := serve(listening, cfg, new(testkit.SyncBuffer), func(net.Addr) { stop() }, nil)
+	if err == nil || !strings.Contains(err.Error(), "-strict-store") || !strings.Contains(err.Error(), "no persistence") || !strings.Contains(err.Error(), "none on "+rd.Addr) {
+		t.Fatalf("serve -strict-store on a Redis without persistence = %v, want a refusal naming it and the master", err)
+	}
+
+	ctx := context.Background()
+	rc := redis.NewClient(&redis.Options{Addr: rd.Addr})
+	defer rc.Close()
+	if err := rc.ConfigSet(ctx, "appendonly", "yes").Err(); err != nil {
+		t.Fatal(err)
+	}
+	addr, _ := startServe(t, cfg)
+	c := client(t, addr)
+	if code, status, _ := readyz(t, c); code != 200 || status != "ready" {
+		t.Errorf("strict with an append-only file: /readyz = %d %s", code, status)
+	}
+	// While running: serve's own check runs every few minutes; this one
+	// is the same code, driven now.
+	check, _, _, err := newStoreCheck(t, rd.Addr, secret32, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := rc.ConfigSet(ctx, "appendonly", "no").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := check.checkPersistence(ctx); err == nil || !errors.Is(check.health(func() error { return nil })(), authguard.ErrStoreUnpersisted) {
+		t.Errorf("strict, the append-only file turned off: check %v, health %v", err, check.health(func() error { return nil })())
+	}
+	if w := check.warnings(); len(w) > 0 {
+		t.Errorf("strict answers 503, not warnings: %q", w)
+	}
+}
+
+// gauge reads a gauge of m by name.
+func gauge(t *testing.T, m *api.Metrics, name string) float64 {
+	t.Helper()
+	families, err := m.Registry().Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range families {
+		if f.GetName() == name && len(f.GetMetric()) == 1 {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatalf("no gauge %s", name)
+	return 0
+}
+
+// dialedAt is a client for the Redis at real that believes it is at addr:
+// the check sees addr, the connection reaches real (the tests' servers
+// listen on loopback only).
+func dialedAt(addr, real string, o redis.Options) *redis.Client {
+	o.Addr = addr
+	o.Dialer = func(ctx context.Context, network, _ string) (net.Conn, error) {
+		var d net.Dialer
+		return d.DialContext(ctx, network, real)
+	}
+	return redis.NewClient(&o)
+}
+
+// TestAuthCheck_ARedisWithoutAPasswordOffLoopbackIsWarnedAbout: a Redis
+// that answers without a password on an address others reach lets any of
+// them FLUSHALL the counters; it ran without a word. Now it is a warning
+// line naming the address, tollgate_store_unauthenticated 1 and a /readyz
+// warning without the address; with -strict-store a refusal to start and
+// /readyz 503 store-unauthenticated. The same Redis on loopback, or one
+// that requires the password tollgate gives, is not flagged.
+func TestAuthCheck_ARedisWithoutAPasswordOffLoopbackIsWarnedAbout(t *testing.T) {
+	open := redistest.Server(t, "--maxmemory-policy", "noeviction", "--appendonly", "yes")
+	guarded := redistest.Server(t, "--maxmemory-policy", "noeviction", "--appendonly", "yes")
+	ctx := context.Background()
+	admin := redis.NewClient(&redis.Options{Addr: guarded.Addr})
+	defer admin.Close()
+	if err := admin.ConfigSet(ctx, "requirepass", "a-redis-password").Err(); err != nil { // once it runs: redistest waits for a PING without one
+		t.Fatal(err)
+	}
+	const remote = "10.20.30.40:6379"
+	tests := []struct {
+		name     string
+		client   func() *redis.Client
+		wantOpen bool
+	}{
+		{"no password, on loopback", func() *redis.Client { return redis.NewClient(&redis.Options{Addr: open.Addr}) }, false},
+		{"no password, off loopback", func() *redis.Client { return dialedAt(remote, open.Addr, redis.Options{}) }, true},
+		{"a password it requires, off loopback", func() *redis.Client {
+			return dialedAt(remote, guarded.Addr, redis.Options{Password: "a-redis-password"})
+		}, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			check, logs, metrics, err := newStoreCheckOn(t, tt.client(), secret32, nil, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := gauge(t, metrics, "tollgate_store_unauthenticated"); got != map[bool]float64{true: 1}[tt.wantOpen] {
+				t.Errorf("tollgate_store_unauthenticated = %v, want open %v", got, tt.wantOpen)
+			}
+			if got := logHas(logs, "WARN", "without a password") && strings.Contains(logs.String(), remote); got != tt.wantOpen {
+				t.Errorf("a warning line naming %s: %v, want %v:\n%s", remote, got, tt.wantOpen, logs)
+			}
+			w := check.warnings()
+			if got := len(w) == 1 && strings.Contains(w[0], "without a password"); got != tt.wantOpen || (!tt.wantOpen && len(w) > 0) {
+				t.Errorf("warnings %q, want one about the password: %v", w, tt.wantOpen)
+			}
+			if len(w) > 0 && strings.Contains(w[0], remote) {
+				t.Errorf("/readyz's warning %q names the Redis address (/readyz is unauthenticated)", w[0])
+			}
+			if err := check.health(func() error { return nil })(); err != nil {
+				t.Errorf("not strict: health %v, want ready", err)
+			}
+
+			strict, _, _, err := newStoreCheckOn(t, tt.client(), secret32, nil, true)
+			if refused := err != nil && strings.Contains(err.Error(), "-strict-store") && strings.Contains(err.Error(), remote); refused != tt.wantOpen {
+				t.Errorf("strict: startStoreCheck = %v, want a refusal naming %s: %v", err, remote, tt.wantOpen)
+			}
+			if strict != nil && tt.wantOpen {
+				t.Errorf("strict: a check was started on an open Redis")
+			}
+		})
+	}
+	// While running, strict: the password removed from Redis is a 503.
+	check, _, _, err := newStoreCheckOn(t, dialedAt(remote, guarded.Addr, redis.Options{Password: "a-redis-password"}), secret32, nil, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := admin.ConfigSet(ctx, "requirepass", "").Err(); err != nil {
+		t.Fatal(err)
+	}
+	if err := check.checkAuth(ctx); err == nil || !errors.Is(check.health(func() error { return nil })(), authguard.ErrStoreUnauthenticated) {
+		t.Errorf("strict, the password removed: check %v, health %v", err, check.health(func() error { return nil })())
 	}
 }
 

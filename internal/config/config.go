@@ -79,8 +79,10 @@ type Config struct {
 	Webhooks *Webhooks
 	// StrictStore, set by `tollgate serve -strict-store` (never by the
 	// file), refuses to start on a Redis whose maxmemory-policy may evict
-	// keys, and fails /readyz while it does. The default is false: a
-	// warning, a metric and a /readyz warning.
+	// keys, that keeps no persistence (neither an append-only file nor
+	// snapshots) or that answers without a password on an address that is
+	// not loopback, and fails /readyz while it does. The default is false:
+	// a warning, a metric and a /readyz warning.
 	StrictStore bool
 }
 

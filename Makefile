@@ -56,11 +56,11 @@ test: test-deps
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-clients
 
-## prove: the long attack search (tollgate attack, README "Proof"): every
+## prove: the long attack search (tollgate attack, docs/proof.md): every
 ## objective of the built-in policy (or CONFIG's), PROVE_BUDGET strategies each
 ## (about half an hour on two cores, most of it spend_per_day's pumpers), the
 ## best strategies written to PROVE_OUT (bin/prove); exits 1 when a strategy
-## beats a bound (today: spend_per_day: README "Proof"). `make test` runs a
+## beats a bound (today: spend_per_day: docs/proof.md). `make test` runs a
 ## short search of the same objectives (internal/attack).
 PROVE_BUDGET ?= 400
 PROVE_SEED   ?= 1

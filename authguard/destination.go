@@ -189,7 +189,7 @@ const (
 //     after a "+" share one quota: that errs on the side of the mailbox
 //     that would otherwise get a budget per tag.
 //   - Providers that document which spellings reach one mailbox have a row
-//     in a table (README lists it): gmail.com and googlemail.com are one
+//     in a table (docs/otp.md lists it): gmail.com and googlemail.com are one
 //     domain that ignores dots in the local part; proton.me,
 //     protonmail.com, protonmail.ch and pm.me are one domain that ignores
 //     dots, hyphens and underscores; icloud.com, me.com and mac.com are

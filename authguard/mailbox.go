@@ -8,7 +8,7 @@ import (
 // address that deliver to one mailbox, beyond the "+" tags that every domain
 // has dropped (see ParseDestination). mailboxRules lists them.
 type mailboxRule struct {
-	// Provider is the provider's name, as README's table shows it.
+	// Provider is the provider's name, as docs/otp.md's table shows it.
 	Provider string
 	// Domains are the provider's domains, as ParseDestination normalises
 	// them (lower case, A-labels, no trailing dot).

@@ -246,7 +246,7 @@ type Flow struct {
 	// (Engine.network), and no success writes the record; in a send flow,
 	// the CAPTCHA codes of OwnerCodes then go to a send naming the account
 	// from any network. Known networks cost a Redis key per account and
-	// network for DeviceTokenTTL (README).
+	// network for DeviceTokenTTL (docs/policy.md, "How it decides").
 	KnownNetworksOff bool
 	// DeviceTokenTTL is how long a device token the flow issues is valid,
 	// between MinDeviceTokenTTL and MaxDeviceTokenTTL. The default is

@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -34,10 +35,9 @@ const (
 	alertsFile     = "prometheus/alerts.yaml"
 	alertsTestFile = "prometheus/alerts_test.yaml"
 	dashboardFile  = "grafana/tollgate.json"
-	readmeFile     = "../README.md"
 	// runbookPrefix is where every alert's runbook_url points: a section
-	// of README.md.
-	runbookPrefix = "https://github.com/tollgate-auth/tollgate/blob/main/README.md#"
+	// of README.md or of a file of docs/, named after it.
+	runbookPrefix = "https://github.com/tollgate-auth/tollgate/blob/main/"
 )
 
 // errNoPromtool means promtool is not on PATH.
@@ -125,12 +125,11 @@ func loadAlerts(tb testing.TB) []rule {
 }
 
 // TestAlerts_EveryAlertIsDocumentedAndTested: each alert has a severity, a
-// summary, a description and a runbook_url to a README section that
-// exists, and alerts_test.yaml shows it firing and not firing. (promtool
+// summary, a description and a runbook_url to a section of README.md or
+// docs/ that exists, and alerts_test.yaml shows it firing and not firing. (promtool
 // passes a test of an alert name that does not exist when it expects no
 // alert, so the names are checked here.)
 func TestAlerts_EveryAlertIsDocumentedAndTested(t *testing.T) {
-	anchors := readmeAnchors(t)
 	b, err := os.ReadFile(alertsTestFile)
 	if err != nil {
 		t.Fatal(err)
@@ -170,8 +169,10 @@ func TestAlerts_EveryAlertIsDocumentedAndTested(t *testing.T) {
 				t.Errorf("%s has no %s annotation", r.Alert, k)
 			}
 		}
-		if anchor, ok := strings.CutPrefix(r.Annotations["runbook_url"], runbookPrefix); !ok || !anchors[anchor] {
-			t.Errorf("%s: runbook_url %q is not a section of README.md (%s<anchor>)", r.Alert, r.Annotations["runbook_url"], runbookPrefix)
+		doc, anchor, _ := strings.Cut(strings.TrimPrefix(r.Annotations["runbook_url"], runbookPrefix), "#")
+		if !strings.HasPrefix(r.Annotations["runbook_url"], runbookPrefix) || !(doc == "README.md" || path.Dir(doc) == "docs" && path.Ext(doc) == ".md") ||
+			!docAnchors(t, "../"+doc)[anchor] {
+			t.Errorf("%s: runbook_url %q is not a section of README.md or docs/*.md (%sFILE#ANCHOR)", r.Alert, r.Annotations["runbook_url"], runbookPrefix)
 		}
 		if fires[r.Alert] == 0 || silent[r.Alert] == 0 {
 			t.Errorf("%s: %s has %d cases where it fires and %d where it does not; want at least one of each",
@@ -190,12 +191,13 @@ func TestAlerts_EveryAlertIsDocumentedAndTested(t *testing.T) {
 	}
 }
 
-// readmeAnchors returns the anchors GitHub gives README.md's headings.
-func readmeAnchors(tb testing.TB) map[string]bool {
+// docAnchors returns the anchors GitHub gives a Markdown file's headings,
+// none when it does not exist.
+func docAnchors(tb testing.TB, file string) map[string]bool {
 	tb.Helper()
-	b, err := os.ReadFile(readmeFile)
+	b, err := os.ReadFile(file)
 	if err != nil {
-		tb.Fatal(err)
+		return nil
 	}
 	anchors := map[string]bool{}
 	fenced := false

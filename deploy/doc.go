@@ -14,7 +14,7 @@
 // dashboard has a title, a description and a query that parses, and fails
 // when the dashboard or the rules name a metric tollgate does not export. It
 // verifies the unit and holds its exposure score (systemd-analyze security
-// --offline) at 2.0 or less, and holds compose.yaml to what README says the
+// --offline) at 2.0 or less, and holds compose.yaml to what docs/deploy.md says the
 // bounds need: one secret and one Redis for both instances, Redis with
 // noeviction, persistence and a password, no secret in a file or variable;
 // it starts Redis and tollgate as the Compose file configures them.

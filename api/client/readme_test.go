@@ -9,9 +9,10 @@ import (
 	"testing"
 )
 
-// TestReadme_LoginHandlerCompiles holds README's "Integrate in Go" login
-// handler to the package: the snippet is wrapped in a main package and
-// vetted, so a renamed call or field fails here, not in a reader's editor.
+// TestReadme_LoginHandlerCompiles holds the "Integrate in Go" login handler
+// of docs/clients.md (the clients' page the README points to) to the
+// package: the snippet is wrapped in a main package and vetted, so a renamed
+// call or field fails here, not in a reader's editor.
 func TestReadme_LoginHandlerCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs go vet")
@@ -20,13 +21,13 @@ func TestReadme_LoginHandlerCompiles(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	readme, err := os.ReadFile(filepath.Join(root, "docs", "clients.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, rest, ok := strings.Cut(string(readme), "## Integrate in Go")
 	if !ok {
-		t.Fatal(`README has no "## Integrate in Go" section`)
+		t.Fatal(`docs/clients.md has no "## Integrate in Go" section`)
 	}
 	_, rest, ok = strings.Cut(rest, "```go\n")
 	snippet, _, ok2 := strings.Cut(rest, "```")
@@ -59,25 +60,25 @@ func main() {
 	cmd := exec.Command("go", "vet", "./"+filepath.Base(dir))
 	cmd.Dir = root
 	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Errorf("README's login handler does not compile: %v\n%s\n%s", err, out, src)
+		t.Errorf("docs/clients.md's login handler does not compile: %v\n%s\n%s", err, out, src)
 	}
 }
 
-// TestReadme_SideBySideSnippetsAreTheTestedOnes holds README's check in Go,
-// TypeScript and Python ("Integrate in TypeScript, Python or any
-// language") to the handlers the three clients' tests run: each block's
-// lines, in order, are lines of README's Go login handler (compiled by
+// TestReadme_SideBySideSnippetsAreTheTestedOnes holds docs/clients.md's
+// check in Go, TypeScript and Python ("Integrate in TypeScript, Python or
+// any language") to the handlers the three clients' tests run: each block's
+// lines, in order, are lines of its Go login handler (compiled by
 // TestReadme_LoginHandlerCompiles), of clients/typescript/examples/readme.ts
 // and of clients/python/examples/login.py (run against a real tollgate by
 // those clients' suites).
 func TestReadme_SideBySideSnippetsAreTheTestedOnes(t *testing.T) {
-	readme, err := os.ReadFile("../../README.md")
+	readme, err := os.ReadFile("../../docs/clients.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	_, section, ok := strings.Cut(string(readme), "## Integrate in TypeScript, Python or any language")
 	if !ok {
-		t.Fatal(`README has no "## Integrate in TypeScript, Python or any language" section`)
+		t.Fatal(`docs/clients.md has no "## Integrate in TypeScript, Python or any language" section`)
 	}
 	section, _, _ = strings.Cut(section, "\n## ")
 	_, goHandler, _ := strings.Cut(string(readme), "## Integrate in Go")
@@ -91,7 +92,7 @@ func TestReadme_SideBySideSnippetsAreTheTestedOnes(t *testing.T) {
 		return string(b)
 	}
 	for _, tt := range []struct{ fence, source, where string }{
-		{"```go\n", goHandler, "README's Go login handler"},
+		{"```go\n", goHandler, "docs/clients.md's Go login handler"},
 		{"```ts\n", read("../../clients/typescript/examples/readme.ts"), "clients/typescript/examples/readme.ts"},
 		{"```python\n", read("../../clients/python/examples/login.py"), "clients/python/examples/login.py"},
 	} {
@@ -110,7 +111,7 @@ func TestReadme_SideBySideSnippetsAreTheTestedOnes(t *testing.T) {
 			l = strings.TrimSpace(l)
 			i := slices.Index(have[at:], l)
 			if i < 0 {
-				t.Errorf("README's %s line %q is not in %s (after line %d)", strings.TrimSpace(tt.fence), l, tt.where, at)
+				t.Errorf("docs/clients.md's %s line %q is not in %s (after line %d)", strings.TrimSpace(tt.fence), l, tt.where, at)
 				break
 			}
 			at += i + 1

@@ -19,7 +19,7 @@ Prints, requirement by requirement, how the policy meets a standard: the
 rule and its numbers, computed from the policy; the evidence (scenarios run
 on the policy, the worst case of an adversarial search when one is plugged
 in, the tests that hold each promise); and pass or fail. The mapping is
-tollgate's reading of each requirement, not the standard's text (README,
+tollgate's reading of each requirement, not the standard's text (docs/policy.md,
 "Conformance").
 
   -profile PROFILE  nist-800-63b-4 or asvs-5.0-l2 (default: both)

@@ -24,7 +24,7 @@ var envVars = []struct {
 	{"TOLLGATE_REDIS_PASSWORD", "Redis password"},
 	{"TOLLGATE_REDIS_PASSWORD_FILE", "a file holding the Redis password instead"},
 	{"TOLLGATE_TOKEN", "admin: the bearer token, when -token is not given"},
-	{"OTEL_EXPORTER_OTLP_ENDPOINT", "turns traces on, sent over OTLP/HTTP there (off by default; README, Traces);\nOTEL_EXPORTER_OTLP_PROTOCOL and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL may only be\nhttp/protobuf or http/json"},
+	{"OTEL_EXPORTER_OTLP_ENDPOINT", "turns traces on, sent over OTLP/HTTP there (off by default; docs/operating.md, Traces);\nOTEL_EXPORTER_OTLP_PROTOCOL and OTEL_EXPORTER_OTLP_TRACES_PROTOCOL may only be\nhttp/protobuf or http/json"},
 	{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "the same, for traces only"},
 	{"OTEL_TRACES_EXPORTER", "otlp turns traces on, none keeps them off; no other exporter"},
 	{"OTEL_SDK_DISABLED", "true keeps traces off whatever else is set"},

@@ -49,7 +49,7 @@ const commandUsage = `usage:
   tollgate [serve] [-config FILE] [-strict-store]
                                      run the service (the default); -strict-store
                                      refuses a Redis whose maxmemory-policy may
-                                     evict keys (README, Redis memory)
+                                     evict keys (docs/redis.md)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
   tollgate attack [-objective NAME] [-budget N] [-config FILE]
                                      search for the strategy that beats a

@@ -28,7 +28,7 @@ any 24 hours. Without FILE it checks the built-in policy.
 
   -print   also print every flow's effective policy as a table
   -json    print the effective policy and each flow's bound as JSON instead
-           (README, "validate-config -json")
+           (docs/policy.md, "Tuning the policy")
   -strict  exit 1 on any warning: a flow whose bound is above NIST SP
            800-63B's 100 or only a lower bound, or a secret in the file
 
@@ -172,7 +172,7 @@ func validationWarnings(cfg *config.Config, policies []namedPolicy) []string {
 	return out
 }
 
-// validationJSON is validate-config -json's output, documented in README.
+// validationJSON is validate-config -json's output, documented in docs/policy.md.
 type validationJSON struct {
 	OK       bool         `json:"ok"`
 	Error    *errorJSON   `json:"error,omitempty"`

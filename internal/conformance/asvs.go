@@ -33,11 +33,11 @@ func ruleLine(r authguard.Rule) string {
 	return fmt.Sprintf("%s (%s, %s): %s, then %s", r.Name, r.Subject, r.Algorithm, r.Describe(config.FormatDuration), r.Past)
 }
 
-// asvsDocumented: README and design say how each defence is configured;
+// asvsDocumented: the docs and design say how each defence is configured;
 // the built-in policy says why each number is what it is; no account is
 // ever locked.
 func asvsDocumented(c *checker, r *Result) {
-	howf(r, "README \"How it decides\" and \"What holds\" say what each rule counts and what holds against which attack; docs/design.md §3 and §10 say who is counted where and which test shows each promise")
+	howf(r, "docs/policy.md \"How it decides\" and docs/proof.md \"What holds\" say what each rule counts and what holds against which attack; docs/design.md §3 and §10 say who is counted where and which test shows each promise")
 	howf(r, "the built-in policy (internal/config/default_policy.yaml) says why each number is what it is; `tollgate validate-config -print` shows the effective policy of any file")
 	howf(r, "no account is ever locked: past a limit a call is delayed or asks for a CAPTCHA")
 	for _, f := range c.attempts() {
@@ -48,7 +48,7 @@ func asvsDocumented(c *checker, r *Result) {
 		}
 		howf(r, "%s: each known device of the owner fails %d times a day without waiting, whatever others do (%d devices a day): %s", f.label, dev.DeviceFree, dev.DeviceSlots, dev.Name)
 	}
-	docs(r, "README.md#how-it-decides", "README.md#what-holds", "README.md#tuning-the-policy--and-seeing-what-it-does", "README.md#conformance",
+	docs(r, "docs/policy.md#how-it-decides", "docs/proof.md#what-holds", "docs/policy.md#tuning-the-policy--and-seeing-what-it-does", "docs/policy.md#conformance",
 		"docs/design.md#3-the-built-in-flows-who-is-counted-where", "docs/design.md#10-what-holds-and-the-test-or-scenario-that-shows-it")
 	tests(r, "TestDevice_SprayerOnTheOwnersAddressCannotSlowTheOwner", "TestOTP_OwnersDeviceProceedsWhileAnAttackerGuesses")
 }
@@ -122,10 +122,10 @@ func asvsBruteForce(c *checker, r *Result) {
 // the end user's message is the caller's.
 func asvsEnumeration(c *checker, r *Result) {
 	howf(r, "a check's answer depends only on counters, which an unknown account has as a known one does: the same store operations, keys and verdicts, so nothing tollgate does depends on whether the account exists")
-	howf(r, "an owner's success changes nothing an attacker sees, except two limits README states (an owner's login in progress without her device token, and the spray lists of her own address)")
+	howf(r, "an owner's success changes nothing an attacker sees, except two limits docs/proof.md states (an owner's login in progress without her device token, and the spray lists of her own address)")
 	howf(r, "a send's answer does not depend on an account: a denied send looks to the end user like a sent code")
 	r.Caller = "check every attempt, for unknown accounts too, and answer the end user the same for an unknown account and a wrong password, in message, status and time (api/client's Responder writes the same bytes; your own password check must take the same time, such as a hash against a dummy)"
-	docs(r, "README.md#what-holds")
+	docs(r, "docs/proof.md#what-holds")
 	tests(r, "TestUniformity_UnknownAccountLooksLikeAKnownOne", "TestUniformity_UnknownAccountLooksLikeKnownOne", "TestLogin_UnknownAccountAnswersLikeWrongPassword",
 		"TestLogin_OwnersSuccessIsInvisibleToTheAttacker", "TestLogin_AnOwnersLoginInProgressIsInvisibleWithItsDevice",
 		"TestRespond_UnknownAccountAndWrongPasswordGetIdenticalBytes", "TestSend_DenyLooksLikeASentCode")
@@ -293,7 +293,7 @@ func asvsAuthLog(c *checker, r *Result) {
 	} else {
 		howf(r, "decision_log %s: one JSON line per check, report and send, with the flow, the verdict and its reasons; a writer that falls behind drops lines and counts them, never slowing a verdict", c.cfg.DecisionLog)
 	}
-	docs(r, "README.md#before-you-enforce-back-test")
+	docs(r, "docs/backtest.md#before-you-enforce-back-test")
 	tests(r, "TestWriter_LinesCarryTheStoresHashesAndNoIdentifier", "TestWriter_AFullQueueDropsAndCountsNeverBlocks",
 		"TestTraces_CarryNoIdentifier", "TestAdmin_Reset", "TestEntries_StoreHoldsNoRawRange")
 }
@@ -309,6 +309,6 @@ func asvsSecurityEvents(c *checker, r *Result) {
 		howf(r, "%s: each delay, CAPTCHA and deny is counted in tollgate_verdict_reasons_total by reason: %s", f.label, strings.Join(reasons, ", "))
 	}
 	howf(r, "a report without its attempt token is counted (tollgate_reports_without_attempt_total) and warned of once a minute per flow; a forged one is refused")
-	docs(r, "README.md#operating-it")
+	docs(r, "docs/operating.md#endpoints")
 	tests(r, "TestReport_WithoutAnAttemptIsCountedAndVisible", "TestReport_AForgedAttemptIsRefusedAndCountsNothing")
 }

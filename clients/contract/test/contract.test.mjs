@@ -1,10 +1,10 @@
 // npm run types: generate TypeScript types from openapi.yaml with
-// openapi-typescript, and compile every request body README.md shows against
-// them with tsc --strict, with test/controls.ts.
+// openapi-typescript, and compile every request body README.md and docs/*.md
+// show against them with tsc --strict, with test/controls.ts.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, readFileSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { parse } from "yaml";
@@ -13,7 +13,8 @@ import { bodies, typescript } from "./readme.mjs";
 const here = join(dirname(fileURLToPath(import.meta.url)), "..");
 const repo = join(here, "..", "..");
 const spec = join(repo, "openapi.yaml");
-const readme = join(repo, "README.md");
+// The docs whose curl calls are checked: the README and every file of docs/.
+const docs = ["README.md", ...readdirSync(join(repo, "docs")).filter((f) => f.endsWith(".md")).sort().map((f) => `docs/${f}`)];
 const generated = join(here, "generated");
 const bin = (name) => join(here, "node_modules", ".bin", name);
 
@@ -42,16 +43,17 @@ test("openapi-typescript generates types from openapi.yaml", () => {
   assert.ok(r.ok, r.out);
 });
 
-const found = bodies(readFileSync(readme, "utf8"));
+// Each body with the doc it is in (b.file), its line that doc's.
+const found = docs.flatMap((file) => bodies(readFileSync(join(repo, file), "utf8")).map((b) => ({ ...b, file })));
 
-test("README.md's bodies go to POST routes of openapi.yaml that take a JSON body", () => {
-  assert.ok(found.length > 0, "no curl call with a body found in README.md");
+test("the docs' bodies go to POST routes of openapi.yaml that take a JSON body", () => {
+  assert.ok(found.length >= 10, `${found.length} curl calls with a body found in README.md and docs/*.md; the pattern no longer matches`);
   const paths = parse(readFileSync(spec, "utf8")).paths;
   for (const b of found) {
     const op = paths[b.path]?.[b.method];
-    assert.ok(op?.requestBody?.content?.["application/json"], `README.md:${b.line}: ${b.method.toUpperCase()} ${b.path} takes no JSON body in openapi.yaml`);
+    assert.ok(op?.requestBody?.content?.["application/json"], `${b.file}:${b.line}: ${b.method.toUpperCase()} ${b.path} takes no JSON body in openapi.yaml`);
   }
-  console.log(`${found.length} bodies: ${found.map((b) => `${b.path} (README.md:${b.line})`).join(", ")}`);
+  console.log(`${found.length} bodies: ${found.map((b) => `${b.path} (${b.file}:${b.line})`).join(", ")}`);
 });
 
 // Every property of every JSON request body: optional in the generated type
@@ -76,12 +78,12 @@ function optionality(doc) {
   return out.join("\n");
 }
 
-test("tsc --strict compiles README.md's bodies, the optional fields and the controls", () => {
+test("tsc --strict compiles the docs' bodies, the optional fields and the controls", () => {
   const ts = typescript(found);
   writeFileSync(join(generated, "readme-bodies.ts"), ts);
   writeFileSync(join(generated, "optional-fields.ts"), optionality(parse(readFileSync(spec, "utf8"))));
   const r = tsc("tsconfig.json");
-  const bad = failing(ts, "readme-bodies.ts", r.out, found).map((b) => `README.md:${b.line} (${b.path})`);
+  const bad = failing(ts, "readme-bodies.ts", r.out, found).map((b) => `${b.file}:${b.line} (${b.path})`);
   assert.ok(r.ok, `tsc failed${bad.length ? `; openapi.yaml rejects the bodies at ${bad.join(", ")}` : ""}:\n${r.out}`);
 });
 

@@ -153,7 +153,7 @@ export function typescript(found, { source = "README.md", types = "./openapi" } 
   ];
   found.forEach((b, n) => {
     out.push(
-      `// ${source}:${b.line}: ${b.method.toUpperCase()} ${b.path}`,
+      `// ${b.file ?? source}:${b.line}: ${b.method.toUpperCase()} ${b.path}`,
       `export const body${n + 1}: paths[${JSON.stringify(b.path)}][${JSON.stringify(b.method)}]["requestBody"]["content"]["application/json"] =`,
       `  ${JSON.stringify(b.json, null, 2).replaceAll("\n", "\n  ")};`,
       "",

@@ -259,6 +259,30 @@ func TestDocs_EveryURLIntoTheRepositoryResolves(t *testing.T) {
 	}
 }
 
+// TestDocs_NameNoFileOutsideTheRepository: the docs stand alone. A design
+// that refines a document the reader does not have (a shared DESIGN.md one
+// directory up) cannot be checked by anyone who clones the repository.
+func TestDocs_NameNoFileOutsideTheRepository(t *testing.T) {
+	outside := regexp.MustCompile(`(?:\.\./)+[\w.-]+(?:/[\w.-]+)*`)
+	for _, file := range docFiles(t) {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, line := range strings.Split(string(b), "\n") {
+			for _, p := range outside.FindAllString(line, -1) {
+				rel, err := filepath.Rel(".", filepath.Join(filepath.Dir(file), p))
+				if err != nil || rel == ".." || strings.HasPrefix(rel, "..") {
+					t.Errorf("%s:%d: names %s, outside the repository", file, i+1, p)
+				}
+			}
+			if regexp.MustCompile(`\bDESIGN\b|shared/`).MatchString(line) {
+				t.Errorf("%s:%d: refers to a design document outside the repository: %q", file, i+1, strings.TrimSpace(line))
+			}
+		}
+	}
+}
+
 // TestReadme_ContentsListsEverySection: the table of contents at the top
 // (the list under "## Contents") links every "##" section, in the
 // README's order, and links nothing else than README's own headings; the

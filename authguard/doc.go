@@ -36,4 +36,21 @@
 //
 // The engine takes its policy as Go values (NewPolicy); tollgate's YAML
 // format and built-in policy live in internal/config.
+//
+// # Files
+//
+// The engine is split by concern: engine.go (Config, Engine, New, the
+// per-tenant policy and hasher); admission.go (call slots and the kept
+// priority slots); check.go, send.go and report.go (the three calls);
+// subjects.go and keys.go (a request's validated, hashed parts and the
+// store keys made of them); plan.go (a call's batch of ops, their roles and
+// gates); batch.go (running a plan on the store or the fallback, the held
+// state of a full or absent store); combine.go (results into a verdict);
+// reserve.go (Reserve and Finish); recall.go, records.go and writeback.go
+// (what the engine remembers of the store, and what it writes back after a
+// fault); algorithms.go and rate.go (the algorithm table and the rate ops);
+// entries.go (administrators' allow and deny entries); notice.go and
+// notify.go (what the engine tells); reload.go (the policy swapped whole);
+// trace.go (the tracer's hooks); destination.go, mailbox.go and
+// normalize.go (identifiers and destinations).
 package authguard

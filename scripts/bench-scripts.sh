@@ -77,9 +77,9 @@ for i = 3, 4 do
   redis.call('PEXPIRE', KEYS[i], '86400000')
 end
 LUA
-# The same check with one key per subject (not built: docs/design.md, "Where
-# the Redis CPU goes"): the address's bucket and both its logs in one sorted
-# set, each rule in a score range of its own, so a fresh address costs one
+# The same check with one key per subject (built, measured and not kept:
+# docs/design.md §7, "Why a key per rule"): the address's bucket and both its
+# logs in one sorted set, each rule in a score range of its own, so a fresh address costs one
 # ZCARD, one ZADD of three members and one PEXPIRE. 13 commands, 2 keys made.
 { echo "$account_lua"; cat <<'LUA'; echo "$password_lua"; } >"$dir/merged.lua"
 redis.call('ZCARD', KEYS[2])

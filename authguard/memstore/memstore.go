@@ -121,7 +121,7 @@ type slot struct {
 // for authguard's keys (prefix:tenant:flow:rule:subject) is one rule of one
 // flow of one tenant. A full shard makes room in the group that holds the
 // most keys, so a flood of one rule's keys turns over that rule's keys
-// rather than another's (docs/design.md, "The memory store when it is full").
+// rather than another's (docs/design.md §7, "Memory store").
 // Groups are numbered as they first come; past maxGroups, the rest share
 // the last number.
 const maxGroups = 256

@@ -77,6 +77,10 @@ type Config struct {
 	// Webhooks, when set, delivers the engine's notices to HTTP endpoints
 	// (package webhook). The default is nil: no events are sent.
 	Webhooks *Webhooks
+	// Challenge configures the challenge a captcha verdict is answered with
+	// (challenge.go). The default is the built-in proof of work with the
+	// challenge package's defaults.
+	Challenge Challenge
 	// StrictStore, set by `tollgate serve -strict-store` (never by the
 	// file), refuses to start on a Redis whose maxmemory-policy may evict
 	// keys, that keeps no persistence (neither an append-only file nor
@@ -227,6 +231,9 @@ type fileConfig struct {
 	TLS            *fileTLS      `yaml:"tls"`
 	Webhooks       *fileWebhooks `yaml:"webhooks"`
 	Flows          yaml.Node     `yaml:"flows"`
+
+	// Challenge is the YAML form of Config.Challenge.
+	Challenge *fileChallenge `yaml:"challenge"`
 }
 
 // fileWebhooks is the YAML form of Webhooks. Secrets come from files, never
@@ -524,6 +531,14 @@ func Parse(data []byte) (*Config, error) {
 			return nil, at(path, err)
 		}
 		cfg.Webhooks = w
+	}
+
+	if fc.Challenge != nil {
+		ch, path, err := challengeConfig(fc.Challenge)
+		if err != nil {
+			return nil, at(path, err)
+		}
+		cfg.Challenge = ch
 	}
 
 	p, err := policyFromNode(&fc.Flows)

@@ -130,12 +130,14 @@ func (f *outageFlood) shared(t *testing.T, account string) (count, guesses int) 
 }
 
 // attack is the outage: outage stops Redis, restart starts it again.
-// One victim fails his 5 free attempts after the flood; another fails 4
-// before it and his 5th after it, so that the flood sheds his entry while
-// it holds nobody back.
+// One victim fails his 5 free attempts before the flood, so that the
+// flood would push them out were they not held first; one fails them
+// after it; another fails 4 before it and his 5th after it, so that the
+// flood sheds his entry while it holds nobody back.
 func (f *outageFlood) attack(t *testing.T, outage func(), restart func() error) {
 	t.Helper()
 	outage()
+	f.fail(t, "first@example.com", 5)
 	f.fail(t, "early@example.com", 4)
 	f.flood(t)
 	f.fail(t, "early@example.com", 1)
@@ -151,7 +153,7 @@ func (f *outageFlood) attack(t *testing.T, outage func(), restart func() error) 
 	if wb.Lost != 0 {
 		t.Errorf("%d ops that held someone back were lost", wb.Lost)
 	}
-	for _, victim := range []string{"late@example.com", "early@example.com"} {
+	for _, victim := range []string{"first@example.com", "early@example.com", "late@example.com"} {
 		count, guesses := f.shared(t, victim)
 		t.Logf("%s: Redis holds %d failures, the second instance gives %d guesses", victim, count, guesses)
 		if count < 5 {
@@ -171,7 +173,7 @@ func (f *outageFlood) attack(t *testing.T, outage func(), restart func() error) 
 // queue sheds what holds nobody back (the flood's fresh subjects) before
 // what does, and a counter shed while below its free attempts is written
 // back at least at the count the fallback holds once it reaches them:
-// Redis holds both victims' 5 and the second instance gives them nothing.
+// Redis holds each victim's 5 and the second instance gives them nothing.
 func TestWriteBack_AFloodOfFreshSubjectsDoesNotDropTheVictimsFailures(t *testing.T) {
 	m := miniredis.RunT(t)
 	f := newOutageFlood(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1}) })

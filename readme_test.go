@@ -259,6 +259,23 @@ func TestDocs_EveryURLIntoTheRepositoryResolves(t *testing.T) {
 	}
 }
 
+// TestDocs_StayTheirSize: the README is what a newcomer reads in one
+// sitting, design.md the design of record and BENCHMARKS.md the current
+// figures; each grew into a manual or a diary before (1,817, 2,118 and 1,779
+// lines). Detail belongs in the docs/ file of its subject, history in the
+// CHANGELOG and in git.
+func TestDocs_StayTheirSize(t *testing.T) {
+	for file, most := range map[string]int{readmeFile: 300, "docs/design.md": 800, "BENCHMARKS.md": 400, "docs/layout.md": 60} {
+		b, err := os.ReadFile(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n := strings.Count(string(b), "\n"); n > most {
+			t.Errorf("%s has %d lines; keep it to %d and move the rest to the docs/ file of its subject", file, n, most)
+		}
+	}
+}
+
 // TestDocs_NameNoFileOutsideTheRepository: the docs stand alone. A design
 // that refines a document the reader does not have (a shared DESIGN.md one
 // directory up) cannot be checked by anyone who clones the repository.

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"unicode"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -102,7 +103,10 @@ func accountFoldFile(t *testing.T) []byte {
 	b.WriteString(" ],\n")
 	var chars, marks [][2]string
 	for r := rune(0); r <= utf8.MaxRune; r++ {
-		if !utf8.ValidRune(r) {
+		// Tollgate refuses the rest alone or after any letter (unassigned,
+		// private use, control, format, white space), so leaving them out
+		// spares a million calls.
+		if !unicode.In(r, unicode.L, unicode.M, unicode.N, unicode.P, unicode.S) {
 			continue
 		}
 		if key, err := authguard.NormalizeAccount(string(r)); err == nil && key != string(r) {

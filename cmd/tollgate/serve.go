@@ -126,6 +126,11 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		return fmt.Errorf("webhooks: %w", err)
 	}
 	defer hooks.close()
+	chal, err := startChallenger(cfg, secret, log) // challenge.go
+	if err != nil {
+		return fmt.Errorf("challenge: %w", err)
+	}
+	defer chal.close()
 	var notifier authguard.Notifier
 	var hooksAdmin api.Webhooks
 	if hooks != nil {
@@ -177,7 +182,7 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	}
 	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
 		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute,
-		Tracer: tracing.tracerProvider(), Webhooks: hooksAdmin})
+		Tracer: tracing.tracerProvider(), Webhooks: hooksAdmin, Challenger: chal.c})
 	if err != nil {
 		return err
 	}

@@ -348,8 +348,8 @@ func (m *Metrics) AddDecisionLog(dropped func() int64) {
 // AddEngine exports what an engine keeps for store faults and floods: the
 // recall (tollgate_recall_keys, tollgate_recall_bytes, tollgate_recall_records) and the write-back
 // of what the fallback counted (tollgate_writeback_queued,
-// tollgate_writeback_written_total, tollgate_writeback_dropped_total), read
-// at every scrape.
+// tollgate_writeback_written_total, tollgate_writeback_dropped_total,
+// tollgate_writeback_lost_total), read at every scrape.
 func (m *Metrics) AddEngine(e EngineStats) {
 	m.reg.MustRegister(
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -374,8 +374,12 @@ func (m *Metrics) AddEngine(e EngineStats) {
 		}, func() float64 { return float64(e.WriteBack().Written) }),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "tollgate_writeback_dropped_total",
-			Help: "Operations the fail-open fallback counted that found the write-back queue full: the store never learns them.",
+			Help: "Operations the fail-open fallback counted on keys that held nobody back (a counter below its free attempts, a log under its limits), shed at the write-back queue's bound or refused by a full store: the store never learns them.",
 		}, func() float64 { return float64(e.WriteBack().Dropped) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "tollgate_writeback_lost_total",
+			Help: "Operations the fail-open fallback counted on keys that held their subject back, shed because the write-back queue held nothing else at its bound, or refused by a full store: the store never learns them. Above zero, the queue's bound is too small for the attack.",
+		}, func() float64 { return float64(e.WriteBack().Lost) }),
 	)
 }
 

@@ -50,7 +50,8 @@ type Metrics struct {
 	unsettled    *prometheus.CounterVec
 	unsettledLog unsettledLog
 	// The children every call touches, by their label values: a map lookup
-	// instead of WithLabelValues's hashing and label checks (issue 27).
+	// instead of WithLabelValues's hashing and label checks, which every
+	// verdict, store call and request would pay.
 	verdictOf   children[[3]string, prometheus.Counter] // call, flow, action
 	storeTimeOf children[string, prometheus.Observer]   // call
 	latencyOf   children[latencyLabels, prometheus.Observer]

@@ -94,7 +94,7 @@ func (f Facet) subject() string {
 func (f Facet) ownRule() bool { return f <= FacetDeviceSlot }
 
 // planOps is where a plan's slices and ops live: one allocation for what a
-// login check's plan made eight of (issue 27). A plan that outgrows it
+// login check's plan made eight of, on every call. A plan that outgrows it
 // appends and allocates as before.
 type planOps struct {
 	ops   [12]Op

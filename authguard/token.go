@@ -19,7 +19,7 @@ import (
 //
 // Signing writes golang-jwt's bytes without golang-jwt: its SignedString
 // marshals the header map and sets up an HMAC on every call, about half of
-// a success report's signing cost (BENCHMARKS.md, issue 27). The header
+// a success report's signing cost. The header
 // segment is a constant and the HMAC comes from a pool;
 // TestSigner_SignsAsGolangJWT holds the bytes equal to SignedString's.
 

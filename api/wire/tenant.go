@@ -5,7 +5,7 @@ package wire
 // regular expression ^[a-z0-9][a-z0-9_-]{0,63}$, which
 // TestValidTenant_AgreesWithItsRegexp checks it against). A loop, because
 // every call validates its tenant and the regexp cost a twentieth of a
-// check's CPU (issue 27). The engine and caller authentication share it.
+// check's CPU. The engine and caller authentication share it.
 func ValidTenant(name string) bool {
 	if len(name) == 0 || len(name) > 64 {
 		return false

@@ -3,7 +3,7 @@
 //
 //	tollgate-bench [flags] URL [URL...]    load running services over HTTP
 //	tollgate-bench ceiling [-listen ADDR]  the Go ceiling server to compare with
-//	tollgate-bench table [flags]           issue 27's table in one run: starts
+//	tollgate-bench table [flags]           BENCHMARKS.md's table in one run: starts
 //	                                       Redis and the servers, measures, stops them
 //
 // tollgate-bench -h and tollgate-bench ceiling -h print their flags;
@@ -26,7 +26,7 @@ func main() {
 }
 
 // run runs one command and returns the exit status: `ceiling` serves the
-// ceiling, `table` measures issue 27's table, anything else is a bench's
+// ceiling, `table` measures BENCHMARKS.md's table, anything else is a bench's
 // flags and URLs. ctx is cancelled by
 // SIGTERM or SIGINT.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

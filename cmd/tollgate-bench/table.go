@@ -28,7 +28,7 @@ import (
 
 const tableUsage = `usage: tollgate-bench table [flags]
 
-Measures issue 27's table in one run. It starts, on free loopback ports and
+Measures BENCHMARKS.md's table in one run. It starts, on free loopback ports and
 in a temporary directory: a redis-server, tollgate serve on it, a 3-master
 Redis Cluster (no replicas) and tollgate serve on it (unless -cluster=false),
 tollgate serve on the memory store, the Go ceiling (tollgate-bench ceiling)
@@ -38,7 +38,7 @@ with -c workers, measuring each server's CPU per request from
 /proc/PID/stat and Redis's from INFO cpu (the Cluster's: the sum over its
 three masters; both include their network system calls), and times floor3,
 commands and script with redis-benchmark. It prints each row's medians over
-the rounds as a markdown table, then the four ratios issue 27 targets and,
+the rounds as a markdown table, then the four ratios that have targets and,
 for information, the check's script and its commands alone against floor3
 and each other, and the Cluster's cost against one node's. Every process
 it starts is stopped by its PID when it ends, fails or is interrupted.
@@ -806,7 +806,7 @@ func (p *childProc) reportLog(w io.Writer) {
 	}
 }
 
-// tableRatio is one of the ratios issue 27 targets, or one printed for
+// tableRatio is one of the ratios that have a target, or one printed for
 // information.
 type tableRatio struct {
 	name     string
@@ -869,7 +869,7 @@ func (r *tableRow) medianOf(total, redis bool) (float64, bool) {
 	return median(vs), true
 }
 
-// writeTable prints the rows' medians as issue 27's markdown table, then
+// writeTable prints the rows' medians as BENCHMARKS.md's markdown table, then
 // the ratios: each the ratio of the two rows' medians, with the range of
 // the rounds' own ratios.
 func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
@@ -892,7 +892,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 			}
 			return fmt.Sprintf("%.1f", v)
 		}
-		total := "" // floor3, commands and script have no server: no total, as in issue 27
+		total := "" // floor3, commands and script have no server: no total
 		switch {
 		case hasServer && hasRedis:
 			total = cell(server+red, true)

@@ -1,5 +1,5 @@
-// Command webhook-receiver-go receives the events tollgate posts (issue 28)
-// and shows what every receiver must do: read the raw body, verify it with
+// Command webhook-receiver-go receives the events tollgate posts and shows
+// what every receiver must do: read the raw body, verify it with
 // api/client.VerifyWebhook, answer 400 to anything that does not verify,
 // handle each event once although delivery is at least once (it dedupes by
 // webhook-id, in memory here; use your database), and answer 204 only once

@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"net/http"
+	"net/textproto"
 	"strconv"
 	"strings"
 	"time"
@@ -128,32 +129,31 @@ func validCookieValue(s string) bool {
 }
 
 // stripCookie removes every cookie named name from h's Cookie lines, so
-// that the upstream never sees the device token. It allocates only when
-// there is one to remove.
+// that the upstream never sees the device token: each pair net/http would
+// read as that cookie (its name trimmed of white space, as readCookies
+// does). It allocates only for a line that holds name at all.
 func stripCookie(h http.Header, name string) {
 	lines := h["Cookie"]
-	found := false
-	for _, l := range lines {
-		if hasCookie(l, name) {
-			found = true
-			break
-		}
+	i := 0
+	for i < len(lines) && !strings.Contains(lines[i], name) {
+		i++
 	}
-	if !found {
+	if i == len(lines) {
 		return
 	}
-	out := lines[:0:0]
-	for _, l := range lines {
-		if !hasCookie(l, name) {
+	out := append(make([]string, 0, len(lines)), lines[:i]...)
+	for _, l := range lines[i:] {
+		if !strings.Contains(l, name) {
 			out = append(out, l)
 			continue
 		}
 		var kept []string
 		for pair := range strings.SplitSeq(l, ";") {
-			n, _, _ := strings.Cut(strings.TrimSpace(pair), "=")
-			if n != name && strings.TrimSpace(pair) != "" {
-				kept = append(kept, strings.TrimSpace(pair))
+			pair = textproto.TrimString(pair)
+			if n, _, _ := strings.Cut(pair, "="); pair == "" || textproto.TrimString(n) == name {
+				continue
 			}
+			kept = append(kept, pair)
 		}
 		if len(kept) > 0 {
 			out = append(out, strings.Join(kept, "; "))
@@ -164,21 +164,4 @@ func stripCookie(h http.Header, name string) {
 		return
 	}
 	h["Cookie"] = out
-}
-
-// hasCookie reports whether the Cookie line l has a pair named name.
-func hasCookie(l, name string) bool {
-	for i := 0; ; {
-		j := strings.Index(l[i:], name)
-		if j < 0 {
-			return false
-		}
-		j += i
-		before := strings.TrimRight(l[:j], " \t")
-		after := strings.TrimLeft(l[j+len(name):], " \t")
-		if (before == "" || strings.HasSuffix(before, ";")) && strings.HasPrefix(after, "=") {
-			return true
-		}
-		i = j + 1
-	}
 }

@@ -103,6 +103,15 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		}
 		w.Header().Set("Content-Type", "text/html")
 		io.WriteString(w, `<form id="login"><p>Wrong user name or password.</p></form>`)
+	case r.Method == http.MethodPost && r.URL.Path == "/otp/send":
+		io.WriteString(w, "a code is on its way")
+	case r.Method == http.MethodPost && r.URL.Path == "/otp/verify":
+		vals, _ := url.ParseQuery(string(body))
+		if vals.Get("code") == "123456" {
+			http.Redirect(w, r, "/home", http.StatusFound)
+			return
+		}
+		io.WriteString(w, `<form id="otp"><p>Wrong code.</p></form>`)
 	case r.Method == http.MethodPost && r.URL.Path == "/api/login":
 		var req struct {
 			User     struct{ Name string } `json:"user"`

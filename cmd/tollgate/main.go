@@ -48,8 +48,9 @@ func main() {
 const commandUsage = `usage:
   tollgate [serve] [-config FILE] [-strict-store]
                                      run the service (the default); -strict-store
-                                     refuses a Redis whose maxmemory-policy may
-                                     evict keys (docs/redis.md)
+                                     refuses a Redis that may evict keys, keeps
+                                     no persistence, or answers without a
+                                     password off loopback (docs/redis.md)
   tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
   tollgate attack [-objective NAME] [-budget N] [-config FILE]
                                      search for the strategy that beats a

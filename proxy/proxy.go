@@ -682,9 +682,9 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 // peekBody reads up to n bytes of resp's body and puts them back in front
 // of the rest, so that the end user gets the whole body.
 func peekBody(resp *http.Response, n int64) []byte {
-	buf := make([]byte, n)
-	k, _ := io.ReadFull(resp.Body, buf)
-	buf = buf[:k]
+	// ReadAll grows as the body comes: a redirect's empty body costs
+	// nothing near n.
+	buf, _ := io.ReadAll(io.LimitReader(resp.Body, n))
 	resp.Body = &prefixedBody{Reader: io.MultiReader(bytes.NewReader(buf), resp.Body), c: resp.Body}
 	return buf
 }

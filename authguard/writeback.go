@@ -55,9 +55,10 @@ import (
 // concurrent calls could make the difference look like a shed one.
 
 // maxWriteBackBytes bounds the memory of the ops waiting to be written
-// back, as writeBackKeyBytes and opBytes account it: about 30,000 fresh
-// checks' worth (three keys each, about 1.1 KB), or 80,000 counters in
-// backoff with their five failures.
+// back, as writeBackKeyBytes and opBytes account it (within a few percent
+// of the heap it holds: TestWriteBack_TheBoundHoldsItsHeap): about 32,000
+// fresh checks' worth (three keys each, about 340 bytes a key), or some
+// 35,000 counters holding five confirmed failures each (about 0.9 KB).
 const maxWriteBackBytes = 32 << 20
 
 // writeBackKeyBytes is what a queued key costs beside its key's bytes and
@@ -413,7 +414,7 @@ func (w *writeBack) carry() []Op {
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var out []Op
+	out := make([]Op, 0, min(w.ops, writeBackCarry))
 	for c := 1; c >= 0 && len(out) < writeBackCarry; c-- {
 		for k := w.lists[c].head; k != nil && len(out) < writeBackCarry; {
 			next := k.next
@@ -451,7 +452,10 @@ func (w *writeBack) settle(ops []Op, written, full bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	carried := w.carried
-	w.carried = nil
+	defer func() { // kept for the next carry, without what it held
+		clear(carried)
+		w.carried = carried[:0]
+	}()
 	if !written && !full {
 		for i := len(carried) - 1; i >= 0; i-- {
 			w.putBack(carried[i])

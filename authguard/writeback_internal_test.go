@@ -225,3 +225,49 @@ func TestWriteBack_TheBoundHoldsItsHeap(t *testing.T) {
 	}
 	runtime.KeepAlive(w)
 }
+
+// freshChecks are n fresh checks' ops to write back (an account's charge,
+// two address logs' admissions), with the fallback's results.
+func freshChecks(n int) ([][]Op, []Result) {
+	out := make([][]Op, n)
+	for i := range out {
+		out[i] = []Op{
+			&BackoffOp{Key: fmt.Sprintf("tg:default:login:acct:%022d", i), Action: BackoffCharge, Policy: wbPolicy, Attempt: fmt.Sprintf("%040d", i)},
+			&LogOp{Key: fmt.Sprintf("tg:default:login:ipspray:%022d", i), Action: LogAdmit, Member: fmt.Sprintf("%022d", i)},
+			&LogOp{Key: fmt.Sprintf("tg:default:login:ipfail:%022d", i), Action: LogAdmit, Member: fmt.Sprintf("%040d", i)},
+		}
+	}
+	return out, []Result{{Charged: true, Count: 1}, {Charged: true, Count: 1}, {Charged: true, Count: 1}}
+}
+
+// A fresh check's ops queued during an outage flood, the queue at its
+// bound: each sheds the keys queued least recently.
+func BenchmarkWriteBack_AddAtTheBound(b *testing.B) {
+	checks, res := freshChecks(1 << 16)
+	w := &writeBack{limit: 4 << 20}
+	for _, ops := range checks {
+		w.add(ops, res)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; b.Loop(); i++ {
+		w.add(checks[i&(1<<16-1)], res)
+	}
+}
+
+// A carry of 64 ops out of a queue at its bound, written.
+func BenchmarkWriteBack_CarryAtTheBound(b *testing.B) {
+	checks, res := freshChecks(1 << 16)
+	w := &writeBack{limit: 4 << 20}
+	b.ReportAllocs()
+	for i := 0; b.Loop(); i++ {
+		if w.stats().Queued < writeBackCarry {
+			b.StopTimer()
+			for j := range 22 {
+				w.add(checks[(i+j)&(1<<16-1)], res)
+			}
+			b.StartTimer()
+		}
+		w.settle(w.carry(), true, false)
+	}
+}

@@ -3,6 +3,7 @@ package deploy
 import (
 	"archive/tar"
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/json"
 	"errors"
@@ -22,43 +23,162 @@ import (
 // containerfile is the image's build file, relative to this package.
 const containerfile = "../Containerfile"
 
-// TestContainerfile_FinalStageIsScratchNonRootAndShellless reads the
-// Containerfile itself, so that it holds on a machine with no builder: the
-// final stage is FROM scratch and copies only the binary and /etc, runs as
-// 65532:65532, runs nothing (no RUN: there is no shell to run it), and
-// declares its port, stop signal, health check and entry point.
-func TestContainerfile_FinalStageIsScratchNonRootAndShellless(t *testing.T) {
+// stage is one stage of a Containerfile: what it is FROM, its name, and its
+// instructions.
+type stage struct {
+	from, name string
+	lines      []string
+}
+
+// readStages returns the Containerfile's stages in order, and the defaults
+// of the build arguments declared before the first FROM.
+func readStages(tb testing.TB) ([]stage, map[string]string) {
+	tb.Helper()
 	b, err := os.ReadFile(containerfile)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	stages := strings.Split(string(b), "\nFROM ")
-	final := stages[len(stages)-1]
-	if !strings.HasPrefix(final, "scratch\n") {
-		t.Fatalf("the final stage is FROM %q, want scratch", strings.SplitN(final, "\n", 2)[0])
-	}
-	for _, want := range []string{
-		"\nUSER 65532:65532\n",
-		"\nEXPOSE 8080\n",
-		"\nSTOPSIGNAL SIGTERM\n",
-		`CMD ["/tollgate", "healthcheck"]`,
-		"\nENTRYPOINT [\"/tollgate\"]\n",
-		"\nCMD [\"serve\"]\n",
-		"org.opencontainers.image.version=",
-		"org.opencontainers.image.revision=",
-		"org.opencontainers.image.source=",
-		"org.opencontainers.image.licenses=",
-	} {
-		if !strings.Contains(final, want) {
-			t.Errorf("the final stage lacks %q", want)
+	var stages []stage
+	args := map[string]string{}
+	for _, line := range strings.Split(strings.ReplaceAll(string(b), "\\\n", " "), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.Fields(line)
+		switch {
+		case strings.EqualFold(f[0], "FROM"):
+			st := stage{from: f[1]}
+			if len(f) == 4 && strings.EqualFold(f[2], "AS") {
+				st.name = f[3]
+			}
+			stages = append(stages, st)
+		case len(stages) == 0 && strings.EqualFold(f[0], "ARG"):
+			name, def, _ := strings.Cut(f[1], "=")
+			args[name] = strings.Trim(def, `"`)
+		case len(stages) > 0:
+			stages[len(stages)-1].lines = append(stages[len(stages)-1].lines, line)
 		}
 	}
-	for _, line := range strings.Split(final, "\n") {
-		if strings.HasPrefix(line, "RUN ") || strings.HasPrefix(line, "ADD ") {
-			t.Errorf("the final stage runs or fetches something: %q", line)
+	if len(stages) == 0 {
+		tb.Fatalf("%s has no stage", containerfile)
+	}
+	return stages, args
+}
+
+// chain returns the stages an image stage is built on, itself first, and
+// the base image the last of them is FROM.
+func chain(stages []stage, i int) ([]stage, string) {
+	out := []stage{stages[i]}
+	for from := stages[i].from; ; {
+		j := slices.IndexFunc(stages[:i], func(s stage) bool { return s.name != "" && s.name == from })
+		if j < 0 {
+			return out, from
 		}
-		if strings.HasPrefix(line, "ENV ") && regexp.MustCompile(`(?i)SECRET|PASSWORD|TOKEN`).MatchString(line) {
-			t.Errorf("the image sets a secret: %q", line)
+		out = append(out, stages[j])
+		i, from = j, stages[j].from
+	}
+}
+
+// TestContainerfile_FinalStageIsScratchNonRootAndShellless reads the
+// Containerfile itself, so that it holds on a machine with no builder: both
+// images it makes (the default target, built from source, and prebuilt,
+// which make image builds) are FROM scratch through their stages, copy only
+// the binary and /etc, run as 65532:65532, run nothing (no RUN: there is no
+// shell to run it), and declare their port, stop signal, health check, entry
+// point and labels.
+func TestContainerfile_FinalStageIsScratchNonRootAndShellless(t *testing.T) {
+	stages, _ := readStages(t)
+	images := []int{len(stages) - 1}
+	if i := slices.IndexFunc(stages, func(s stage) bool { return s.name == "prebuilt" }); i >= 0 {
+		images = append(images, i)
+	} else {
+		t.Errorf("%s has no prebuilt stage, which scripts/image.sh builds", containerfile)
+	}
+	for _, i := range images {
+		name := cmp.Or(stages[i].name, "the final stage")
+		on, base := chain(stages, i)
+		if base != "scratch" {
+			t.Errorf("%s is FROM %q through its stages, want scratch", name, base)
+		}
+		var all []string
+		for _, st := range on {
+			all = append(all, st.lines...)
+		}
+		text := "\n" + strings.Join(all, "\n") + "\n"
+		for _, want := range []string{
+			"\nUSER 65532:65532\n",
+			"\nEXPOSE 8080\n",
+			"\nSTOPSIGNAL SIGTERM\n",
+			`CMD ["/tollgate", "healthcheck"]`,
+			"\nENTRYPOINT [\"/tollgate\"]\n",
+			"\nCMD [\"serve\"]\n",
+			"org.opencontainers.image.version=",
+			"org.opencontainers.image.revision=",
+			"org.opencontainers.image.source=",
+			"org.opencontainers.image.licenses=",
+		} {
+			if !strings.Contains(text, want) {
+				t.Errorf("%s lacks %q", name, strings.TrimSpace(want))
+			}
+		}
+		for _, line := range all {
+			f := strings.Fields(line)
+			switch strings.ToUpper(f[0]) {
+			case "RUN", "ADD":
+				t.Errorf("%s runs or fetches something: %q", name, line)
+			case "ENV":
+				if regexp.MustCompile(`(?i)SECRET|PASSWORD|TOKEN`).MatchString(line) {
+					t.Errorf("%s sets a secret: %q", name, line)
+				}
+			case "COPY":
+				if dst := f[len(f)-1]; dst != "/etc/" && dst != "/tollgate" {
+					t.Errorf("%s copies something besides the binary and /etc: %q", name, line)
+				}
+			}
+		}
+	}
+}
+
+// TestContainerfile_StagesAreNamedLiterally: a plain `podman build .` works
+// with Debian 12's podman 4.3, which resolved `FROM ${BINARY_FROM}` (a build
+// argument naming a stage) as an image's short name and failed with
+// `short-name "build" did not resolve`, and which resolves no short image
+// name either (no unqualified-search registries). So every FROM and COPY
+// --from names scratch, an earlier stage literally, or an image by its
+// registry; a build argument may name an image, never a stage.
+func TestContainerfile_StagesAreNamedLiterally(t *testing.T) {
+	stages, args := readStages(t)
+	named := map[string]bool{}
+	check := func(where, ref string) {
+		if v, ok := strings.CutPrefix(ref, "${"); ok {
+			arg := strings.TrimSuffix(v, "}")
+			def, declared := args[arg]
+			if !declared || named[def] || !strings.Contains(def, "/") {
+				t.Errorf("%s: %s names %q through a build argument; name a stage literally, or an image by its registry (default %q)", containerfile, where, ref, def)
+			}
+			ref = def
+		}
+		if strings.Contains(ref, "$") {
+			t.Errorf("%s: %s names %q through a build argument", containerfile, where, ref)
+			return
+		}
+		registry, _, qualified := strings.Cut(ref, "/")
+		if ref != "scratch" && !named[ref] && (!qualified || !strings.ContainsAny(registry, ".:")) {
+			t.Errorf("%s: %s names %q, which is no earlier stage and no image with its registry", containerfile, where, ref)
+		}
+	}
+	for _, st := range stages {
+		check("FROM", st.from)
+		for _, line := range st.lines {
+			for _, f := range strings.Fields(line) {
+				if v, ok := strings.CutPrefix(f, "--from="); ok {
+					check("COPY --from", v)
+				}
+			}
+		}
+		if st.name != "" {
+			named[st.name] = true
 		}
 	}
 }

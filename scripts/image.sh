@@ -2,8 +2,8 @@
 # Builds tollgate's container image (Containerfile) with whichever builder is
 # installed: podman, buildah or docker (one whose engine answers). The binary
 # is built here, on the host (static, -trimpath, the commit recorded), and
-# put into the image with BINARY_FROM=prebuilt, so no registry is needed; the
-# image is FROM scratch.
+# put into the image by the Containerfile's prebuilt target, so no registry
+# is needed; the image is FROM scratch.
 #
 #   scripts/image.sh [IMAGE]        (make image [IMAGE=name:tag] [VERSION=v0.1.0])
 #
@@ -49,7 +49,7 @@ echo 'tollgate:x:65532:' >"$out/etc/group"
 chmod 0755 "$out/tollgate"
 chmod 0644 "$out/etc/passwd" "$out/etc/group" "$out/etc/ssl/certs/ca-certificates.crt"
 
-args=(--build-arg BINARY_FROM=prebuilt --build-arg "VERSION=$VERSION"
+args=(--target prebuilt --build-arg "VERSION=$VERSION"
   --build-arg "REVISION=$REVISION" --build-arg "CREATED=$CREATED"
   --platform "linux/$ARCH" -f Containerfile -t "$IMAGE")
 case $builder in

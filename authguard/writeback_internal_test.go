@@ -200,6 +200,9 @@ func TestWriteBack_ACarryThatFailedGoesBackFirst(t *testing.T) {
 // The bound holds the queue's heap: filled far past it with fresh
 // subjects, what it keeps costs no more than the bound and a fifth.
 func TestWriteBack_TheBoundHoldsItsHeap(t *testing.T) {
+	if testing.Short() {
+		t.Skip("measures the heap")
+	}
 	const limit = 8 << 20
 	w := &writeBack{limit: limit}
 	var before, after runtime.MemStats

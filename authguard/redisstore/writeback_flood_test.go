@@ -175,6 +175,9 @@ func (f *outageFlood) attack(t *testing.T, outage func(), restart func() error) 
 // back at least at the count the fallback holds once it reaches them:
 // Redis holds each victim's 5 and the second instance gives them nothing.
 func TestWriteBack_AFloodOfFreshSubjectsDoesNotDropTheVictimsFailures(t *testing.T) {
+	if testing.Short() {
+		t.Skip("a flood of 52,000 checks: runs in the full make test, not under -short")
+	}
 	m := miniredis.RunT(t)
 	f := newOutageFlood(t, func() redis.UniversalClient { return redis.NewClient(&redis.Options{Addr: m.Addr(), MaxRetries: -1}) })
 	f.attack(t, m.Close, m.Restart)

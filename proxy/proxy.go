@@ -732,7 +732,7 @@ func fingerprintKey(secret []byte) []byte {
 }
 
 // fingerprint is what the engine's password rules count of password, as
-// an API caller computes it (README: an HMAC of the password under your
+// an API caller computes it (docs/integrate.md: an HMAC of the password under your
 // own key, never the password): hex HMAC-SHA-256 under the proxy's key.
 func (p *Proxy) fingerprint(password string) string {
 	m := hmac.New(sha256.New, p.fpKey)

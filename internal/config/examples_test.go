@@ -11,7 +11,7 @@ import (
 // TestExamplePolicies_StayWithinNIST loads every policy of
 // examples/policies, as serve would, so that none rots: each is valid and
 // keeps every flow within NIST SP 800-63B's 100 failed attempts per account
-// per day. README's worked example quotes short-delay-cap.yaml's figures.
+// per day. docs/policy.md's worked example quotes short-delay-cap.yaml's figures.
 func TestExamplePolicies_StayWithinNIST(t *testing.T) {
 	files, err := filepath.Glob("../../examples/policies/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -31,14 +31,14 @@ func TestExamplePolicies_StayWithinNIST(t *testing.T) {
 		})
 	}
 
-	// README's figures for short-delay-cap.yaml.
+	// docs/policy.md's figures for short-delay-cap.yaml.
 	cfg, err := Load("../../examples/policies/short-delay-cap.yaml", testkit.Env())
 	if err != nil {
 		t.Fatal(err)
 	}
 	login := cfg.Policy.Flow("login")
 	if n, _ := login.MaxFailuresPerDay(); n != 93 {
-		t.Errorf("login's bound = %d, README says 93", n)
+		t.Errorf("login's bound = %d, docs/policy.md says 93", n)
 	}
 	if m := login.Rule("account_backoff").Backoff.Max; m != 10*time.Minute {
 		t.Errorf("account_backoff's cap = %v, want the 10m the example is about", m)

@@ -81,6 +81,9 @@ type Config struct {
 	// (challenge.go). The default is the built-in proof of work with the
 	// challenge package's defaults.
 	Challenge Challenge
+	// Proxy, when set, serves the reverse proxy (proxy.go) on a listener of
+	// its own. The default is nil: no proxy.
+	Proxy *Proxy
 	// StrictStore, set by `tollgate serve -strict-store` (never by the
 	// file), refuses to start on a Redis whose maxmemory-policy may evict
 	// keys, that keeps no persistence (neither an append-only file nor
@@ -234,6 +237,8 @@ type fileConfig struct {
 
 	// Challenge is the YAML form of Config.Challenge.
 	Challenge *fileChallenge `yaml:"challenge"`
+	// Proxy is the YAML form of Config.Proxy.
+	Proxy *fileProxy `yaml:"proxy"`
 }
 
 // fileWebhooks is the YAML form of Webhooks. Secrets come from files, never
@@ -560,6 +565,13 @@ func Parse(data []byte) (*Config, error) {
 			}
 			cfg.TenantPolicies[t.Name] = tp
 		}
+	}
+	if fc.Proxy != nil { // after the policy: its routes name flows
+		px, path, err := proxyConfig(fc.Proxy, cfg.Policy, cfg.Listen)
+		if err != nil {
+			return nil, at(path, err)
+		}
+		cfg.Proxy = px
 	}
 	return cfg, nil
 }

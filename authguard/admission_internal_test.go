@@ -118,7 +118,22 @@ func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testi
 	if n := gathered(); n != lookupRoundKeys {
 		t.Fatalf("the next round gathered %d records, want %d", n, lookupRoundKeys)
 	}
-	if e.lookUp(ctx, record("net:one-too-many", netWindows)) {
+	full := make(chan bool, 1) // what a look-up of one more record says
+	go func() { full <- e.lookUp(ctx, record("net:one-too-many", netWindows)) }()
+	var joined bool
+wait:
+	for i := 0; i < 10_000_000; i++ {
+		select {
+		case joined = <-full:
+			break wait
+		default:
+			if joined = gathered() > lookupRoundKeys; joined {
+				break wait
+			}
+			runtime.Gosched()
+		}
+	}
+	if joined {
 		t.Error("a look-up joined a full round")
 	}
 	close(st.open)

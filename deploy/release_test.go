@@ -236,8 +236,8 @@ type installCommand struct {
 }
 
 // installCommands returns the install(1) commands in a Markdown text's
-// ```sh blocks that copy files (not `install -d`), with their sources: every
-// operand but the last. Options that take a value (-m, -o, -g, -t, -S) skip
+// ```sh blocks that copy files (not `install -d`; with or without sudo),
+// with their sources: every operand but the last. Options that take a value (-m, -o, -g, -t, -S) skip
 // it; with -t every operand is a source.
 func installCommands(md string) []installCommand {
 	var out []installCommand
@@ -254,6 +254,9 @@ func installCommands(md string) []installCommand {
 		t, _, _ = strings.Cut(t, "#")
 		for _, cmd := range strings.FieldsFunc(t, func(r rune) bool { return r == ';' || r == '&' || r == '|' }) {
 			words := strings.Fields(cmd)
+			if len(words) > 0 && words[0] == "sudo" {
+				words = words[1:]
+			}
 			if len(words) == 0 || words[0] != "install" {
 				continue
 			}
@@ -291,12 +294,13 @@ func TestInstallCommands(t *testing.T) {
 		"install -d -m 0755 /etc/tollgate\n" +
 		"install -D -m 0644 deploy/a.conf /etc/a.conf   # a comment\n" +
 		"systemctl daemon-reload && install -m 0644 -t /etc/x b c\n" +
+		"cd dir && sudo install -m 0755 bin /usr/local/bin/bin\n" +
 		"```\ninstall z w\n"
 	var got []string
 	for _, c := range installCommands(md) {
 		got = append(got, fmt.Sprintf("%d:%s", c.line, strings.Join(c.sources, ",")))
 	}
-	if want := []string{"3:tollgate", "5:deploy/a.conf", "6:b,c"}; !slices.Equal(got, want) {
+	if want := []string{"3:tollgate", "5:deploy/a.conf", "6:b,c", "7:bin"}; !slices.Equal(got, want) {
 		t.Errorf("installCommands = %q, want %q", got, want)
 	}
 }

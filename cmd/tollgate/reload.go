@@ -26,6 +26,7 @@ type reloader struct {
 	engine  *authguard.Engine
 	metrics *api.Metrics
 	log     *slog.Logger
+	proxy   *proxyServer // nil without a proxy section
 
 	mu      sync.Mutex // one reload at a time
 	running *config.Config
@@ -60,7 +61,13 @@ func (r *reloader) apply() (wire.ReloadResult, error) {
 	if err != nil {
 		return wire.ReloadResult{}, err
 	}
+	if err := r.proxy.check(next); err != nil {
+		return wire.ReloadResult{}, err
+	}
 	if err := r.engine.SetPolicies(next.Policy, next.TenantPolicies); err != nil {
+		return wire.ReloadResult{}, err
+	}
+	if err := r.proxy.reload(next); err != nil { // checked above: the policy and routes are next's
 		return wire.ReloadResult{}, err
 	}
 	r.metrics.SetPolicy(next.Policy)
@@ -95,6 +102,7 @@ func restartNeeded(running, next *config.Config) []string {
 		{"tls", running.TLS, next.TLS},
 		{"webhooks", running.Webhooks, next.Webhooks},
 		{"tenant secrets", running.TenantSecrets, next.TenantSecrets},
+		{"proxy", proxyRestartNeeded(running, next), false}, // its routes apply now (proxy.go)
 	} {
 		if !reflect.DeepEqual(s.was, s.will) {
 			out = append(out, s.name)

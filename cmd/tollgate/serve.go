@@ -186,6 +186,12 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 	if err != nil {
 		return err
 	}
+	pxy, err := startProxy(ctx, cfg, engine, secret, chal.c, metrics.Registry(), log) // proxy.go: nil without a proxy section
+	if err != nil {
+		return fmt.Errorf("proxy: %w", err)
+	}
+	defer pxy.stop()
+	reload.proxy = pxy
 
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
@@ -215,6 +221,9 @@ func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func
 		for {
 			select {
 			case <-hup:
+				if err := pxy.reloadCert(); err != nil {
+					log.Warn("SIGHUP: the proxy's TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))
+				}
 				if certs != nil {
 					if err := certs.reload(); err != nil {
 						log.Warn("SIGHUP: the TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))

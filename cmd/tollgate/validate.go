@@ -169,6 +169,7 @@ func validationWarnings(cfg *config.Config, policies []namedPolicy) []string {
 	if cfg.SecretInFile {
 		out = append(out, "the secret is set in the config file; prefer the TOLLGATE_SECRET environment variable (or TOLLGATE_SECRET_FILE)")
 	}
+	out = append(out, cfg.Proxy.Warnings()...) // config/proxy.go: routes that can never classify
 	return out
 }
 

@@ -107,20 +107,28 @@ func release(slot chan struct{}) {
 // answered from memory. Short, since a look-up again costs one peek.
 const absentFor = time.Minute
 
-// lookupRoundKeys bounds the records one look-up reads: a call's batch
-// stays small, and a look-up waits for at most two of them (the one under
-// way and its own).
-const lookupRoundKeys = 64
+// lookupRoundKeys bounds the records one look-up round reads (one store
+// call for each record window among them), and lookupRounds the rounds
+// waiting to run: 1,024 records at most wait to be read.
+const (
+	lookupRoundKeys = 64
+	lookupRounds    = 16
+)
 
-// lookups are the flood path's look-ups of records. One round runs at a
-// time, in one call slot (a kept one when no other is free, as a report
-// does), so the look-ups an attacker can force take at most that one
-// slot, whatever his rate; the checks that arrive meanwhile join the next
-// round, up to lookupRoundKeys records, each record once.
+// lookups are the flood path's look-ups of records. Rounds run one at a
+// time, in order, each in one call slot (a kept one when no other is
+// free, as a report takes), so the look-ups an attacker can force take at
+// most that one slot, whatever his rate. A check joins the last round
+// waiting, or a new one behind it, each record once; it waits for its
+// round at most the queue wait, and a check that finds every round full
+// does not wait for one: it is shed, as a call that finds no slot in time
+// is, neither answered from memory nor run in the store.
 type lookups struct {
 	mu      sync.Mutex
-	running bool
-	next    *lookupRound
+	waiting []*lookupRound // in the order they run
+	running bool           // a goroutine runs them
+	// reads are the rounds that read each record, waiting or running.
+	reads map[string]*lookupRound
 	// absent are the records the store last answered as missing, for
 	// absentFor, in a budget of their own so that an attacker's networks
 	// cannot push the owner's records out of Engine.records.
@@ -133,10 +141,12 @@ type lookupRound struct {
 	done chan struct{} // closed once what it read is learned
 }
 
-// floodVerdict decides, from memory, a flooded check or send of plan p:
-// final says the verdict v answers it; otherwise it waits for a slot,
-// kept for priority calls when priority (a record of p the store holds).
-func (e *Engine) floodVerdict(ctx context.Context, f *Flow, p *plan, solved bool) (v Verdict, final, priority bool) {
+// floodVerdict decides, from memory, a flooded check or send of plan p. A
+// verdict v other than Proceed answers it: from memory when recalled, else
+// the flow's shed verdict (a record could not be read in time). Otherwise
+// it waits for a slot, kept for priority calls when priority (a record of
+// p the store holds).
+func (e *Engine) floodVerdict(ctx context.Context, f *Flow, p *plan, solved bool) (v Verdict, recalled, priority bool) {
 	held := e.recall.held(p.ops, e.now(), false)
 	open, known := e.recordsOf(p, held)
 	if held == nil {
@@ -146,12 +156,23 @@ func (e *Engine) floodVerdict(ctx context.Context, f *Flow, p *plan, solved bool
 		if v := e.atBest(f, p, held, solved); v.Action != Proceed {
 			return v, true, false
 		}
-		if e.combine(f, p, batch{res: held}, solved).Action == Proceed || !e.lookUp(ctx, p) {
-			// No record decides it, or none could be read: the store does.
-			return Verdict{}, false, known
+		if e.combine(f, p, batch{res: held}, solved).Action == Proceed {
+			return Verdict{}, false, known // no record decides it: the store does
 		}
-		held = e.recall.held(p.ops, e.now(), false)
-		if open, known = e.recordsOf(p, held); open || held == nil {
+		if e.lookUp(ctx, p) {
+			held = e.recall.held(p.ops, e.now(), false)
+			open, known = e.recordsOf(p, held)
+		}
+		if open {
+			// Not read in time (every round full, its round late, the
+			// store failing): shed, as a call that finds no slot in time
+			// is, so that a flood of networks never seen neither is
+			// answered from memory nor runs in the store. Its record is
+			// read all the same once its round runs.
+			e.shedAt.Store(time.Now().UnixNano())
+			return f.shed(), false, false
+		}
+		if held == nil {
 			return Verdict{}, false, known
 		}
 	}
@@ -208,68 +229,97 @@ func (e *Engine) atBest(f *Flow, p *plan, held []Result, solved bool) Verdict {
 }
 
 // lookUp reads, in the store, the records p peeks that the engine
-// remembers neither way, and learns them (learnLookup): it joins the round
-// being gathered, leading it when none is under way, and waits for it. It
-// reports false when the round was full.
+// remembers neither way, and learns them (learnLookup). It reports false
+// when every round was full or its round did not run within the queue
+// wait.
 func (e *Engine) lookUp(ctx context.Context, p *plan) bool {
 	ms := e.now().UnixMilli()
 	l := &e.lookups
 	l.mu.Lock()
-	r := l.next
-	if r == nil {
-		r = &lookupRound{done: make(chan struct{})}
-		l.next = r
-	}
-	n := len(r.ops)
+	var wait *lookupRound // the last round to read one of p's records
 	for i, m := range p.meta {
 		if m.role != roleVerified {
 			continue
 		}
 		key := p.ops[i].StoreKey()
-		if e.records.remembers(key, ms) || l.absent.remembers(key, ms) ||
-			slices.ContainsFunc(r.ops, func(op Op) bool { return op.StoreKey() == key }) {
+		if e.records.remembers(key, ms) || l.absent.remembers(key, ms) {
 			continue
 		}
-		r.ops = append(r.ops, p.ops[i])
+		r := l.reads[key]
+		if r == nil {
+			if r = l.room(); r == nil {
+				l.mu.Unlock()
+				return false
+			}
+			r.ops = append(r.ops, p.ops[i])
+			l.reads[key] = r
+		}
+		// Rounds run in order: the later one ends last (a running one is
+		// no longer waiting, and ends first).
+		if wait == nil || slices.Index(l.waiting, r) > slices.Index(l.waiting, wait) {
+			wait = r
+		}
 	}
-	switch {
-	case len(r.ops) > lookupRoundKeys:
-		r.ops = r.ops[:n]
-		l.mu.Unlock()
-		return false
-	case len(r.ops) == 0: // learned meanwhile; nobody waits for an empty round
-		l.next = nil
+	if wait == nil { // learned meanwhile
 		l.mu.Unlock()
 		return true
 	}
-	lead := !l.running
-	if lead {
-		l.running, l.next = true, nil
+	if !l.running {
+		l.running = true
+		go e.runLookups()
 	}
 	l.mu.Unlock()
-	if lead {
-		e.runLookups(context.WithoutCancel(ctx), r)
+	t := time.NewTimer(e.wait)
+	defer t.Stop()
+	select {
+	case <-wait.done:
+		return true
+	case <-t.C:
+		return false
 	}
-	<-r.done
-	return true
 }
 
-// runLookups runs round r, then hands the next one, if any checks joined
-// it meanwhile, to a goroutine of its own: the caller that led r waits for
-// r only.
-func (e *Engine) runLookups(ctx context.Context, r *lookupRound) {
-	if slot, err := e.acquire(ctx, true, true); err == nil {
-		e.learnLookup(ctx, r.ops, e.peekRecords(ctx, r.ops))
-		release(slot)
+// room returns the round waiting with room for one more record, a new one
+// when the last is full, or nil when no more may wait.
+func (l *lookups) room() *lookupRound {
+	if n := len(l.waiting); n > 0 && len(l.waiting[n-1].ops) < lookupRoundKeys {
+		return l.waiting[n-1]
 	}
-	close(r.done)
+	if len(l.waiting) >= lookupRounds {
+		return nil
+	}
+	if l.reads == nil {
+		l.reads = map[string]*lookupRound{}
+	}
+	r := &lookupRound{done: make(chan struct{})}
+	l.waiting = append(l.waiting, r)
+	return r
+}
+
+// runLookups runs the rounds waiting, in order, until none is left.
+func (e *Engine) runLookups() {
+	ctx := context.Background()
 	l := &e.lookups
-	l.mu.Lock()
-	next := l.next
-	l.next, l.running = nil, next != nil
-	l.mu.Unlock()
-	if next != nil {
-		go e.runLookups(context.Background(), next)
+	for {
+		l.mu.Lock()
+		if len(l.waiting) == 0 {
+			l.running = false
+			l.mu.Unlock()
+			return
+		}
+		r := l.waiting[0]
+		l.waiting = slices.Delete(l.waiting, 0, 1)
+		l.mu.Unlock()
+		if slot, err := e.acquire(ctx, true, true); err == nil {
+			e.learnLookup(ctx, r.ops, e.peekRecords(ctx, r.ops))
+			release(slot)
+		}
+		l.mu.Lock()
+		for _, op := range r.ops {
+			delete(l.reads, op.StoreKey())
+		}
+		l.mu.Unlock()
+		close(r.done)
 	}
 }
 

@@ -57,12 +57,13 @@ func (s *recordStore) Close() error               { return nil }
 // checks one the engine cannot rule out, as the owner's is on an instance
 // that never saw her record. What he can force is bounded: the look-ups
 // run one round at a time, in one call slot (here the slot kept for
-// priority calls, every other being taken), and every check that arrives
-// during a round shares the next one, the owner's included; a round holds at most
-// lookupRoundKeys records, and a check that finds it full is told so at
-// once (it then waits for a slot like any call that needs the store,
-// never answered from memory). Each call's ops are of one record window,
-// 1, 4, 16 or 64 of them, so a Redis store compiles few shapes for them.
+// priority calls, every other being taken), and the checks that arrive
+// meanwhile share the rounds that wait, the owner's included, at most
+// lookupRoundKeys records a round and lookupRounds rounds waiting; a
+// check that finds them all full is told so at once (it then waits for a
+// slot like any call that needs the store, never answered from memory).
+// Each call's ops are of one record window, 1, 4, 16 or 64 of them, so a
+// Redis store compiles few shapes for them.
 func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testing.T) {
 	netWindows := spraydetect.Windows{{Length: 90 * 24 * time.Hour, Limit: 1}}
 	otherWindows := spraydetect.Windows{{Length: 30 * 24 * time.Hour, Limit: 1}} // another flow's records
@@ -85,18 +86,33 @@ func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testi
 			}
 		})
 	}
+	waiting := func() (n int) {
+		e.lookups.mu.Lock()
+		defer e.lookups.mu.Unlock()
+		for _, r := range e.lookups.waiting {
+			n += len(r.ops)
+		}
+		return n
+	}
+	gathered := func(want int) {
+		t.Helper()
+		for i := 0; waiting() < want && i < 10_000_000; i++ {
+			runtime.Gosched()
+		}
+		if n := waiting(); n != want {
+			t.Fatalf("%d records wait to be read, want %d", n, want)
+		}
+	}
 	lookUp(record("net:first", netWindows))
 	<-st.entered // the first round is in the store, in the kept slot
 	if n := len(e.priority); n != 1 {
 		t.Fatalf("%d kept slots taken by the round, want 1", n)
 	}
-	var keys []string
-	for i := range 40 {
+	// The next round: the owner's network among 60 of the attacker's, and
+	// 3 records of another window.
+	keys := []string{"net:owner"}
+	for i := range 60 {
 		keys = append(keys, fmt.Sprint("net:attacker", i))
-	}
-	keys = append(keys, "net:owner")
-	for i := range 20 {
-		keys = append(keys, fmt.Sprint("net:more", i))
 	}
 	for _, k := range keys {
 		lookUp(record(k, netWindows))
@@ -104,20 +120,14 @@ func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testi
 	for i := range 3 {
 		lookUp(record(fmt.Sprint("other:", i), otherWindows))
 	}
-	gathered := func() int {
-		e.lookups.mu.Lock()
-		defer e.lookups.mu.Unlock()
-		if e.lookups.next == nil {
-			return 0
-		}
-		return len(e.lookups.next.ops)
+	gathered(lookupRoundKeys)
+	// And every round after it.
+	for i := range (lookupRounds - 1) * lookupRoundKeys {
+		k := fmt.Sprint("net:rotated", i)
+		keys = append(keys, k)
+		lookUp(record(k, netWindows))
 	}
-	for i := 0; gathered() < lookupRoundKeys && i < 10_000_000; i++ {
-		runtime.Gosched()
-	}
-	if n := gathered(); n != lookupRoundKeys {
-		t.Fatalf("the next round gathered %d records, want %d", n, lookupRoundKeys)
-	}
+	gathered(lookupRounds * lookupRoundKeys)
 	full := make(chan bool, 1) // what a look-up of one more record says
 	go func() { full <- e.lookUp(ctx, record("net:one-too-many", netWindows)) }()
 	var joined bool
@@ -127,20 +137,20 @@ wait:
 		case joined = <-full:
 			break wait
 		default:
-			if joined = gathered() > lookupRoundKeys; joined {
+			if joined = waiting() > lookupRounds*lookupRoundKeys; joined {
 				break wait
 			}
 			runtime.Gosched()
 		}
 	}
 	if joined {
-		t.Error("a look-up joined a full round")
+		t.Error("a look-up joined when every round was full")
 	}
 	close(st.open)
 	wg.Wait()
 
-	if n := looked.Load(); n != 1+int64(len(keys))+3 {
-		t.Errorf("%d look-ups done, want every one of %d", n, 1+len(keys)+3)
+	if n, want := looked.Load(), int64(1+len(keys)+3); n != want {
+		t.Errorf("%d look-ups done, want every one of %d", n, want)
 	}
 	if n := st.most.Load(); n != 1 {
 		t.Errorf("%d look-ups in the store at once, want 1", n)
@@ -150,8 +160,12 @@ wait:
 		sizes = append(sizes, len(c))
 	}
 	slices.Sort(sizes)
-	if !slices.Equal(sizes, []int{1, 4, 64}) {
-		t.Errorf("the store calls carried %v ops, want [1 4 64]: the first round, then the next one's 61 networks padded to 64 and 3 records of another window padded to 4", sizes)
+	want := []int{1, 4}
+	for range lookupRounds {
+		want = append(want, 64)
+	}
+	if !slices.Equal(sizes, want) {
+		t.Errorf("the store calls carried %v ops, want %v: the first round, the next one's 61 networks padded to 64 and 3 records of another window padded to 4, and 15 rounds of 64", sizes, want)
 	}
 	ms := time.Now().UnixMilli()
 	for _, tt := range []struct {
@@ -163,6 +177,7 @@ wait:
 		{"net:attacker7", false, true},
 		{"other:0", false, true},
 		{"net:first", false, true},
+		{"net:rotated959", false, true},
 		{"net:one-too-many", false, false},
 	} {
 		if known, missing := e.records.remembers(tt.key, ms), e.lookups.absent.remembers(tt.key, ms); known != tt.known || missing != tt.missing {

@@ -81,16 +81,18 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 
 // flooded decides a check or send that found no call slot free: answered
 // from memory when what the store last said of its keys refuses it
-// whatever the store holds that the engine does not know (b's source then
-// says so; floodVerdict), else admitted once a slot frees up (a known
-// device or network first) and left to the store, or shed with the flow's
-// shed verdict. It returns the verdict, whether it is final, and the slot
+// whatever the records the engine does not know say (b's source then says
+// so; floodVerdict), else admitted once a slot frees up (a known device or
+// network first) and left to the store, or shed with the flow's shed
+// verdict. It returns the verdict, whether it is final, and the slot
 // taken (nil for none). The plan it made is left in *p, for reserve.
 func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch, p *plan) (Verdict, bool, chan struct{}) {
 	*p = e.checkPlan(s, device, id, solved)
-	v, final, known := e.floodVerdict(ctx, s.flow, p, solved)
-	if final {
-		b.src = SourceRecall
+	v, recalled, known := e.floodVerdict(ctx, s.flow, p, solved)
+	if v.Action != Proceed {
+		if recalled {
+			b.src = SourceRecall
+		}
 		return v, true, nil
 	}
 	slot, err := e.acquire(ctx, device != "" || known, true)

@@ -179,3 +179,33 @@ func TestFlood_TheOwnersCodeIsNotWithheldFromAnotherInstancesMemory(t *testing.T
 		t.Errorf("her code from home through B during the flood, CAPTCHA solved: %+v %v, want it", v, err)
 	}
 }
+
+// A network the engine never saw, whose record it cannot read in time
+// (here its look-up hangs in the store), is shed as a call that finds no
+// slot is (delay, reason overloaded): neither answered from the memory of
+// the account's delay, which would hold the owner to it, nor run in the
+// store, which would let a flood of networks reach it.
+func TestFlood_ARecordNotReadInTimeIsShedNotAnsweredFromMemory(t *testing.T) {
+	in := newTwoInstances(t)
+	ctx := context.Background()
+	const victim = "victim@example.com"
+	for i := range 9 {
+		ip := fmt.Sprint("198.18.0.", i+1)
+		v, _ := in.b.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ip})
+		if v.Action == authguard.Proceed {
+			in.b.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
+		}
+		in.clock.Advance(v.Delay)
+	}
+	release := in.gate.fillSlots(in.b)
+	defer release()
+	in.gate.n.Store(1) // the look-up hangs
+	passes := in.gate.passes.Load()
+	v, err := in.b.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ownerAddr})
+	if err != nil || v.Action != authguard.Delay || v.Reasons[0] != authguard.ReasonOverloaded {
+		t.Errorf("a check whose record could not be read in time: %+v %v, want delay, overloaded", v, err)
+	}
+	if n := in.gate.passes.Load() - passes; n != 0 {
+		t.Errorf("%d calls reached the store, want none (the look-up still hangs)", n)
+	}
+}

@@ -24,9 +24,11 @@ demo:
 demo-express:
 	GO=$(GO) ./scripts/demo-express.sh
 
-## build: build bin/tollgate
+## build: build bin/tollgate (the server) and bin/tollgate-lab (simulate,
+## attack, replay, conformance)
 build:
 	$(GO) build -o bin/tollgate ./cmd/tollgate
+	$(GO) build -o bin/tollgate-lab ./cmd/tollgate-lab
 
 ## release: reproducible archives for linux/amd64, linux/arm64 and darwin/arm64,
 ## with a CycloneDX SBOM each and SHA256SUMS: make release VERSION=v0.1.0 [DIST=dist]
@@ -50,23 +52,23 @@ image:
 test: test-deps
 	$(GO) vet $(PKGS)
 	$(GO) test -race -shuffle=on -count=1 $(PKGS)
-	# The attack searches the race detector makes too slow (internal/attack's
+	# The attack searches the race detector makes too slow (internal/lab/attack's
 	# raceTooSlow), without it.
-	$(GO) test -count=1 -run 'TestBuiltInPolicy_NoStrategyBeatsABound|TestSearch_FindsTheBreakInAWeakenedPolicy' ./internal/attack
+	$(GO) test -count=1 -run 'TestBuiltInPolicy_NoStrategyBeatsABound|TestSearch_FindsTheBreakInAWeakenedPolicy' ./internal/lab/attack
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-clients
 
-## prove: the long attack search (tollgate attack, docs/proof.md): every
+## prove: the long attack search (tollgate-lab attack, docs/proof.md): every
 ## objective of the built-in policy (or CONFIG's), PROVE_BUDGET strategies each
 ## (about half an hour on two cores, most of it spend_per_day's pumpers), the
 ## best strategies written to PROVE_OUT (bin/prove); exits 1 when a strategy
 ## beats a bound (today: spend_per_day: docs/proof.md). `make test` runs a
-## short search of the same objectives (internal/attack).
+## short search of the same objectives (internal/lab/attack).
 PROVE_BUDGET ?= 400
 PROVE_SEED   ?= 1
 PROVE_OUT    ?= bin/prove
 prove:
-	$(GO) run ./cmd/tollgate attack -budget $(PROVE_BUDGET) -seed $(PROVE_SEED) -out $(PROVE_OUT) $(if $(CONFIG),-config $(CONFIG))
+	$(GO) run ./cmd/tollgate-lab attack -budget $(PROVE_BUDGET) -seed $(PROVE_SEED) -out $(PROVE_OUT) $(if $(CONFIG),-config $(CONFIG))
 
 ## test-deps: what the tests need besides Go: servers, browsers, node packages
 test-deps:

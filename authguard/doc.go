@@ -46,9 +46,10 @@
 // store keys made of them); plan.go (a call's batch of ops, their roles and
 // gates); batch.go (running a plan on the store or the fallback, the held
 // state of a full or absent store); combine.go (results into a verdict);
-// reserve.go (Reserve and Finish); recall.go, records.go and writeback.go
-// (what the engine remembers of the store, and what it writes back after a
-// fault); algorithms.go and rate.go (the algorithm table and the rate ops);
+// reserve.go (Reserve and Finish); bound.go (a flow's bound on failed
+// checks per account, as validate-config prints it); recall.go, records.go
+// and writeback.go (what the engine remembers of the store, and what it
+// writes back after a fault); algorithms.go and rate.go (the algorithm table and the rate ops);
 // entries.go (administrators' allow and deny entries); notice.go and
 // notify.go (what the engine tells); reload.go (the policy swapped whole);
 // trace.go (the tracer's hooks); destination.go, mailbox.go and

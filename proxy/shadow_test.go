@@ -11,7 +11,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/decisionlog"
-	"github.com/tollgate-auth/tollgate/internal/replay"
+	"github.com/tollgate-auth/tollgate/internal/lab/replay"
 	"github.com/tollgate-auth/tollgate/proxy"
 )
 

@@ -7,9 +7,11 @@ import (
 )
 
 // The server binary carries no test-only dependency (the browser driver,
-// the OpenAPI validator, the in-process Redis) and no load tool: those
-// live in tests and in cmd/tollgate-bench.
-func TestServerDependsOnNoTestOnlyModuleOrTheLoadTool(t *testing.T) {
+// the OpenAPI validator, the in-process Redis), no load tool and none of
+// the lab (the simulator, the attack search, back-testing, the conformance
+// report): those live in tests, in nested modules, in cmd/tollgate-bench
+// and in cmd/tollgate-lab.
+func TestServerDependsOnNoTestOnlyModuleTheLoadToolOrTheLab(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", ".").Output()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
@@ -25,6 +27,8 @@ func TestServerDependsOnNoTestOnlyModuleOrTheLoadTool(t *testing.T) {
 			"github.com/getkin/kin-openapi",
 			"github.com/alicebob/miniredis",
 			"github.com/tollgate-auth/tollgate/cmd/tollgate-bench",
+			"github.com/tollgate-auth/tollgate/cmd/tollgate-lab",
+			"github.com/tollgate-auth/tollgate/internal/lab",
 			"github.com/tollgate-auth/tollgate/internal/testkit",
 			"github.com/tollgate-auth/tollgate/internal/redistest",
 			"github.com/tollgate-auth/tollgate/internal/storetest",

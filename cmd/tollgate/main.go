@@ -1,16 +1,14 @@
-// Command tollgate is the tollgate server and its tools (the load tool is
-// cmd/tollgate-bench, outside this binary).
+// Command tollgate is the tollgate server and its operators' tools; the
+// tools that study a policy (simulate, attack, replay, conformance) are
+// cmd/tollgate-lab and the load tool cmd/tollgate-bench, outside this binary.
 //
 //	tollgate [serve] [-config FILE] [-strict-store]
 //	                                   run the service (the default)
-//	tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
-//	tollgate replay -config FILE LOG...  replay recorded logins through policies
 //	tollgate validate-config [-strict] [-json | -print] [FILE]
 //	                                   check a config file (or the built-in
 //	                                   policy) without starting
-//	tollgate conformance [-profile P] [-config FILE] [-json | -markdown]
-//	                                   map a policy to NIST SP 800-63B-4 and
-//	                                   OWASP ASVS 5.0 L2
+//	tollgate admin explain|reset ...   call the admin API
+//	tollgate token -key FILE -tenant T print a bearer token for calling tollgate
 //	tollgate version                   print the version
 //	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
 //
@@ -35,7 +33,6 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/simulate"
 )
 
 func main() {
@@ -51,23 +48,11 @@ const commandUsage = `usage:
                                      refuses a Redis that may evict keys, keeps
                                      no persistence, or answers without a
                                      password off loopback (docs/redis.md)
-  tollgate simulate SCENARIO.yaml    replay a scenario on a virtual clock
-  tollgate attack [-objective NAME] [-budget N] [-config FILE]
-                                     search for the strategy that beats a
-                                     bound of the policy (attack -h)
-  tollgate replay -config FILE [-config FILE...] LOG...
-                                     whom would each policy have slowed, and
-                                     what stopped, in recorded logins (replay -h)
   tollgate validate-config [-strict] [-json | -print] [FILE]
                                      check a config file (without FILE, the
                                      built-in policy) without starting; -strict
                                      fails on warnings and on a flow above NIST
                                      SP 800-63B's 100 (validate-config -h)
-  tollgate conformance [-profile P] [-config FILE] [-json | -markdown]
-                                     how the policy meets NIST SP 800-63B-4
-                                     and OWASP ASVS 5.0 L2, requirement by
-                                     requirement; -preset prints a profile's
-                                     preset config (conformance -h)
   tollgate version                   print the version, commit and Go version
   tollgate healthcheck [URL]         exit 0 when URL (default /healthz on
                                      TOLLGATE_LISTEN's port) answers 200
@@ -76,7 +61,14 @@ const commandUsage = `usage:
   tollgate token -key FILE -tenant T [flags]
                                      print a bearer token for calling tollgate
                                      (token -h)
+
+The tools that study a policy (simulate, attack, replay, conformance) are
+tollgate-lab's, a binary of their own: tollgate-lab help.
 `
+
+// labCommands are tollgate-lab's commands, once this binary's: naming one
+// here says where it went.
+var labCommands = map[string]bool{"simulate": true, "attack": true, "replay": true, "conformance": true}
 
 // run runs one command and returns the exit status. ctx is cancelled by
 // SIGTERM or SIGINT.
@@ -88,16 +80,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 	switch cmd {
 	case "serve":
 		return serveCmd(ctx, args, stderr, getenv)
-	case "simulate":
-		return simulate.Main(args, stdout, stderr)
-	case "attack":
-		return attackCmd(ctx, args, stdout, stderr)
-	case "replay":
-		return replayCmd(ctx, args, stdout, stderr)
 	case "validate-config":
 		return validateCmd(args, stdout, stderr)
-	case "conformance":
-		return conformanceCmd(ctx, args, stdout, stderr, conformanceSearch)
 	case "token":
 		return tokenCmd(args, stdout, stderr, time.Now)
 	case "admin":
@@ -111,6 +95,10 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		fmt.Fprint(stdout, usage)
 		return 0
 	default:
+		if labCommands[cmd] {
+			fmt.Fprintf(stderr, "tollgate: %s is tollgate-lab's command: tollgate-lab %s\n", cmd, cmd)
+			return 2
+		}
 		fmt.Fprintf(stderr, "tollgate: unknown command %q\n%s", cmd, usage)
 		return 2
 	}

@@ -12,13 +12,12 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/conformance"
 )
 
 // NISTMaxFailures is NIST SP 800-63B's limit (§3.2.2 of revision 4, §5.2.2
 // of revision 3): at most 100 failed attempts on one account.
 // validate-config -strict fails a flow whose daily bound is above it.
-const NISTMaxFailures = conformance.NISTMaxFailures
+const NISTMaxFailures = authguard.NISTMaxFailures
 
 const validateUsage = `usage: tollgate validate-config [-strict] [-json | -print] [FILE]
 
@@ -283,9 +282,9 @@ type rateJSON struct {
 }
 
 // boundOf is a check-and-report flow's daily bound, nil for a send flow or
-// an unbounded one (conformance.FlowBound).
+// an unbounded one (authguard.Flow.FailureBound).
 func boundOf(f *authguard.Flow) *boundJSON {
-	b, ok := conformance.FlowBound(f)
+	b, ok := f.FailureBound()
 	if !ok {
 		return nil
 	}
@@ -293,8 +292,8 @@ func boundOf(f *authguard.Flow) *boundJSON {
 }
 
 // budgetLine says how many failed checks one account can have in a flow in
-// any 24 hours (conformance.BudgetLine).
-func budgetLine(f *authguard.Flow) string { return conformance.BudgetLine(f, dur) }
+// any 24 hours (authguard.Flow.BudgetLine).
+func budgetLine(f *authguard.Flow) string { return f.BudgetLine() }
 
 func flowsJSON(p *authguard.Policy) []flowJSON {
 	var out []flowJSON

@@ -129,3 +129,18 @@ func TestValidateConfig_PrintWithoutAFilePrintsTheBuiltInPolicy(t *testing.T) {
 		t.Errorf("exit %d, stderr %q:\n%s", code, stderr, stdout)
 	}
 }
+
+// TestValidateConfig_ConformancePresetsPassStrict: the presets
+// tollgate-lab conformance -preset prints (the files docs/policy.md points
+// at) are configs an operator deploys: validate-config -strict takes them.
+func TestValidateConfig_ConformancePresetsPassStrict(t *testing.T) {
+	presets, err := filepath.Glob(filepath.Join("..", "..", "internal", "lab", "conformance", "presets", "*.yaml"))
+	if err != nil || len(presets) < 2 {
+		t.Fatalf("the presets: %q, %v; want one per profile", presets, err)
+	}
+	for _, path := range presets {
+		if code, stdout, stderr := validate(t, "-strict", path); code != 0 {
+			t.Errorf("validate-config -strict %s: exit %d\n%s%s", path, code, stdout, stderr)
+		}
+	}
+}

@@ -1,5 +1,5 @@
 // Package cliargs parses a subcommand's flags wherever they stand among its
-// file arguments, as `tollgate simulate` and `tollgate replay` take them.
+// file arguments, as `tollgate-lab simulate` and `tollgate-lab replay` take them.
 package cliargs
 
 import "flag"

@@ -2,7 +2,7 @@
 // line per check, report and send, with the verdict and the call's
 // subjects as the keyed hashes the store keys them by (never an
 // identifier), for replaying a week of traffic through a candidate policy
-// (tollgate replay).
+// (tollgate-lab replay).
 package decisionlog
 
 import (

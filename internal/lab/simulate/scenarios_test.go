@@ -1,0 +1,78 @@
+package simulate
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// longScenarios take a second or more each; -short leaves them to the full
+// make test.
+var longScenarios = map[string]bool{
+	"flood-fresh-subjects":   true, // 330,000 logins
+	"otp-pumping-sequential": true, // a day at one send a second, and 10,000 numbers
+	"otp-pumping-country":    true, // a day of pumping one country while others verify
+	"nat-sprayer-with-owner": true, // 1,000 accounts sprayed from the owner's address
+	"attack-spend-midnight":  true, // 36,500 voice codes asked for, each past a CAPTCHA
+}
+
+// TestScenarios runs every scenario in scenarios/ with the built-in policy:
+// each one is an attack or a population of users whose outcome the policy
+// must keep.
+func TestScenarios(t *testing.T) {
+	paths, err := filepath.Glob(filepath.Join("..", "..", "..", "scenarios", "*.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(paths) < 6 {
+		t.Fatalf("found %d scenarios in ../../../scenarios, want at least 6", len(paths))
+	}
+	for _, path := range paths {
+		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			if testing.Short() && longScenarios[name] {
+				t.Skip("hundreds of thousands of logins: runs in the full make test, not under -short")
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sc, err := ParseScenario(path, data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(sc.Expect) == 0 {
+				t.Errorf("%s has no expectations", path)
+			}
+			r, err := Run(sc, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var table strings.Builder
+			if err := WriteText(&table, r); err != nil {
+				t.Fatal(err)
+			}
+			if !r.Passed() {
+				t.Errorf("%s: an expectation failed:\n%s", path, table.String())
+			} else {
+				t.Logf("\n%s", table.String())
+			}
+		})
+	}
+}
+
+// TestScenarios_HaveHeaders checks that each scenario file starts with a
+// comment saying what it shows.
+func TestScenarios_HaveHeaders(t *testing.T) {
+	paths, _ := filepath.Glob(filepath.Join("..", "..", "..", "scenarios", "*.yaml"))
+	for _, path := range paths {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !strings.HasPrefix(string(data), "# ") || !strings.Contains(string(data), "# Shows:") {
+			t.Errorf("%s: want a comment header ending in \"# Shows: ...\"", path)
+		}
+	}
+}

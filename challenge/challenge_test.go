@@ -177,7 +177,10 @@ func TestVerify_ASolutionForChallengeANeverVerifiesB(t *testing.T) {
 	nonceA := solve(t, a)
 	// b's hash with a's nonce must have too few zero bits, or the test
 	// proves nothing; pick another a until it does.
-	for challenge.LeadingZeroBits(challenge.WorkHash(b.Token, mustNonce(t, nonceA))) >= testDifficulty {
+	for tries := 0; challenge.LeadingZeroBits(challenge.WorkHash(b.Token, mustNonce(t, nonceA))) >= testDifficulty; tries++ {
+		if tries == 20 { // 1 in 256 each: never, unless the hash ignores the token
+			t.Fatal("a's nonce solves b every time: the hash does not depend on the challenge")
+		}
 		a = issue(t, c, challenge.IssueOptions{})
 		nonceA = solve(t, a)
 	}
@@ -226,8 +229,12 @@ func TestVerify_ATenantsTokenFailsForAnotherTenant(t *testing.T) {
 	c, _ := newChallenger(t, challenge.Config{})
 	ch := issue(t, c, challenge.IssueOptions{Tenant: "acme"})
 	s := challenge.Solution{Token: ch.Token, Nonce: solve(t, ch)}
-	if got, want := verify(t, c, "globex", "", s).Reason, challenge.ReasonInvalid; got != want {
-		t.Fatalf("another tenant: Reason = %q, want %q", got, want)
+	// "acne" is as long as "acme": the tenant's bytes are signed, not
+	// only its length.
+	for _, other := range []string{"globex", "acne"} {
+		if got, want := verify(t, c, other, "", s).Reason, challenge.ReasonInvalid; got != want {
+			t.Fatalf("tenant %s: Reason = %q, want %q", other, got, want)
+		}
 	}
 	if got, want := verify(t, c, "", "", s).Reason, challenge.ReasonInvalid; got != want {
 		t.Fatalf("the default tenant: Reason = %q, want %q", got, want)

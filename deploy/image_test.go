@@ -84,7 +84,7 @@ func chain(stages []stage, i int) ([]stage, string) {
 // Containerfile itself, so that it holds on a machine with no builder: both
 // images it makes (the default target, built from source, and prebuilt,
 // which make image builds) are FROM scratch through their stages, copy only
-// the binary and /etc, run as 65532:65532, run nothing (no RUN: there is no
+// the binaries (tollgate, tollgate-lab) and /etc, run as 65532:65532, run nothing (no RUN: there is no
 // shell to run it), and declare their port, stop signal, health check, entry
 // point and labels.
 func TestContainerfile_FinalStageIsScratchNonRootAndShellless(t *testing.T) {
@@ -132,8 +132,8 @@ func TestContainerfile_FinalStageIsScratchNonRootAndShellless(t *testing.T) {
 					t.Errorf("%s sets a secret: %q", name, line)
 				}
 			case "COPY":
-				if dst := f[len(f)-1]; dst != "/etc/" && dst != "/tollgate" {
-					t.Errorf("%s copies something besides the binary and /etc: %q", name, line)
+				if dst := f[len(f)-1]; dst != "/etc/" && dst != "/tollgate" && dst != "/tollgate-lab" {
+					t.Errorf("%s copies something besides the binaries and /etc: %q", name, line)
 				}
 			}
 		}
@@ -321,17 +321,20 @@ func TestImage_BuildsAScratchImageThatServes(t *testing.T) {
 		}
 	}
 	slices.Sort(files)
-	want := []string{"etc", "etc/group", "etc/passwd", "etc/ssl", "etc/ssl/certs", "etc/ssl/certs/ca-certificates.crt", "tollgate"}
+	want := []string{"etc", "etc/group", "etc/passwd", "etc/ssl", "etc/ssl/certs", "etc/ssl/certs/ca-certificates.crt", "tollgate", "tollgate-lab"}
 	if !slices.Equal(files, want) {
 		t.Errorf("the image holds %q, want exactly %q (no shell, nothing else)", files, want)
 	}
-	bin := filepath.Join(root, "tollgate")
-	if f, err := elf.Open(bin); err != nil {
-		t.Errorf("/tollgate: %v", err)
-	} else {
+	bin, lab := filepath.Join(root, "tollgate"), filepath.Join(root, "tollgate-lab")
+	for _, b := range []string{bin, lab} {
+		f, err := elf.Open(b)
+		if err != nil {
+			t.Errorf("/%s: %v", filepath.Base(b), err)
+			continue
+		}
 		for _, p := range f.Progs {
 			if p.Type == elf.PT_INTERP {
-				t.Error("/tollgate has a dynamic loader: it is not static")
+				t.Errorf("/%s has a dynamic loader: it is not static", filepath.Base(b))
 			}
 		}
 		f.Close()
@@ -366,6 +369,9 @@ func TestImage_BuildsAScratchImageThatServes(t *testing.T) {
 	}
 	if out, _ := exec.Command(bin, "version").Output(); !strings.HasPrefix(string(out), "tollgate v0.0.0-test\n") {
 		t.Errorf("the image's binary says %q", out)
+	}
+	if out, err := exec.Command(lab, "help").Output(); err != nil || !strings.Contains(string(out), "tollgate-lab conformance") {
+		t.Errorf("the image's tollgate-lab help: %q (%v)", out, err)
 	}
 
 	// With the image's own listen address and no auth: a refusal, not an

@@ -25,7 +25,8 @@ import (
 // build caches (the second empty, so every package is compiled again), and
 // wants the same SHA256SUMS: no build path, build ID, time or cache state
 // reaches the archive or the SBOM. It also checks what the archive holds
-// and that the binary says its version.
+// and that the binaries run: the server says its version, tollgate-lab
+// lists its commands.
 func TestRelease_IsReproducible(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds a release twice, once with an empty build cache")
@@ -100,7 +101,7 @@ func TestRelease_IsReproducible(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var bin []byte
+	var bin, lab []byte
 	d := "tollgate_v0.0.0-repro_linux_amd64/"
 	files := map[string]bool{} // the archive's regular files, relative to d
 	tr := tar.NewReader(zr)
@@ -129,6 +130,9 @@ func TestRelease_IsReproducible(t *testing.T) {
 		case "tollgate":
 			bin = b
 			continue
+		case "tollgate-lab":
+			lab = b
+			continue
 		case "tollgate.example.yaml":
 			name = "cmd/tollgate/tollgate.example.yaml"
 		}
@@ -137,7 +141,7 @@ func TestRelease_IsReproducible(t *testing.T) {
 			t.Errorf("the archive's %s is not the commit's %s (%v)", h.Name, name, err)
 		}
 	}
-	for _, want := range []string{"tollgate", "tollgate.example.yaml", "LICENSE", "README.md", "CHANGELOG.md",
+	for _, want := range []string{"tollgate", "tollgate-lab", "tollgate.example.yaml", "LICENSE", "README.md", "CHANGELOG.md",
 		"deploy/systemd/tollgate.service", "deploy/systemd/tollgate.env.example",
 		"deploy/prometheus/alerts.yaml", "deploy/grafana/tollgate.json"} {
 		if !files[want] {
@@ -153,9 +157,16 @@ func TestRelease_IsReproducible(t *testing.T) {
 		}
 	}
 	for _, leak := range []string{repo, tmp, os.Getenv("HOME") + "/go/pkg/mod"} {
-		if bytes.Contains(bin, []byte(leak)) {
-			t.Errorf("the binary holds the build path %q", leak)
+		if bytes.Contains(bin, []byte(leak)) || bytes.Contains(lab, []byte(leak)) {
+			t.Errorf("a binary holds the build path %q", leak)
 		}
+	}
+	labPath := filepath.Join(tmp, "tollgate-lab")
+	if err := os.WriteFile(labPath, lab, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if help, err := exec.Command(labPath, "help").Output(); err != nil || !strings.Contains(string(help), "tollgate-lab simulate") {
+		t.Errorf("the released tollgate-lab's help: %q (%v)", help, err)
 	}
 	p := filepath.Join(tmp, "tollgate")
 	if err := os.WriteFile(p, bin, 0o755); err != nil {
@@ -183,6 +194,23 @@ func TestRelease_IsReproducible(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the SBOM lists %d components, not github.com/redis/go-redis/v9", len(bom.Components))
+	}
+	// The SBOM is the server's: it covers tollgate-lab only while the lab
+	// uses no module the server does not.
+	listed := map[string]bool{}
+	for _, c := range bom.Components {
+		listed[c.Name] = true
+	}
+	mods := exec.Command("go", "list", "-deps", "-f", "{{with .Module}}{{if not .Main}}{{.Path}}{{end}}{{end}}", "./cmd/tollgate-lab")
+	mods.Dir = filepath.Join(tmp, "a")
+	labMods, err := mods.Output()
+	if err != nil {
+		t.Fatalf("go list the lab's modules: %v", err)
+	}
+	for _, m := range strings.Fields(string(labMods)) {
+		if !listed[m] {
+			t.Errorf("tollgate-lab uses %s, which the archive's SBOM (the server's) does not list", m)
+		}
 	}
 }
 

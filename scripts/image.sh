@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds tollgate's container image (Containerfile) with whichever builder is
-# installed: podman, buildah or docker (one whose engine answers). The binary
-# is built here, on the host (static, -trimpath, the commit recorded), and
-# put into the image by the Containerfile's prebuilt target, so no registry
+# installed: podman, buildah or docker (one whose engine answers). The binaries
+# (tollgate and tollgate-lab) are built here, on the host (static, -trimpath,
+# the commit recorded), and put into the image by the Containerfile's prebuilt target, so no registry
 # is needed; the image is FROM scratch.
 #
 #   scripts/image.sh [IMAGE]        (make image [IMAGE=name:tag] [VERSION=v0.1.0])
@@ -35,7 +35,7 @@ fi
 REVISION=$(git rev-parse HEAD 2>/dev/null || echo "")
 CREATED=$(date -u -d "@$(git log -1 --format=%ct 2>/dev/null || date +%s)" +%Y-%m-%dT%H:%M:%SZ)
 
-# build/image/ is what the prebuilt stage copies: the binary, the CA
+# build/image/ is what the prebuilt stage copies: the binaries, the CA
 # certificates (for rediss:// and an https JWKS URL), passwd and group for
 # UID/GID 65532.
 out=build/image
@@ -43,10 +43,12 @@ rm -rf build
 mkdir -p "$out/etc/ssl/certs"
 CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH GOFLAGS= "$GO" build -trimpath -buildvcs=true \
   -ldflags "-s -w -buildid= -X main.version=$VERSION" -o "$out/tollgate" ./cmd/tollgate
+CGO_ENABLED=0 GOOS=linux GOARCH=$ARCH GOFLAGS= "$GO" build -trimpath -buildvcs=true \
+  -ldflags "-s -w -buildid=" -o "$out/tollgate-lab" ./cmd/tollgate-lab
 cp /etc/ssl/certs/ca-certificates.crt "$out/etc/ssl/certs/"
 echo 'tollgate:x:65532:65532:tollgate:/nonexistent:/sbin/nologin' >"$out/etc/passwd"
 echo 'tollgate:x:65532:' >"$out/etc/group"
-chmod 0755 "$out/tollgate"
+chmod 0755 "$out/tollgate" "$out/tollgate-lab"
 chmod 0644 "$out/etc/passwd" "$out/etc/group" "$out/etc/ssl/certs/ca-certificates.crt"
 
 args=(--target prebuilt --build-arg "VERSION=$VERSION"

@@ -5,13 +5,15 @@
 #   scripts/release.sh VERSION [DIST]        (make release VERSION=v0.1.0 [DIST=dir])
 #
 # For each target (TARGETS, default linux/amd64 linux/arm64 darwin/arm64) it
-# writes DIST/tollgate_VERSION_OS_ARCH.tar.gz holding the static binary
-# (CGO_ENABLED=0, -trimpath, the commit recorded by -buildvcs, no build ID, no
-# build paths), LICENSE, README.md, CHANGELOG.md, docs/, tollgate.example.yaml
+# writes DIST/tollgate_VERSION_OS_ARCH.tar.gz holding the static binaries
+# tollgate (the server) and tollgate-lab (simulate, attack, replay,
+# conformance) (CGO_ENABLED=0, -trimpath, the commit recorded by -buildvcs, no
+# build ID, no build paths), LICENSE, README.md, CHANGELOG.md, docs/, tollgate.example.yaml
 # and what the deploy docs install from it (FILES below: the systemd unit, its
 # env example and drop-in, the alert rules, the dashboard), with every file's
 # time set to the commit's; a CycloneDX SBOM of the Go modules
-# per target (cyclonedx-gomod, pinned, from the Go module proxy); and
+# per target (cyclonedx-gomod, pinned, from the Go module proxy; the server's,
+# which holds every module tollgate-lab's does: deploy/release_test.go checks); and
 # SHA256SUMS over all of them. DIST defaults to dist/. The SBOM tool is
 # github.com/CycloneDX/cyclonedx-gomod, pinned below.
 set -euo pipefail
@@ -69,11 +71,13 @@ for target in $TARGETS; do
   echo "release: building $name" >&2
   CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= "$GO" build -trimpath -buildvcs=true \
     -ldflags "-s -w -buildid= -X main.version=$VERSION" -o "$dir/tollgate" ./cmd/tollgate
+  CGO_ENABLED=0 GOOS=$os GOARCH=$arch GOFLAGS= "$GO" build -trimpath -buildvcs=true \
+    -ldflags "-s -w -buildid=" -o "$dir/tollgate-lab" ./cmd/tollgate-lab
   for f in $FILES; do
     install -D -m 0644 "$f" "$dir/$f"
   done
   install -m 0644 cmd/tollgate/tollgate.example.yaml "$dir/"
-  chmod 0755 "$dir/tollgate"
+  chmod 0755 "$dir/tollgate" "$dir/tollgate-lab"
   tar --sort=name --mtime="@$SOURCE_DATE_EPOCH" --owner=0 --group=0 --numeric-owner \
     --pax-option=exthdr.name=%d/PaxHeaders/%f,delete=atime,delete=ctime \
     -C "$work" -cf - "$name" | gzip -n -9 >"$DIST/$name.tar.gz"

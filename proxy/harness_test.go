@@ -75,7 +75,7 @@ func (u *upstream) serve(w http.ResponseWriter, r *http.Request) {
 		u.upload(w, r)
 		return
 	case "/download":
-		u.download(w)
+		u.download(w, r)
 		return
 	case "/ws":
 		u.websocket(w, r)
@@ -151,11 +151,15 @@ func (u *upstream) upload(w http.ResponseWriter, r *http.Request) {
 
 // download streams streamed bytes of 'x': one MiB, flushed, then the
 // rest once released.
-func (u *upstream) download(w http.ResponseWriter) {
+func (u *upstream) download(w http.ResponseWriter, r *http.Request) {
 	chunk := bytes.Repeat([]byte("x"), 1<<20)
 	w.Write(chunk)
 	w.(http.Flusher).Flush()
-	<-u.release
+	select {
+	case <-u.release:
+	case <-r.Context().Done():
+		return
+	}
 	for range streamed>>20 - 1 {
 		w.Write(chunk)
 	}

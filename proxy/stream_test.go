@@ -3,6 +3,7 @@ package proxy_test
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
@@ -36,6 +37,7 @@ func TestProxy_ALargeUploadStreamsThrough(t *testing.T) {
 	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute()}})
 	srv := serveProxy(t, h)
 	pr, pw := io.Pipe()
+	defer pw.Close() // a failed test must not leave the proxy reading for ever
 	req, _ := http.NewRequest(http.MethodPost, srv.URL+"/upload", pr)
 	type result struct {
 		resp *http.Response
@@ -78,14 +80,16 @@ func TestProxy_ALargeUploadStreamsThrough(t *testing.T) {
 func TestProxy_ALargeDownloadStreamsThrough(t *testing.T) {
 	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute()}})
 	srv := serveProxy(t, h)
-	resp, err := http.Get(srv.URL + "/download")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel() // a failed test must not leave the upstream writing for ever
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/download", nil)
 	first := make(chan error, 1)
+	var resp *http.Response
 	go func() {
-		_, err := io.ReadFull(resp.Body, make([]byte, 1<<20))
+		var err error
+		if resp, err = http.DefaultClient.Do(req); err == nil {
+			_, err = io.ReadFull(resp.Body, make([]byte, 1<<20))
+		}
 		first <- err
 	}()
 	select {
@@ -96,6 +100,7 @@ func TestProxy_ALargeDownloadStreamsThrough(t *testing.T) {
 	case <-time.After(guard):
 		t.Fatal("the client did not get the first MiB before the upstream wrote the rest: the proxy buffers responses")
 	}
+	defer resp.Body.Close()
 	h.up.release <- struct{}{}
 	n, err := io.Copy(io.Discard, resp.Body)
 	if err != nil || n+1<<20 != streamed {

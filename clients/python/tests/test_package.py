@@ -45,6 +45,19 @@ class Package(unittest.TestCase):
 
     def test_the_package_imports_the_standard_library_only(self) -> None:
         std = stdlib_modules()
+        # tollgate.django imports Django too, and nothing else does: the
+        # client stays the standard library for everyone else.
+        for path in glob.glob(os.path.join(SRC, "django", "**", "*.py"), recursive=True):
+            tree = parse(path)
+            for node in ast.walk(tree):
+                names = []
+                if isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                elif isinstance(node, ast.ImportFrom) and node.level == 0:
+                    names = [node.module or ""]
+                for name in names:
+                    with self.subTest(file=os.path.relpath(path, SRC), module=name):
+                        self.assertIn(name.split(".")[0], std | {"django"})
         for path in glob.glob(os.path.join(SRC, "*.py")):
             tree = parse(path)
             for node in ast.walk(tree):
@@ -66,13 +79,13 @@ class Package(unittest.TestCase):
                     for attr, member in vars(obj).items():
                         if not attr.startswith("_") and (inspect.isfunction(member) or isinstance(member, property)):
                             self.assertTrue(inspect.getdoc(member), "%s.%s" % (name, attr))
-        for path in glob.glob(os.path.join(SRC, "*.py")):
-            with self.subTest(module=os.path.basename(path)):
+        for path in glob.glob(os.path.join(SRC, "**", "*.py"), recursive=True):
+            with self.subTest(module=os.path.relpath(path, SRC)):
                 self.assertTrue(ast.get_docstring(parse(path)))
 
     def test_it_is_typed(self) -> None:
         self.assertTrue(os.path.exists(os.path.join(SRC, "py.typed")))
-        for path in glob.glob(os.path.join(SRC, "*.py")):
+        for path in glob.glob(os.path.join(SRC, "**", "*.py"), recursive=True):
             tree = parse(path)
             for node in ast.walk(tree):
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -82,6 +95,23 @@ class Package(unittest.TestCase):
                             if a.arg not in ("self", "cls"):
                                 self.assertIsNotNone(a.annotation, a.arg)
                         self.assertIsNotNone(node.returns)
+
+    def test_importing_tollgate_imports_no_django(self) -> None:
+        code = "import sys, tollgate; sys.exit(1 if any(m == 'django' or m.startswith(('django.', 'tollgate.django')) for m in sys.modules) else 0)"
+        env = dict(os.environ, PYTHONPATH=os.path.dirname(SRC))
+        res = subprocess.run([sys.executable, "-c", code], env=env, timeout=60)
+        self.assertEqual(res.returncode, 0, "import tollgate imported Django or tollgate.django")
+
+    def test_every_subpackage_is_packaged(self) -> None:
+        try:
+            import tomllib  # type: ignore[import-not-found]
+        except ImportError:
+            self.skipTest("no tomllib before Python 3.11")
+        with open(os.path.join(HERE, "pyproject.toml"), "rb") as f:
+            packages = tomllib.load(f)["tool"]["setuptools"]["packages"]
+        found = sorted(os.path.relpath(os.path.dirname(p), os.path.dirname(SRC)).replace(os.sep, ".")
+                       for p in glob.glob(os.path.join(SRC, "**", "__init__.py"), recursive=True))
+        self.assertEqual(sorted(packages), found)
 
     def test_the_metadata(self) -> None:
         try:

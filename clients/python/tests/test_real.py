@@ -209,6 +209,33 @@ class RealTollgate(unittest.TestCase):
             e = cm.exception
             self.assertEqual((e.status, e.type, e.unavailable), (404, tollgate.PROBLEM_BASE + "not-found", False))
 
+    def test_a_challenge_is_issued_solved_once_and_its_solver_served(self) -> None:
+        import hashlib
+
+        ch = self.tg.challenge()
+        self.assertEqual((ch.kind, ch.solver_url, ch.site_key), ("pow", "/v1/challenge/solver.js", ""))
+        self.assertRegex(ch.token, r"^[A-Za-z0-9_-]{58}$")
+        self.assertTrue(1 <= ch.difficulty <= 32)
+        def works(n: int) -> bool:
+            h = hashlib.sha256(ch.token.encode() + n.to_bytes(8, "big")).digest()
+            return int.from_bytes(h, "big") >> (256 - ch.difficulty) == 0
+
+        n = next(i for i in range(1 << 40) if works(i))
+        wrong = next(i for i in range(1 << 40) if not works(i))
+        r = self.tg.verify_challenge(token=ch.token, nonce=str(wrong))
+        self.assertEqual((r.solved, r.reason), (False, "insufficient_work"))
+        r = self.tg.verify_challenge(token=ch.token, nonce=str(n))
+        self.assertEqual((r.solved, r.reason), (True, "solved"))
+        r = self.tg.verify_challenge(token=ch.token, nonce=str(n))
+        self.assertEqual((r.solved, r.reason), (False, "replayed"))
+        self.assertIn(b"tollgateSolve", self.tg.challenge_solver())
+        with self.assertRaises(TollgateError) as cm:
+            self.tg.verify_challenge(token=ch.token)
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "nonce"))
+        with self.assertRaises(TollgateError) as cm:
+            self.tg.challenge("turnstile")
+        self.assertEqual((cm.exception.status, cm.exception.field), (400, "kind"))
+
     def test_the_readme_login_handler(self) -> None:
         from .test_readme import load_example
 

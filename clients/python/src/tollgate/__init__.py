@@ -20,6 +20,10 @@ clients/testdata hold both to the same answers.
 * :class:`DeviceCookie`: the ``__Host-`` cookie that keeps the device token.
 * :func:`verify_webhook`: checks an event tollgate posted (Standard
   Webhooks signatures) and returns the :class:`WebhookEvent`.
+* :mod:`tollgate.django`: the same for a Django site by settings alone
+  (an authentication backend, a middleware, the login signals); it is
+  the one module that imports anything beyond the standard library, and
+  only Django.
 """
 
 from .allowance import (
@@ -29,7 +33,18 @@ from .allowance import (
     DEFAULT_FAIL_OPEN_WINDOW,
     Stats,
 )
-from .client import DEFAULT_TIMEOUT, DEFAULT_USER_AGENT, Client, DeadLetter, Entry, Explanation, ReloadResult, RuleState
+from .client import (
+    DEFAULT_TIMEOUT,
+    DEFAULT_USER_AGENT,
+    Challenge,
+    ChallengeResult,
+    Client,
+    DeadLetter,
+    Entry,
+    Explanation,
+    ReloadResult,
+    RuleState,
+)
 from .clientip import HEADER_FORWARDED, HEADER_X_FORWARDED_FOR, Proxies, client_ip
 from .cookie import DEFAULT_DEVICE_COOKIE_MAX_AGE, DEFAULT_DEVICE_COOKIE_NAME, DeviceCookie
 from .errors import PROBLEM_BASE, Timeout, TollgateError, Unavailable, is_unavailable
@@ -68,6 +83,8 @@ __all__ = [
     "Entry",
     "ReloadResult",
     "DeadLetter",
+    "Challenge",
+    "ChallengeResult",
     "Stats",
     "FailMode",
     "FAIL_OPEN",

@@ -250,3 +250,12 @@ DEAD_LETTER: Schema = {
 }
 DEAD_LETTERS: Schema = {"dead_letters": [DEAD_LETTER]}
 REPLAYED: Schema = {"replayed": "bool"}
+CHALLENGE: Schema = {
+    "token": "str",
+    "kind": "str",
+    "difficulty": "int",
+    "expires_at": "str",
+    "solver_url": "str",
+    "site_key": "str",
+}
+CHALLENGE_VERIFIED: Schema = {"solved": "bool", "reason": "str"}

@@ -46,8 +46,8 @@ from .failmode import (
     fallback,
 )
 
-__all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DeadLetter", "DEFAULT_TIMEOUT",
-           "DEFAULT_USER_AGENT"]
+__all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DeadLetter", "Challenge",
+           "ChallengeResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT"]
 
 #: Seconds each call may take unless the Client says otherwise: tollgate
 #: answers in a few milliseconds, and past this the fail mode answers.
@@ -151,6 +151,43 @@ class DeadLetter:
     time: str = ""
     #: When it was given up on, RFC 3339 in UTC.
     dead_at: str = ""
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """A challenge tollgate issued for a captcha verdict (POST
+    /v1/challenge): the built-in proof of work, or a provider CAPTCHA that
+    tollgate verifies. Send it back with the solution to
+    :meth:`Client.verify_challenge`."""
+
+    #: The signed challenge, opaque; it expires at expires_at and is spent
+    #: by its first successful verification.
+    token: str = ""
+    #: "pow", "turnstile", "hcaptcha" or "recaptcha".
+    kind: str = ""
+    #: The leading zero bits a proof-of-work solution needs; 0 for a
+    #: provider.
+    difficulty: int = 0
+    #: When the token stops being accepted, RFC 3339.
+    expires_at: str = ""
+    #: The path of the solver script on tollgate (/v1/challenge/solver.js).
+    solver_url: str = ""
+    #: A provider's site key for its widget; "" for proof of work.
+    site_key: str = ""
+
+
+@dataclass(frozen=True)
+class ChallengeResult:
+    """tollgate's verdict on a challenge's solution
+    (POST /v1/challenge/verify)."""
+
+    #: True at most once per token or provider response: send
+    #: captcha_solved=True with the next check only then.
+    solved: bool = False
+    #: "solved", or why not: "malformed", "invalid", "expired", "replayed",
+    #: "insufficient_work", "not_configured", "provider_rejected",
+    #: "provider_unavailable".
+    reason: str = ""
 
 
 def _base_url(raw: str) -> urllib.parse.SplitResult:
@@ -677,6 +714,49 @@ class Client:
         body = _omit_empty([("id", id, True), ("reason", reason, True)])
         return bool(self._admin("replay", "/v1/admin/webhooks/replay", body, _wire.REPLAYED)["replayed"])
 
+    # The challenge calls, for a framework plug-in that answers a captcha
+    # verdict with tollgate's proof of work or a provider CAPTCHA.
+
+    def challenge(self, kind: Optional[str] = None) -> Challenge:
+        """Issue a challenge for the page that answers a captcha verdict:
+        kind "pow" (None: the built-in proof of work) or a provider tollgate
+        is configured with ("turnstile", "hcaptcha", "recaptcha"). Needs the
+        verdicts scope with auth. Raises TollgateError (404 not-found when
+        the server issues no challenges) or Unavailable."""
+        body = _omit_empty([("kind", kind, False)])
+        return Challenge(**self._admin("challenge", "/v1/challenge", body, _wire.CHALLENGE))
+
+    def verify_challenge(
+        self,
+        *,
+        token: Optional[str] = None,
+        nonce: Optional[str] = None,
+        provider: Optional[str] = None,
+        response: Optional[str] = None,
+        remote_ip: Optional[str] = None,
+    ) -> ChallengeResult:
+        """Verify a solution, once: a proof-of-work token and its nonce (in
+        decimal), or a provider's widget response with provider (the token
+        too if :meth:`challenge` issued one, and the end user's remote_ip if
+        known). ``solved`` is true at most once per token or response, on
+        every instance sharing tollgate's store. A solution of the wrong
+        shape raises a 400 TollgateError; a store that does not answer a
+        503 one. Raises TollgateError or Unavailable."""
+        body = _omit_empty([
+            ("token", token, False), ("nonce", nonce, False), ("provider", provider, False),
+            ("response", response, False), ("remote_ip", remote_ip, False),
+        ])
+        return ChallengeResult(**self._admin("verify-challenge", "/v1/challenge/verify", body,
+                                             _wire.CHALLENGE_VERIFIED))
+
+    def challenge_solver(self) -> bytes:
+        """The proof-of-work solver script (GET /v1/challenge/solver.js):
+        self-contained JavaScript to serve from your own origin or inline
+        under a CSP nonce. Raises TollgateError or Unavailable."""
+        out = self._call("solver", "/v1/challenge/solver.js", None, raw=True)
+        assert isinstance(out, bytes)
+        return out
+
     def _admin(self, op: str, path: str, body: Optional[List[Field]], schema: _wire.Schema) -> Dict[str, Any]:
         try:
             return _wire.decode(self._call(op, path, body), schema)
@@ -692,10 +772,10 @@ class Client:
             return http.client.HTTPSConnection(self._host, self._port, timeout=t, context=ctx)
         return http.client.HTTPConnection(self._host, self._port, timeout=t)
 
-    def _call(self, op: str, path: str, body: Optional[List[Field]]) -> Any:
+    def _call(self, op: str, path: str, body: Optional[List[Field]], raw: bool = False) -> Any:
         """Send body (None: a GET) to path and return a 200 or 201 answer
-        parsed as JSON; raises TollgateError, Unavailable or WireError.
-        Errors never hold a request value."""
+        parsed as JSON (with raw, its bytes); raises TollgateError,
+        Unavailable or WireError. Errors never hold a request value."""
         deadline = None if self._timeout is None else time.monotonic() + self._timeout
 
         def remaining() -> Optional[float]:
@@ -752,7 +832,7 @@ class Client:
             if len(b) > MAX_RESPONSE_BYTES:
                 raise Unavailable(op, "the answer is too large")
             reusable = res.isclosed() and not res.will_close
-            return _wire.parse(b)
+            return b if raw else _wire.parse(b)
         finally:
             if reusable:
                 self._pool.put(conn)

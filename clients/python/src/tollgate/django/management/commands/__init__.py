@@ -1,0 +1,1 @@
+"""tollgate_reset: forget a user's failures in tollgate."""

@@ -1,0 +1,125 @@
+"""The pages a browser gets for a blocked attempt.
+
+Each is built from what every end user with the same verdict shares (the
+wait, a challenge and its handle) and nothing of the submission: no
+account, no address and never the password, so an unknown account's page
+is byte for byte a known one's, and no page echoes a credential.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import secrets
+from typing import List, Optional, Tuple
+
+from ..client import Challenge
+
+__all__ = ["delay_page", "captcha_page", "challenge_page", "WIDGETS"]
+
+_HTML = "text/html; charset=utf-8"
+_STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}"
+          "h1{font-size:1.3rem}#tollgate-status{color:#555}")
+
+# A provider's widget: its script, the element it renders into, and the
+# origins its scripts, frames, styles and calls come from, as the providers
+# document them for a CSP (tollgate's challenge/page.go has the same).
+WIDGETS = {
+    "turnstile": ("https://challenges.cloudflare.com/turnstile/v0/api.js", "cf-turnstile",
+                  "https://challenges.cloudflare.com"),
+    "hcaptcha": ("https://js.hcaptcha.com/1/api.js", "h-captcha", "https://hcaptcha.com https://*.hcaptcha.com"),
+    "recaptcha": ("https://www.google.com/recaptcha/api.js", "g-recaptcha",
+                  "https://www.google.com/recaptcha/ https://www.gstatic.com/recaptcha/ "
+                  "https://recaptcha.google.com/recaptcha/"),
+}
+
+Page = Tuple[int, List[Tuple[str, str]], bytes]
+
+
+def delay_page(template: Optional[str], seconds: int) -> Page:
+    """A delayed browser's page: TOLLGATE_DELAY_TEMPLATE rendered with
+    retry_after alone, or a built-in one; 429 (the Responder adds
+    Retry-After, RateLimit and Cache-Control)."""
+    if template:
+        from django.template.loader import render_to_string  # type: ignore[import]
+
+        body = render_to_string(template, {"retry_after": seconds}).encode("utf-8")
+    else:
+        unit = "second" if seconds == 1 else "seconds"
+        body = _page("Too many attempts",
+                     "<p>Please wait %d %s, then <a href=\"\">try again</a>.</p>" % (seconds, unit))
+    return 429, [("Content-Type", _HTML), ("Content-Length", str(len(body)))], body
+
+
+def captcha_page() -> Page:
+    """A browser's page for a captcha verdict when no challenge can be shown
+    (not a form's post, TOLLGATE_CHALLENGE = None, or tollgate issues
+    none): 429, without Retry-After, since waiting does not lift it."""
+    body = _page("Too many attempts from here",
+                 "<p>Signing in needs a check this page cannot show. Please try again later.</p>")
+    return 429, [("Content-Type", _HTML), ("Content-Length", str(len(body))), ("Cache-Control", "no-store")], body
+
+
+def challenge_page(ch: Challenge, handle: str, action: str, solver: bytes) -> Page:
+    """The challenge page: a form that posts the handle, the token and the
+    solution back to action once the solver (tollgate's, inlined under a CSP
+    nonce) or the provider's widget is done. It holds the handle and the
+    challenge, never the held submission; 429, not cached, not framed."""
+    nonce = base64.b64encode(secrets.token_bytes(16)).decode("ascii")
+    esc = html.escape
+    attrs = ""
+    if ch.kind == "pow":
+        attrs = ' data-token="%s" data-difficulty="%d"' % (esc(ch.token), ch.difficulty)
+    fields = ['<input type="hidden" name="tollgate_handle" value="%s">' % esc(handle),
+              '<input type="hidden" name="tollgate_token" value="%s">' % esc(ch.token)]
+    widget = WIDGETS.get(ch.kind)
+    if widget is None:
+        fields.append('<input type="hidden" name="tollgate_nonce" value="">')
+        fields.append('<p id="tollgate-status">Your browser is working on a short puzzle; this takes a second or two '
+                      'and then continues on its own.</p>')
+    else:
+        fields.append('<input type="hidden" name="tollgate_response" value="">')
+        fields.append('<p id="tollgate-status">Please complete the check below; you will then continue on your '
+                      'own.</p>')
+        fields.append('<div class="%s" data-sitekey="%s" data-callback="tollgateProviderDone"></div>'
+                      % (widget[1], esc(ch.site_key)))
+    # The solver is tollgate's own script; "</" cannot end the element early.
+    script = solver.decode("utf-8").replace("</", "<\\/")
+    body = (
+        '<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="robots" content="noindex">\n'
+        '<title>One moment…</title>\n<style nonce="%s">%s</style>\n</head>\n<body>\n<main>\n'
+        '<h1>Checking that this request is not automated</h1>\n'
+        '<form id="tollgate-challenge" method="post" action="%s" data-tollgate-challenge data-kind="%s"%s>\n%s\n'
+        '</form>\n<noscript><p>This check needs JavaScript. Please turn it on and reload the page.</p></noscript>\n'
+        '</main>\n<script nonce="%s">%s</script>\n%s</body>\n</html>\n'
+    ) % (nonce, _STYLE, esc(action), esc(ch.kind), attrs, "\n".join(fields), nonce, script,
+         '<script nonce="%s" src="%s" async defer></script>\n' % (nonce, widget[0]) if widget else "")
+    b = body.encode("utf-8")
+    headers = [
+        ("Content-Type", _HTML),
+        ("Content-Length", str(len(b))),
+        ("Content-Security-Policy", _csp(nonce, widget[2] if widget else "")),
+        ("Cache-Control", "no-store"),
+        ("X-Content-Type-Options", "nosniff"),
+        ("Referrer-Policy", "no-referrer"),
+        ("X-Frame-Options", "DENY"),
+    ]
+    return 429, headers, b
+
+
+def _csp(nonce: str, origins: str) -> str:
+    """Nothing runs but the page's nonce-carrying script and style (and a
+    provider's widget); no form-action, since the login the post resumes
+    may redirect anywhere and browsers apply it to redirects."""
+    extra = " " + origins if origins else ""
+    frames = "; frame-src %s; connect-src %s" % (origins, origins) if origins else ""
+    return ("default-src 'none'; script-src 'nonce-%s'%s; style-src 'nonce-%s'%s%s; img-src 'self'; "
+            "base-uri 'none'; frame-ancestors 'none'" % (nonce, extra, nonce, extra, frames))
+
+
+def _page(title: str, content: str) -> bytes:
+    return ('<!doctype html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+            '<meta name="viewport" content="width=device-width, initial-scale=1">\n<meta name="robots" content="noindex">\n'
+            '<title>%s</title>\n</head>\n<body>\n<main>\n<h1>%s</h1>\n%s\n</main>\n</body>\n</html>\n'
+            % (title, title, content)).encode("utf-8")

@@ -12,6 +12,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"mime"
 	"net"
 	"net/http"
 	"net/http/httputil"
@@ -365,9 +366,16 @@ func exchangeOf(ctx context.Context) *exchange {
 // solved says r is a held submission whose challenge was just solved.
 func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, solved bool) {
 	ctx := r.Context()
-	body, ok := p.readBody(w, r, c)
-	if !ok {
-		return
+	// A form route reads a body only of a form's content type: any other
+	// streams through untouched (an upload), its fields read from the
+	// query string alone, as PHP and Django read them.
+	var body []byte
+	read := c.Body == JSON || formBody(r.Header.Get("Content-Type"))
+	if read {
+		var ok bool
+		if body, ok = p.readBody(w, r, c); !ok {
+			return
+		}
 	}
 	if h := r.Header.Get(ChallengeHeader); h != "" && p.challenger != nil && !solved {
 		res, err := p.verifyHeader(ctx, h, p.clientAddr(r))
@@ -397,7 +405,7 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, 
 			return
 		}
 		c.m.answer(answerUninspected)
-		p.forward(w, r, body, nil)
+		p.forward(w, r, body, read, nil)
 		return
 	}
 	ip := p.clientAddr(r)
@@ -432,7 +440,7 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, 
 		// is nothing to report).
 		ex.would = v.Action
 		c.m.answer(answerForwarded)
-		p.forward(w, r, body, ex)
+		p.forward(w, r, body, read, ex)
 		return
 	}
 	switch v.Action {
@@ -442,8 +450,14 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, 
 		}
 		ex.report = !c.send
 		c.m.answer(answerForwarded)
-		p.forward(w, r, body, ex)
+		p.forward(w, r, body, read, ex)
 	case authguard.Captcha:
+		if !read { // the challenge holds the whole submission
+			var ok bool
+			if body, ok = p.readBody(w, r, c); !ok {
+				return
+			}
+		}
 		p.challenge(w, r, c, body, v)
 	case authguard.Deny:
 		c.m.answer(answerDenied)
@@ -485,22 +499,32 @@ func (p *Proxy) readBody(w http.ResponseWriter, r *http.Request, c *compiled) ([
 	return body, true
 }
 
-// forward sends r, with body as its body, byte for byte, to the upstream.
-// ex, when not nil, is settled when the upstream answers.
-func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, ex *exchange) {
+// forward sends r to the upstream: with body as its body, byte for byte,
+// when read says its body was read, else with its own body streaming. ex,
+// when not nil, is settled when the upstream answers.
+func (p *Proxy) forward(w http.ResponseWriter, r *http.Request, body []byte, read bool, ex *exchange) {
 	ctx := r.Context()
 	if ex != nil {
 		ex.start = time.Now()
 		ctx = context.WithValue(ctx, exchangeKey{}, ex)
 	}
 	out := r.WithContext(ctx)
-	out.ContentLength = int64(len(body))
-	out.TransferEncoding = nil
-	out.Body = http.NoBody
-	if len(body) > 0 {
-		out.Body = io.NopCloser(bytes.NewReader(body))
+	if read {
+		out.ContentLength = int64(len(body))
+		out.TransferEncoding = nil
+		out.Body = http.NoBody
+		if len(body) > 0 {
+			out.Body = io.NopCloser(bytes.NewReader(body))
+		}
 	}
 	p.rp.ServeHTTP(w, out)
+}
+
+// formBody reports whether a body of content type ct is a form's, which a
+// form route reads.
+func formBody(ct string) bool {
+	mt, _, err := mime.ParseMediaType(ct)
+	return err == nil && (mt == "application/x-www-form-urlencoded" || mt == "multipart/form-data")
 }
 
 // hold waits d before a proceed goes ahead (a leaky bucket's queue); false

@@ -439,3 +439,28 @@ func TestProxy_AnUpstreamThatIsDownIs502(t *testing.T) {
 		t.Errorf("upstream errors of pass-through = %v, want 1", got)
 	}
 }
+
+// A form route reads only a form's body: an upload of another content
+// type streams through whatever its size (no 413), and the account comes
+// from the query string, where PHP's $_REQUEST finds it too.
+func TestProxy_AnUploadOnAFormRouteStreamsAndIsCheckedByItsQuery(t *testing.T) {
+	rt := formRoute()
+	rt.Name, rt.Path, rt.Prefix, rt.MaxBodyBytes = "exe", "/lib/exe/", true, 1024
+	rt.Account, rt.Password = "u", "p"
+	h := newHarness(t, proxy.Config{Routes: []proxy.Route{rt}})
+	upload := bytes.Repeat([]byte{0xde, 0xad}, 1<<19) // 1 MiB
+	r := httptest.NewRequest(http.MethodPost, "/lib/exe/ajax.php?call=upload&u=alice&p=guess", bytes.NewReader(upload))
+	r.Header.Set("Content-Type", "application/octet-stream")
+	resp := h.do(r, attackerAddr)
+	body(t, resp)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("the upload answered %d, want the upstream's 200", resp.StatusCode)
+	}
+	if c := h.rec.lastCheck(); c.Account != owner {
+		t.Errorf("checked account %q, want the query's %q", c.Account, owner)
+	}
+	seen := h.up.requests()
+	if len(seen) != 1 || !bytes.Equal(seen[0].body, upload) {
+		t.Errorf("the upstream got %d requests, the body intact: %v", len(seen), len(seen) == 1 && bytes.Equal(seen[0].body, upload))
+	}
+}

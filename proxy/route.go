@@ -154,9 +154,12 @@ type Route struct {
 	// upstream checks no credential without the field. The default is
 	// false.
 	RefuseWithoutAccount bool
-	// MaxBodyBytes bounds the request body read: a larger body is answered
-	// 413 and never reaches the upstream. At most MaxMaxBodyBytes. The
-	// default is DefaultMaxBodyBytes (64 KiB).
+	// MaxBodyBytes bounds the request body read (a JSON route's, a form
+	// route's form): a larger one is answered 413 and never reaches the
+	// upstream. A submission held across a challenge is also bounded by
+	// the challenge's own limit (challenge.Config.MaxBodyBytes, 64 KiB by
+	// default); past it a captcha verdict is answered 503. At most
+	// MaxMaxBodyBytes. The default is DefaultMaxBodyBytes (64 KiB).
 	MaxBodyBytes int64
 	// Success and Failure say what the upstream's answer looks like when
 	// the credential was right, and wrong: a response matches a list when

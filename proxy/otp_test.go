@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -112,5 +113,34 @@ func TestProxy_AStoreThatIsDownIsAnsweredByTheFlowsFailMode(t *testing.T) {
 	if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Retry-After") != "2" || h.up.logins("/otp/verify") != 0 {
 		t.Errorf("otp_verify (fail closed) answered %d Retry-After %q, upstream %d: want 429 after 2s, nothing forwarded",
 			resp.StatusCode, resp.Header.Get("Retry-After"), h.up.logins("/otp/verify"))
+	}
+}
+
+// countingStore counts the batches the engine sends its store.
+type countingStore struct {
+	authguard.Store
+	mu    sync.Mutex
+	calls int
+}
+
+func (s *countingStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	s.mu.Lock()
+	s.calls++
+	s.mu.Unlock()
+	return s.Store.Do(ctx, ops)
+}
+
+// A login through the proxy costs what an integrated caller's does: one
+// check and one report, one store round trip each, and nothing for a
+// request of no route.
+func TestProxy_ALoginCostsOneCheckAndOneReportAndNothingMore(t *testing.T) {
+	store := &countingStore{Store: memstore.New(memstore.Config{})}
+	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute()}}, func(c *authguard.Config) { c.Store = store })
+	body(t, h.post(ownerAddr, owner, "wrong"))
+	body(t, h.post(ownerAddr, owner, ownerPassword))
+	body(t, h.do(httptest.NewRequest(http.MethodGet, "/home", nil), ownerAddr))
+	if h.events.calls("check") != 2 || h.events.calls("report") != 2 || store.calls != 4 {
+		t.Errorf("%d checks, %d reports, %d store round trips; want 2, 2 and 4",
+			h.events.calls("check"), h.events.calls("report"), store.calls)
 	}
 }

@@ -43,7 +43,8 @@ image:
 	GO=$(GO) VERSION=$(VERSION) ./scripts/image.sh $(IMAGE)
 
 ## test: everything — vet, unit, conformance on real Redis and Redis Cluster, scenarios,
-## fuzz seeds, end-to-end, both demo logins in headless Chromium — with -race; then the
+## fuzz seeds, end-to-end, both demo logins in headless Chromium (e2e/browser), the
+## API against openapi.yaml (api/contract) — with -race; then the
 ## TypeScript and Python clients against real tollgate processes, the shared vectors,
 ## and the contract (generated types compile, redocly lint). Installs redis-server,
 ## promtool, chromium, node/npm and python3 from the system's packages when missing
@@ -56,6 +57,14 @@ test: test-deps
 	# raceTooSlow), without it.
 	$(GO) test -count=1 -run 'TestBuiltInPolicy_NoStrategyBeatsABound|TestSearch_FindsTheBreakInAWeakenedPolicy' ./internal/lab/attack
 	cd deploy/kubernetes && $(GO) vet ./... && $(GO) test -count=1 ./...
+	# The nested modules that keep test-only dependencies out of the
+	# service's go.mod: the OpenAPI contract (kin-openapi; api's tests run
+	# its apicheck on every response) and the browser tests (chromedp).
+	cd api/contract && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 ./...
+	cd e2e/browser && $(GO) vet ./... && $(GO) test -race -shuffle=on -count=1 ./...
+	# tollgate's proxy in front of Django's admin and DokuWiki, attacked by
+	# hydra while an owner signs in with Chromium (e2e/, a module of its own).
+	cd e2e && $(GO) vet ./... && $(GO) test -count=1 ./...
 	$(MAKE) --no-print-directory test-clients
 
 ## prove: the long attack search (tollgate-lab attack, docs/proof.md): every
@@ -79,6 +88,7 @@ test-deps:
 	./scripts/ensure-python.sh
 	./scripts/ensure-systemd.sh
 	./scripts/ensure-podman.sh
+	./scripts/ensure-realapps.sh
 	cd clients/typescript && npm ci --no-audit --no-fund
 	cd clients/contract && npm ci --no-audit --no-fund
 	cd examples/express-login && npm ci --no-audit --no-fund && npm run build

@@ -46,7 +46,7 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tollgate_proxy_answers_total",
 			Help: "Requests of the proxy's routes, by route and what the proxy did: forwarded (after a check or send), delayed (429), " +
 				"challenged, solved (a challenge, then the request went on), denied (a send flow's deny), refused (400, 413, 415), " +
-				"uninspected (no account: forwarded without a check), unavailable (503).",
+				"uninspected (no account: forwarded without a check), unavailable (503). Route _challenge counts the challenge page's posts that solved nothing.",
 		}, []string{"route", "answer"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_proxy_outcomes_total",

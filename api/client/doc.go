@@ -78,6 +78,54 @@
 // keeps it in a "__Host-" prefixed, Secure, HttpOnly cookie: Set after a
 // success, Token for the next check's DeviceToken, Clear to drop it.
 //
+// # Login middleware
+//
+// A Guard (NewGuard) does all of the above for a login route in chi's
+// middleware shape, func(http.Handler) http.Handler: before the handler it
+// reads the account from the form field (or JSON member) you name, the
+// client address through Proxies and the device cookie, computes the
+// password fingerprint, and checks; it answers a delay with 429 and
+// Retry-After (your page for a browser, a problem document for JSON) and a
+// captcha with tollgate's challenge, and runs the handler only for a
+// proceed. The handler reports how the attempt ended:
+//
+//	guard, err := client.NewGuard(client.GuardConfig{
+//		Client: tg, AccountField: "username", Proxies: proxies,
+//		FingerprintKey: fpKey, // 32 random bytes, kept like a session key
+//	})
+//	mux.Handle("POST /login", guard.Middleware(http.HandlerFunc(login)))
+//
+//	func login(w http.ResponseWriter, r *http.Request) {
+//		ok := checkPassword(r.PostForm.Get("username"), r.PostForm.Get("password"))
+//		outcome := wire.OutcomeFailure
+//		if ok {
+//			outcome = wire.OutcomeSuccess
+//		}
+//		client.AttemptFrom(r.Context()).Report(r.Context(), outcome) // sets the device cookie on success
+//		...
+//	}
+//
+// The challenge round trip: a captcha verdict on a browser's form post is
+// answered with a page that runs tollgate's proof of work (fetched once
+// from GET /v1/challenge/solver.js and inlined under a nonce CSP) or a
+// provider's widget, and posts the solution back to the same URL with a
+// handle. The form the browser had posted waits on the server, sealed
+// (AES-256-GCM, GuardConfig.Holds and HoldKey), never echoed into the
+// page; tollgate verifies the solution once (POST /v1/challenge/verify),
+// and the request goes on as that form, its check sent with
+// captcha_solved, so the end user types nothing again. A JSON client gets
+// the challenge in a 429 problem document and sends its request again with
+// the solution in the Tollgate-Challenge-Token and -Nonce header fields.
+//
+// The fingerprint key: 32 random bytes, kept as secret as the session key
+// (with it, whoever sees the calls to tollgate can test password guesses
+// against a fingerprint offline), the same on every instance. tollgate
+// never sees it and verifies nothing with it: it only counts fingerprints
+// (one password failing on many accounts; a repeated wrong password once).
+// A new key makes new fingerprints, so rotating it restarts those counts
+// (for at most the rules' windows: 24 hours on the built-in login); there
+// is no window in which both keys count as one.
+//
 // # Webhooks
 //
 // tollgate posts events (a new device, an account under attack, a store

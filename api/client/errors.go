@@ -45,9 +45,10 @@ func (timeoutError) Is(target error) bool { return target == ErrUnavailable }
 // overloaded) and a 429; a 4xx other than 429 means the request or its
 // token was refused, and no FailMode waves it through.
 type Error struct {
-	// Op is the call: "check", "report", "send", or the admin call's name
-	// ("explain", "reset", "allow", "deny", "entries", "remove", "reload",
-	// "dead-letters", "replay").
+	// Op is the call: "check", "report", "send", the challenge calls
+	// ("challenge", "challenge-verify", "challenge-solver"), or the admin
+	// call's name ("explain", "reset", "allow", "deny", "entries",
+	// "remove", "reload", "dead-letters", "replay").
 	Op string
 	// Status is the HTTP status code.
 	Status int

@@ -9,17 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3filter"
-
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/challenge"
 )
-
-func init() {
-	// GET /v1/challenge/solver.js's body is script text (type: string).
-	openapi3filter.RegisterBodyDecoder("text/javascript", openapi3filter.PlainBodyDecoder)
-}
 
 // challengeHarness is a harness whose API serves the challenge routes
 // with c (on the harness's clock), behind v when v is set.

@@ -1,27 +1,18 @@
 package api_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
-	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
-	"github.com/getkin/kin-openapi/routers"
-	"github.com/getkin/kin-openapi/routers/legacy"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/tollgate-auth/tollgate"
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
@@ -34,81 +25,6 @@ import (
 
 // testSecret keys every test engine.
 var testSecret = []byte("tollgate-api-tests-secret-32-bytes-long")
-
-// spec is openapi.yaml, loaded and validated once.
-var spec = sync.OnceValues(func() (*openapi3.T, error) {
-	// kin-openapi decodes text/plain but not OpenMetrics, which /metrics
-	// serves to scrapers that ask for it.
-	openapi3filter.RegisterBodyDecoder("application/openmetrics-text", openapi3filter.PlainBodyDecoder)
-	// GET /openapi.yaml's body is YAML text (type: string); kin-openapi
-	// would decode application/yaml into an object before validating it.
-	openapi3filter.RegisterBodyDecoder("application/yaml", openapi3filter.PlainBodyDecoder)
-	loader := openapi3.NewLoader()
-	doc, err := loader.LoadFromData(tollgate.OpenAPI)
-	if err != nil {
-		return nil, err
-	}
-	if err := doc.Validate(context.Background()); err != nil {
-		return nil, err
-	}
-	return doc, nil
-})
-
-// fallbackResponses are what openapi.yaml's x-tollgate-fallback-responses
-// describes, keyed by status: the answers to a request that matches no
-// operation (404 and 405). No operation lists them, so kin-openapi keeps the
-// extension as plain data; they are decoded as response objects and their
-// $refs resolved against the document's components, as kin does for the
-// document's own responses.
-var fallbackResponses = sync.OnceValues(func() (openapi3.ResponseBodies, error) {
-	doc, err := spec()
-	if err != nil {
-		return nil, err
-	}
-	raw, ok := doc.Extensions["x-tollgate-fallback-responses"]
-	if !ok {
-		return nil, errors.New("no x-tollgate-fallback-responses")
-	}
-	b, err := json.Marshal(raw)
-	if err != nil {
-		return nil, err
-	}
-	var rs openapi3.ResponseBodies
-	if err := json.Unmarshal(b, &rs); err != nil {
-		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
-	}
-	// A document of the spec's components with these as its responses:
-	// loading it resolves their $refs, validating it checks them.
-	d := &openapi3.T{
-		OpenAPI: doc.OpenAPI,
-		Info:    doc.Info,
-		Paths:   openapi3.NewPaths(),
-		Components: &openapi3.Components{
-			Schemas:   doc.Components.Schemas,
-			Headers:   doc.Components.Headers,
-			Responses: rs,
-		},
-	}
-	if err := openapi3.NewLoader().ResolveRefsIn(d, nil); err != nil {
-		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
-	}
-	if err := d.Validate(context.Background()); err != nil {
-		return nil, fmt.Errorf("x-tollgate-fallback-responses: %w", err)
-	}
-	return rs, nil
-})
-
-var specRouter = sync.OnceValues(func() (routers.Router, error) {
-	doc, err := spec()
-	if err != nil {
-		return nil, err
-	}
-	// Requests in tests go to httptest's example.com, not to the
-	// documented server: match on paths and methods only.
-	d := *doc
-	d.Servers = nil
-	return legacy.NewRouter(&d)
-})
 
 // harness is an API on a memory store and a manual clock, whose responses
 // are all checked against openapi.yaml.
@@ -312,14 +228,12 @@ func (h *harness) report(tb testing.TB, body map[string]any) verdict {
 }
 
 // validate checks res against the spec, failing tb when the spec does not
-// describe it, and returns the request's own validation error.
+// describe it, and returns the request's own validation error. The
+// document's side is api/contract's apicheck (apicheck_test.go), in a
+// module of its own so that the OpenAPI validator stays out of the
+// service's go.mod.
 func validate(tb testing.TB, req *http.Request, body string, res *response) error {
 	tb.Helper()
-	ctx := context.Background()
-	router, err := specRouter()
-	if err != nil {
-		tb.Fatalf("openapi.yaml router: %v", err)
-	}
 	// Headers every response carries.
 	if got := res.header.Get("Cache-Control"); got != "no-store" {
 		tb.Errorf("%s %s: Cache-Control = %q, want no-store", req.Method, req.URL.Path, got)
@@ -332,74 +246,20 @@ func validate(tb testing.TB, req *http.Request, body string, res *response) erro
 			tb.Errorf("%s %s: status %d with Content-Type %q, want application/problem+json", req.Method, req.URL.Path, res.status, ct)
 		}
 	}
-
-	vreq := req.Clone(ctx)
-	vreq.Body = io.NopCloser(strings.NewReader(body))
-	route, params, ferr := router.FindRoute(vreq)
-	if res.status == http.StatusNotFound || res.status == http.StatusMethodNotAllowed {
-		// Not a documented operation (kin's router is laxer than chi about
-		// trailing slashes): a 404 or 405 problem, as openapi.yaml's
-		// x-tollgate-fallback-responses describes.
-		fallback, err := fallbackResponses()
-		if err != nil {
-			tb.Fatalf("openapi.yaml: %v", err)
-		}
-		status := strconv.Itoa(res.status)
-		want := fallback[status]
-		if want == nil || want.Value == nil {
-			tb.Fatalf("openapi.yaml's x-tollgate-fallback-responses has no %s", status)
-		}
-		for name, h := range want.Value.Headers {
-			got := res.header.Values(name)
-			if len(got) == 0 {
-				if h.Value.Required {
-					tb.Errorf("%d without %s", res.status, name)
-				}
-				continue
-			}
-			if err := h.Value.Schema.Value.VisitJSON(got[0], openapi3.EnableJSONSchema2020()); err != nil {
-				tb.Errorf("%d header %s: %q does not match openapi.yaml's x-tollgate-fallback-responses %s: %v", res.status, name, got[0], status, err)
-			}
-		}
-		mt := want.Value.Content.Get("application/problem+json")
-		if mt == nil {
-			tb.Fatalf("openapi.yaml's x-tollgate-fallback-responses %s has no application/problem+json", status)
-		}
-		var v any
-		if err := json.Unmarshal(res.body, &v); err != nil {
-			tb.Fatalf("%d body %q: %v", res.status, res.body, err)
-		}
-		if err := mt.Schema.Value.VisitJSON(v, openapi3.EnableJSONSchema2020()); err != nil {
-			tb.Errorf("%d body %s does not match openapi.yaml's x-tollgate-fallback-responses %s: %v", res.status, res.body, status, err)
-		}
-		if ferr == nil {
-			ferr = errors.New("no such operation")
-		}
-		return ferr
+	r := checkContract(tb, exchange{
+		Method: req.Method, URL: req.URL.RequestURI(), Header: req.Header, Body: []byte(body),
+		Status: res.status, ResponseHeader: res.header, ResponseBody: res.body,
+	})
+	if r.Fatal != "" {
+		tb.Fatalf("%s", r.Fatal)
 	}
-	if ferr != nil {
-		tb.Fatalf("%s %s is not in openapi.yaml (%v) but answered %d", req.Method, req.URL.Path, ferr, res.status)
+	for _, e := range r.Errors {
+		tb.Errorf("%s", e)
 	}
-	in := &openapi3filter.RequestValidationInput{
-		Request:    vreq,
-		PathParams: params,
-		Route:      route,
-		// The server checks bearer tokens itself (TestAuth_*); the spec's
-		// security requirement is documentation here.
-		Options: &openapi3filter.Options{MultiError: false, AuthenticationFunc: openapi3filter.NoopAuthenticationFunc},
+	if r.RequestError != "" {
+		return errors.New(r.RequestError)
 	}
-	reqErr := openapi3filter.ValidateRequest(ctx, in)
-	out := &openapi3filter.ResponseValidationInput{
-		RequestValidationInput: in,
-		Status:                 res.status,
-		Header:                 res.header,
-		Options:                &openapi3filter.Options{IncludeResponseStatus: true},
-	}
-	out.SetBodyBytes(res.body)
-	if err := openapi3filter.ValidateResponse(ctx, out); err != nil {
-		tb.Errorf("%s %s → %d %s\ndoes not match openapi.yaml: %v", req.Method, req.URL.Path, res.status, truncate(res.body), err)
-	}
-	return reqErr
+	return nil
 }
 
 func truncate(b []byte) string {

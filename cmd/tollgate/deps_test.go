@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -36,6 +38,22 @@ func TestServerDependsOnNoTestOnlyModuleTheLoadToolOrTheLab(t *testing.T) {
 			if dep == banned || strings.HasPrefix(dep, banned+"/") {
 				t.Errorf("cmd/tollgate depends on %s", dep)
 			}
+		}
+	}
+}
+
+// The service's module requires no test-only module: the browser driver
+// and the OpenAPI validator are required by the nested modules that use
+// them (e2e/browser, api/contract), so that a build, an SBOM or a
+// vulnerability scan of the service sees only what it runs.
+func TestServiceModuleRequiresNoBrowserDriverOrOpenAPIValidator(t *testing.T) {
+	mod, err := os.ReadFile(filepath.Join("..", "..", "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, banned := range []string{"github.com/chromedp/", "github.com/getkin/kin-openapi"} {
+		if strings.Contains(string(mod), banned) {
+			t.Errorf("go.mod requires %s", banned)
 		}
 	}
 }

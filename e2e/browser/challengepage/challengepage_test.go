@@ -1,4 +1,4 @@
-package challenge_test
+package challengepage_test
 
 import (
 	"bytes"
@@ -16,8 +16,13 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/tollgate-auth/tollgate/challenge"
-	"github.com/tollgate-auth/tollgate/internal/browsertest"
+	"github.com/tollgate-auth/tollgate/e2e/browser/browsertest"
 )
+
+// testSecret is 32 bytes, as a server's.
+var testSecret = []byte("0123456789abcdef0123456789abcdef")
+
+var ctx = context.Background()
 
 // loginApp is a login behind a proxy that challenges every POST /login:
 // the proxy holds the post, serves the page, and on the solution post

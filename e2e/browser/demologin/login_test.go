@@ -1,4 +1,4 @@
-package main
+package demologin_test
 
 import (
 	"fmt"

@@ -1,4 +1,4 @@
-package main
+package demologin_test
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/tollgate-auth/tollgate/internal/browsertest"
+	"github.com/tollgate-auth/tollgate/e2e/browser/browsertest"
 
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/api/client"

@@ -1,5 +1,6 @@
-// Package browsertest drives the demo logins in headless Chromium (with
-// chromedp) for their end-to-end tests: it finds the browser (skipping the
+// Package browsertest drives pages in headless Chromium (with chromedp) for
+// the end-to-end tests of this module (the demo logins of examples/, the
+// challenge page): it finds the browser (skipping the
 // test without one, failing it when CI=true), starts it bounded in time and
 // checks that none of its processes outlives the test, and gives each
 // simulated end user a Tab of its own.

@@ -1,4 +1,4 @@
-package expresslogin
+package expresslogin_test
 
 import (
 	"bufio"
@@ -21,7 +21,7 @@ import (
 
 	"github.com/chromedp/cdproto/network"
 
-	"github.com/tollgate-auth/tollgate/internal/browsertest"
+	"github.com/tollgate-auth/tollgate/e2e/browser/browsertest"
 
 	"github.com/tollgate-auth/tollgate/api/client"
 )
@@ -60,11 +60,11 @@ func need(t *testing.T, format string, args ...any) {
 	t.Skip(msg)
 }
 
-// appDir is this directory once node, the app's node_modules (with the
-// built client) and its build are there.
+// appDir is examples/express-login once node, the app's node_modules (with
+// the built client) and its build are there.
 func appDir(t *testing.T) string {
 	t.Helper()
-	dir, err := filepath.Abs(".")
+	dir, err := filepath.Abs(filepath.Join("..", "..", "..", "examples", "express-login"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,7 +209,8 @@ func startTollgate(t *testing.T) string {
 		need(t, "no go tool on PATH to build tollgate")
 	}
 	bin := filepath.Join(t.TempDir(), "tollgate")
-	build := exec.Command(goTool, "build", "-o", bin, "github.com/tollgate-auth/tollgate/cmd/tollgate")
+	build := exec.Command(goTool, "build", "-o", bin, "./cmd/tollgate")
+	build.Dir = filepath.Join("..", "..", "..") // in the service's module, with its go.sum
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("go build ./cmd/tollgate: %v\n%s", err, out)
 	}

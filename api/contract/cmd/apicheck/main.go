@@ -1,0 +1,24 @@
+// Command apicheck checks exchanges with tollgate's HTTP API against
+// openapi.yaml: it reads one JSON contract.Exchange per line on standard
+// input and writes one JSON contract.Result per line on standard output.
+// The api package's tests run it (api/harness_test.go) so that the OpenAPI
+// validator stays out of the service's module.
+package main
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/tollgate-auth/tollgate/api/contract"
+)
+
+func main() {
+	if _, err := contract.Spec(); err != nil {
+		fmt.Fprintf(os.Stderr, "apicheck: openapi.yaml: %v\n", err)
+		os.Exit(1)
+	}
+	if err := contract.Serve(os.Stdin, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "apicheck: %v\n", err)
+		os.Exit(1)
+	}
+}

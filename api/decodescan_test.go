@@ -11,7 +11,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/tollgate-auth/tollgate/internal/jsonoracle"
+	"github.com/tollgate-auth/tollgate/internal/testkit/jsonoracle"
 )
 
 // decodeJSONScan is decodeJSON by scanning keys with jsonscan.

@@ -19,8 +19,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // testSecret keys every test engine.

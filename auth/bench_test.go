@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/auth"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // BenchmarkVerify verifies a valid token of each algorithm.

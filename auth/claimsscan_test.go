@@ -14,7 +14,7 @@ import (
 
 	"github.com/golang-jwt/jwt/v5"
 
-	"github.com/tollgate-auth/tollgate/internal/jsonoracle"
+	"github.com/tollgate-auth/tollgate/internal/testkit/jsonoracle"
 )
 
 // scanClaims is claims.UnmarshalJSON by scanning.

@@ -19,7 +19,7 @@ import (
 	"github.com/golang-jwt/jwt/v5"
 
 	"github.com/tollgate-auth/tollgate/auth"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 const (

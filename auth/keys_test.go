@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/auth"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 type equaler interface{ Equal(crypto.PublicKey) bool }

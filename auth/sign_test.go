@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/auth"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // TestSign_VerifyRoundTrip signs with each algorithm and verifies.

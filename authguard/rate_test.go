@@ -5,7 +5,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 	"github.com/tollgate-auth/tollgate/limits"
 )
 

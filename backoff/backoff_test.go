@@ -12,7 +12,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // base is the fixed instant every test counts from (testclock.Epoch); at and

@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/backoff"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // replay drives a counter with Charge the way an attacker with a schedule

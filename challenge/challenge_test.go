@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/challenge"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 var ctx = context.Background()

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/challenge"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // secretBody is a login form whose password must never show outside the

@@ -26,7 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // The Compose files under test, relative to this package's directory.

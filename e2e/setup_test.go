@@ -17,7 +17,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // The accounts' passwords. None is in testdata/top100.txt.

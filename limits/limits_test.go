@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 	"github.com/tollgate-auth/tollgate/limits"
 )
 

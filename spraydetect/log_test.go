@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 

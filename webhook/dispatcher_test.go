@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // emitN emits n events of tenant and returns their ids.

@@ -10,7 +10,7 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // eachQueue runs f on a memory queue (capacity 0: the default) and on a

@@ -13,8 +13,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-auth/tollgate/internal/redistest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 var queueSecret = []byte("0123456789abcdef0123456789abcdef")

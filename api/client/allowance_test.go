@@ -18,7 +18,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/client"
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // downURL is an address where tollgate was and nothing listens any more:

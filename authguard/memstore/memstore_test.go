@@ -10,8 +10,8 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/storetest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 func TestConformance(t *testing.T) {

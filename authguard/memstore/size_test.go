@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 

@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 )
 
 // luaAlgRE finds rate.lua's dispatch on the algorithm's name.

@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // blipPolicy holds an account in one long delay after 3 failures, so that

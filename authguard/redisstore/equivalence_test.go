@@ -14,8 +14,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/storetest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 

@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // heldStore holds the next n calls until open is closed (a slow store that

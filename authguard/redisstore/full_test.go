@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // fillRedis writes junk until Redis refuses writes with OOM (maxmemory with

@@ -7,7 +7,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // On one Redis node a check is first sent without its known network's

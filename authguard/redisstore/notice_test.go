@@ -14,8 +14,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // noticeRecorder is a Notifier that keeps what it is told.

@@ -15,9 +15,9 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
-	"github.com/tollgate-auth/tollgate/internal/storetest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // flood sends n checks at once, each on a fresh account and address, through

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // secretChecks builds an engine keyed by secret and returns its checks.

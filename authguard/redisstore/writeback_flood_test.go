@@ -13,8 +13,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // outageFlood is the red team's attack on the write-back at scale: while

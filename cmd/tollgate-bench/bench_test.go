@@ -18,8 +18,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // short are the flags of a short bench: one round of 300ms with 4 workers.

@@ -16,8 +16,8 @@ import (
 
 	"github.com/redis/go-redis/v9"
 
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // TestMain lets the table run this test binary as its children: as

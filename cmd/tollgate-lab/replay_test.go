@@ -16,7 +16,7 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/decisionlog"
 	"github.com/tollgate-auth/tollgate/internal/lab/replay"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 func replayRun(t *testing.T, args ...string) (code int, stdout, stderr string) {

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/challenge"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // solveIssued finds the nonce of an issued challenge's answer, as the

@@ -32,8 +32,8 @@ func TestServerDependsOnNoTestOnlyModuleTheLoadToolOrTheLab(t *testing.T) {
 			"github.com/tollgate-auth/tollgate/cmd/tollgate-lab",
 			"github.com/tollgate-auth/tollgate/internal/lab",
 			"github.com/tollgate-auth/tollgate/internal/testkit",
-			"github.com/tollgate-auth/tollgate/internal/redistest",
-			"github.com/tollgate-auth/tollgate/internal/storetest",
+			"github.com/tollgate-auth/tollgate/internal/testkit/redistest",
+			"github.com/tollgate-auth/tollgate/internal/testkit/storetest",
 		} {
 			if dep == banned || strings.HasPrefix(dep, banned+"/") {
 				t.Errorf("cmd/tollgate depends on %s", dep)

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // Two tollgate processes on one Redis (and on one Redis Cluster) share one

@@ -18,8 +18,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // otherSecret is a second deployment secret, not secret32.

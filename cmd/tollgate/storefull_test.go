@@ -14,8 +14,8 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 // TestStoreFull_RealRedis: a Redis at maxmemory with the noeviction policy

@@ -17,7 +17,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	tgclient "github.com/tollgate-auth/tollgate/api/client"
-	"github.com/tollgate-auth/tollgate/internal/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
 const hookSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"

@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/testclock"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // testEntrySteps holds a store's entry sets (authguard.EntryStore) to

@@ -1,7 +1,7 @@
 package api
 
 // The scanning decoder that decodeJSON replaced, kept as the oracle of
-// FuzzDecodeDifferential: internal/jsonscan's functions (now internal/jsonoracle), the key scan and
+// FuzzDecodeDifferential: internal/jsonscan's functions (now internal/testkit/jsonoracle), the key scan and
 // the decoding through encoding/json that followed it, as they were.
 
 import (

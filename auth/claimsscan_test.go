@@ -2,7 +2,7 @@ package auth
 
 // The scanning claims decoder that decodeClaims replaced, kept as the
 // oracle of FuzzClaimsDifferential: claims.UnmarshalJSON and
-// internal/jsonscan's functions (now internal/jsonoracle), as they were.
+// internal/jsonscan's functions (now internal/testkit/jsonoracle), as they were.
 
 import (
 	"bytes"

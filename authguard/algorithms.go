@@ -30,7 +30,7 @@ const (
 // algorithm is one row of the algorithm table: everything the engine, the
 // rule validation and the tools know about an algorithm. Adding one is a
 // type in package limits, a row here, its Lua twin in the Redis store's
-// rate.lua and its conformance row in internal/storetest (docs/design.md
+// rate.lua and its conformance row in internal/testkit/storetest (docs/design.md
 // §2; TestAlgorithms_EveryRowHasALuaTwinAndAConformanceRow).
 type algorithm struct {
 	// name is the algorithm's name in configuration and on the wire (the

@@ -27,7 +27,7 @@
 // batch of single-key operations (BackoffOp, LogOp, RateOp, DeleteOp) handed
 // to Store.Do at once, so a networked store answers in one round trip and a
 // Redis Cluster needs no multi-key atomicity. Apply is the reference
-// semantics of every operation; internal/storetest holds each Store to it.
+// semantics of every operation; internal/testkit/storetest holds each Store to it.
 // A check goes through Reserve, which also undoes the check's reservations
 // when it does not proceed; a Store that is a Reserver (Redis on one node)
 // does both in one step.

@@ -17,7 +17,7 @@ import (
 // atomic together. Operations on the same key within one batch apply in
 // order. Each store reads its own clock (the Redis store reads Redis TIME), so
 // results carry durations, never absolute times. The semantics of every
-// operation are those of Apply; internal/storetest checks a Store against it.
+// operation are those of Apply; internal/testkit/storetest checks a Store against it.
 type Store interface {
 	// Do applies ops and returns one Result per op, in order. An error means
 	// the store could not be reached or did not answer in time; it is then

@@ -16,7 +16,7 @@ var luaAlgRE = regexp.MustCompile(`alg == "([a-z_]+)"`)
 
 // algorithmGaps lists what adding an algorithm left out (docs/design.md §2):
 // a rate algorithm of authguard's table without its branch in rateLua or
-// without its row in rates (internal/storetest's conformance rows), a
+// without its row in rates (internal/testkit/storetest's conformance rows), a
 // branch or a row naming no rate algorithm of the table, a row twice; and
 // an algorithm of another kind without its own script in others.
 func algorithmGaps(rateLua string, rates []authguard.RateLimit, others map[authguard.Algorithm]string) []string {

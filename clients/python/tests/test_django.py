@@ -15,6 +15,7 @@ import hmac
 import html.parser
 import json
 import os
+import re
 import sys
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
@@ -301,11 +302,15 @@ class AdminLogin(RealTollgate):
             admin_login(api(ip), "ghost%02d" % i, "Spray-%d" % i)
         dave_pw = "dave-Tg-77c1-right"
         User.objects.create_user("dave", "", dave_pw, is_staff=True)
-        c = browser(ip)
-        c.get(ADMIN_LOGIN)  # the form, and the CSRF cookie the held submission is bound to
-        r = admin_login(c, "dave", dave_pw)
+        c = browser(ip, enforce_csrf_checks=True)
+        page = c.get(ADMIN_LOGIN)  # the form, and the CSRF cookie the held submission is bound to
+        csrf = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
+        assert csrf is not None
+        r = c.post(ADMIN_LOGIN, {"username": "dave", "password": dave_pw, "next": "/admin/",
+                                 "csrfmiddlewaretoken": csrf.group(1).decode()})
         self.assertEqual(r.status_code, 429)
         self.assertIn("nonce-", r["Content-Security-Policy"])
+        self.assertEqual(r["Referrer-Policy"], "same-origin")  # the resuming post's CSRF check over HTTPS
         self.assertNotIn(dave_pw.encode(), r.content, "the page echoes the password")
         self.assertNotIn(b"dave", r.content, "the page echoes the account")
         self.assertEqual(checked("dave"), 0)
@@ -360,6 +365,26 @@ class AdminLogin(RealTollgate):
         self.assertEqual((r.status_code, r.get("Location")), (302, ADMIN_LOGIN))
         self.assertEqual(checked("carol"), before)
         self.assertNotIn("sessionid", thief.cookies)
+
+
+class Reset(RealTollgate):
+    def test_tollgate_reset_unlocks_a_user_as_axes_reset_username_did(self) -> None:
+        import io
+        from unittest import mock
+
+        from django.core.management import call_command
+
+        c = browser("203.0.113.90")
+        gina = user("gina", "gina-Tg-right")
+        for i in range(6):
+            admin_login(c, gina, "wrong-%d" % i)
+        self.assertEqual(admin_login(c, gina, "gina-Tg-right").status_code, 429)
+        out = io.StringIO()
+        with mock.patch("sys.stdin", io.StringIO(gina + "\n")):
+            call_command("tollgate_reset", reason="test: owner verified", stdout=out)
+        self.assertRegex(out.getvalue(), r"tollgate deleted [1-9]\d* keys")
+        self.assertEqual(self.failures(gina), 0)
+        self.assertEqual(admin_login(c, gina, "gina-Tg-right").status_code, 302)
 
 
 class TollgateDown(_Base):
@@ -530,6 +555,33 @@ class Settings(unittest.TestCase):
             self.assertEqual([e.id for e in check_settings()], ["tollgate.E003"])
         with override_settings(TOLLGATE_FINGERPRINT_KEY=None):
             self.assertEqual([e.id for e in check_settings()], ["tollgate.E001"])
+
+
+class ReadmeSettings(unittest.TestCase):
+    def test_the_readme_block_is_all_a_startproject_needs(self) -> None:
+        from django.test import override_settings
+
+        from tollgate.django.checks import check_settings
+
+        with open(os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "README.md"),
+                  encoding="utf-8") as f:
+            readme = f.read()
+        m = re.search(r"<!-- e2e/plugin_setup_test.go appends this block verbatim[^\n]*\n```python\n(.*?)```", readme, re.S)
+        assert m is not None, "README.md has no marked Django settings block"
+        # What django-admin startproject writes, then the block.
+        ns: Dict[str, Any] = {
+            "INSTALLED_APPS": [a for a in SETTINGS["INSTALLED_APPS"] if a != "tollgate.django"],
+            "MIDDLEWARE": SETTINGS["MIDDLEWARE"][:-1],
+        }
+        os.environ.setdefault("TOLLGATE_FINGERPRINT_KEY", KEY)
+        exec(compile(m.group(1), "README.md", "exec"), ns)
+        lines = [x for x in m.group(1).splitlines() if x.strip()]
+        self.assertLessEqual(len(lines), 12, "the settings block is meant to fit on a screen")
+        block = {k: v for k, v in ns.items() if k.isupper()}
+        self.assertEqual(block["INSTALLED_APPS"], SETTINGS["INSTALLED_APPS"])
+        self.assertEqual(block["MIDDLEWARE"], SETTINGS["MIDDLEWARE"])
+        with override_settings(**block):
+            self.assertEqual(check_settings(), [])
 
 
 class Hold(unittest.TestCase):

@@ -29,6 +29,7 @@ def python_blocks(text: str) -> list:
 
 def load_example() -> types.ModuleType:
     """examples/login.py as a fresh module."""
+    os.environ.setdefault("TOLLGATE_FINGERPRINT_KEY", "tollgate-python-tests-fingerprint-key-32+")
     spec = importlib.util.spec_from_file_location("tollgate_example_login", EXAMPLE)
     assert spec is not None and spec.loader is not None
     mod = importlib.util.module_from_spec(spec)

@@ -102,7 +102,10 @@ def challenge_page(ch: Challenge, handle: str, action: str, solver: bytes) -> Pa
         ("Content-Security-Policy", _csp(nonce, widget[2] if widget else "")),
         ("Cache-Control", "no-store"),
         ("X-Content-Type-Options", "nosniff"),
-        ("Referrer-Policy", "no-referrer"),
+        # same-origin, not no-referrer: Django's CSRF check of the post
+        # that resumes the login wants a Referer over HTTPS (3.2) or an
+        # Origin that is not "null" (4.0 and later).
+        ("Referrer-Policy", "same-origin"),
         ("X-Frame-Options", "DENY"),
     ]
     return 429, headers, b

@@ -11,11 +11,17 @@ import { fallback, failDelay, failOpen, reasonFallbackAllowance, type CallError,
 import { mediaType, queryEscape, readUpTo, statusText } from "./http.js";
 import {
   adminShapes,
+  challengeResultShape,
+  challengeShape,
   decodeAs,
   encodeRequest,
   problemShape,
   requestFields,
   verdictShape,
+  type Challenge,
+  type ChallengeKind,
+  type ChallengeResult,
+  type ChallengeSolution,
   type CheckRequest,
   type DeadLetter,
   type Entry,
@@ -214,6 +220,38 @@ export class Client {
     return this.#verdictCall("send", "/v1/otp/send", encodeRequest(req, requestFields.send), mode, sendSubject(req), options);
   }
 
+  /**
+   * Asks tollgate for a challenge of kind ("pow", its proof of work, when
+   * undefined), for a page that answers a captcha verdict. A server that
+   * issues no challenges rejects with a {@link TollgateError} of status
+   * 404; a provider it is not configured with, with one of type
+   * invalid-field for "kind". Rejects on error.
+   */
+  async issueChallenge(kind?: ChallengeKind, options?: CallOptions): Promise<Challenge> {
+    const body = encodeRequest({ kind: kind === "pow" ? undefined : kind }, requestFields.challenge);
+    return (await this.#call("challenge", "/v1/challenge", body, challengeShape, options)) as Challenge;
+  }
+
+  /**
+   * Asks tollgate whether s solves its challenge, and spends it: `solved`
+   * is true at most once for a token. Send captcha_solved with the next
+   * check only when it is. Rejects on error.
+   */
+  async verifyChallenge(s: ChallengeSolution, options?: CallOptions): Promise<ChallengeResult> {
+    const body = encodeRequest(s ?? {}, requestFields.challengeVerify);
+    return (await this.#call("challenge-verify", "/v1/challenge/verify", body, challengeResultShape, options)) as ChallengeResult;
+  }
+
+  /**
+   * tollgate's proof-of-work solver script (GET /v1/challenge/solver.js):
+   * self-contained JavaScript for a page to run under its own CSP. The
+   * same for every call of one tollgate version: fetch it once. Rejects on
+   * error.
+   */
+  async challengeSolver(options?: CallOptions): Promise<string> {
+    return (await this.#call("challenge-solver", "/v1/challenge/solver.js", undefined, "text", options)) as string;
+  }
+
   /** Why a subject is delayed: every rule of the flow that counts it, and the verdict a check would get now. Nothing is counted. Needs admin:read. Rejects on error. */
   async explain(req: ExplainRequest, options?: CallOptions): Promise<Explanation> {
     return (await this.#call("explain", "/v1/admin/explain", encodeRequest(req, requestFields.explain), adminShapes.explanation, options)) as Explanation;
@@ -326,7 +364,7 @@ export class Client {
    * as shape; throws a {@link CallError} otherwise. No error holds a
    * request field's value.
    */
-  async #call(op: Op, path: string, body: string | undefined, shape: Shape, options: CallOptions | undefined): Promise<unknown> {
+  async #call(op: Op, path: string, body: string | undefined, shape: Shape | "text", options: CallOptions | undefined): Promise<unknown> {
     const ac = new AbortController();
     let timedOut = false;
     const timer = this.#timeoutMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort()), this.#timeoutMs) : undefined;
@@ -353,7 +391,7 @@ export class Client {
         if (typeof token !== "string") throw transport("no bearer token from the token source", undefined);
       }
       const headers: Record<string, string> = {
-        accept: "application/json, application/problem+json",
+        accept: shape === "text" ? "text/javascript" : "application/json, application/problem+json",
         "user-agent": this.#agent,
       };
       if (body !== undefined) headers["content-type"] = "application/json";
@@ -374,6 +412,10 @@ export class Client {
         throw transport("reading the answer", e);
       }
       if (b.byteLength > maxResponseBytes) throw new UnavailableError(op, "the answer is too large");
+      if (shape === "text") {
+        if (b.byteLength === 0) throw new UnavailableError(op, "the answer is empty");
+        return new TextDecoder("utf-8").decode(b);
+      }
       // The parser's message is not repeated: it may quote the body.
       let parsed: unknown;
       try {

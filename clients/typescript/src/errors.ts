@@ -17,11 +17,28 @@
 export const problemBase = "https://tollgate.dev/problems/";
 
 /**
- * The call an error is about: "check", "report", "send", "explain",
- * "reset", "allow", "deny", "entries", "remove", "reload", "dead-letters"
- * (deadLetters) or "replay" (replayWebhook).
+ * The call an error is about: "check", "report", "send", "challenge"
+ * (issueChallenge), "challenge-verify" (verifyChallenge),
+ * "challenge-solver" (challengeSolver), "explain", "reset", "allow",
+ * "deny", "entries", "remove", "reload", "dead-letters" (deadLetters) or
+ * "replay" (replayWebhook).
  */
-export type Op = "check" | "report" | "send" | "explain" | "reset" | "allow" | "deny" | "entries" | "remove" | "reload" | "dead-letters" | "replay";
+export type Op =
+  | "check"
+  | "report"
+  | "send"
+  | "challenge"
+  | "challenge-verify"
+  | "challenge-solver"
+  | "explain"
+  | "reset"
+  | "allow"
+  | "deny"
+  | "entries"
+  | "remove"
+  | "reload"
+  | "dead-letters"
+  | "replay";
 
 /**
  * tollgate could not answer the call: it is unreachable (connection refused

@@ -86,4 +86,8 @@ export {
   type DeadLetter,
   type ReplayRequest,
   type Replayed,
+  type Challenge,
+  type ChallengeKind,
+  type ChallengeSolution,
+  type ChallengeResult,
 } from "./wire.js";

@@ -303,6 +303,55 @@ export interface Replayed {
   replayed: boolean;
 }
 
+/** The kinds of challenge tollgate issues: its proof of work, or a provider CAPTCHA it verifies. */
+export type ChallengeKind = "pow" | "turnstile" | "hcaptcha" | "recaptcha";
+
+/** A challenge tollgate issued (POST /v1/challenge). */
+export interface Challenge {
+  /** The signed challenge, opaque, single-use: send it back with the solution. */
+  token: string;
+  /** "pow" or a provider's kind. */
+  kind: string;
+  /** The leading zero bits a proof-of-work solution needs (SHA-256 of the token's characters and the nonce as 8 bytes big-endian); 0 for a provider. */
+  difficulty: number;
+  /** When the token stops being accepted (RFC 3339). */
+  expires_at: string;
+  /** The path of tollgate's solver script. */
+  solver_url: string;
+  /** A provider's site key for its widget; "" for proof of work. */
+  site_key: string;
+}
+
+/** A solution to verify: a proof-of-work token and nonce, or a provider's widget response (with the token if one was issued, and the end user's address if known). */
+export interface ChallengeSolution {
+  token?: string | undefined;
+  nonce?: string | undefined;
+  provider?: "turnstile" | "hcaptcha" | "recaptcha" | undefined;
+  response?: string | undefined;
+  remote_ip?: string | undefined;
+}
+
+/** tollgate's verdict on a solution. */
+export interface ChallengeResult {
+  /** true at most once per token (or provider response), on every instance sharing the store: the solution is spent. */
+  solved: boolean;
+  /** "solved", or why not: invalid, expired, replayed, insufficient_work, malformed, not_configured, provider_rejected, provider_unavailable. */
+  reason: string;
+}
+
+/** The shape of an issued challenge. */
+export const challengeShape = {
+  token: "string",
+  kind: "string",
+  difficulty: "int",
+  expires_at: "string",
+  solver_url: "string",
+  site_key: "string",
+} as const satisfies Shape;
+
+/** The shape of a verification. */
+export const challengeResultShape = { solved: "bool", reason: "string" } as const satisfies Shape;
+
 /** A field of a request body: its JSON name and whether it is sent when empty. */
 type FieldSpec = readonly [name: string, always: boolean];
 
@@ -373,6 +422,14 @@ export const requestFields = {
   replay: [
     ["id", true],
     ["reason", true],
+  ],
+  challenge: [["kind", false]],
+  challengeVerify: [
+    ["token", false],
+    ["nonce", false],
+    ["provider", false],
+    ["response", false],
+    ["remote_ip", false],
   ],
 } as const satisfies Record<string, readonly FieldSpec[]>;
 

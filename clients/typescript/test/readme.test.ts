@@ -18,6 +18,20 @@ test("README's main snippet is examples/readme.ts", () => {
   assert.equal(m[1], readFileSync(join(packageDir, "examples", "readme.ts"), "utf8"));
 });
 
+test("README's Express snippet is examples/express.ts", () => {
+  const readme = readFileSync(join(packageDir, "README.md"), "utf8");
+  const m = /<!-- examples\/express\.ts -->\n```ts\n([\s\S]*?)```\n/.exec(readme);
+  assert.ok(m !== null, "README.md has no block marked <!-- examples/express.ts -->");
+  assert.equal(m[1], readFileSync(join(packageDir, "examples", "express.ts"), "utf8"));
+});
+
+test("the express subpath resolves to the built dist (self-reference by name)", async () => {
+  const pkg = await import("@tollgate/client/express");
+  for (const name of ["tollgate", "Guard", "Attempt", "attemptOf", "MemoryHolds"]) {
+    assert.equal(typeof (pkg as Record<string, unknown>)[name], "function", name);
+  }
+});
+
 test("the package exports resolve to the built dist (self-reference by name)", async () => {
   const pkg = await import("@tollgate/client");
   for (const name of ["Client", "Responder", "writeAnswer", "Proxies", "DeviceCookie", "TollgateError", "UnavailableError", "TimeoutError", "isUnavailable", "verifyWebhook", "WebhookVerificationError"]) {

@@ -146,7 +146,7 @@ type lookupRound struct {
 // the flow's shed verdict (a record could not be read in time). Otherwise
 // it waits for a slot, kept for priority calls when priority (a record of
 // p the store holds).
-func (e *Engine) floodVerdict(ctx context.Context, f *Flow, p *plan, solved bool) (v Verdict, recalled, priority bool) {
+func (e *Engine) floodVerdict(f *Flow, p *plan, solved bool) (v Verdict, recalled, priority bool) {
 	held := e.recall.held(p.ops, e.now(), false)
 	open, known := e.recordsOf(p, held)
 	if held == nil {
@@ -159,7 +159,7 @@ func (e *Engine) floodVerdict(ctx context.Context, f *Flow, p *plan, solved bool
 		if e.combine(f, p, batch{res: held}, solved).Action == Proceed {
 			return Verdict{}, false, known // no record decides it: the store does
 		}
-		if e.lookUp(ctx, p) {
+		if e.lookUp(p) {
 			held = e.recall.held(p.ops, e.now(), false)
 			open, known = e.recordsOf(p, held)
 		}
@@ -229,10 +229,12 @@ func (e *Engine) atBest(f *Flow, p *plan, held []Result, solved bool) Verdict {
 }
 
 // lookUp reads, in the store, the records p peeks that the engine
-// remembers neither way, and learns them (learnLookup). It reports false
-// when every round was full or its round did not run within the queue
-// wait.
-func (e *Engine) lookUp(ctx context.Context, p *plan) bool {
+// remembers neither way, and learns them (learnLookup). A check that finds
+// no round running runs them itself, in order, up to its own, and leaves
+// any behind it to a goroutine; any other waits for its round at most the
+// queue wait. It reports false when every round was full or its round did
+// not run in time.
+func (e *Engine) lookUp(p *plan) bool {
 	ms := e.now().UnixMilli()
 	l := &e.lookups
 	l.mu.Lock()
@@ -251,7 +253,12 @@ func (e *Engine) lookUp(ctx context.Context, p *plan) bool {
 				l.mu.Unlock()
 				return false
 			}
-			r.ops = append(r.ops, p.ops[i])
+			op := p.ops[i]
+			if l, ok := op.(*LogOp); ok {
+				c := *l // the round keeps no plan's buffer
+				op = &c
+			}
+			r.ops = append(r.ops, op)
 			l.reads[key] = r
 		}
 		// Rounds run in order: the later one ends last (a running one is
@@ -264,11 +271,23 @@ func (e *Engine) lookUp(ctx context.Context, p *plan) bool {
 		l.mu.Unlock()
 		return true
 	}
-	if !l.running {
-		l.running = true
-		go e.runLookups()
-	}
+	lead := !l.running
+	l.running = true
 	l.mu.Unlock()
+	if lead {
+		for r := e.nextRound(); r != nil; r = e.nextRound() {
+			e.readRound(r)
+			if r == wait {
+				break
+			}
+		}
+		l.mu.Lock()
+		if l.running = len(l.waiting) > 0; l.running {
+			go e.runLookups()
+		}
+		l.mu.Unlock()
+		return true
+	}
 	t := time.NewTimer(e.wait)
 	defer t.Stop()
 	select {
@@ -298,29 +317,41 @@ func (l *lookups) room() *lookupRound {
 
 // runLookups runs the rounds waiting, in order, until none is left.
 func (e *Engine) runLookups() {
-	ctx := context.Background()
-	l := &e.lookups
-	for {
-		l.mu.Lock()
-		if len(l.waiting) == 0 {
-			l.running = false
-			l.mu.Unlock()
-			return
-		}
-		r := l.waiting[0]
-		l.waiting = slices.Delete(l.waiting, 0, 1)
-		l.mu.Unlock()
-		if slot, err := e.acquire(ctx, true, true); err == nil {
-			e.learnLookup(ctx, r.ops, e.peekRecords(ctx, r.ops))
-			release(slot)
-		}
-		l.mu.Lock()
-		for _, op := range r.ops {
-			delete(l.reads, op.StoreKey())
-		}
-		l.mu.Unlock()
-		close(r.done)
+	for r := e.nextRound(); r != nil; r = e.nextRound() {
+		e.readRound(r)
 	}
+}
+
+// nextRound takes the first round waiting; with none left it returns nil,
+// and no round is running.
+func (e *Engine) nextRound() *lookupRound {
+	l := &e.lookups
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.waiting) == 0 {
+		l.running = false
+		return nil
+	}
+	r := l.waiting[0]
+	l.waiting = slices.Delete(l.waiting, 0, 1)
+	return r
+}
+
+// readRound reads round r's records in the store, in a call slot, and
+// learns them.
+func (e *Engine) readRound(r *lookupRound) {
+	ctx := context.Background()
+	if slot, err := e.acquire(ctx, true, true); err == nil {
+		e.learnLookup(ctx, r.ops, e.peekRecords(ctx, r.ops))
+		release(slot)
+	}
+	l := &e.lookups
+	l.mu.Lock()
+	for _, op := range r.ops {
+		delete(l.reads, op.StoreKey())
+	}
+	l.mu.Unlock()
+	close(r.done)
 }
 
 // learnLookup learns what the store answered (res, nil for nothing) to

@@ -76,12 +76,11 @@ func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testi
 	for range cap(e.slots) {
 		e.slots <- struct{}{} // the flood holds every ordinary slot
 	}
-	ctx := context.Background()
 	var wg sync.WaitGroup
 	var looked atomic.Int64
 	lookUp := func(p *plan) {
 		wg.Go(func() {
-			if e.lookUp(ctx, p) {
+			if e.lookUp(p) {
 				looked.Add(1)
 			}
 		})
@@ -129,7 +128,7 @@ func TestFlood_AnAttackersFreshNetworksShareOneLookUpARoundWithTheOwner(t *testi
 	}
 	gathered(lookupRounds * lookupRoundKeys)
 	full := make(chan bool, 1) // what a look-up of one more record says
-	go func() { full <- e.lookUp(ctx, record("net:one-too-many", netWindows)) }()
+	go func() { full <- e.lookUp(record("net:one-too-many", netWindows)) }()
 	var joined bool
 wait:
 	for i := 0; i < 10_000_000; i++ {

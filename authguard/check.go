@@ -88,7 +88,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 // taken (nil for none). The plan it made is left in *p, for reserve.
 func (e *Engine) flooded(ctx context.Context, s *subjects, device, id string, solved bool, b *batch, p *plan) (Verdict, bool, chan struct{}) {
 	*p = e.checkPlan(s, device, id, solved)
-	v, recalled, known := e.floodVerdict(ctx, s.flow, p, solved)
+	v, recalled, known := e.floodVerdict(s.flow, p, solved)
 	if v.Action != Proceed {
 		if recalled {
 			b.src = SourceRecall

@@ -15,7 +15,10 @@
 # per target (cyclonedx-gomod, pinned, from the Go module proxy; the server's,
 # which holds every module tollgate-lab's does: deploy/release_test.go checks); and
 # SHA256SUMS over all of them. DIST defaults to dist/. The SBOM tool is
-# github.com/CycloneDX/cyclonedx-gomod, pinned below.
+# github.com/CycloneDX/cyclonedx-gomod, pinned below. The Python client's
+# sdist and wheel (tollgate-X.Y.Z.tar.gz, tollgate-X.Y.Z-py3-none-any.whl,
+# with tollgate.django) come from scripts/build-python.sh, offline, with
+# the same times; SHA256SUMS covers them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -86,6 +89,8 @@ for target in $TARGETS; do
     { cat "$work/sbom.log" >&2; exit 1; }
 done
 
-(cd "$DIST" && sha256sum -- *.tar.gz *.cdx.json >SHA256SUMS)
+echo "release: building the Python package" >&2
+scripts/build-python.sh "$DIST" >/dev/null
+(cd "$DIST" && sha256sum -- *.tar.gz *.whl *.cdx.json >SHA256SUMS)
 echo "release: $DIST/SHA256SUMS" >&2
 cat "$DIST/SHA256SUMS"

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Builds and starts tollgate (memory store, built-in policy) and the Express
 # demo login of examples/express-login (Node, with the TypeScript client of
-# clients/typescript) together, on free loopback ports, prints the demo's
-# URL and stops both on Ctrl-C or when either ends.
+# clients/typescript, installed from its npm tarball) together, on free
+# loopback ports, prints the demo's URL and stops both on Ctrl-C or when
+# either ends.
 #
 # TOLLGATE_ADDR and DEMO_ADDR choose the addresses (loopback IP and port; by
 # default a free port each, found at start). A port another program holds is
@@ -37,20 +38,22 @@ demo_addrs
 echo "demo-express: building tollgate" >&2
 "$GO" build -o "$DEMO_DIR/tollgate" ./cmd/tollgate
 
-# The client and the demo: installed and built when missing or out of date.
+# The client, packed as its npm tarball (which the demo installs, as a
+# user would), and the demo: installed and built when missing or out of date.
+tarball=build/npm/tollgate-client-0.1.0.tgz
 if newer_than "$client/node_modules/.package-lock.json" "$client/package-lock.json"; then
   echo "demo-express: npm ci in $client" >&2
   (cd "$client" && "$NPM" ci --no-audit --no-fund)
 fi
-if newer_than "$client/dist/index.js" "$client/src" "$client/package.json" "$client/tsconfig.json"; then
-  echo "demo-express: building $client" >&2
-  (cd "$client" && "$NPM" run build)
+if newer_than "$tarball" "$client/src" "$client/package.json" "$client/tsconfig.json" "$client/README.md"; then
+  echo "demo-express: packing $client" >&2
+  NPM=$NPM scripts/build-npm.sh build/npm >/dev/null
 fi
-if newer_than "$app/node_modules/.package-lock.json" "$app/package-lock.json"; then
+if newer_than "$app/node_modules/.package-lock.json" "$app/package-lock.json" "$tarball"; then
   echo "demo-express: npm ci in $app" >&2
   (cd "$app" && "$NPM" ci --no-audit --no-fund)
 fi
-if newer_than "$app/dist/server.js" "$app/src" "$app/tsconfig.json" "$client/dist"; then
+if newer_than "$app/dist/server.js" "$app/src" "$app/tsconfig.json" "$app/node_modules/@tollgate/client"; then
   echo "demo-express: building $app" >&2
   (cd "$app" && "$NPM" run build)
 fi

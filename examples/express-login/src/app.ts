@@ -3,12 +3,20 @@
 // tells it how each attempt ended. The same app as examples/demo-login's
 // (Go), with @tollgate/client:
 //
-//   - tollgate.check before the password, tollgate.report after it, for
-//     unknown accounts exactly as for wrong passwords, with one answer for
-//     both;
-//   - a Responder for the answers that are not "go ahead": a delay is HTTP
-//     429 with Retry-After and a page that says how many seconds to wait, a
-//     CAPTCHA verdict serves the CAPTCHA page (writeAnswer writes either);
+//   - the password step behind the Express middleware of
+//     @tollgate/client/express: guard.before() checks before the password
+//     (the account from the form's username, the address through the
+//     proxies, the device cookie, the password's fingerprint) and answers
+//     a delay with HTTP 429, Retry-After and the login page saying how
+//     many seconds to wait, and a CAPTCHA verdict with tollgate's
+//     proof-of-work challenge, after which the form the user had filled
+//     in goes on by itself; the route checks the password and reports,
+//     for unknown accounts exactly as for wrong passwords, with one answer
+//     for both;
+//   - a Responder for the code step's answers that are not "go ahead": a
+//     delay is HTTP 429 with Retry-After and a page that says how many
+//     seconds to wait, a CAPTCHA verdict serves the CAPTCHA page
+//     (writeAnswer writes either);
 //   - the device cookie (DeviceCookie), set once a login has passed both
 //     steps, and sent as device_token with the next checks, so that an
 //     attack on the account or from the owner's address does not slow the
@@ -17,16 +25,17 @@
 //     the verdict, and the otp_verify flow (with the destination and
 //     channel) when the code is checked.
 
-import { createHmac, randomBytes, randomInt, timingSafeEqual } from "node:crypto";
+import { randomBytes, randomInt, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { ServerResponse } from "node:http";
 import express, { type NextFunction, type Request, type Response } from "express";
 import {
-  Client, DeviceCookie, Proxies, Responder, TollgateError, failDelay, writeAnswer,
+  Client, DeviceCookie, Proxies, Responder, failDelay, writeAnswer,
   type CallOptions, type Page as AnswerPage, type Verdict,
 } from "@tollgate/client";
+import { attemptOf, tollgate as guardOf } from "@tollgate/client/express";
 import {
-  type Page, msgBadCode, msgCaptcha, msgCodeCaptcha, msgOnItsWay, msgUnavailable, msgWrong,
+  type Page, msgBadCode, msgCheckUnavailable, msgCodeCaptcha, msgOnItsWay, msgUnavailable, msgWrong,
   renderPage, resendWait, tooManyAttempts,
 } from "./pages.js";
 import {
@@ -58,6 +67,8 @@ export interface AppConfig {
   proxies: Proxies;
   /** the PBKDF2-HMAC-SHA256 iteration count of the password hashes */
   hashIterations: number;
+  /** keys the password fingerprints (at least 32 bytes); default: random at every start */
+  fingerprintKey?: Buffer | undefined;
   /** gets a line for each call tollgate did not answer (no identifier in it) */
   warn?: (line: string) => void;
 }
@@ -119,15 +130,6 @@ function field(req: Request, name: string): string {
 }
 
 /**
- * accountRefused reports whether tollgate refused the request for its
- * account field: an identifier it will not count, answered as a wrong
- * password without checking it.
- */
-function accountRefused(err: unknown): boolean {
-  return err instanceof TollgateError && err.field === "account";
-}
-
-/**
  * respond answers v through rs (its hooks make the pages) and says whether
  * to go ahead, after holding a queued proceed for its holdMs.
  */
@@ -180,9 +182,11 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
   const users = await UserStore.create(demoUsers, cfg.hashIterations);
   const sessions = new Sessions();
   // Keys the password fingerprints sent to tollgate (an HMAC of the
-  // password, never the password); a new key at every start.
-  const fpKey = randomBytes(32);
-  const fingerprint = (password: string) => createHmac("sha256", fpKey).update(password).digest("hex");
+  // password, never the password). A new key at every start, which a demo
+  // may do: a real login reads 32 random bytes from its secrets, the same
+  // on every instance and across restarts (a new key starts the counts of
+  // sprayed and repeated passwords anew).
+  const fpKey = cfg.fingerprintKey ?? randomBytes(32);
 
   const loginDevice = new DeviceCookie(); // __Host-tollgate-device, 90 days
   const otpDevice = new DeviceCookie({ name: otpDeviceCookieName });
@@ -195,13 +199,24 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
   /** clientIP is the request's client address as tollgate wants it, or "". */
   const clientIP = (req: Request) => proxies.clientIP(req);
 
-  // The CAPTCHA and delay pages show the same page to everyone the flow
-  // asks, the delay page with only the wait. Waiting does not lift a
-  // CAPTCHA, so its page has no Retry-After.
+  // The password step's guard. Its delay page is the login page with the
+  // wait (the same for everyone the flow delays as long); a CAPTCHA
+  // verdict gets tollgate's challenge page, and the login page below only
+  // when none can be shown. Waiting does not lift a CAPTCHA, so that page
+  // has no Retry-After. The device cookie is set once the code step has
+  // passed too (deferDeviceCookie).
   const loginRS = new Responder({
     policy: flowLogin,
-    captcha: () => html(429, { ...loginPage(msgCaptcha), captchaFor: "login" }),
+    captcha: () => html(429, loginPage(msgCheckUnavailable)),
     delay: (seconds) => html(429, loginPage(tooManyAttempts(seconds))),
+  });
+  const guard = guardOf({
+    client: tollgate, flow: flowLogin, accountField: "username", passwordField: "password",
+    proxies, fingerprintKey: fpKey, deviceCookie: loginDevice, deferDeviceCookie: true,
+    failMode: failDelay, pages: loginRS, maxBodyBytes: maxFormBytes, warn,
+    // An account tollgate will not count is answered as a wrong password,
+    // without checking it.
+    refused: (_req, res) => render(res, 200, loginPage(msgWrong)),
   });
   // The code step's pages show the session's code page: a Responder for
   // each request, whose hooks know the session.
@@ -270,32 +285,17 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
     render(res, 200, loginPage());
   });
 
-  // The password step: check, password, report.
-  app.post("/login", form, async (req, res) => {
-    const ip = clientIP(req);
-    if (ip === "") return badRequest(res);
-    const name = field(req, "username");
-    const password = field(req, "password");
-    const token = loginDevice.fromRequest(req); // "" for none: the client omits it
-    const fp = fingerprint(password);
-    const call = callOptions(res);
-    const v = await tollgate.check({
-      flow: flowLogin, account: name, ip, device_token: token,
-      captcha_solved: field(req, "captcha") === "yes", password_fingerprint: fp,
-    }, failDelay, call);
-    if (v.error !== undefined) {
-      logErr("check", v.error);
-      if (accountRefused(v.error)) return render(res, 200, loginPage(msgWrong));
-    }
-    if (!(await respond(res, loginRS, v))) return;
-    const acct = await users.verify(name, password);
+  // The password step: the guard checked (and answered anything but a
+  // proceed); the password, then the report.
+  app.post("/login", form, guard.before(), async (req, res) => {
+    const attempt = attemptOf(req);
+    if (attempt === undefined) return badRequest(res);
+    const acct = await users.verify(field(req, "username"), field(req, "password"));
     // A failure for an unknown name is reported exactly like a wrong
-    // password for a known one.
-    const rv = await tollgate.report({
-      flow: flowLogin, account: name, ip, outcome: acct ? "success" : "failure",
-      attempt: v.attempt, device_token: token, password_fingerprint: fp,
-    }, failDelay, call);
-    logErr("report", rv.error);
+    // password for a known one. A success names the account by the app's
+    // own user name (ref), which tollgate's events carry back.
+    if (acct !== undefined) attempt.ref = acct.name;
+    const rv = await attempt.report(acct ? "success" : "failure");
     if (acct === undefined) return render(res, 200, loginPage(msgWrong));
     const s = sessions.create(acct.name, acct.phone, rv.device_token);
     if (s === undefined) return render(res, 503, loginPage(msgUnavailable));

@@ -19,8 +19,8 @@ export interface Page {
   alert?: boolean;
   /** the login page's demo accounts */
   users?: readonly User[];
-  /** the form that shows the CAPTCHA stand-in: login, send or verify */
-  captchaFor?: "login" | "send" | "verify";
+  /** the code step's form that shows the CAPTCHA stand-in: send or verify (the password step gets tollgate's challenge instead) */
+  captchaFor?: "send" | "verify";
   user?: string;
   phoneEnd?: string;
   sms?: readonly SMS[];
@@ -64,7 +64,6 @@ function loginBody(p: Page): string {
   <input id="username" name="username" autocomplete="username" required>
   <label for="password">Password</label>
   <input id="password" name="password" type="password" autocomplete="current-password" required>
-  ${captchaFor(p, "login")}
   <button id="signin" type="submit">Sign in</button>
 </form>
 <aside class="demo" id="demo-accounts">
@@ -155,7 +154,7 @@ ${body}
 // The messages end users see. The login's are the same for an unknown
 // account and a wrong password.
 export const msgWrong = "Wrong username or password.";
-export const msgCaptcha = "Please show you are a person: tick the box and sign in again.";
+export const msgCheckUnavailable = "Signing in from here needs a check that cannot be shown right now. Please try again later.";
 export const msgCodeCaptcha = "Please show you are a person: tick the box and try again.";
 export const msgOnItsWay = "If this number can receive codes, one is on its way.";
 export const msgBadCode = "That code is not right, or it has expired.";

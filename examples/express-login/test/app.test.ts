@@ -1,0 +1,159 @@
+/**
+ * The Express demo (dist/server.js, built with `npm run build`) in front of
+ * a real tollgate ($TOLLGATE_BIN, or one built from this repository with
+ * go build), both started on free loopback ports and killed by their PIDs
+ * at the end: what a script gets from the password step behind
+ * @tollgate/client/express, and that the client installed is the packed
+ * tarball, not the source tree. The browser's side (the challenge solved
+ * by tollgate's solver in Chromium) is e2e/browser's expresslogin test.
+ */
+
+import assert from "node:assert/strict";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { createHash } from "node:crypto";
+import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { createInterface } from "node:readline";
+import { after, before, test } from "node:test";
+import { fileURLToPath } from "node:url";
+
+/** examples/express-login, from dist-test/test/. */
+const appDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const repoRoot = resolve(appDir, "..", "..");
+
+const wrong = "Wrong username or password.";
+const children: ChildProcess[] = [];
+let binDir = "";
+let base = "";
+
+/** Starts cmd and resolves with the first match of re in a line of the stream it writes to (stdout, or stderr). */
+function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, fromStderr: boolean, re: RegExp, cwd?: string): Promise<string> {
+  const child = spawn(cmd, args, { env, cwd, stdio: ["ignore", fromStderr ? "ignore" : "pipe", fromStderr ? "pipe" : "inherit"] });
+  children.push(child);
+  const lines: string[] = [];
+  return new Promise<string>((ok, fail) => {
+    const timer = setTimeout(() => fail(new Error(`${cmd} did not start in 60 s:\n${lines.join("\n")}`)), 60_000);
+    child.once("exit", (code) => (clearTimeout(timer), fail(new Error(`${cmd} exited at start (${code}):\n${lines.join("\n")}`))));
+    createInterface({ input: (fromStderr ? child.stderr : child.stdout) as NodeJS.ReadableStream }).on("line", (line) => {
+      lines.push(line);
+      const m = re.exec(line);
+      if (m !== null) {
+        clearTimeout(timer);
+        ok(m[1] as string);
+      }
+    });
+  });
+}
+
+before(async () => {
+  let bin = process.env["TOLLGATE_BIN"] ?? "";
+  if (bin === "") {
+    binDir = mkdtempSync(join(tmpdir(), "express-login-test-"));
+    bin = join(binDir, "tollgate");
+    execFileSync("go", ["build", "-o", bin, "./cmd/tollgate"], { cwd: repoRoot, stdio: "inherit", timeout: 600_000 });
+  }
+  const env: NodeJS.ProcessEnv = { PATH: process.env["PATH"], TOLLGATE_LISTEN: "127.0.0.1:0", TOLLGATE_SECRET: "express-login-test-secret-of-32-bytes!" };
+  const addr = await start(resolve(bin), ["serve"], env, true, /"msg":"listening".*"addr":"([^"]+)"/);
+  base = await start("node", ["dist/server.js"], {
+    PATH: process.env["PATH"], HOME: tmpdir(), TOLLGATE_URL: `http://${addr}`, LISTEN: "127.0.0.1:0",
+    TRUSTED_PROXIES: "127.0.0.0/8,::1/128", DEMO_HASH_ITERATIONS: "1000",
+  }, false, /^listening (http:\/\/127\.0\.0\.1:\d+)$/, appDir);
+});
+
+after(() => {
+  for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
+  if (binDir !== "") rmSync(binDir, { recursive: true, force: true });
+});
+
+interface Got {
+  status: number;
+  headers: Headers;
+  body: string;
+}
+
+/** Posts the login form from ip (through the app's trust of loopback's X-Forwarded-For). */
+async function post(ip: string, form: Record<string, string>, cookie = ""): Promise<Got> {
+  const headers: Record<string, string> = { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": ip };
+  if (cookie !== "") headers["cookie"] = cookie;
+  const res = await fetch(base + "/login", { method: "POST", redirect: "manual", headers, body: new URLSearchParams(form).toString() });
+  return { status: res.status, headers: res.headers, body: await res.text() };
+}
+
+/** A proof-of-work nonce, found as tollgate's solver finds it. */
+function solve(token: string, difficulty: number): string {
+  const buf = Buffer.alloc(Buffer.byteLength(token) + 8);
+  buf.write(token);
+  for (let n = 0; n < 2 ** 28; n++) {
+    buf.writeUInt32BE(Math.floor(n / 2 ** 32), buf.length - 8);
+    buf.writeUInt32BE(n >>> 0, buf.length - 4);
+    const h = createHash("sha256").update(buf).digest();
+    let bits = difficulty;
+    let i = 0;
+    for (; bits >= 8 && h[i] === 0; bits -= 8) i++;
+    if (bits === 0 || (bits < 8 && h[i]! >> (8 - bits) === 0)) return String(n);
+  }
+  throw new Error("no nonce found");
+}
+
+test("the client installed is the packed tarball: no link to the source tree, no stale cached copy", () => {
+  const dir = join(appDir, "node_modules", "@tollgate", "client");
+  assert.equal(lstatSync(dir).isSymbolicLink(), false, "node_modules/@tollgate/client links to the source tree");
+  const pkg = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as { scripts?: unknown; exports?: Record<string, unknown> };
+  assert.equal(pkg.scripts, undefined, "the installed package.json has its build scripts: not scripts/build-npm.sh's tarball");
+  assert.ok(pkg.exports?.["./express"] !== undefined, "the tarball lacks the express subpath");
+  assert.ok(existsSync(join(dir, "LICENSE")), "the tarball lacks LICENSE");
+  // npm ci would take a file: tarball with an integrity from its cache,
+  // by that hash, and install the client as it was when the lockfile was
+  // written: the entry must have none.
+  const lock = JSON.parse(readFileSync(join(appDir, "package-lock.json"), "utf8")) as { packages: Record<string, { resolved?: string; integrity?: string }> };
+  const entry = lock.packages["node_modules/@tollgate/client"];
+  assert.equal(entry?.resolved, "file:../../build/npm/tollgate-client-0.1.0.tgz");
+  assert.equal(entry?.integrity, undefined, "package-lock.json pins the client tarball's hash: delete its integrity line");
+});
+
+test("an unknown account gets the same bytes as a known one's wrong password: the form (200), then the same 429", async () => {
+  for (let i = 1; i <= 6; i++) {
+    const known = await post(`198.51.100.${i}`, { username: "bob", password: `guess-${i}` });
+    const unknown = await post(`192.0.2.${i}`, { username: "nobody", password: `guess-${i}` });
+    if (i < 6) {
+      assert.equal(known.status, 200, known.body);
+      assert.ok(known.body.includes(wrong));
+    } else {
+      assert.equal(known.status, 429);
+      assert.equal(known.headers.get("retry-after"), "1");
+      assert.ok(known.body.includes("Too many attempts, try again in 1 second."), known.body);
+    }
+    assert.equal(unknown.status, known.status, `attempt ${i}`);
+    assert.equal(unknown.body, known.body, `attempt ${i}`);
+    assert.equal(unknown.headers.get("retry-after"), known.headers.get("retry-after"));
+  }
+});
+
+test("a sprayed address meets tollgate's challenge; solved, alice's held form goes on to the code step", async () => {
+  const ip = "203.0.113.66";
+  for (let i = 1; i <= 10; i++) {
+    const a = await post(ip, { username: `user${String(i).padStart(2, "0")}`, password: "Spray-2026!" });
+    assert.equal(a.status, 200, `spray ${i}`);
+  }
+  const page = await post(ip, { username: "alice", password: "wonderland-42" });
+  assert.equal(page.status, 429);
+  assert.equal(page.headers.get("retry-after"), null, "waiting does not lift a CAPTCHA");
+  assert.ok(page.body.includes("Checking that this request is not automated"), page.body);
+  assert.ok(!page.body.includes("wonderland-42") && !page.body.includes("alice"), "the page holds the submission");
+  const handle = /name="tollgate_handle" value="([^"]+)"/.exec(page.body)?.[1] ?? "";
+  const token = /name="tollgate_token" value="([^"]+)"/.exec(page.body)?.[1] ?? "";
+  const difficulty = Number(/data-difficulty="(\d+)"/.exec(page.body)?.[1]);
+  const done = await post(ip, { tollgate_handle: handle, tollgate_token: token, tollgate_nonce: solve(token, difficulty) });
+  assert.equal(done.status, 303, done.body);
+  assert.equal(done.headers.get("location"), "/otp");
+  const session = (done.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const otp = await fetch(base + "/otp", { headers: { cookie: session } });
+  assert.ok((await otp.text()).includes("Password accepted. Second step"));
+});
+
+test("an account tollgate will not count is answered as a wrong password", async () => {
+  const a = await post("198.51.100.90", { username: "a".repeat(300), password: "x" });
+  assert.equal(a.status, 200);
+  assert.ok(a.body.includes(wrong));
+});

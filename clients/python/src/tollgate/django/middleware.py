@@ -69,7 +69,9 @@ class TollgateMiddleware:
         if not s.enabled:
             return self.get_response(request)
         st = state.of(request)
-        if _is_form_post(request) and "tollgate_handle" in request.POST:
+        # Only a urlencoded post can be the challenge page's: a multipart
+        # one is left unread, for a view that sets its own upload handlers.
+        if request.method == "POST" and _media_type(request) == _FORM and "tollgate_handle" in request.POST:
             early = self._resume(request, st, s)
             if early is not None:
                 return early
@@ -146,8 +148,10 @@ class TollgateMiddleware:
                 r = s.client.verify_challenge(token=token or None, nonce=post.get("tollgate_nonce", "") or None)
         except (TollgateError, Unavailable) as e:
             log.warning("tollgate.django: the challenge's solution could not be verified (%s)", e)
+            hold.take(cache, secret, handle, binding)
             return self._challenge(request, s, held) or _response(s.html_responder.respond(_captcha()))
-        if not r.solved or hold.take(cache, secret, handle, binding) is None:
+        taken = hold.take(cache, secret, handle, binding) is not None  # the handle is spent either way
+        if not r.solved or not taken:
             # A fresh challenge for the same submission: each one is solved
             # once, so a wrong solution costs another.
             return self._challenge(request, s, held) or _response(s.html_responder.respond(_captcha()))

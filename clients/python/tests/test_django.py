@@ -517,6 +517,44 @@ class StandInTollgate(_Base):
             admin_login(browser("203.0.113.75"), "alice", "pw")
         self.assertEqual(self.sent("/v1/check"), [])
 
+    def test_a_forged_solution_post_is_sent_back_to_the_form_and_checks_nothing(self) -> None:
+        import random
+        from urllib.parse import urlencode
+
+        from tollgate.django import hold
+
+        rnd = random.Random(20261206)
+        alphabet = "AZaz09-_./%\x00\u00e9\u202e=&;\"'<>"
+        junk = lambda n: "".join(rnd.choice(alphabet) for _ in range(rnd.randrange(n)))  # noqa: E731
+        c = browser("203.0.113.99")
+        for i in range(200):
+            fields = {"tollgate_handle": rnd.choice([junk(80), hold.new_handle(), ""]),
+                      "tollgate_token": junk(70), "tollgate_nonce": rnd.choice([junk(25), str(rnd.getrandbits(64))])}
+            if rnd.random() < 0.5:
+                fields["username"] = junk(20)
+            r = c.post(ADMIN_LOGIN, urlencode(fields), content_type="application/x-www-form-urlencoded")
+            with self.subTest(i=i):
+                self.assertEqual((r.status_code, r.get("Location")), (302, ADMIN_LOGIN))
+        self.assertEqual(self.sent("/v1/check"), [])
+        self.assertEqual(self.sent("/v1/challenge/verify"), [])
+
+    def test_any_cached_blob_unseals_to_nothing(self) -> None:
+        import random
+
+        from django.core.cache.backends.locmem import LocMemCache
+
+        from tollgate.django import hold
+
+        rnd = random.Random(7)
+        cache = LocMemCache("tollgate-garbage", {})
+        h = hold.new_handle()
+        for n in list(range(0, 40)) + [64, 100, 1000]:
+            cache.set(hold._cache_key(h), bytes(rnd.getrandbits(8) for _ in range(n)))
+            self.assertIsNone(hold.peek(cache, b"k" * 32, h, b"bind"))
+        for value in (None, "text", 42, ["list"], {"d": 1}):
+            cache.set(hold._cache_key(h), value)
+            self.assertIsNone(hold.take(cache, b"k" * 32, h, b"bind"))
+
 
 class Settings(unittest.TestCase):
     def test_every_mistake_is_improperly_configured_naming_the_setting(self) -> None:

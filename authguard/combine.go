@@ -2,83 +2,70 @@ package authguard
 
 import "time"
 
-// combine turns results into a verdict: any deny rule past its limit
-// denies; else the longest wait of a delay rule wins; else any captcha rule
-// past its limit demands a CAPTCHA unless one was solved; else Proceed, held
-// for the longest place in a leaky_bucket rule's queue.
+// combine turns results into a verdict by the verdict rule (readings), as
+// Blocked decides whether there is one: any result that stops the check as
+// Deny denies it; else the longest wait of one that stops it as Delay wins;
+// else any that stops it as Captcha, or a Shared wait a solved CAPTCHA
+// would exempt from, demands a CAPTCHA; else Proceed, held for the longest
+// place in a queue.
 //
-// A known device is exempt from the wait of the account's shared device
-// counter while its own allowance and its slot admit it. When the store was
-// full, what it still holds (b.held) counts as well. With no results at all
-// (the store failed and the flow fails closed) it is the flow's fail-closed
-// delay, unless the store, full, still showed a longer wait.
+// When the store was full, what it still holds (b.held) counts as well,
+// where it shows something (a wait, an Over): an entry it lacks says
+// nothing, so a condition on an absence (a record not there) is read where
+// the batch was answered, in b.held only when nothing answered. With no
+// results at all (the store failed and the flow fails closed) it is the
+// flow's fail-closed delay, unless the store, full, still showed a longer
+// wait.
 func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict {
-	exempt, needsSolve := true, false
-	for _, res := range [][]Result{b.res, b.held} {
-		for i, r := range res {
-			if ro := p.meta[i].role; (ro == roleAllowance || ro == roleOwner || ro == roleAllowanceSolved) && r.Over {
-				exempt = false
-			}
-		}
+	answered := b.res
+	if answered == nil {
+		answered = b.held
 	}
-	// A send's owner allowance needs the destination verified: read where
-	// the batch was answered (the held state only when nothing answered).
-	verified := b.res
-	if verified == nil {
-		verified = b.held
-	}
+	var x exemption
 	for i := range p.meta {
-		switch p.meta[i].role {
-		case roleVerified:
-			if verified == nil || !verified[i].Over {
-				exempt = false
-			}
-		case roleAllowanceSolved:
-			needsSolve = true
+		ro := p.meta[i].role
+		if reading(ro).Binds == 0 {
+			continue
 		}
-	}
-	// Without a device the allowance takes a solved CAPTCHA: a send it
-	// would exempt is asked for one instead of waiting.
-	solvable := exempt && needsSolve && !captchaSolved
-	if solvable {
-		exempt = false
+		var r Result
+		if answered != nil {
+			r = answered[i]
+		}
+		x.read(ro, r, captchaSolved)
+		if b.res != nil && b.held != nil {
+			x.readHeld(ro, b.held[i], captchaSolved)
+		}
 	}
 	var wait, queue, sharedWait time.Duration
 	var delayed, captcha, queued, denied, shared reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
 			m := p.meta[i]
-			switch m.role {
-			case roleAllowance, roleOwner, roleAllowanceSolved, roleCredit, roleVerified:
-				continue
-			case roleShared:
-				if exempt {
+			rd := reading(m.role)
+			if rd.Shared {
+				if x.exempt() {
 					continue
 				}
-				if solvable && r.Wait > 0 && f.Rules[m.rule].Past == PastDelay {
-					// a CAPTCHA would exempt it
+				if x.solvable() && r.Wait > 0 { // a CAPTCHA would exempt it
 					sharedWait = max(sharedWait, r.Wait)
 					shared.add(f.reasonOf[m.rule])
 					continue
 				}
 			}
-			rule := &f.Rules[m.rule]
 			switch {
-			case rule.Past == PastDeny:
-				if r.Over {
+			case rd.Stops.Holds(r, captchaSolved):
+				switch rd.As {
+				case Deny:
 					denied.add(f.reasonOf[m.rule])
-				}
-			case rule.Past == PastCaptcha:
-				if r.Over && !captchaSolved {
+				case Captcha:
 					captcha.add(f.reasonOf[m.rule])
+				default:
+					wait = max(wait, r.Wait)
+					delayed.add(f.reasonOf[m.rule])
 				}
-			case r.Wait <= 0:
-			case rule.Algorithm.Queues() && !r.Over: // admitted: its place in the queue
+			case rd.Queues && r.Wait > 0: // admitted: its place in the queue
 				queue = max(queue, r.Wait)
 				queued.add(f.reasonOf[m.rule])
-			default:
-				wait = max(wait, r.Wait)
-				delayed.add(f.reasonOf[m.rule])
 			}
 		}
 	}

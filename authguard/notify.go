@@ -84,7 +84,7 @@ func (e *Engine) ruleNotices(c *callNotices, p *plan, b *batch) {
 		return
 	}
 	for i, m := range p.meta {
-		if (m.role != roleLimit && m.role != roleShared) || i >= len(b.res) || !b.res[i].Over {
+		if !m.limits() || i >= len(b.res) || !b.res[i].Over {
 			continue
 		}
 		r := &f.Rules[m.rule]
@@ -126,7 +126,7 @@ func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *p
 	if outcome == Failure && np.Emits(NoticeUnderAttack) && b.res != nil && s.account != "" {
 		for i, m := range p.meta {
 			r := &f.Rules[m.rule]
-			if (m.role != roleLimit && m.role != roleShared) || !r.accountBackoff() || i >= len(b.res) {
+			if !m.limits() || !r.accountBackoff() || i >= len(b.res) {
 				continue
 			}
 			res := b.res[i]

@@ -307,3 +307,31 @@ func TestExplain_OwnerAllowanceRowsNameNoRule(t *testing.T) {
 		t.Errorf("owner rows (facet: over) %v, want %v", got, want)
 	}
 }
+
+// A leaky bucket on the destination, in a send flow with owner codes, is
+// one of the rules the owner's codes skip (it is shared). A bomber naming
+// an account that never verified the number skips nothing: each of his
+// sends either goes ahead and is counted or is held back, so the queue's
+// limit holds. (The engine once answered such a send with its place in the
+// queue, a proceed, while the store undid its take as a refused check's:
+// every send went out and the queue never filled.)
+func TestSend_ABomberNamingAnAccountCannotOverflowTheDestinationsQueue(t *testing.T) {
+	h := newHarness(t, `
+flows:
+  codes:
+    kind: send
+    owner_codes: 3
+    rules:
+      - {name: drip, subject: destination, algorithm: leaky_bucket, limit: 3, rate: 1/m, counts: proceed, clients: all}
+`)
+	sent := 0
+	for i := range 20 {
+		v := h.send(authguard.SendRequest{Flow: "codes", Destination: victim, Channel: "sms", IP: addr(i), Account: "someone@example.com"})
+		if v.Action == authguard.Proceed {
+			sent++
+		}
+	}
+	if sent > 3 {
+		t.Errorf("%d of 20 sends went out at once, want at most the queue's 3", sent)
+	}
+}

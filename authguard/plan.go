@@ -20,12 +20,16 @@ type plan struct {
 	buf *planOps
 }
 
-// meta is the rule an op stands for and how combine reads its result.
+// meta is the rule an op stands for and how the verdict reads its result.
 type meta struct {
 	rule  uint8 // index in Flow.Rules
-	role  role
+	role  Block // its row of the verdict rule (Reading)
 	facet Facet // what the op keeps when it is not its rule's own state
 }
+
+// limits reports whether the op's result is a rule's limit, its own or
+// shared: one that can stop a check.
+func (m meta) limits() bool { return reading(m.role).Stops != 0 }
 
 // Facet says what an op's state is when it is not its rule's own counter,
 // log or rate: a part of a device rule or of a send flow's owner
@@ -139,44 +143,45 @@ func (p *plan) rateOp() *RateOp {
 	return new(RateOp)
 }
 
-func (p *plan) add(op Op, rule int, ro role) {
+func (p *plan) add(op Op, rule int, ro Block) {
 	p.ops = append(p.ops, op)
 	p.meta = append(p.meta, meta{rule: uint8(rule), role: ro})
 }
 
 // addFacet is add for an op that keeps a facet of its rule (Facet).
-func (p *plan) addFacet(op Op, rule int, ro role, f Facet) {
+func (p *plan) addFacet(op Op, rule int, ro Block, f Facet) {
 	p.ops = append(p.ops, op)
 	p.meta = append(p.meta, meta{rule: uint8(rule), role: ro, facet: f})
 }
 
-// role says how combine reads an operation's result.
-type role uint8
-
+// The roles of the ops that are not their rule's own result, each the
+// Block the verdict reads it by; an op of a rule's own counter, log or rate
+// is read by the rule's (Rule.block). A role is given as the op is added,
+// and network and owner make an account's or a destination's delay rules
+// shared.
 const (
-	// roleLimit: the rule's own result, read by its Past.
-	roleLimit role = iota
-	// roleShared: the devices' shared counter; its Wait delays only a device
-	// that is not exempt.
-	roleShared
+	// roleShared: the devices' shared counter, or a delay rule that a
+	// known network's or the owner's allowance exempts from; its Wait
+	// delays only a client that is not exempt.
+	roleShared = BlockShared
 	// roleAllowance: the device's own allowance or its slot; an Over makes
 	// the device not exempt, never a verdict on its own.
-	roleAllowance
+	roleAllowance = BlockAllowance
 	// roleCredit: a verification credited to a send flow's conversion rule,
 	// or the record that an account verified a destination; never part of
 	// the verdict.
-	roleCredit
+	roleCredit = BlockNone
 	// roleVerified: whether the account verified the send's destination
 	// before (a peek of its record: Over when it did); not Over makes the
 	// device not exempt, never a verdict on its own.
-	roleVerified
+	roleVerified = BlockVerified
 	// roleOwner: a send's owner allowance (SendPolicy.OwnerCodes), read as
 	// roleAllowance and spent only on sends it exempted (Finish).
-	roleOwner
+	roleOwner = BlockOwner
 	// roleAllowanceSolved: roleOwner for a send without a known device:
 	// exempt only with a solved CAPTCHA, so that the shared rules' wait
 	// becomes a CAPTCHA to solve.
-	roleAllowanceSolved
+	roleAllowanceSolved = BlockAllowanceSolved
 )
 
 // checkPlan is the batch of a check: every rule that counts the client
@@ -202,7 +207,7 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 			if key := e.key(s, r); key != "" && cost > 0 {
 				o := p.rateOp()
 				*o = RateOp{Key: key, Action: RateTake, Rate: r.Rate, Cost: cost}
-				p.add(o, i, roleLimit)
+				p.add(o, i, r.block())
 			}
 		}
 	}
@@ -364,7 +369,7 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	shared := false
 	for i := range p.ops {
 		r := &f.Rules[p.meta[i].rule]
-		if p.meta[i].role == roleLimit && r.Algorithm == Backoff && r.Subject.Parts == PartAccount && r.Past == PastDelay {
+		if p.meta[i].role == BlockDelay && r.Algorithm == Backoff && r.Subject.Parts == PartAccount {
 			p.meta[i].role = roleShared
 			shared = true
 		}
@@ -424,7 +429,7 @@ func (e *Engine) backoff(p *plan, s *subjects, i int, action BackoffAction, atte
 			Key: key, Action: action, Policy: r.Backoff,
 			Fingerprint: s.fp, SeenWindow: s.flow.SamePasswordWindow, Attempt: attempt,
 		}
-		p.add(o, i, roleLimit)
+		p.add(o, i, r.block())
 	}
 }
 
@@ -436,7 +441,7 @@ func (e *Engine) log(p *plan, s *subjects, i int, action LogAction, attempt stri
 	if key != "" && member != "" {
 		o := p.logOp()
 		*o = LogOp{Key: key, Action: action, Member: member, Windows: r.Windows, Bypass: bypass}
-		p.add(o, i, roleLimit)
+		p.add(o, i, r.block())
 	}
 }
 
@@ -454,8 +459,9 @@ const (
 // of the owner's allowance (SendPolicy.OwnerCodes): the record that the
 // account verified the destination (a peek), and the allowance itself (a
 // log of the sends it let through). The delay rules on the destination
-// become shared: their waits hold the send back only when the account has
-// not verified the destination or its allowance is spent. A known device
+// become shared: their waits, a queue's place in it too, hold the send back
+// only when the account has not verified the destination or its allowance
+// is spent. A known device
 // has OwnerCodes of its own; a send without one as many more, each behind
 // a solved CAPTCHA (the shared wait is then answered with a CAPTCHA), so
 // that an owner without her device is never left waiting out the
@@ -467,7 +473,7 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	}
 	for i := range p.ops {
 		r := &f.Rules[p.meta[i].rule]
-		if p.meta[i].role == roleLimit && r.Subject.Parts == PartDestination && r.Subject.IPBits == 0 && r.Past == PastDelay {
+		if m := p.meta[i].role; (m == BlockDelay || m == BlockQueue) && r.Subject.Parts == PartDestination && r.Subject.IPBits == 0 {
 			p.meta[i].role = roleShared
 		}
 	}

@@ -2,41 +2,6 @@ package authguard
 
 import "context"
 
-// Block says how one operation's result bears on whether a check proceeds:
-// what combine reads it as.
-type Block uint8
-
-const (
-	// BlockNone: the result never blocks.
-	BlockNone Block = iota
-	// BlockDelay blocks when the result has a Wait.
-	BlockDelay
-	// BlockQueue blocks when the result has a Wait and is Over: a leaky
-	// bucket, whose admitted calls carry their place in the queue as Wait.
-	BlockQueue
-	// BlockCaptcha blocks when the result is Over and no CAPTCHA was solved.
-	BlockCaptcha
-	// BlockAllowance never blocks on its own; Over makes the device not
-	// exempt from BlockShared.
-	BlockAllowance
-	// BlockShared blocks when the result has a Wait, unless every
-	// BlockAllowance result of the batch is within its limit.
-	BlockShared
-	// BlockDeny blocks when the result is Over, CAPTCHA or not.
-	BlockDeny
-	// BlockVerified never blocks on its own; not Over makes the device not
-	// exempt from BlockShared (a send's destination that its account has
-	// not verified).
-	BlockVerified
-	// BlockAllowanceSolved is BlockOwner for a client without a device: it
-	// also makes the client not exempt unless a CAPTCHA was solved.
-	BlockAllowanceSolved
-	// BlockOwner is BlockAllowance for a send's owner allowance or a known
-	// network's, and spare: spent only on a check it exempted from a
-	// BlockShared wait (Finish).
-	BlockOwner
-)
-
 // Gate is what a check's operation stands for when the check is decided: how
 // its result blocks the check, and whether a blocked check undoes what the
 // operation reserved (Undo of the operation, when its result is Charged).
@@ -123,31 +88,6 @@ func UndoAction(op Op) string {
 	return ""
 }
 
-// Blocked reports whether results, read through their gates, keep a check
-// from proceeding. It agrees with the engine's verdict: Proceed exactly when
-// not Blocked (TestGates_AgreeWithCombine).
-func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
-	exempt := true
-	for i, g := range gates {
-		if (g.Block == BlockAllowance || g.Block == BlockOwner) && res[i].Over || g.Block == BlockVerified && !res[i].Over ||
-			g.Block == BlockAllowanceSolved && (res[i].Over || !captchaSolved) {
-			exempt = false
-		}
-	}
-	for i, g := range gates {
-		r := res[i]
-		switch {
-		case g.Block == BlockDelay && r.Wait > 0,
-			g.Block == BlockQueue && r.Wait > 0 && r.Over,
-			g.Block == BlockCaptcha && r.Over && !captchaSolved,
-			g.Block == BlockShared && r.Wait > 0 && !exempt,
-			g.Block == BlockDeny && r.Over:
-			return true
-		}
-	}
-	return false
-}
-
 // Undos returns Undo of every op whose gate says Undo and whose result is
 // Charged: what a blocked check gives back.
 func Undos(ops []Op, gates []Gate, res []Result) []Op {
@@ -215,9 +155,7 @@ func applyAt(ctx context.Context, st Store, ops []Op, res []Result, which []int)
 
 // Spare reports whether the gate's op is a spare allowance: spent only on a
 // check it exempted from a shared wait.
-func (g Gate) Spare() bool {
-	return g.Undo && (g.Block == BlockOwner || g.Block == BlockAllowanceSolved)
-}
+func (g Gate) Spare() bool { return g.Undo && reading(g.Block).Spare }
 
 // Finish decides a check whose ops were sent to st with those at peeked as
 // their peeks, res their results (updated in place), as Reserver.DoCheck
@@ -257,54 +195,33 @@ func Finish(ctx context.Context, st Store, ops []Op, gates []Gate, captchaSolved
 	return res, blocked, nil
 }
 
-// sharedWait reports whether a BlockShared result has a wait: a check that
+// sharedWait reports whether a Shared result has a wait: a check that
 // proceeds spends its spare allowances only then (an exemption).
 func sharedWait(gates []Gate, res []Result) bool {
 	for i, g := range gates {
-		if g.Block == BlockShared && res[i].Wait > 0 {
+		if reading(g.Block).Shared && res[i].Wait > 0 {
 			return true
 		}
 	}
 	return false
 }
 
-// gates returns each op's gate: backoff charges are refunded, log admissions
-// removed, and the units of rules that count proceeds given back; rules that
-// count checks keep theirs.
+// gates returns each op's gate: its Block, as the plan gave it, and
+// whether a blocked check undoes it: backoff charges are refunded, log
+// admissions removed, and the units of rules that count proceeds given
+// back; rules that count checks keep theirs, and a verified record's peek
+// has nothing to undo.
 func (p *plan) gates(f *Flow) []Gate {
 	var gates []Gate
 	if b := p.buf; b != nil && len(p.ops) <= len(b.gates) {
 		gates = b.gates[:len(p.ops)]
-		clear(gates)
 	} else {
 		gates = make([]Gate, len(p.ops))
 	}
 	for i, op := range p.ops {
 		m := p.meta[i]
-		rule := &f.Rules[m.rule]
-		g := &gates[i]
-		switch {
-		case m.role == roleAllowance:
-			g.Block = BlockAllowance
-		case m.role == roleVerified:
-			g.Block = BlockVerified
-		case m.role == roleAllowanceSolved:
-			g.Block = BlockAllowanceSolved
-		case m.role == roleOwner:
-			g.Block = BlockOwner
-		case m.role == roleShared:
-			g.Block = BlockShared
-		case rule.Past == PastCaptcha:
-			g.Block = BlockCaptcha
-		case rule.Past == PastDeny:
-			g.Block = BlockDeny
-		case rule.Algorithm.Queues():
-			g.Block = BlockQueue
-		default:
-			g.Block = BlockDelay
-		}
 		_, isRate := op.(*RateOp)
-		g.Undo = (!isRate || rule.Counts == OnProceed) && m.role != roleVerified
+		gates[i] = Gate{Block: m.role, Undo: (!isRate || f.Rules[m.rule].Counts == OnProceed) && m.role != roleVerified}
 	}
 	return gates
 }

@@ -45,6 +45,10 @@ func TestGates_AgreeWithCombine(t *testing.T) {
 			{Name: "pumping", Subject: Subject{Parts: PartIP}, Algorithm: Distinct, Of: PartDestination, Windows: wins, Past: PastDeny},
 			{Name: "flood", Subject: Subject{Parts: PartIP}, Algorithm: TokenBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}},
 			{Name: "daily", Subject: Subject{Parts: PartDestination}, Algorithm: SlidingLog, Rate: RateLimit{Window: time.Hour, Limit: 3}, Counts: OnProceed, Clients: AllClients},
+			// shared, as a delay rule on the destination: a wait not Over
+			// is no place in a queue for a send the owner's codes do not
+			// exempt
+			{Name: "drip", Subject: Subject{Parts: PartDestination}, Algorithm: LeakyBucket, Rate: RateLimit{Interval: time.Second, Limit: 3}, Counts: OnProceed, Clients: AllClients},
 		},
 		Send: SendPolicy{OwnerCodes: 2},
 	}

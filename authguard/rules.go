@@ -518,6 +518,20 @@ func (r *Rule) failureLog() bool { return r.Algorithm.row().failureLog && r.Coun
 // logRule reports whether the rule is kept as a LogOp.
 func (r *Rule) logRule() bool { return r.Algorithm.Param() == ParamWindows || r.failureLog() }
 
+// block is the Block the verdict reads the rule's own result by: its Past,
+// where a delay of a queue's admitted call is its place in the queue.
+func (r *Rule) block() Block {
+	switch {
+	case r.Past == PastCaptcha:
+		return BlockCaptcha
+	case r.Past == PastDeny:
+		return BlockDeny
+	case r.Algorithm.Queues():
+		return BlockQueue
+	}
+	return BlockDelay
+}
+
 // rateRule reports whether the rule is kept as a RateOp.
 func (r *Rule) rateRule() bool { return r.Algorithm.Param() != ParamBackoff && !r.logRule() }
 

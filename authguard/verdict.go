@@ -116,3 +116,191 @@ func (v Verdict) MarshalJSON() ([]byte, error) {
 		Reasons: reasons, Attempt: v.Attempt, DeviceToken: v.DeviceToken,
 	})
 }
+
+// Block is how one op's result in a check bears on the verdict: its row of
+// the verdict rule (Reading). A plan gives each op its Block as it adds the
+// op; combine, Blocked and redisstore's check script read results by it.
+type Block uint8
+
+// The blocks. What each one reads is its Reading: the rows of readings.
+const (
+	// BlockNone: the result never counts (a record's peek that is no
+	// condition, a credit).
+	BlockNone Block = iota
+	// BlockDelay: a Wait delays the check.
+	BlockDelay
+	// BlockQueue: a leaky bucket's result: a Wait Over delays the check; a
+	// Wait not Over is the admitted call's place in the queue.
+	BlockQueue
+	// BlockCaptcha: Over asks for a CAPTCHA unless one was solved.
+	BlockCaptcha
+	// BlockAllowance never stops a check; Over makes it not exempt from
+	// BlockShared waits.
+	BlockAllowance
+	// BlockShared: a Wait delays the check unless it is exempt: no result
+	// of the batch binds (Reading.Binds).
+	BlockShared
+	// BlockDeny: Over denies the check, CAPTCHA or not.
+	BlockDeny
+	// BlockVerified never stops a check; not Over makes it not exempt (a
+	// send's destination that its account has not verified, a network it
+	// never signed in from).
+	BlockVerified
+	// BlockAllowanceSolved is BlockOwner for a client without a device: it
+	// also makes the check not exempt unless a CAPTCHA was solved.
+	BlockAllowanceSolved
+	// BlockOwner is BlockAllowance for a send's owner allowance or a known
+	// network's, and spare: spent only on a check it exempted from a
+	// BlockShared wait (Finish).
+	BlockOwner
+)
+
+// Cond is a condition on one op's result in a check, as its truth table
+// over three facts: the result has a Wait, it is Over, and the check comes
+// with a solved CAPTCHA. CondWait, CondOver and CondSolved are the facts;
+// Go's bit operators combine them: CondWait & CondOver, CondOver &^
+// CondSolved, ^CondOver. The zero Cond never holds.
+type Cond uint8
+
+// The three facts a Cond is made of. Bit i of a Cond is its value where
+// Wait is i&1, Over i&2 and solved i&4.
+const (
+	CondWait   Cond = 0b10101010
+	CondOver   Cond = 0b11001100
+	CondSolved Cond = 0b11110000
+)
+
+// Holds reports whether c holds for r in a check whose CAPTCHA was solved
+// or not.
+func (c Cond) Holds(r Result, solved bool) bool {
+	i := 0
+	if r.Wait > 0 {
+		i = 1
+	}
+	if r.Over {
+		i |= 2
+	}
+	if solved {
+		i |= 4
+	}
+	return c>>i&1 == 1
+}
+
+// Reading is one row of the verdict rule: how a check reads a result
+// through its Block.
+type Reading struct {
+	// Stops: when it holds, the result keeps the check from proceeding,
+	// and the verdict is As: Delay (for the result's Wait), Captcha or
+	// Deny.
+	Stops Cond
+	As    Action
+	// Queues: a Wait that does not stop the check is its place in a
+	// queue: it proceeds, held that long.
+	Queues bool
+	// Shared: the result stops only a check that is not exempt, and one
+	// that a solved CAPTCHA would make exempt is asked for one instead. A
+	// check is exempt while no result of its batch Binds.
+	Shared bool
+	Binds  Cond
+	// Spare: the op, when it is undone on a block, is spent only on a check
+	// it exempted (Reserve sends it as its peek first; Finish).
+	Spare bool
+}
+
+// readings is the verdict rule, by Block: what combine answers, what
+// Blocked and Reserve decide, and what redisstore's check script decides,
+// written from it (Block.Reading).
+var readings = [...]Reading{
+	BlockNone:            {},
+	BlockDelay:           {Stops: CondWait, As: Delay},
+	BlockQueue:           {Stops: CondWait & CondOver, As: Delay, Queues: true},
+	BlockCaptcha:         {Stops: CondOver &^ CondSolved, As: Captcha},
+	BlockAllowance:       {Binds: CondOver},
+	BlockShared:          {Stops: CondWait, As: Delay, Shared: true},
+	BlockDeny:            {Stops: CondOver, As: Deny},
+	BlockVerified:        {Binds: ^CondOver},
+	BlockAllowanceSolved: {Binds: CondOver | ^CondSolved, Spare: true},
+	BlockOwner:           {Binds: CondOver, Spare: true},
+}
+
+// Reading returns b's row of the verdict rule; BlockNone's for a Block
+// that is none of the constants.
+func (b Block) Reading() Reading { return *reading(b) }
+
+// reading is b's row, BlockNone's for a Block that is none of the
+// constants.
+func reading(b Block) *Reading {
+	if int(b) < len(readings) {
+		return &readings[b]
+	}
+	return &readings[BlockNone]
+}
+
+// Blocks are the Blocks there are, in order: for a store that writes the
+// verdict rule out in its own terms.
+func Blocks() []Block {
+	bs := make([]Block, len(readings))
+	for i := range bs {
+		bs[i] = Block(i)
+	}
+	return bs
+}
+
+// exemption reads the Binds of a check's results: the check is exempt from
+// the Shared results' waits while none binds, and solvable when some binds
+// only because no CAPTCHA was solved.
+type exemption struct{ bound, boundSolved bool }
+
+// read reads one result r through b.
+func (x *exemption) read(b Block, r Result, solved bool) {
+	c := reading(b).Binds
+	x.bound = x.bound || c.Holds(r, solved)
+	x.boundSolved = x.boundSolved || c.Holds(r, true)
+}
+
+// readHeld reads h, what a full store still holds for the op, where it
+// shows something: a condition that holds for an empty result (a record
+// not there) is not read from it, since an entry it lacks says nothing.
+func (x *exemption) readHeld(b Block, h Result, solved bool) {
+	c := reading(b).Binds
+	x.bound = x.bound || c.shows(h, solved)
+	x.boundSolved = x.boundSolved || c.shows(h, true)
+}
+
+// shows reports whether c holds for r and not for an empty result.
+func (c Cond) shows(r Result, solved bool) bool {
+	return c.Holds(r, solved) && !c.Holds(Result{}, solved)
+}
+
+func (x exemption) exempt() bool   { return !x.bound }
+func (x exemption) solvable() bool { return x.bound && !x.boundSolved }
+
+// stops reports whether r, read through rd in a check exempt or not (and
+// solvable or not, as exemption says), keeps the check from proceeding.
+func (rd *Reading) stops(r Result, solved bool, x exemption) bool {
+	if rd.Shared {
+		if x.exempt() {
+			return false
+		}
+		if x.solvable() && r.Wait > 0 {
+			return true // a CAPTCHA to solve
+		}
+	}
+	return rd.Stops.Holds(r, solved)
+}
+
+// Blocked reports whether results, read through their gates by the verdict
+// rule, keep a check from proceeding: exactly when combine's verdict on
+// them is not Proceed (TestGates_AgreeWithCombine).
+func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
+	var x exemption
+	for i, g := range gates {
+		x.read(g.Block, res[i], captchaSolved)
+	}
+	for i, g := range gates {
+		if reading(g.Block).stops(res[i], captchaSolved, x) {
+			return true
+		}
+	}
+	return false
+}

@@ -162,6 +162,18 @@ func (b *Tab) Click(id string) int64 {
 	return b.Submit(id).Status
 }
 
+// Wait waits, at most within, until the page shows an element matching
+// sel: for a page that moves on by itself, such as a challenge page whose
+// solver posts its form once it is done.
+func (b *Tab) Wait(sel string, within time.Duration) {
+	b.t.Helper()
+	ctx, cancel := context.WithTimeout(b.ctx, within)
+	defer cancel()
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(sel))); err != nil {
+		b.t.Fatalf("waiting %v for %s: %v", within, sel, err)
+	}
+}
+
 // Tick ticks a checkbox without leaving the page.
 func (b *Tab) Tick(id string) {
 	b.t.Helper()

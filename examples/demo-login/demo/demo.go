@@ -2,16 +2,12 @@ package demo
 
 import (
 	"bytes"
-	"crypto/hmac"
 	"crypto/rand"
-	"crypto/sha256"
 	"crypto/subtle"
 	"embed"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"html/template"
-	"io"
 	"log/slog"
 	"math/big"
 	"net/http"
@@ -70,8 +66,11 @@ type Config struct {
 	// DefaultHashIterations (600,000).
 	HashIterations int
 	// FingerprintKey keys the password fingerprints sent to tollgate (an
-	// HMAC of the password, never the password). The default is a random
-	// key, which changes at every start.
+	// HMAC of the password, never the password): at least 32 bytes. A real
+	// login reads 32 random bytes from its secrets, the same on every
+	// instance and across restarts (a new key starts the counts of sprayed
+	// and repeated passwords anew). The default is a random key, which
+	// changes at every start: a demo may do that.
 	FingerprintKey []byte
 	// Now is the App's clock, for sessions and code expiry. The default is
 	// time.Now.
@@ -110,6 +109,7 @@ type App struct {
 	log         *slog.Logger
 	loginDevice *client.DeviceCookie
 	otpDevice   *client.DeviceCookie
+	guard       *client.Guard // the password step's middleware
 	loginRS     *client.Responder
 	sendRS      *client.Responder
 	verifyRS    *client.Responder
@@ -169,6 +169,23 @@ func New(cfg Config) (*App, error) {
 	}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
+	// The password step's guard checks before the password and answers
+	// what may not go ahead: a delay with loginRS's page, a CAPTCHA
+	// verdict with tollgate's proof-of-work challenge (the form the user
+	// filled in goes on by itself once it is solved). The device cookie is
+	// set once the code step has passed too.
+	if a.guard, err = client.NewGuard(client.GuardConfig{
+		Client: a.tg, Flow: flowLogin, AccountField: "username", PasswordField: "password",
+		FingerprintKey: a.fpKey, Proxies: a.proxies, DeviceCookie: a.loginDevice, DeferDeviceCookie: true,
+		FailMode: client.FailDelay, Pages: a.loginRS, MaxBodyBytes: maxFormBytes, Logger: a.log,
+		// An account tollgate will not count is answered as a wrong
+		// password, without checking it.
+		Refused: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			a.render(w, http.StatusOK, loginPage(msgWrong))
+		}),
+	}); err != nil {
+		return nil, fmt.Errorf("demo: %w", err)
+	}
 	if a.sendRS, err = client.NewResponder(client.ResponderConfig{
 		Policy:   flowSend,
 		Captcha:  a.otpCaptcha("send"),
@@ -188,7 +205,7 @@ func New(cfg Config) (*App, error) {
 	a.mux = http.NewServeMux()
 	a.mux.HandleFunc("GET /{$}", a.home)
 	a.mux.HandleFunc("GET /login", a.loginPage)
-	a.mux.HandleFunc("POST /login", a.login)
+	a.mux.Handle("POST /login", a.guard.Middleware(http.HandlerFunc(a.login)))
 	a.mux.HandleFunc("GET /otp", a.otpPage)
 	a.mux.HandleFunc("POST /otp/send", a.sendCode)
 	a.mux.HandleFunc("POST /otp/verify", a.verifyCode)
@@ -219,8 +236,9 @@ type page struct {
 	Message string
 	Alert   bool   // Message is a warning
 	Users   []User // the login page's demo accounts
-	// CaptchaFor is the form that shows the CAPTCHA stand-in: login,
-	// send or verify; empty for none.
+	// CaptchaFor is the code step's form that shows the CAPTCHA
+	// stand-in: send or verify; empty for none. The password step gets
+	// tollgate's challenge instead.
 	CaptchaFor string
 	User       string
 	PhoneEnd   string
@@ -270,12 +288,12 @@ func (a *App) otpPageFor(s session, message string, alert bool) page {
 // The messages end users see. The login's are the same for an unknown
 // account and a wrong password.
 const (
-	msgWrong       = "Wrong username or password."
-	msgCaptcha     = "Please show you are a person: tick the box and sign in again."
-	msgCodeCaptcha = "Please show you are a person: tick the box and try again."
-	msgOnItsWay    = "If this number can receive codes, one is on its way."
-	msgBadCode     = "That code is not right, or it has expired."
-	msgUnavailable = "Signing in is not possible right now. Please try again in a moment."
+	msgWrong            = "Wrong username or password."
+	msgCheckUnavailable = "Signing in from here needs a check that cannot be shown right now. Please try again later."
+	msgCodeCaptcha      = "Please show you are a person: tick the box and try again."
+	msgOnItsWay         = "If this number can receive codes, one is on its way."
+	msgBadCode          = "That code is not right, or it has expired."
+	msgUnavailable      = "Signing in is not possible right now. Please try again in a moment."
 )
 
 // tooManyAttempts is the delay page's message.
@@ -326,28 +344,12 @@ func (a *App) clientIP(r *http.Request) string {
 	return ip.String()
 }
 
-// fingerprint is the HMAC of password that tollgate counts, under the
-// App's own key.
-func (a *App) fingerprint(password string) string {
-	m := hmac.New(sha256.New, a.fpKey)
-	io.WriteString(m, password)
-	return hex.EncodeToString(m.Sum(nil))
-}
-
 // logErr logs a call that tollgate did not answer; the client's errors
 // hold no identifier.
 func (a *App) logErr(call string, err error) {
 	if err != nil {
 		a.log.Warn("demo: tollgate gave no verdict", "call", call, "err", err)
 	}
-}
-
-// accountRefused reports whether tollgate refused err's request for its
-// account field: an identifier it will not count, answered as a wrong
-// password without checking it.
-func accountRefused(err error) bool {
-	var e *client.Error
-	return errors.As(err, &e) && e.Field == "account"
 }
 
 func (a *App) home(w http.ResponseWriter, r *http.Request) {
@@ -367,62 +369,33 @@ func (a *App) loginPage(w http.ResponseWriter, r *http.Request) {
 	a.render(w, http.StatusOK, loginPage(""))
 }
 
-// loginCaptcha is the login Responder's CAPTCHA page: the login form with
-// the CAPTCHA stand-in. Waiting does not lift a CAPTCHA, so it has no
-// Retry-After.
+// loginCaptcha is the login Responder's CAPTCHA page, for when the guard
+// cannot show tollgate's challenge (tollgate issues none, or does not
+// answer). Waiting does not lift a CAPTCHA, so it has no Retry-After.
 func (a *App) loginCaptcha(w http.ResponseWriter, r *http.Request) {
-	p := loginPage(msgCaptcha)
-	p.CaptchaFor = "login"
-	a.render(w, http.StatusTooManyRequests, p)
+	a.render(w, http.StatusTooManyRequests, loginPage(msgCheckUnavailable))
 }
 
-// login is the password step: check, password, report.
+// login is the password step behind the guard, which checked (and
+// answered anything but a proceed): the password, then the report.
 func (a *App) login(w http.ResponseWriter, r *http.Request) {
-	if !readForm(w, r) {
+	attempt := client.AttemptFrom(r.Context())
+	if attempt == nil {
 		a.badRequest(w)
 		return
 	}
-	ip := a.clientIP(r)
-	if ip == "" {
-		a.badRequest(w)
-		return
-	}
-	name, password := r.PostForm.Get("username"), r.PostForm.Get("password")
-	token, fp := a.loginDevice.Token(r), a.fingerprint(password)
-	ctx := r.Context()
-	v, err := a.tg.Check(ctx, wire.CheckRequest{
-		Flow: flowLogin, Account: name, IP: ip, DeviceToken: token,
-		CaptchaSolved: r.PostForm.Get("captcha") == "yes", PasswordFingerprint: fp,
-	}, client.FailDelay)
-	if err != nil {
-		a.logErr("check", err)
-		if accountRefused(err) {
-			a.render(w, http.StatusOK, loginPage(msgWrong))
-			return
-		}
-	}
-	if !a.respond(w, r, a.loginRS, v.Verdict) {
-		return
-	}
-	acct := a.users.verify(name, password)
+	acct := a.users.verify(r.PostForm.Get("username"), r.PostForm.Get("password"))
 	outcome := wire.OutcomeFailure
 	if acct != nil {
 		outcome = wire.OutcomeSuccess
+		// A success names the account by the app's own user name (ref),
+		// which tollgate's events carry back: the notice goes to the
+		// account, not to the spelling typed.
+		attempt.Ref = acct.name
 	}
 	// A failure for an unknown name is reported exactly like a wrong
 	// password for a known one.
-	// A success names the account by the app's own user name (ref), which
-	// tollgate's events carry back: the notice goes to the account, not to
-	// the spelling typed.
-	ref := ""
-	if acct != nil {
-		ref = acct.name
-	}
-	rv, err := a.tg.Report(ctx, wire.ReportRequest{
-		Flow: flowLogin, Account: name, IP: ip, Outcome: outcome,
-		Attempt: v.Attempt, DeviceToken: token, PasswordFingerprint: fp, Ref: ref,
-	}, client.FailDelay)
-	a.logErr("report", err)
+	rv, _ := attempt.Report(r.Context(), outcome) // the guard logs a report tollgate did not answer
 	if acct == nil {
 		a.render(w, http.StatusOK, loginPage(msgWrong))
 		return

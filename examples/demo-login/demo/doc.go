@@ -5,11 +5,18 @@
 // It shows the parts a login needs around tollgate's Go client
 // (api/client):
 //
-//   - Check before the password, Report after it, for unknown accounts
-//     exactly as for wrong passwords, with one answer for both;
-//   - a client.Responder for the answers that are not "go ahead": a delay is
-//     HTTP 429 with Retry-After and a page that says how many seconds to
-//     wait, a CAPTCHA verdict serves a CAPTCHA page;
+//   - the password step behind a client.Guard, the net/http middleware:
+//     it checks before the password (the account from the form, the
+//     address through the proxies, the device cookie, the password's
+//     fingerprint), answers a delay with HTTP 429, Retry-After and the
+//     login page saying how many seconds to wait, and a CAPTCHA verdict
+//     with tollgate's proof-of-work challenge, after which the form the
+//     user filled in goes on by itself; the handler checks the password
+//     and reports (client.AttemptFrom), for unknown accounts exactly as
+//     for wrong passwords, with one answer for both;
+//   - a client.Responder for the code step's answers that are not "go
+//     ahead": a delay is HTTP 429 with Retry-After and a page that says
+//     how many seconds to wait, a CAPTCHA verdict serves a CAPTCHA page;
 //   - the device cookie (client.DeviceCookie), set once a login has passed
 //     both steps and sent as device_token with the next checks, so that an
 //     attack on the account or from the owner's address does not slow the
@@ -19,8 +26,9 @@
 //     when the code is checked.
 //
 // Everything else is a stand-in and says so on the page: the users are two
-// demo accounts whose passwords the login page shows, the CAPTCHA is a
-// checkbox, and the "SMS" goes to a panel on the page instead of a phone.
+// demo accounts whose passwords the login page shows, the code step's
+// CAPTCHA is a checkbox, and the "SMS" goes to a panel on the page instead
+// of a phone.
 // Sessions live in memory.
 //
 // Security: LoopbackProxies, which examples/demo-login uses, trusts every

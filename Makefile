@@ -91,14 +91,18 @@ test-deps:
 	./scripts/ensure-realapps.sh
 	cd clients/typescript && npm ci --no-audit --no-fund
 	cd clients/contract && npm ci --no-audit --no-fund
+	# The Express demo installs the client as its users do: the npm tarball.
+	./scripts/build-npm.sh build/npm
 	cd examples/express-login && npm ci --no-audit --no-fund && npm run build
 	cd examples/webhook-receiver-ts && npm ci --no-audit --no-fund
 
 ## test-clients: the TypeScript and Python clients (each against a real tollgate
-## serve it starts, and every vector of clients/testdata), the contract check and
-## the TypeScript webhook receiver (examples/webhook-receiver-ts)
+## serve it starts, and every vector of clients/testdata), the Express demo behind
+## the TypeScript client's middleware (examples/express-login), the contract check
+## and the TypeScript webhook receiver (examples/webhook-receiver-ts)
 test-clients: build
 	cd clients/typescript && TOLLGATE_BIN=$(CURDIR)/bin/tollgate npm test
+	cd examples/express-login && TOLLGATE_BIN=$(CURDIR)/bin/tollgate npm test
 	TOLLGATE_BIN=$(CURDIR)/bin/tollgate $(PYTHON) -m unittest discover -s clients/python/tests -t clients/python
 	cd clients/contract && npm test
 	cd examples/webhook-receiver-ts && npm test

@@ -2,14 +2,12 @@ package api
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"mime"
 	"net/http"
 	"strconv"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -20,7 +18,7 @@ import (
 const MaxBodyBytes = 8 << 10
 
 // checkBody is the wire form of POST /v1/check, shared with the Go client.
-// Which keys were present and which were null is known from readKeys,
+// Which keys were present and which were null is known from decodeJSON,
 // so fields are plain values: null leaves them at their zero value.
 type checkBody = wire.CheckRequest
 
@@ -109,8 +107,11 @@ func sendRequest(b *sendBody) authguard.SendRequest {
 	}
 }
 
-// field is one key of a request object: its name, the JSON type it takes
-// and whether it is required.
+// field is one member of a request object: its name, the JSON type it
+// takes (for a problem's detail) and whether it is required. A route's
+// fields are its request's schema, beside the Go type it decodes into: the
+// library refuses a member the type has no field for, decodeJSON one the
+// fields do not list, and the decode tests hold the two to each other.
 type field struct {
 	name     string
 	want     string
@@ -204,23 +205,6 @@ func decodePresent(w http.ResponseWriter, r *http.Request, fs fields, v any) (pr
 	return decodeJSON(buf.Bytes(), fs, v)
 }
 
-// decodeJSON decodes one JSON object with exactly the keys fs names, each at
-// most once, into v, and checks that required keys are present and not null.
-// It returns the keys present with a non-null value (see decodeStrict).
-// encoding/json checks the syntax first: its offset of a syntax error is in
-// the problem's detail.
-func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
-	if !utf8.Valid(body) {
-		return 0, newProblem(kindMalformedJSON, "", "the body must be UTF-8")
-	}
-	// json.Valid checks the syntax of exactly one value with nothing but
-	// white space around it, without allocating.
-	if !json.Valid(body) {
-		return 0, syntaxProblem(body)
-	}
-	return decodeStrict(body, fs, v)
-}
-
 // unknownKey is the problem of an unknown key in a body or a query: it
 // names the key (detail named) only when it is, in some case, a field name
 // of one of the API's requests (a field sent to the wrong route, "Flow" for
@@ -241,18 +225,4 @@ func unknownKey(key, named, unnamed string) *problemError {
 // allFields are the keys of every request the API decodes.
 var allFields = []fields{
 	checkFields, reportFields, sendFields, explainFields, resetFields, denyFields, removeFields,
-}
-
-// syntaxProblem describes why body is not one JSON value, with the offset
-// encoding/json reports.
-func syntaxProblem(body []byte) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		return newProblem(kindMalformedJSON, "", "the body is empty; it must be a JSON object")
-	}
-	var raw json.RawMessage
-	var se *json.SyntaxError
-	if err := json.Unmarshal(body, &raw); errors.As(err, &se) {
-		return newProblem(kindMalformedJSON, "", "the body is not one valid JSON object (syntax error near byte "+strconv.FormatInt(se.Offset, 10)+")")
-	}
-	return newProblem(kindMalformedJSON, "", "the body is not one valid JSON object")
 }

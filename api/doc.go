@@ -17,14 +17,16 @@
 //     is 415 (tollgate decodes none, and a plain body that claims one may
 //     not be what the caller sent);
 //   - the body must be at most MaxBodyBytes (8 KiB), else 413;
-//   - it must be exactly one JSON object in UTF-8, with nothing but white
-//     space after it, else 400 malformed-json;
+//   - it must be exactly one JSON object in UTF-8 (no string may escape a
+//     lone surrogate either), with nothing but white space after it, else
+//     400 malformed-json;
 //   - keys are case-sensitive; a key the schema does not list is 400
 //     unknown-field, naming it only when it is a field name of some
 //     request (any other key may be an identifier), and a key given twice
-//     is 400 duplicate-field
-//     (encoding/json alone would silently keep the last one, which lets two
-//     parsers of one body disagree);
+//     is 400 duplicate-field (a parser that silently kept the last one
+//     would let two parsers of one body disagree; a name given twice
+//     inside a field's value is that field's invalid-field). The JSON
+//     library, go-json-experiment, refuses all of these itself;
 //   - null for an optional field means absent; null or absence for a
 //     required field is 400 missing-field;
 //   - a field of the wrong type or with an unusable value (an unknown flow,

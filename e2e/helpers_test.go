@@ -60,6 +60,22 @@ func free(t *testing.T, tg *tollgate) int {
 	return r.Backoff.Free
 }
 
+// attackBound is the most failed checks the login flow's account_backoff
+// lets one account have within an attack that lasted span: free at once,
+// then one each time the growing delay runs out (the policy's own exact
+// figure, backoff.Policy.MaxFailuresIn). With the built-in policy that is
+// free+2 for an attack shorter than 3 s (delays of 1 s, then 2 s), free+3
+// up to 7 s: a slow machine stretches hydra's run and so what the policy
+// allows, which a bound of free+2 alone would miss-read as a failure.
+func attackBound(t *testing.T, tg *tollgate, span time.Duration) int {
+	t.Helper()
+	r := policyOf(t, tg).Flow(loginFlow).Rule("account_backoff")
+	if r == nil {
+		t.Fatal("the login flow has no account_backoff rule")
+	}
+	return r.Backoff.MaxFailuresIn(span + time.Millisecond)
+}
+
 // limitOf is the limit of rule's first window in the login flow.
 func limitOf(t *testing.T, tg *tollgate, rule string) int {
 	t.Helper()
@@ -179,6 +195,9 @@ type hydra struct {
 	out  string
 	done chan struct{}
 	err  error
+	// started and ended bound the attack: every guess it made reached
+	// the proxy between them.
+	started, ended time.Time
 }
 
 // startHydra starts hydra against the proxy at base (http://host:port)
@@ -207,11 +226,13 @@ func startHydra(t *testing.T, base, login, form string) *hydra {
 	h.cmd.Dir = dir
 	h.cmd.Stdout, h.cmd.Stderr = out, out
 	h.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	h.started = time.Now()
 	if err := h.cmd.Start(); err != nil {
 		t.Fatalf("starting hydra: %v", err)
 	}
 	go func() {
 		h.err = h.cmd.Wait()
+		h.ended = time.Now()
 		close(h.done)
 	}()
 	t.Cleanup(h.stop)

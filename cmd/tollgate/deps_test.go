@@ -31,7 +31,7 @@ func TestServerDependsOnNoTestOnlyModuleTheLoadToolOrTheLab(t *testing.T) {
 			"github.com/tollgate-auth/tollgate/cmd/tollgate-bench",
 			"github.com/tollgate-auth/tollgate/cmd/tollgate-lab",
 			"github.com/tollgate-auth/tollgate/internal/lab",
-			"github.com/tollgate-auth/tollgate/internal/testkit", // and the kit under it: redistest, storetest, testclock, jsonoracle
+			"github.com/tollgate-auth/tollgate/internal/testkit", // and the kit under it: redistest, storetest, testclock
 		} {
 			if dep == banned || strings.HasPrefix(dep, banned+"/") {
 				t.Errorf("cmd/tollgate depends on %s", dep)

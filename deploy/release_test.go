@@ -87,12 +87,12 @@ func TestRelease_IsReproducible(t *testing.T) {
 	if first != second {
 		t.Errorf("two builds of one commit differ:\n%s\n%s", first, second)
 	}
-	if n := strings.Count(first, "\n"); n != 4 {
-		t.Errorf("SHA256SUMS has %d lines, want the archive, its SBOM, and the Python sdist and wheel:\n%s", n, first)
+	if n := strings.Count(first, "\n"); n != 5 {
+		t.Errorf("SHA256SUMS has %d lines, want the archive, its SBOM, the Python sdist and wheel, and the npm tarball:\n%s", n, first)
 	}
-	for _, name := range []string{`tollgate-[0-9.]+\.tar\.gz`, `tollgate-[0-9.]+-py3-none-any\.whl`} {
+	for _, name := range []string{`tollgate-[0-9.]+\.tar\.gz`, `tollgate-[0-9.]+-py3-none-any\.whl`, `tollgate-client-[0-9.]+\.tgz`} {
 		if !regexp.MustCompile(`(?m)^[0-9a-f]{64}  ` + name + `$`).MatchString(first) {
-			t.Errorf("SHA256SUMS lacks the Python package's %s:\n%s", name, first)
+			t.Errorf("SHA256SUMS lacks the client package %s:\n%s", name, first)
 		}
 	}
 

@@ -18,7 +18,10 @@
 # github.com/CycloneDX/cyclonedx-gomod, pinned below. The Python client's
 # sdist and wheel (tollgate-X.Y.Z.tar.gz, tollgate-X.Y.Z-py3-none-any.whl,
 # with tollgate.django) come from scripts/build-python.sh, offline, with
-# the same times; SHA256SUMS covers them too.
+# the same times, and the TypeScript client's npm tarball
+# (tollgate-client-X.Y.Z.tgz, with @tollgate/client/express, installable
+# with `npm install ./tollgate-client-X.Y.Z.tgz`) from
+# scripts/build-npm.sh, offline; SHA256SUMS covers them too.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -91,6 +94,8 @@ done
 
 echo "release: building the Python package" >&2
 scripts/build-python.sh "$DIST" >/dev/null
-(cd "$DIST" && sha256sum -- *.tar.gz *.whl *.cdx.json >SHA256SUMS)
+echo "release: building the npm package" >&2
+scripts/build-npm.sh "$DIST" >/dev/null
+(cd "$DIST" && sha256sum -- *.tar.gz *.whl *.tgz *.cdx.json >SHA256SUMS)
 echo "release: $DIST/SHA256SUMS" >&2
 cat "$DIST/SHA256SUMS"

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 const testSecret = "whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw"
@@ -129,13 +131,7 @@ func (r *receiver) endpoint(name, tenant, path string) Endpoint {
 // eventually waits up to 10s (a loaded machine) for cond.
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after 10s: %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testkit.WaitFor(t, 10*time.Second, what, cond)
 }
 
 // run starts d.Run and returns a stop that cancels it and waits for Run to return.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/auth"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // idp is an identity provider's JWKS endpoint serving the public halves of
@@ -92,13 +93,10 @@ func TestJWKS_ProviderKeysAreTrustedAndRotationIsPickedUp(t *testing.T) {
 	fresh := p.token(t, "idp-2")
 	_, err = v.Verify("Bearer "+fresh, auth.ScopeVerdicts)
 	wantRefusal(t, err, 401, "unknown_key")
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		if _, err = v.Verify("Bearer "+fresh, auth.ScopeVerdicts); err == nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(5*time.Second, func() bool {
+		_, err = v.Verify("Bearer "+fresh, auth.ScopeVerdicts)
+		return err == nil
+	})
 	if err != nil {
 		t.Fatalf("the rotated key after a refresh: %v", err)
 	}
@@ -120,7 +118,8 @@ func TestJWKS_UnknownKidsCannotFloodTheProvider(t *testing.T) {
 		_, err := v.Verify("Bearer "+forged, auth.ScopeVerdicts)
 		wantRefusal(t, err, 401, "unknown_key")
 	}
-	time.Sleep(200 * time.Millisecond) // let the one background fetch finish
+	// The first unknown kid made the one background fetch.
+	testkit.WaitFor(t, 5*time.Second, "the JWKS fetched again for an unknown kid", func() bool { return p.fetches.Load() >= 2 })
 	if n := p.fetches.Load(); n > 2 {
 		t.Errorf("%d fetches of the JWKS, want at most 2 (New's and one refresh)", n)
 	}

@@ -8,8 +8,10 @@ import (
 // FieldError is a field of a flow, or of one of its rules, that is not
 // valid. Field names the Go field, from the Flow or the Rule:
 // "FailClosedRetry", "Send.Prices[sms].Default", "Cost". Err says what is
-// wrong without naming the field: "must be between 100ms and 1m0s, not 0s".
-// A mistake about how a rule's fields go together is a RuleError instead.
+// wrong without naming the field, either of the field ("must be between
+// 100ms and 1m0s, not 0s", Predicate) or in a sentence of its own (`"fax"
+// is not a channel`). A mistake about how a rule's fields go together is a
+// RuleError instead.
 type FieldError struct {
 	// Flow is the flow's Name.
 	Flow string
@@ -19,6 +21,13 @@ type FieldError struct {
 	// Field is the field's Go name, a path for a nested one.
 	Field string
 	Err   error
+	// Predicate says that Err is said of the field and reads after its
+	// name, as in "Cost must be between 1 and limit (10), not 0"; when
+	// false, Err is a sentence of its own, to be set apart from the name
+	// ("Send.Prices: 9 is not a channel"). Whoever words the error for
+	// people (config, in the file's keys) reads it here, never from Err's
+	// words.
+	Predicate bool
 }
 
 func (e *FieldError) Error() string {
@@ -63,18 +72,27 @@ const (
 )
 
 // fieldErr is a rule's or a flow's field error before it knows its flow
-// and rule.
+// and rule; predicate is FieldError's Predicate.
 type fieldErr struct {
-	field string
-	err   error
+	field     string
+	err       error
+	predicate bool
 }
 
 func (e *fieldErr) Error() string { return e.field + ": " + e.err.Error() }
 
-// bad is a field error of the field named.
+// bad is a field error of the field named whose format says something of
+// the field: "must be ...", "is required".
 func bad(field string, format string, args ...any) error {
-	return &fieldErr{field, fmt.Errorf(format, args...)}
+	return &fieldErr{field, fmt.Errorf(format, args...), true}
 }
 
-// badErr is the field error err of the field named.
-func badErr(field string, err error) error { return &fieldErr{field, err} }
+// badSentence is a field error of the field named whose format is a
+// sentence of its own: "%q is not a channel".
+func badSentence(field string, format string, args ...any) error {
+	return &fieldErr{field, fmt.Errorf(format, args...), false}
+}
+
+// badErr is the field error err of the field named, another package's
+// sentence.
+func badErr(field string, err error) error { return &fieldErr{field, err, false} }

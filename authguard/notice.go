@@ -153,7 +153,7 @@ func (f *Flow) compileNotices() error {
 	for _, typ := range np.Emit {
 		b := noticeBit(typ)
 		if b == 0 {
-			return bad("Notices.Emit", "%q is not a notice type (they are %s)", typ, strings.Join(NoticeTypes, ", "))
+			return badSentence("Notices.Emit", "%q is not a notice type (they are %s)", typ, strings.Join(NoticeTypes, ", "))
 		}
 		np.set |= b
 	}
@@ -170,9 +170,9 @@ func (f *Flow) compileNotices() error {
 	for _, typ := range np.Emit {
 		switch {
 		case f.Kind != Sends && slices.Contains(sendOnly, typ):
-			return bad("Notices.Emit", "%s is for send flows (kind: send)", typ)
+			return badSentence("Notices.Emit", "%s is for send flows (kind: send)", typ)
 		case f.Kind == Sends && slices.Contains(attemptsOnly, typ):
-			return bad("Notices.Emit", "%s is for flows of checks and reports, not send flows", typ)
+			return badSentence("Notices.Emit", "%s is for flows of checks and reports, not send flows", typ)
 		}
 	}
 	return nil

@@ -30,7 +30,7 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 			return nil, err
 		}
 		if p.flows[f.Name] != nil {
-			return nil, &FieldError{Flow: f.Name, Field: "Name", Err: errors.New("names two flows")}
+			return nil, &FieldError{Flow: f.Name, Field: "Name", Err: errors.New("names two flows"), Predicate: true}
 		}
 		p.flows[f.Name] = f
 	}
@@ -359,7 +359,7 @@ func (f *Flow) compile() error {
 	if err := f.compileFlow(); err != nil {
 		var fe *fieldErr
 		if errors.As(err, &fe) {
-			return &FieldError{Flow: f.Name, Field: fe.field, Err: fe.err}
+			return &FieldError{Flow: f.Name, Field: fe.field, Err: fe.err, Predicate: fe.predicate}
 		}
 		return err
 	}
@@ -421,13 +421,13 @@ func (f *Flow) compileFlow() error {
 		if err := r.validate(grouping, f.Kind == Sends, f.Verifies != ""); err != nil {
 			var fe *fieldErr
 			if errors.As(err, &fe) {
-				return &FieldError{Flow: f.Name, Rule: ruleLabel(r, i), Field: fe.field, Err: fe.err}
+				return &FieldError{Flow: f.Name, Rule: ruleLabel(r, i), Field: fe.field, Err: fe.err, Predicate: fe.predicate}
 			}
 			return &RuleError{Flow: f.Name, Rule: ruleLabel(r, i), Err: err}
 		}
 		if r.PriceCost {
 			if top := f.Send.maxPrice(); top > r.Rate.Limit {
-				return &FieldError{Flow: f.Name, Rule: r.Name, Field: "PriceCost", Err: fmt.Errorf("takes each code's price, and the highest price (%d) is above the limit (%d)", top, r.Rate.Limit)}
+				return &FieldError{Flow: f.Name, Rule: r.Name, Field: "PriceCost", Err: fmt.Errorf("takes each code's price, and the highest price (%d) is above the limit (%d)", top, r.Rate.Limit), Predicate: true}
 			}
 		}
 		if seen[r.Name] {
@@ -494,14 +494,14 @@ func (f *Flow) compileSend() error {
 	}
 	for ch, p := range sp.Prices {
 		if ch.String() == "unknown" {
-			return bad("Send.Prices", "%d is not a channel", ch)
+			return badSentence("Send.Prices", "%d is not a channel", ch)
 		}
 		if p.Default < 0 || p.Default > MaxPrice {
 			return bad(fmt.Sprintf("Send.Prices[%s].Default", ch), "must be between 0 and %d, not %d", MaxPrice, p.Default)
 		}
 		for c, n := range p.Countries {
 			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
-				return bad(fmt.Sprintf("Send.Prices[%s].Countries", ch), `%q is neither a region (such as "GB") nor a calling code (such as "+44")`, c)
+				return badSentence(fmt.Sprintf("Send.Prices[%s].Countries", ch), `%q is neither a region (such as "GB") nor a calling code (such as "+44")`, c)
 			}
 			if n < 0 || n > MaxPrice {
 				return bad(fmt.Sprintf("Send.Prices[%s].Countries[%s]", ch, c), "must be between 0 and %d, not %d", MaxPrice, n)
@@ -519,7 +519,7 @@ func (f *Flow) compileSend() error {
 	}
 	for _, t := range sp.DenyTypes {
 		if t.String() == "unknown" && t != NumberUnknown {
-			return bad("Send.DenyTypes", "%d is not a number type", t)
+			return badSentence("Send.DenyTypes", "%d is not a number type", t)
 		}
 	}
 	for _, list := range []struct {
@@ -528,7 +528,7 @@ func (f *Flow) compileSend() error {
 	}{{"Send.AllowCountries", sp.AllowCountries}, {"Send.DenyCountries", sp.DenyCountries}} {
 		for _, c := range list.v {
 			if !regionRE.MatchString(c) && !callingCodeRE.MatchString(c) {
-				return bad(list.field, `%q is neither a region (two capital letters, such as "GB", or "001") nor a calling code (such as "+44")`, c)
+				return badSentence(list.field, `%q is neither a region (two capital letters, such as "GB", or "001") nor a calling code (such as "+44")`, c)
 			}
 		}
 	}

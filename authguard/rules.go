@@ -462,7 +462,7 @@ func (r *Rule) validateRate() error {
 	}
 	r.Rate.Algorithm = a
 	if err := r.Rate.Validate(); err != nil {
-		return bad("Rate", "%s takes limit and %s: %w", a, r.rateParam(), err)
+		return badSentence("Rate", "%s takes limit and %s: %w", a, r.rateParam(), err)
 	}
 	if r.Cost < 1 || r.Cost > r.Rate.Limit {
 		return bad("Cost", "must be between 1 and limit (%d), not %d", r.Rate.Limit, r.Cost)
@@ -495,7 +495,7 @@ func (r *Rule) validateConversion(send bool) error {
 	}
 	r.Rate.Algorithm = r.Algorithm
 	if err := r.Rate.Validate(); err != nil {
-		return bad("Rate", "conversion takes window, min_volume and min_conversion (a percentage): %w", err)
+		return badSentence("Rate", "conversion takes window, min_volume and min_conversion (a percentage): %w", err)
 	}
 	return nil
 }

@@ -495,7 +495,7 @@ func Parse(data []byte) (*Config, error) {
 		a, err := authConfig(fc.Auth)
 		if err != nil {
 			msg, _ := strings.CutPrefix(err.Error(), "auth: ")
-			return nil, at("auth", &said{msg, err})
+			return nil, at("auth", &said{msg: msg, err: err})
 		}
 		cfg.Auth = a
 		for _, t := range fc.Auth.Tenants {

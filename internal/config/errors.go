@@ -25,7 +25,11 @@ type Error struct {
 
 func (e *Error) Error() string {
 	msg := e.Err.Error()
-	if e.Path != "" {
+	switch s, ok := e.Err.(*said); {
+	case e.Path == "":
+	case ok:
+		msg = joinAs(e.Path, msg, s.of)
+	default:
 		msg = join(e.Path, msg)
 	}
 	if e.Line > 0 {
@@ -41,25 +45,44 @@ func errorAt(line int, path, format string, args ...any) *Error {
 	return &Error{Line: line, Path: path, Err: fmt.Errorf(format, args...)}
 }
 
-// join puts a name before what is said of it: "mode must be ...", "prices:
-// "fax" is not a channel".
-func join(name, msg string) string {
-	if name == "" {
-		return msg
-	}
+// join puts a name before config's own message msg, after a space when
+// msg is said of the name ("mode must be ..."), else after a colon ("tls:
+// give cert_file and key_file").
+func join(name, msg string) string { return joinAs(name, msg, saysOf(msg)) }
+
+// saysOf reports whether msg, a message config wrote, is said of a name,
+// by its first word. Only config's own words (and the proxy's route
+// errors', which say no more) are read so; authguard's errors say it as
+// data, FieldError.Predicate.
+func saysOf(msg string) bool {
 	word, _, _ := strings.Cut(msg, " ")
 	switch word {
 	case "must", "is", "are", "has", "names", "applies", "takes":
+		return true
+	}
+	return false
+}
+
+// joinAs puts a name before msg: after a space when msg is said of the name
+// (of), else after a colon. Without a name, msg stands alone.
+func joinAs(name, msg string, of bool) string {
+	switch {
+	case name == "":
+		return msg
+	case of:
 		return name + " " + msg
 	}
 	return name + ": " + msg
 }
 
-// said is authguard's error in the file's words: Error says msg, and
-// errors.As finds authguard's error beneath.
+// said is another package's error in the file's words: Error says msg,
+// and errors.As finds the error beneath. of says that msg is said of the
+// Error's path and reads after it ("flows.login.rules[r] must be ...");
+// else it is set apart with a colon.
 type said struct {
 	msg string
 	err error
+	of  bool
 }
 
 func (s *said) Error() string { return s.msg }
@@ -86,7 +109,7 @@ func decodeError(path string, err error) error {
 			}
 		}
 		msgs := append([]string{msg}, te.Errors[1:]...)
-		return &Error{Line: line, Path: path, Err: &said{strings.Join(msgs, "; "), err}}
+		return &Error{Line: line, Path: path, Err: &said{msg: strings.Join(msgs, "; "), err: err}}
 	}
 	return &Error{Path: path, Err: err}
 }
@@ -197,21 +220,33 @@ func (f *flowFile) fieldError(flow string, err error) error {
 		if !ok {
 			name = fe.Field
 		}
-		return &Error{Line: f.ruleLine(fe.Rule), Path: path + ".rules[" + fe.Rule + "]", Err: &said{join(name, fe.Err.Error()), err}}
+		return &Error{Line: f.ruleLine(fe.Rule), Path: path + ".rules[" + fe.Rule + "]", Err: saidOf(name, fe, err)}
 	case errors.As(err, &re):
-		return &Error{Line: f.ruleLine(re.Rule), Path: path + ".rules[" + re.Rule + "]", Err: &said{re.Err.Error(), err}}
+		// A RuleError's Err is a sentence of its own.
+		return &Error{Line: f.ruleLine(re.Rule), Path: path + ".rules[" + re.Rule + "]", Err: &said{msg: re.Err.Error(), err: err}}
 	case errors.As(err, &fe):
 		line := f.line
 		if l := f.lines[path+"."+keyOf(fe.Field)]; l > 0 {
 			line = l
 		}
 		if fe.Field == "Send" {
-			return &Error{Line: line, Path: path, Err: &said{sendOnly, err}}
+			return &Error{Line: line, Path: path, Err: &said{msg: sendOnly, err: err}}
 		}
 		name, _ := flowField(fe.Field)
-		return &Error{Line: line, Path: path, Err: &said{join(name, fe.Err.Error()), err}}
+		return &Error{Line: line, Path: path, Err: saidOf(name, fe, err)}
 	}
 	return &Error{Line: f.line, Path: path, Err: err}
+}
+
+// saidOf is authguard's field error fe (err, unwrapped) in the file's
+// words: fe's message after name, the field's name in the file, as
+// fe.Predicate says; without a name, the message alone, said of the
+// Error's path as fe.Predicate says.
+func saidOf(name string, fe *authguard.FieldError, err error) *said {
+	if name == "" {
+		return &said{msg: fe.Err.Error(), err: err, of: fe.Predicate}
+	}
+	return &said{msg: joinAs(name, fe.Err.Error(), fe.Predicate), err: err}
 }
 
 func keyOf(field string) string {
@@ -228,10 +263,10 @@ func syntaxError(err error) error {
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
 	if l, rest, ok := strings.Cut(strings.TrimPrefix(msg, "line "), ": "); ok && strings.HasPrefix(msg, "line ") {
 		if n, err2 := strconv.Atoi(l); err2 == nil {
-			return &Error{Line: n, Err: &said{"not YAML: " + rest, err}}
+			return &Error{Line: n, Err: &said{msg: "not YAML: " + rest, err: err}}
 		}
 	}
-	return &Error{Err: &said{"not YAML: " + msg, err}}
+	return &Error{Err: &said{msg: "not YAML: " + msg, err: err}}
 }
 
 // at places e in a file whose keys are at lines: a path without a line

@@ -609,7 +609,7 @@ func (f *flowFile) zeroDurations(name string) error {
 	} {
 		if d.v == 0 {
 			return f.fieldError(name, &authguard.FieldError{Flow: name, Field: d.field,
-				Err: fmt.Errorf("must be between %v and %v, not %v", d.lo, d.hi, time.Duration(0))})
+				Err: fmt.Errorf("must be between %v and %v, not %v", d.lo, d.hi, time.Duration(0)), Predicate: true})
 		}
 	}
 	return nil

@@ -101,17 +101,15 @@ func (c deviceCookie) set(h http.Header, token string) {
 	h.Add("Set-Cookie", b.String())
 }
 
-// token is the device token r's cookie holds, or "" for none or one that
-// cannot be a token. The engine verifies it; a forged one is worth
-// nothing.
+// token is the device token r's first cookie of the name holds, or "" for
+// none or one that cannot be a token. The engine verifies it; a forged one
+// is worth nothing.
 func (c deviceCookie) token(r *http.Request) string {
-	for _, ck := range r.CookiesNamed(c.name) {
-		if !ck.Quoted && validCookieValue(ck.Value) {
-			return ck.Value
-		}
+	cks := r.CookiesNamed(c.name)
+	if len(cks) == 0 || cks[0].Quoted || !validCookieValue(cks[0].Value) {
 		return ""
 	}
-	return ""
+	return cks[0].Value
 }
 
 // validCookieValue reports whether s is 1 to maxDeviceToken RFC 6265

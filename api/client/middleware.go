@@ -255,9 +255,11 @@ func (g *Guard) Middleware(next http.Handler) http.Handler {
 	})
 }
 
-// attemptKey is the context key of the request's Attempt.
+// contextKey is the type of the package's context keys: a pointer to one
+// is unique, so no other package's key can collide with it.
 type contextKey struct{ name string }
 
+// attemptKey is the context key of the request's Attempt.
 var attemptKey = &contextKey{"tollgate attempt"}
 
 // AttemptFrom returns the Attempt a Guard let through, or nil when the

@@ -26,6 +26,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -492,19 +493,23 @@ func startComposeRedis(tb testing.TB) *composeRedis {
 	})
 	client := redis.NewClient(&redis.Options{Addr: r.addr, Password: r.password, MaxRetries: -1})
 	defer client.Close()
-	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if client.Ping(context.Background()).Err() == nil {
-			return r
-		}
+	var died bool
+	answered := testkit.Eventually(5*time.Second, func() bool {
 		select {
 		case <-exited:
-			tb.Fatalf("redis-server exited: %v\n%s", r.cmd.ProcessState, logs.String())
+			died = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redis-server did not answer within 5s:\n%s", logs.String())
-		}
+		return client.Ping(context.Background()).Err() == nil
+	})
+	switch {
+	case died:
+		tb.Fatalf("redis-server exited: %v\n%s", r.cmd.ProcessState, logs.String())
+	case !answered:
+		tb.Fatalf("redis-server did not answer within 5s:\n%s", logs.String())
 	}
+	return r
 }
 
 // TestCompose_RedisStartsWithItsConfigAndPassword runs the Redis of
@@ -612,18 +617,22 @@ func TestCompose_TollgateRunsAsComposeRunsIt(t *testing.T) {
 	// The container's health check, as Docker runs it (the URL's port moved).
 	hc := slices.Clone(svc.Healthcheck.Test[1:])
 	hc[len(hc)-1] = strings.Replace(hc[len(hc)-1], "127.0.0.1:8080", fmt.Sprintf("127.0.0.1:%d", port), 1)
-	var hcErr error
+	var hcErr, exitErr error
 	var hcOut []byte
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+	died := false
+	testkit.Eventually(10*time.Second, func() bool {
 		select {
-		case err := <-exited:
-			t.Fatalf("tollgate exited: %v", err)
+		case exitErr = <-exited:
+			died = true
+			return true
 		default:
 		}
 		hcCmd := exec.Command(strings.Replace(hc[0], "/tollgate", bin, 1), hc[1:]...)
-		if hcOut, hcErr = hcCmd.CombinedOutput(); hcErr == nil {
-			break
-		}
+		hcOut, hcErr = hcCmd.CombinedOutput()
+		return hcErr == nil
+	})
+	if died {
+		t.Fatalf("tollgate exited: %v", exitErr)
 	}
 	if hcErr != nil {
 		t.Fatalf("health check %q: %v %s", hc, hcErr, hcOut)

@@ -18,6 +18,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // containerfile is the image's build file, relative to this package.
@@ -357,15 +359,12 @@ func TestImage_BuildsAScratchImageThatServes(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { srv.Process.Kill(); srv.Wait() })
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		hc := exec.Command(bin, "healthcheck", "http://"+addr+"/healthz")
-		if out, err := hc.CombinedOutput(); err == nil {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("the image's healthcheck never passed: %v %s\n%s", err, out, logs.String())
-		}
-		time.Sleep(100 * time.Millisecond)
+	var hcOut []byte
+	if !testkit.Eventually(20*time.Second, func() bool {
+		hcOut, err = exec.Command(bin, "healthcheck", "http://"+addr+"/healthz").CombinedOutput()
+		return err == nil
+	}) {
+		t.Fatalf("the image's healthcheck never passed: %v %s\n%s", err, hcOut, logs.String())
 	}
 	if out, _ := exec.Command(bin, "version").Output(); !strings.HasPrefix(string(out), "tollgate v0.0.0-test\n") {
 		t.Errorf("the image's binary says %q", out)

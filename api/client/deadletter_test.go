@@ -18,6 +18,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/webhook"
 )
 
@@ -309,11 +310,10 @@ func TestClient_AReceiverThatWasDownGetsTheDeadLetterReplayedWithItsWebhookID(t 
 	d.Emit(webhook.Event{ID: "msg_down", Type: "account.under_attack", Tenant: authguard.DefaultTenant, Data: []byte(`{"flow":"login"}`)})
 
 	var l []wire.DeadLetter
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if l, err = c.DeadLetters(context.Background(), 0); err != nil || len(l) > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+	testkit.Eventually(10*time.Second, func() bool {
+		l, err = c.DeadLetters(context.Background(), 0)
+		return err != nil || len(l) > 0
+	})
 	if err != nil || len(l) != 1 {
 		t.Fatalf("DeadLetters = %+v, %v; want the one event", l, err)
 	}
@@ -329,14 +329,12 @@ func TestClient_AReceiverThatWasDownGetsTheDeadLetterReplayedWithItsWebhookID(t 
 		t.Fatalf("ReplayWebhook = %+v, %v", r, err)
 	}
 	var got []string
-	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(10*time.Second, func() bool {
 		mu.Lock()
 		got = slices.Clone(received)
 		mu.Unlock()
-		if len(got) > 0 || time.Now().After(deadline) {
-			break
-		}
-	}
+		return len(got) > 0
+	})
 	if !slices.Equal(got, []string{"msg_down"}) {
 		t.Errorf("the receiver verified %q after the replay, want [msg_down]", got)
 	}

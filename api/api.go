@@ -72,9 +72,9 @@ type Config struct {
 	Verifier *auth.Verifier
 	// Reload, when set, serves POST /v1/admin/reload: it re-reads the
 	// configuration and swaps the running policy, or returns an error and
-	// keeps it (an error wrapping ErrConfigInvalid is the file's fault and
-	// is answered 409 with its text, which names the line). The default is
-	// nil: the route answers 409, there being no configuration to re-read.
+	// keeps it (a *ConfigError is the file's fault and is answered 409 with
+	// its reason, which names the line). The default is nil: the route
+	// answers 409, there being no configuration to re-read.
 	Reload func() (wire.ReloadResult, error)
 	// Tracer, when set, gives every request a server span (see traced),
 	// a child of the caller's trace when it sends a W3C traceparent

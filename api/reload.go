@@ -11,10 +11,25 @@ import (
 
 // ErrConfigInvalid marks a reload that the configuration file refused: it
 // does not load or validate, or its policy cannot replace the running one.
-// The running policy stays; Config.Reload wraps the reason, which names the
-// file's line, and /v1/admin/reload answers it as a config-invalid
-// problem.
+// The running policy stays. errors.Is finds it in a *ConfigError.
 var ErrConfigInvalid = errors.New("the configuration is invalid; the running policy stays")
+
+// ConfigError is the error of a reload that the configuration file
+// refused. Err is the reason, which names the file's line (the config
+// package's *Error beneath has Line and Path); /v1/admin/reload answers it
+// 409 config-invalid with Err's text as the detail. Any other error that
+// wraps ErrConfigInvalid is answered with ErrConfigInvalid's words alone:
+// the route takes a reason as a value, never by cutting an error's text.
+type ConfigError struct {
+	Err error
+}
+
+func (e *ConfigError) Error() string { return ErrConfigInvalid.Error() + ": " + e.Err.Error() }
+
+func (e *ConfigError) Unwrap() error { return e.Err }
+
+// Is makes errors.Is(err, ErrConfigInvalid) hold for a *ConfigError.
+func (e *ConfigError) Is(target error) bool { return target == ErrConfigInvalid }
 
 // reloadConfig serves POST /v1/admin/reload: the server re-reads its
 // configuration file and swaps the running policy (Config.Reload). It takes
@@ -44,8 +59,12 @@ func (a *API) reloadConfig(w http.ResponseWriter, r *http.Request) {
 	} else if len(res.RestartNeeded) > 0 {
 		attrs = append(attrs, slog.String("restart_needed", strings.Join(res.RestartNeeded, ",")))
 	}
-	if errors.Is(err, ErrConfigInvalid) {
-		err = newProblem(kindConfigInvalid, "", strings.TrimPrefix(err.Error(), ErrConfigInvalid.Error()+": "))
+	var ce *ConfigError
+	switch {
+	case errors.As(err, &ce):
+		err = newProblem(kindConfigInvalid, "", ce.Err.Error())
+	case errors.Is(err, ErrConfigInvalid):
+		err = newProblem(kindConfigInvalid, "", ErrConfigInvalid.Error())
 	}
 	a.audit(r, "admin reload", "", err, attrs...)
 	if err != nil {

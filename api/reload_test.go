@@ -1,6 +1,7 @@
 package api_test
 
 import (
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -42,7 +43,7 @@ func TestAdminReload_ABadFileIsA409NamingItsLine(t *testing.T) {
 	calls := 0
 	h := newHarness(t, withReload(func() (wire.ReloadResult, error) {
 		calls++
-		return wire.ReloadResult{}, fmt.Errorf("%w: tollgate.yaml: policy: line 7: flows.login.rules[x]: algorithm must be one of ...", api.ErrConfigInvalid)
+		return wire.ReloadResult{}, &api.ConfigError{Err: errors.New("tollgate.yaml: policy: line 7: flows.login.rules[x]: algorithm must be one of ...")}
 	}))
 	res := h.do(t, http.MethodPost, "/v1/admin/reload", "", "")
 	p := res.json(t)
@@ -54,6 +55,24 @@ func TestAdminReload_ABadFileIsA409NamingItsLine(t *testing.T) {
 	}
 	if res := h.do(t, http.MethodPost, "/v1/admin/reload", "application/json", `{"file":"/etc/shadow"}`); res.status != http.StatusBadRequest || calls != 1 {
 		t.Errorf("reload with a body: %d %s after %d reloads, want 400 and no reload", res.status, res.body, calls)
+	}
+}
+
+// Only a *ConfigError's reason is answered: an error that merely wraps
+// ErrConfigInvalid is answered with the sentinel's own words, so that no
+// other text (here a secret file's path) reaches the caller by starting
+// with them.
+func TestAdminReload_AnErrorThatOnlyWrapsTheSentinelIsNotEchoed(t *testing.T) {
+	h := newHarness(t, withReload(func() (wire.ReloadResult, error) {
+		return wire.ReloadResult{}, fmt.Errorf("%w: open /etc/tollgate/secret-acme: permission denied", api.ErrConfigInvalid)
+	}))
+	res := h.do(t, http.MethodPost, "/v1/admin/reload", "", "")
+	p := res.json(t)
+	if res.status != http.StatusConflict || p["type"] != wire.ProblemConfigInvalid || p["detail"] != api.ErrConfigInvalid.Error() || strings.Contains(string(res.body), "secret-acme") {
+		t.Errorf("reload failing with a wrapped sentinel: %d %s, want 409 config-invalid saying only %q", res.status, res.body, api.ErrConfigInvalid)
+	}
+	if err := (&api.ConfigError{Err: errors.New("line 3: x")}); !errors.Is(err, api.ErrConfigInvalid) {
+		t.Errorf("errors.Is(%v, ErrConfigInvalid) = false", err)
 	}
 }
 

@@ -41,7 +41,7 @@ func (r *reloader) reload(by string) (wire.ReloadResult, error) {
 	r.metrics.ConfigReloaded(err == nil)
 	if err != nil {
 		r.log.Error("configuration reload refused: the running policy stays", slog.String("by", by), slog.String("error", err.Error()))
-		return res, fmt.Errorf("%w: %w", api.ErrConfigInvalid, err)
+		return res, &api.ConfigError{Err: err}
 	}
 	attrs := []any{slog.String("by", by), slog.Any("flows", res.Flows)}
 	if len(res.RestartNeeded) > 0 {

@@ -295,13 +295,10 @@ func TestEndToEnd_AuthTenantsAndAdmin(t *testing.T) {
 			t.Errorf("a check from the blocked range: %s, want %s", body, want)
 		}
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(p.logs.String(), `"msg":"admin block"`) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	for !strings.Contains(p.logs.String(), `"msg":"admin reset"`) && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(5*time.Second, func() bool {
+		logs := p.logs.String()
+		return strings.Contains(logs, `"msg":"admin block"`) && strings.Contains(logs, `"msg":"admin reset"`)
+	})
 	logs := p.logs.String()
 	for _, want := range []string{`"msg":"admin reset"`, `"by":"support-desk"`, `"tenant":"shop"`, `"reason":"ticket 7: owner verified"`, `"msg":"admin block"`, `"reason":"incident 3"`} {
 		if !strings.Contains(logs, want) {

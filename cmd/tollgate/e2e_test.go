@@ -204,7 +204,6 @@ func TestEndToEnd(t *testing.T) {
 
 	// SIGTERM with a request in flight.
 	slow := startSlowCheck(t, addr)
-	time.Sleep(200 * time.Millisecond)
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

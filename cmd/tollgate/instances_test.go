@@ -143,14 +143,17 @@ func TestManyInstances_SeeEachOthersEntries(t *testing.T) {
 			until := func(want string) string {
 				t.Helper()
 				var got string
-				for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-					v, err := postCheck(client, b.addr, `{"flow":"login","account":"x@example.com","ip":"203.0.113.40"}`)
-					if err != nil {
-						t.Fatal(err)
+				var err error
+				testkit.Eventually(5*time.Second, func() bool {
+					var v e2eVerdict
+					if v, err = postCheck(client, b.addr, `{"flow":"login","account":"x@example.com","ip":"203.0.113.40"}`); err != nil {
+						return true
 					}
-					if got = v.Action; got == want {
-						return got
-					}
+					got = v.Action
+					return got == want
+				})
+				if err != nil {
+					t.Fatal(err)
 				}
 				return got
 			}

@@ -109,17 +109,21 @@ func TestReload_ARealProcessReloadsItsPolicyUnderTrafficAndKeepsItsCounters(t *t
 	if err := p.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(10 * time.Second)
-	for !strings.Contains(p.logs.String(), `"msg":"configuration reloaded"`) {
+	died := false
+	reloaded := testkit.Eventually(10*time.Second, func() bool {
 		select {
 		case <-p.exited:
-			t.Fatalf("SIGHUP ended the process: %v\n%s", p.waitErr, p.logs)
+			died = true
+			return true
 		default:
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("no reload logged 10 s after SIGHUP:\n%s", p.logs)
-		}
-		time.Sleep(20 * time.Millisecond)
+		return strings.Contains(p.logs.String(), `"msg":"configuration reloaded"`)
+	})
+	switch {
+	case died:
+		t.Fatalf("SIGHUP ended the process: %v\n%s", p.waitErr, p.logs)
+	case !reloaded:
+		t.Fatalf("no reload logged 10 s after SIGHUP:\n%s", p.logs)
 	}
 	// free 5: the account's 3 failures are kept, so 2 more go ahead, then
 	// it waits.

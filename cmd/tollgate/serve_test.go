@@ -20,10 +20,14 @@ import (
 // flight for as long as the test wants.
 type slowCall struct {
 	conn net.Conn
+	r    *bufio.Reader
 	rest []byte
 }
 
-// startSlowCheck sends a check's headers and half its body to addr.
+// startSlowCheck sends a check's headers to addr, waits until the server's
+// handler reads the body, and sends half of it: the check is then in
+// flight. The wait is on the server itself: with Expect: 100-continue the
+// server answers 100 Continue when the handler first reads the body.
 func startSlowCheck(t *testing.T, addr string) *slowCall {
 	t.Helper()
 	body := []byte(`{"flow":"login","account":"slow@example.com","ip":"192.0.2.99"}`)
@@ -33,11 +37,17 @@ func startSlowCheck(t *testing.T, addr string) *slowCall {
 	}
 	t.Cleanup(func() { conn.Close() })
 	half := len(body) / 2
-	fmt.Fprintf(conn, "POST /v1/check HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", addr, len(body))
+	fmt.Fprintf(conn, "POST /v1/check HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\nExpect: 100-continue\r\n\r\n", addr, len(body))
+	r := bufio.NewReader(conn)
+	conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	if res, err := http.ReadResponse(r, nil); err != nil || res.StatusCode != http.StatusContinue {
+		t.Fatalf("the server did not ask for the check's body: %v, %v", res, err)
+	}
+	conn.SetReadDeadline(time.Time{})
 	if _, err := conn.Write(body[:half]); err != nil {
 		t.Fatal(err)
 	}
-	return &slowCall{conn: conn, rest: body[half:]}
+	return &slowCall{conn: conn, r: r, rest: body[half:]}
 }
 
 // finish sends the rest of the body and returns the verdict's action.
@@ -47,7 +57,7 @@ func (s *slowCall) finish(t *testing.T) string {
 		t.Fatalf("finishing the in-flight request: %v", err)
 	}
 	s.conn.SetDeadline(time.Now().Add(5 * time.Second))
-	res, err := http.ReadResponse(bufio.NewReader(s.conn), nil)
+	res, err := http.ReadResponse(s.r, nil)
 	if err != nil {
 		t.Fatalf("reading the in-flight request's response: %v", err)
 	}
@@ -87,7 +97,6 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 	res.Body.Close()
 
 	slow := startSlowCheck(t, addr)
-	time.Sleep(100 * time.Millisecond) // let the server read the headers
 	cancel()
 	select {
 	case err := <-done:

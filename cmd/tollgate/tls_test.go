@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // writeCert writes a self-signed certificate for 127.0.0.1 and its key to
@@ -91,14 +92,10 @@ func TestTLS_ServesAndPicksUpARenewedCertificate(t *testing.T) {
 		t.Error("plain HTTP was answered")
 	}
 	second := writeCert(t, certFile, keyFile, 2, time.Now().Add(time.Minute))
-	time.Sleep(1100 * time.Millisecond) // the files are looked at once a second
+	// The files are looked at once a second, at a handshake: each handshake
+	// may be the one that notices.
 	var err error
-	for range 20 { // each handshake may be the one that notices
-		if err = get(second); err == nil {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	testkit.Eventually(10*time.Second, func() bool { err = get(second); return err == nil })
 	if err != nil {
 		t.Fatalf("the renewed certificate is not served: %v", err)
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // TestTLS_AFailedHandshakeLogsNoPeerAddress: a plain-HTTP client and a
@@ -42,10 +43,7 @@ func TestTLS_AFailedHandshakeLogsNoPeerAddress(t *testing.T) {
 	}
 	raw.Close()
 
-	deadline := time.Now().Add(3 * time.Second)
-	for strings.Count(logs.String(), "TLS handshake error") < 2 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
+	testkit.Eventually(3*time.Second, func() bool { return strings.Count(logs.String(), "TLS handshake error") >= 2 })
 	if n := strings.Count(logs.String(), "TLS handshake error"); n < 2 {
 		t.Errorf("%d handshake errors logged, want 2:\n%s", n, logs)
 	}

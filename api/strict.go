@@ -33,7 +33,7 @@ var errNotListed = errors.New("api: a member the request's fields do not list")
 // decoder is one decoding's state: the addresses of the fields fs names,
 // in fs's order, and which of them had a value other than null. Its
 // options are strictOptions and the member hook, bound to it once; it is
-// pooled so that a decoding allocates neither.
+// pooled, so that a decoding builds neither.
 type decoder struct {
 	fields  []any
 	present uint64
@@ -69,11 +69,11 @@ func (d *decoder) member(dec *jsontext.Decoder, field any) error {
 // at most once, into v, a pointer to a struct whose json tags name those
 // members, and checks that the required ones are present and not null. It
 // returns the members present with a non-null value (bit i for fs[i]).
-// The library refuses everything but the required members; the first
-// problem is reported, in this order: invalid UTF-8; the body's first
-// syntax error or repeated name; its first unknown member or member of
-// the wrong type; a body that is not an object; a required member missing
-// (the first in fs).
+// The library refuses all that can be wrong but a required member
+// missing. One problem is reported, the first of: invalid UTF-8; the
+// body's first syntax error or name given twice; a body that is not an
+// object; its first unknown member or member of the wrong type; a
+// required member missing (the first in fs).
 func decodeJSON(body []byte, fs fields, v any) (present uint64, err error) {
 	d := decoders.Get().(*decoder)
 	defer decoders.Put(d)

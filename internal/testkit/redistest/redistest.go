@@ -12,6 +12,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
@@ -23,6 +24,8 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
+
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // ErrNotInstalled means redis-server (or redis-cli, for a Cluster) is not on PATH.
@@ -99,12 +102,8 @@ func (in *Instance) start() error {
 	}
 	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1})
 	defer c.Close()
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		if c.Ping(context.Background()).Err() == nil {
-			return nil
-		}
-		time.Sleep(20 * time.Millisecond)
+	if testkit.Eventually(5*time.Second, func() bool { return c.Ping(context.Background()).Err() == nil }) {
+		return nil
 	}
 	in.Stop()
 	return fmt.Errorf("redistest: redis-server on %s did not answer within 5s", in.Addr)
@@ -129,6 +128,22 @@ func (in *Instance) Restart() error {
 
 // PID is the server's process id.
 func (in *Instance) PID() int { return in.cmd.Process.Pid }
+
+// Sleeping reports whether the server is stalled in a DEBUG SLEEP: its
+// main thread sleeps in the kernel (its /proc wchan is a nanosleep), where
+// otherwise it waits in epoll for clients. A test that must act while
+// Redis stalls waits for this (testkit.WaitFor) instead of guessing when
+// the command has arrived. Without /proc (not Linux) it cannot tell, and
+// reports true.
+func (in *Instance) Sleeping() bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/wchan", in.PID()))
+	if errors.Is(err, fs.ErrNotExist) {
+		if _, err := os.Stat("/proc/self"); err != nil {
+			return true
+		}
+	}
+	return err == nil && strings.Contains(string(b), "nanosleep")
+}
 
 // ClusterInstances is a running Redis Cluster of masters without replicas.
 type ClusterInstances struct {
@@ -190,19 +205,17 @@ func StartCluster(dir string, n int) (*ClusterInstances, error) {
 	deadline := time.Now().Add(10 * time.Second)
 	for _, node := range c.Nodes {
 		cl := redis.NewClient(&redis.Options{Addr: node.Addr})
-		for {
-			info, err := cl.ClusterInfo(context.Background()).Result()
-			if err == nil && strings.Contains(info, "cluster_state:ok") {
-				break
-			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				c.Stop()
-				return nil, fmt.Errorf("redistest: cluster not ok after 10s: %v %s", err, info)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var info string
+		var err error
+		ok := testkit.Eventually(time.Until(deadline), func() bool {
+			info, err = cl.ClusterInfo(context.Background()).Result()
+			return err == nil && strings.Contains(info, "cluster_state:ok")
+		})
 		cl.Close()
+		if !ok {
+			c.Stop()
+			return nil, fmt.Errorf("redistest: cluster not ok after 10s: %v %s", err, info)
+		}
 	}
 	return c, nil
 }
@@ -255,17 +268,14 @@ func sentinel(tb testing.TB, master *Instance, quorum int) *Instance {
 	tb.Cleanup(in.Stop)
 	c := redis.NewSentinelClient(&redis.Options{Addr: in.Addr})
 	defer c.Close()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		addr, err := c.GetMasterAddrByName(context.Background(), "tollgate").Result()
-		if err == nil && len(addr) == 2 {
-			return in
-		}
-		if time.Now().After(deadline) {
-			tb.Fatalf("redistest: sentinel does not report the master after 10s: %v", err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Eventually(10*time.Second, func() bool {
+		var addr []string
+		addr, err = c.GetMasterAddrByName(context.Background(), "tollgate").Result()
+		return err == nil && len(addr) == 2
+	}) {
+		tb.Fatalf("redistest: sentinel does not report the master after 10s: %v", err)
 	}
+	return in
 }
 
 func freePort() (int, error) {
@@ -377,19 +387,17 @@ func StartReplicatedCluster(dir string, masters int, nodeTimeout time.Duration, 
 	deadline := time.Now().Add(20 * time.Second)
 	for _, node := range c.Nodes {
 		cl := redis.NewClient(&redis.Options{Addr: node.Addr})
-		for {
-			ok, detail := replicatedNodeReady(cl, len(c.Nodes))
-			if ok {
-				break
-			}
-			if time.Now().After(deadline) {
-				cl.Close()
-				c.Stop()
-				return nil, fmt.Errorf("redistest: node %s not ready after 20s: %s", node.Addr, detail)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		var detail string
+		ready := testkit.Eventually(time.Until(deadline), func() bool {
+			var ok bool
+			ok, detail = replicatedNodeReady(cl, len(c.Nodes))
+			return ok
+		})
 		cl.Close()
+		if !ready {
+			c.Stop()
+			return nil, fmt.Errorf("redistest: node %s not ready after 20s: %s", node.Addr, detail)
+		}
 	}
 	return c, nil
 }

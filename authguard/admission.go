@@ -5,6 +5,7 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -115,18 +116,25 @@ const (
 	lookupRounds    = 16
 )
 
+// lookupPause is how long look-ups wait after the store failed one.
+const lookupPause = time.Second
+
 // lookups are the flood path's look-ups of records. Rounds run one at a
 // time, in order, each in one call slot (a kept one when no other is
 // free, as a report takes), so the look-ups an attacker can force take at
-// most that one slot, whatever his rate. A check joins the last round
-// waiting, or a new one behind it, each record once; it waits for its
-// round at most the queue wait, and a check that finds every round full
-// does not wait for one: it is shed, as a call that finds no slot in time
-// is, neither answered from memory nor run in the store.
+// most that one slot, whatever his rate, and stay within the store's
+// connections. A check joins the last round waiting, or a new one behind
+// it, each record once; it waits for its round at most the queue wait,
+// and a check that finds every round full does not wait for one: it is
+// shed, as a call that finds no slot in time is, neither answered from
+// memory nor run in the store.
 type lookups struct {
 	mu      sync.Mutex
 	waiting []*lookupRound // in the order they run
 	running bool           // a goroutine runs them
+	// pausedUntil is when look-ups may call the store again after one
+	// failed, in Unix ns.
+	pausedUntil atomic.Int64
 	// reads are the rounds that read each record, waiting or running.
 	reads map[string]*lookupRound
 	// absent are the records the store last answered as missing, for
@@ -168,8 +176,9 @@ func (e *Engine) floodVerdict(f *Flow, p *plan, solved bool) (v Verdict, recalle
 			// store failing): shed, as a call that finds no slot in time
 			// is, so that a flood of networks never seen neither is
 			// answered from memory nor runs in the store. Its record is
-			// read all the same once its round runs.
-			e.shedAt.Store(time.Now().UnixNano())
+			// read all the same once its round runs. It is no shed of a
+			// call slot's (overloaded): it leaves a store deadline missed
+			// meanwhile to the fail mode, as before there were look-ups.
 			return f.shed(), false, false
 		}
 		if held == nil {
@@ -232,11 +241,14 @@ func (e *Engine) atBest(f *Flow, p *plan, held []Result, solved bool) Verdict {
 // remembers neither way, and learns them (learnLookup). A check that finds
 // no round running runs them itself, in order, up to its own, and leaves
 // any behind it to a goroutine; any other waits for its round at most the
-// queue wait. It reports false when every round was full or its round did
-// not run in time.
+// queue wait. It reports false when every round was full, look-ups are
+// paused (readRound), or its round did not run in time.
 func (e *Engine) lookUp(p *plan) bool {
 	ms := e.now().UnixMilli()
 	l := &e.lookups
+	if time.Now().UnixNano() < l.pausedUntil.Load() {
+		return false
+	}
 	l.mu.Lock()
 	var wait *lookupRound // the last round to read one of p's records
 	for i, m := range p.meta {
@@ -338,14 +350,24 @@ func (e *Engine) nextRound() *lookupRound {
 }
 
 // readRound reads round r's records in the store, in a call slot, and
-// learns them.
+// learns them. A store that does not answer pauses the look-ups for
+// lookupPause: the rounds meanwhile read nothing, so that look-ups add at
+// most one failure a pause to the store's circuit breaker (enough of them
+// in a row would turn the whole instance to its fail mode, for a store
+// that is only slow under the flood).
 func (e *Engine) readRound(r *lookupRound) {
 	ctx := context.Background()
-	if slot, err := e.acquire(ctx, true, true); err == nil {
-		e.learnLookup(ctx, r.ops, e.peekRecords(ctx, r.ops))
-		release(slot)
-	}
 	l := &e.lookups
+	if time.Now().UnixNano() >= l.pausedUntil.Load() {
+		if slot, err := e.acquire(ctx, true, true); err == nil {
+			res := e.peekRecords(ctx, r.ops)
+			release(slot)
+			if res == nil {
+				l.pausedUntil.Store(time.Now().Add(lookupPause).UnixNano())
+			}
+			e.learnLookup(ctx, r.ops, res)
+		}
+	}
 	l.mu.Lock()
 	for _, op := range r.ops {
 		delete(l.reads, op.StoreKey())

@@ -17,6 +17,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -152,14 +153,12 @@ func replicated(m *redis.Client) error {
 	r := redis.NewClient(&redis.Options{Addr: net.JoinHostPort(host, port)})
 	defer r.Close()
 	want, _ := strconv.ParseInt(infoField(info, "master_repl_offset"), 10, 64)
-	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(2 * time.Millisecond) {
-		info, err := r.Info(ctx, "replication").Result()
-		if err != nil {
-			return err
-		}
-		if got, _ := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64); got >= want {
-			return nil
-		}
+	if testkit.Eventually(5*time.Second, func() bool {
+		info, err = r.Info(ctx, "replication").Result()
+		got, _ := strconv.ParseInt(infoField(info, "slave_repl_offset"), 10, 64)
+		return err != nil || got >= want
+	}) {
+		return err
 	}
 	return fmt.Errorf("the replica of %s did not reach offset %d in 5 s", m.Options().Addr, want)
 }
@@ -178,14 +177,21 @@ func infoField(info, name string) string {
 // the instances answer from Redis again, and returns how long that took.
 func (d *blipDeployment) untilBack(t *testing.T, back func() bool) time.Duration {
 	killed := time.Now()
-	for time.Since(killed) < 30*time.Second {
-		if back() {
-			return time.Since(killed)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if !testkit.Eventually(30*time.Second, back) {
+		t.Error("Redis did not answer again within 30 s of the master's kill")
 	}
-	t.Error("Redis did not answer again within 30 s of the master's kill")
 	return time.Since(killed)
+}
+
+// answered waits, at most 10 s, until Redis has answered n more of the
+// instances' calls: between two faults, Redis is back for a while (the
+// attack guesses every 5 ms, so 100 answers are about half a second when
+// the machine keeps up).
+func (d *blipDeployment) answered(t *testing.T, n int64) {
+	before := d.fromR.Load()
+	if !testkit.Eventually(10*time.Second, func() bool { return d.fromR.Load() >= before+n }) {
+		t.Errorf("Redis answered %d calls in the 10 s after a fault, want %d", d.fromR.Load()-before, n)
+	}
 }
 
 // debugSleep stalls a Redis server for d (DEBUG SLEEP; redistest enables
@@ -199,14 +205,17 @@ func debugSleep(t *testing.T, addr string, d time.Duration) {
 }
 
 // clientPause pauses a Redis server's writes for d (CLIENT PAUSE ... WRITE,
-// which Redis's own FAILOVER command also causes).
+// which Redis's own FAILOVER command also causes), and returns when the
+// pause has ended: a write command (a DEL of no key) waits until then.
 func clientPause(t *testing.T, addr string, d time.Duration) {
-	c := redis.NewClient(&redis.Options{Addr: addr})
+	c := redis.NewClient(&redis.Options{Addr: addr, ReadTimeout: d + 5*time.Second})
 	defer c.Close()
 	if err := c.Do(context.Background(), "CLIENT", "PAUSE", d.Milliseconds(), "WRITE").Err(); err != nil {
 		t.Errorf("CLIENT PAUSE: %v", err)
 	}
-	time.Sleep(d)
+	if err := c.Del(context.Background(), "blip:pause-ended").Err(); err != nil {
+		t.Errorf("a write after CLIENT PAUSE: %v", err)
+	}
 }
 
 // Against a real redis-server: stalls and write pauses mid-attack. Before
@@ -219,18 +228,18 @@ func clientPause(t *testing.T, addr string, d time.Duration) {
 func TestBlip_RealRedisStallsAndWritePausesForgetNoDelay(t *testing.T) {
 	faults := []struct {
 		name  string
-		fault func(t *testing.T, addr string)
+		fault func(t *testing.T, addr string, d *blipDeployment)
 	}{
-		{"DEBUG SLEEP 0.3 three times", func(t *testing.T, addr string) {
+		{"DEBUG SLEEP 0.3 three times", func(t *testing.T, addr string, d *blipDeployment) {
 			for range 3 {
 				debugSleep(t, addr, 300*time.Millisecond)
-				time.Sleep(500 * time.Millisecond)
+				d.answered(t, 100)
 			}
 		}},
-		{"CLIENT PAUSE 1000 WRITE twice", func(t *testing.T, addr string) {
+		{"CLIENT PAUSE 1000 WRITE twice", func(t *testing.T, addr string, d *blipDeployment) {
 			for range 2 {
 				clientPause(t, addr, time.Second)
-				time.Sleep(500 * time.Millisecond)
+				d.answered(t, 100)
 			}
 		}},
 	}
@@ -246,7 +255,7 @@ func TestBlip_RealRedisStallsAndWritePausesForgetNoDelay(t *testing.T) {
 					return c
 				}
 				d := newBlipDeployment(t, client, recall)
-				got := d.attack(t, func() { tt.fault(t, in.Addr) })
+				got := d.attack(t, func() { tt.fault(t, in.Addr, d) })
 				t.Logf("%s: %d proceeds for the account in backoff through the faults", map[int64]string{0: "with the recall", -1: "without it"}[recall], got)
 				switch {
 				case recall == 0 && got != 0:
@@ -302,12 +311,9 @@ func waitReplicating(t *testing.T, addr string) {
 	t.Helper()
 	c := redis.NewClient(&redis.Options{Addr: addr})
 	defer c.Close()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if info := c.Info(context.Background(), "replication").Val(); strings.Contains(info, "master_link_status:up") {
-			return
-		}
-	}
-	t.Fatal("the replica did not sync within 10 s")
+	testkit.WaitFor(t, 10*time.Second, "the replica in sync", func() bool {
+		return strings.Contains(c.Info(context.Background(), "replication").Val(), "master_link_status:up")
+	})
 }
 
 func isMaster(addr string) bool {
@@ -332,7 +338,7 @@ func TestBlip_ChargesCountedOnTheFallbackReachRedis(t *testing.T) {
 	d := newBlipDeployment(t, client, 0)
 	var wg sync.WaitGroup
 	wg.Go(func() { debugSleep(t, in.Addr, time.Second) })
-	time.Sleep(100 * time.Millisecond) // the sleep has begun
+	testkit.WaitFor(t, 5*time.Second, "Redis in DEBUG SLEEP", in.Sleeping)
 	for i := range 2 {
 		if v := d.guess(t, i); v.Action != authguard.Proceed {
 			t.Fatalf("guess %d during the stall: %v, want proceed from the fallback", i, v.Action)
@@ -393,7 +399,7 @@ func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 		e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: ip, Outcome: authguard.Failure, Attempt: v.Attempt})
 	}
 	const n, concurrent = 20_000, 800
-	var proceeds, errs, delays atomic.Int64
+	var proceeds, errs, delays, answered atomic.Int64
 	var ownerOK atomic.Int64
 	work := make(chan int)
 	var wg sync.WaitGroup
@@ -401,6 +407,7 @@ func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 		wg.Go(func() {
 			for i := range work {
 				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: fmt.Sprintf("198.19.%d.%d", i/250%250, i%250+1)})
+				answered.Add(1)
 				switch {
 				case err != nil:
 					errs.Add(1)
@@ -413,13 +420,15 @@ func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 		})
 	}
 	wg.Go(func() { // the owner, on her known device, during the flood
-		for range 20 {
+		for k := range 20 {
 			v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7", DeviceToken: owner.DeviceToken})
 			if err == nil && v.Action == authguard.Proceed {
 				ownerOK.Add(1)
 				e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: "victim@example.com", IP: "203.0.113.7", Outcome: authguard.Success, Attempt: v.Attempt, DeviceToken: owner.DeviceToken})
 			}
-			time.Sleep(10 * time.Millisecond)
+			// Her next check once the flood is a twentieth further on:
+			// her checks are spread over the whole flood.
+			testkit.Eventually(10*time.Second, func() bool { return answered.Load() >= int64(k+1)*n/20 })
 		}
 	})
 	for i := range n {
@@ -541,7 +550,7 @@ func TestBlip_RealRedisStallKeepsTheOwnersKnownNetwork(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); debugSleep(t, in.Addr, 2*time.Second) }()
-	time.Sleep(200 * time.Millisecond) // DEBUG SLEEP has begun
+	testkit.WaitFor(t, 5*time.Second, "Redis in DEBUG SLEEP", in.Sleeping)
 	if v, _ := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: "203.0.113.200"}); v.Action == authguard.Proceed {
 		t.Errorf("Redis stalled, the attacker: proceed, want the account's delay")
 	}

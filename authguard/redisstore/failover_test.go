@@ -12,6 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -135,24 +136,24 @@ func TestClusterFailover_WritesResumeWithinTenSecondsOfAMasterKill(t *testing.T)
 		t.Fatal(err)
 	}
 	watching.Go(func() {
-		for time.Since(killed) < 30*time.Second {
+		testkit.Eventually(30*time.Second-time.Since(killed), func() bool {
 			if owner := slotOwner(survivor, slot); owner != "" && owner != dead {
 				promoted = time.Since(killed)
-				return
+				return true
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			return false
+		})
 	})
 	var resumed time.Duration
 	failures := 0
-	for i := 0; i < 600 && time.Since(killed) < 30*time.Second; i++ {
+	testkit.Eventually(30*time.Second-time.Since(killed), func() bool {
 		if _, err := s.Do(ctx, []authguard.Op{charge(key)}); err == nil {
 			resumed = time.Since(killed)
-			break
+			return true
 		}
 		failures++
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 	watching.Wait()
 	if resumed == 0 {
 		t.Fatalf("no write on the killed master's slot within 30 s of the kill (%d failed; the Cluster failed over %v after it)", failures, promoted.Round(time.Millisecond))

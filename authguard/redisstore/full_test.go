@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // fillRedis writes junk until Redis refuses writes with OOM (maxmemory with
@@ -217,7 +218,10 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 	needRedis(t)
 	in := redistest.Server(t, "--maxmemory", "4mb", "--maxmemory-policy", "noeviction")
 	c := redis.NewClient(&redis.Options{Addr: in.Addr, MaxRetries: -1, ContextTimeoutEnabled: true, DialTimeout: 50 * time.Millisecond})
-	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second})
+	// One clock for the scripts, the fallback and the engine: the delays
+	// run out when the test says, not in real time.
+	clock := testclock.New(time.Time{})
+	s, err := redisstore.New(redisstore.Config{Client: c, Timeout: time.Second, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +233,7 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: p, Store: s, Fallback: memstore.New(memstore.Config{Now: clock.Now}), Secret: secret, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -238,12 +242,12 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 		if v := guess(); v.Action == authguard.Proceed {
 			failures++
 		} else {
-			time.Sleep(v.Delay + 50*time.Millisecond)
+			clock.Advance(v.Delay + 50*time.Millisecond)
 		}
 	}
 	fillRedis(t, c)
 	for round := range 2 {
-		time.Sleep(1100 * time.Millisecond) // the delay runs out
+		clock.Advance(1100 * time.Millisecond) // the delay runs out
 		went := 0
 		for range 10 {
 			if guess().Action == authguard.Proceed {

@@ -20,6 +20,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
@@ -432,7 +433,13 @@ func TestStall_TimeoutBoundsTheCall(t *testing.T) {
 	defer admin.Close()
 	for _, stall := range []func() error{
 		func() error { return admin.Do(ctx, "CLIENT", "PAUSE", "400", "ALL").Err() },
-		func() error { go admin.Do(ctx, "DEBUG", "SLEEP", "0.4"); time.Sleep(20 * time.Millisecond); return nil },
+		func() error {
+			go admin.Do(ctx, "DEBUG", "SLEEP", "0.4")
+			if !testkit.Eventually(5*time.Second, server.Sleeping) {
+				return errors.New("Redis not in DEBUG SLEEP after 5 s")
+			}
+			return nil
+		},
 	} {
 		if err := stall(); err != nil {
 			t.Fatal(err)
@@ -441,8 +448,10 @@ func TestStall_TimeoutBoundsTheCall(t *testing.T) {
 		if !errors.Is(err, authguard.ErrStoreUnavailable) {
 			t.Errorf("stalled Redis: %v, want unavailable (deadline)", err)
 		}
-		admin.Do(ctx, "CLIENT", "UNPAUSE")
-		time.Sleep(450 * time.Millisecond) // let the stall end before the next one
+		// Redis answers once the stall has ended, before the next one.
+		if err := admin.Do(ctx, "CLIENT", "UNPAUSE").Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -179,6 +180,7 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	var (
 		phase    atomic.Int32
 		movedAt  atomic.Int64 // unix ns when the slot was given to the target
+		made     atomic.Int64 // calls the load has made
 		calls    []reshardCall
 		loadDone = make(chan struct{})
 	)
@@ -233,14 +235,17 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 			t0 := time.Now()
 			_, err := s.Do(ctx, ops)
 			calls = append(calls, reshardCall{phase: p, start: t0, took: time.Since(t0), err: err, openNow: s.Open()})
+			made.Add(1)
 			<-tick.C
 		}
 	}()
 
 	// The reshard, as redis-cli --cluster reshard does it, slowly: 3 keys
-	// every 5 ms after 300 ms of load without it.
+	// every 5 ms after 150 calls of load without it.
 	migrate := func() error {
-		time.Sleep(300 * time.Millisecond)
+		if !testkit.Eventually(10*time.Second, func() bool { return made.Load() >= 150 }) {
+			return fmt.Errorf("the load made %d calls in 10 s, want 150 before the reshard", made.Load())
+		}
 		if err := target.Do(ctx, "CLUSTER", "SETSLOT", slot, "IMPORTING", sourceID).Err(); err != nil {
 			return fmt.Errorf("SETSLOT IMPORTING on the target: %w", err)
 		}

@@ -15,6 +15,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
@@ -197,8 +198,9 @@ func TestBreaker_AStillDownRedisCostsOneTrialACooldown(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
+	var received atomic.Int64 // bytes the clients sent
 	var held sync.WaitGroup
-	held.Go(func() { // a Redis that accepts and never answers
+	held.Go(func() { // a Redis that accepts, reads and never answers
 		var conns []net.Conn
 		defer func() {
 			for _, c := range conns {
@@ -211,6 +213,16 @@ func TestBreaker_AStillDownRedisCostsOneTrialACooldown(t *testing.T) {
 				return
 			}
 			conns = append(conns, c)
+			held.Go(func() {
+				buf := make([]byte, 4096)
+				for {
+					n, err := c.Read(buf)
+					received.Add(int64(n))
+					if err != nil {
+						return
+					}
+				}
+			})
 		}
 	})
 	defer held.Wait()
@@ -235,9 +247,11 @@ func TestBreaker_AStillDownRedisCostsOneTrialACooldown(t *testing.T) {
 		t.Fatal("two timeouts did not open the breaker")
 	}
 	clock.Advance(time.Second)
+	sent := received.Load()
 	trial := make(chan error, 1)
 	go func() { trial <- op(99) }()
-	time.Sleep(200 * time.Millisecond) // the trial is waiting on Redis (for 1 s)
+	// The trial is waiting on Redis (for 1 s) once Redis has its bytes.
+	testkit.WaitFor(t, 5*time.Second, "the trial call reaching Redis", func() bool { return received.Load() > sent })
 	var mu sync.Mutex
 	kinds := map[string]int{}
 	var calls sync.WaitGroup

@@ -16,6 +16,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -240,7 +241,7 @@ func TestSharedRoundTrips_ACallFailsAtItsDeadlineAndTheStoreRecovers(t *testing.
 	}
 	slept := make(chan struct{})
 	go func() { defer close(slept); debugSleep(t, in.Addr, 500*time.Millisecond) }()
-	time.Sleep(50 * time.Millisecond) // the sleep has begun
+	testkit.WaitFor(t, 5*time.Second, "Redis in DEBUG SLEEP", in.Sleeping)
 	var unavailable atomic.Int64
 	concurrently(16, func(i int) {
 		_, err := s.Do(context.Background(), ops(i))
@@ -255,14 +256,15 @@ func TestSharedRoundTrips_ACallFailsAtItsDeadlineAndTheStoreRecovers(t *testing.
 		t.Errorf("%d of 16 calls failed as unavailable", unavailable.Load())
 	}
 	var ok atomic.Int64
-	for deadline := time.Now().Add(5 * time.Second); ok.Load() < 16 && time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+	testkit.Eventually(5*time.Second, func() bool {
 		ok.Store(0)
 		concurrently(16, func(i int) {
 			if _, err := s.Do(context.Background(), ops(100+i)); err == nil {
 				ok.Add(1)
 			}
 		})
-	}
+		return ok.Load() == 16
+	})
 	if ok.Load() != 16 {
 		t.Errorf("after the sleep %d of 16 concurrent calls answered, want all", ok.Load())
 	}

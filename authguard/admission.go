@@ -175,10 +175,10 @@ func (e *Engine) floodVerdict(f *Flow, p *plan, solved bool) (v Verdict, recalle
 			// Not read in time (every round full, its round late, the
 			// store failing): shed, as a call that finds no slot in time
 			// is, so that a flood of networks never seen neither is
-			// answered from memory nor runs in the store. Its record is
-			// read all the same once its round runs. It is no shed of a
-			// call slot's (overloaded): it leaves a store deadline missed
-			// meanwhile to the fail mode, as before there were look-ups.
+			// answered from memory nor runs in the store. A round that
+			// runs late still reads its record, for its retry. It is no
+			// shed of a call slot's (overloaded): it leaves a store
+			// deadline missed meanwhile to the fail mode, as before.
 			return f.shed(), false, false
 		}
 		if held == nil {

@@ -16,15 +16,13 @@ import (
 )
 
 // ciBudget is the strategies each objective's search evaluates in the
-// tests: about a second each on a loaded machine; a tenth as many under
-// the race detector, which slows the engine tenfold, and a third under
-// -short. `make prove` runs the long search.
+// tests: about a second each on a loaded machine; a sixth as many under
+// the race detector, which slows the engine tenfold, and under -short,
+// a quick look whose full search make test runs. `make prove` runs the
+// long search.
 func ciBudget() int {
-	switch {
-	case raceEnabled:
+	if raceEnabled || testing.Short() {
 		return 8
-	case testing.Short():
-		return 16
 	}
 	return 48
 }
@@ -40,9 +38,10 @@ func ciBudgetOf(name string) int {
 }
 
 // raceTooSlow are the searches too long for the race detector, which
-// makes the engine ten times slower, with why: the plain run makes them.
+// makes the engine ten times slower, and for a -short run, with why: the
+// plain run of make test makes them.
 var raceTooSlow = map[string]string{
-	"spend_per_day": "its strategies send up to 96,000 codes and its regression scenario 36,500, a minute under -race",
+	"spend_per_day": "its strategies send up to 96,000 codes and its regression scenario 36,500: seconds each, a minute under -race",
 }
 
 // knownBeaten are the objectives of the built-in policy a search has
@@ -64,8 +63,8 @@ func TestBuiltInPolicy_NoStrategyBeatsABound(t *testing.T) {
 	}
 	for _, o := range objectives {
 		t.Run(o.Name, func(t *testing.T) {
-			if why, ok := raceTooSlow[o.Name]; ok && raceEnabled {
-				t.Skipf("searched without the race detector (make test runs it so): %s", why)
+			if why, ok := raceTooSlow[o.Name]; ok && (raceEnabled || testing.Short()) {
+				t.Skipf("searched without the race detector and -short (make test runs it so): %s", why)
 			}
 			budget := ciBudgetOf(o.Name)
 			r, err := Search(context.Background(), Config{Objective: o.Name, Budget: budget, Seed: 1})

@@ -36,34 +36,20 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 			x.readHeld(ro, b.held[i], captchaSolved)
 		}
 	}
-	var wait, queue, sharedWait time.Duration
-	var delayed, captcha, queued, denied, shared reasonSet
+	var wait, queue time.Duration
+	var delayed, captcha, queued, denied reasonSet
 	read := func(res []Result) {
 		for i, r := range res {
 			m := p.meta[i]
-			rd := reading(m.role)
-			if rd.Shared {
-				if x.exempt() {
-					continue
-				}
-				if x.solvable() && r.Wait > 0 { // a CAPTCHA would exempt it
-					sharedWait = max(sharedWait, r.Wait)
-					shared.add(f.reasonOf[m.rule])
-					continue
-				}
-			}
-			switch {
-			case rd.Stops.Holds(r, captchaSolved):
-				switch rd.As {
-				case Deny:
-					denied.add(f.reasonOf[m.rule])
-				case Captcha:
-					captcha.add(f.reasonOf[m.rule])
-				default:
-					wait = max(wait, r.Wait)
-					delayed.add(f.reasonOf[m.rule])
-				}
-			case rd.Queues && r.Wait > 0: // admitted: its place in the queue
+			switch a, inQueue := reading(m.role).asks(r, captchaSolved, x); {
+			case a == Deny:
+				denied.add(f.reasonOf[m.rule])
+			case a == Captcha:
+				captcha.add(f.reasonOf[m.rule])
+			case a == Delay:
+				wait = max(wait, r.Wait)
+				delayed.add(f.reasonOf[m.rule])
+			case inQueue: // admitted: its place in the queue
 				queue = max(queue, r.Wait)
 				queued.add(f.reasonOf[m.rule])
 			}
@@ -79,8 +65,8 @@ func (e *Engine) combine(f *Flow, p *plan, b batch, captchaSolved bool) Verdict 
 		return Verdict{Action: Deny, Reasons: denied.list(f)}
 	case wait > 0:
 		return Verdict{Action: Delay, Delay: wait, Reasons: delayed.list(f)}
-	case captcha != 0 || sharedWait > 0:
-		return Verdict{Action: Captcha, Reasons: (captcha | shared).list(f)}
+	case captcha != 0:
+		return Verdict{Action: Captcha, Reasons: captcha.list(f)}
 	case queue > 0:
 		return Verdict{Delay: queue, Reasons: queued.list(f)}
 	}

@@ -275,18 +275,22 @@ func (c Cond) shows(r Result, solved bool) bool {
 func (x exemption) exempt() bool   { return !x.bound }
 func (x exemption) solvable() bool { return x.bound && !x.boundSolved }
 
-// stops reports whether r, read through rd in a check exempt or not (and
-// solvable or not, as exemption says), keeps the check from proceeding.
-func (rd *Reading) stops(r Result, solved bool, x exemption) bool {
+// asks is what r, read through rd in a check of exemption x, asks of the
+// check: Proceed, queued when r's Wait is its place in a queue; Delay, for
+// r's Wait; Captcha; or Deny. combine and Blocked read every result by it.
+func (rd *Reading) asks(r Result, solved bool, x exemption) (a Action, queued bool) {
 	if rd.Shared {
 		if x.exempt() {
-			return false
+			return Proceed, false
 		}
 		if x.solvable() && r.Wait > 0 {
-			return true // a CAPTCHA to solve
+			return Captcha, false // a solved CAPTCHA would exempt the check
 		}
 	}
-	return rd.Stops.Holds(r, solved)
+	if rd.Stops.Holds(r, solved) {
+		return rd.As, false
+	}
+	return Proceed, rd.Queues && r.Wait > 0
 }
 
 // Blocked reports whether results, read through their gates by the verdict
@@ -298,7 +302,7 @@ func Blocked(gates []Gate, res []Result, captchaSolved bool) bool {
 		x.read(g.Block, res[i], captchaSolved)
 	}
 	for i, g := range gates {
-		if reading(g.Block).stops(res[i], captchaSolved, x) {
+		if a, _ := reading(g.Block).asks(res[i], captchaSolved, x); a != Proceed {
 			return true
 		}
 	}

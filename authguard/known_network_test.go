@@ -33,7 +33,7 @@ func (h *harness) timedGuess(account string) time.Duration {
 	return v.Delay
 }
 
-// The finding of `tollgate attack -objective owner_delay`: an attacker whose
+// The finding of `tollgate-lab attack -objective owner_delay`: an attacker whose
 // guesses land the instant each delay ends keeps the account's 30-minute
 // delay running, and an owner without a device token, whose retry comes a
 // fraction of a second later, never got in. Now the network she signed in

@@ -220,7 +220,7 @@ func TestSend_TheOwnersOrdinaryCodesSpendNoneOfHerAllowance(t *testing.T) {
 	}
 }
 
-// The finding of `tollgate attack -objective owner_code_delay`: a bomber who
+// The finding of `tollgate-lab attack -objective owner_code_delay`: a bomber who
 // knows the owner's account as well as her number named it and solved the
 // CAPTCHAs kept for her without her device token, and she waited out the
 // number's quota after all (scenarios/attack-owner-code-spent.yaml). Those

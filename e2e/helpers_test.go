@@ -306,7 +306,7 @@ var browser struct {
 	err    error
 }
 
-// startBrowser starts headless Chromium as internal/browsertest does.
+// startBrowser starts headless Chromium as e2e/browser/browsertest does.
 func startBrowser(t *testing.T) context.Context {
 	t.Helper()
 	browser.once.Do(func() {

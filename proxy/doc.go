@@ -61,10 +61,10 @@
 //
 // A route in Shadow mode forwards every request whatever the verdict, and
 // the engine counts as enforcing would (a refused check reserves nothing,
-// so it is not reported): the engine's decision log (tollgate replay reads
-// it) and tollgate_proxy_shadow_refusals_total show what enforcing would
-// have done, and tollgate_proxy_outcomes_total how the route classified
-// the answers, before anyone is refused.
+// so it is not reported): the engine's decision log (tollgate-lab replay
+// reads it) and tollgate_proxy_shadow_refusals_total show what enforcing
+// would have done, and tollgate_proxy_outcomes_total how the route
+// classified the answers, before anyone is refused.
 //
 // Security caveats. A route sees only what its fields name: a request the
 // upstream treats as a login but no route matches is never checked, so

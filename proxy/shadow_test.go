@@ -20,7 +20,7 @@ import (
 // records the verdicts enforcing would have answered, and the metrics say
 // how the refused requests' answers were classified (the owner's success
 // among them: a real user enforcing would have kept waiting).
-// tollgate replay reads that log.
+// tollgate-lab replay reads that log.
 func TestProxy_ShadowModeForwardsEverythingAndLogsWhatItWouldHaveDone(t *testing.T) {
 	var log bytes.Buffer
 	var dlog *decisionlog.Writer

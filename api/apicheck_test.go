@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sync"
 	"testing"
 )
@@ -33,13 +32,12 @@ type contractResult struct {
 	Fatal        string   `json:"fatal"`
 }
 
-// apicheck is api/contract's cmd/apicheck, built and started once for the
-// package's tests (each fuzz worker starts its own), stopped by TestMain.
+// apicheck is api/contract's cmd/apicheck, started once for the package's
+// tests (each fuzz worker starts its own), stopped by TestMain.
 var apicheck struct {
 	sync.Mutex
 	started bool
 	err     error
-	dir     string
 	cmd     *exec.Cmd
 	in      io.WriteCloser
 	out     *bufio.Reader
@@ -73,26 +71,19 @@ func checkContract(tb testing.TB, e exchange) contractResult {
 	return r
 }
 
-// startAPICheck builds cmd/apicheck in its module and starts it, then
-// proves that it checks: a verdict with an action openapi.yaml does not
-// have must come back as an error, so that a checker that passes
-// everything cannot pass for the contract.
+// startAPICheck starts cmd/apicheck in its module with go run, which
+// builds it and keeps the binary in the build cache (a link of a second
+// saved each run while the module is unchanged; a build error goes to the
+// test's output), then proves that it checks: a verdict with an action
+// openapi.yaml does not have must come back as an error, so that a checker
+// that passes everything cannot pass for the contract.
 func startAPICheck() error {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		return fmt.Errorf("no go tool on PATH to build it: %w", err)
 	}
-	apicheck.dir, err = os.MkdirTemp("", "tollgate-apicheck-")
-	if err != nil {
-		return err
-	}
-	bin := filepath.Join(apicheck.dir, "apicheck")
-	build := exec.Command(goTool, "build", "-o", bin, "./cmd/apicheck")
-	build.Dir = "contract"
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("go build ./cmd/apicheck: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin)
+	cmd := exec.Command(goTool, "run", "./cmd/apicheck")
+	cmd.Dir = "contract"
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -146,10 +137,7 @@ func stopAPICheck() {
 	apicheck.Lock()
 	defer apicheck.Unlock()
 	if apicheck.cmd != nil {
-		apicheck.in.Close() // apicheck exits at the end of its input
+		apicheck.in.Close() // apicheck exits at the end of its input, and go run with it
 		apicheck.cmd.Wait()
-	}
-	if apicheck.dir != "" {
-		os.RemoveAll(apicheck.dir)
 	}
 }

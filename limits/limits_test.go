@@ -451,9 +451,14 @@ func randomCalls(r *rand.Rand, unit time.Duration, limit, n int, back, give bool
 
 // checkRandom runs checkSteps on random sequences for random configurations
 // from mk (given a random source), half of them with time stepping back and,
-// across both halves, half of them with give-backs.
+// across both halves, half of them with give-backs. Under -short it runs
+// the first quarter of the runs, each kind of sequence among them; make
+// test runs them all.
 func checkRandom[S any](t *testing.T, seed uint64, runs int, mk func(r *rand.Rand) algorithm[S]) {
 	t.Helper()
+	if testing.Short() {
+		runs /= 4
+	}
 	r := rand.New(rand.NewPCG(seed, seed+1))
 	for i := range runs {
 		a := mk(r)

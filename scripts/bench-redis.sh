@@ -15,7 +15,7 @@ pid=$!
 trap 'kill $pid 2>/dev/null; wait $pid 2>/dev/null; rm -rf "$dir"' EXIT
 for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep 0.1; done
 
-sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat authguard/redisstore/backoff.lua)")
+sha=$(redis-cli -p "$port" SCRIPT LOAD "$(cat authguard/redisstore/time.lua authguard/redisstore/backoff.lua)")
 echo "== redis-benchmark: EVALSHA backoff.lua (charge), 64 clients, -P 5, 200000 calls"
 rb=$(redis-benchmark -p "$port" -c 64 -n 200000 -P 5 -r 4096 -q \
   EVALSHA "$sha" 1 "tg:default:login:acct:__rand_int__AAAAAAAAAAAAAAAAAA" charge 5 1000 2 1800000 86400000 "" 86400000 "" 1 0 | tr '\r' '\n' | grep -i 'requests per second' | tail -1)

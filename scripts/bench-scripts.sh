@@ -47,6 +47,8 @@ for _ in $(seq 50); do redis-cli -p "$port" ping >/dev/null 2>&1 && break; sleep
 . scripts/check-script.sh
 assemble "$base" >"$dir/base.lua"
 assemble "" >"$dir/new.lua"
+# rate.lua as the store loads it: time.lua in front
+cat authguard/redisstore/time.lua authguard/redisstore/rate.lua >"$dir/rate.lua"
 
 # The 18 commands of a fresh check (MONITOR shows them), nothing else: the
 # account's counter, the address's rules, then the full password log. The
@@ -118,8 +120,8 @@ run_case() { # SCRIPT CASE
       now=$(cli time | head -1)000
       cli set "$acct:victim" "10|$now|$now||" px 600000 >/dev/null
       eval bench "$1" "$(login_args "$acct:victim")" ;;
-    bucket) bench authguard/redisstore/rate.lua 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
-    bucketnew) bench authguard/redisstore/rate.lua 1 "$ip:iprate:__rand_int__J9yUIJz" token_bucket take 0 50 200 1 "" 1 0 ;;
+    bucket) bench "$dir/rate.lua" 1 "$ip:iprate:one" token_bucket take 0 50 200 1 "" 1 0 ;;
+    bucketnew) bench "$dir/rate.lua" 1 "$ip:iprate:__rand_int__J9yUIJz" token_bucket take 0 50 200 1 "" 1 0 ;;
     merged) bench "$dir/merged.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:ip:__rand_int__J9yUIJz" "$ip:unused:1" \
       "$ip:unused:2" "$ip:pwspray:Q340A_zFfhBI_CjH4CTedQ" WzkejON2s3pl453__rand_int__ K8ROY8UuqqQBUAjr__rand_int__ ;;
     floor5) bench "$dir/floor.lua" 5 "$acct:__rand_int__zON2s3pl453nKFQP9g" "$ip:iprate:__rand_int__J9yUIJz" "$ip:ipspray:__rand_int__J9yUIJz" \

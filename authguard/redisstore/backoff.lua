@@ -15,11 +15,8 @@
 --
 -- A step that changes nothing (a refused charge, a peek) writes nothing, so
 -- it costs no write and still answers while Redis is out of memory.
-if redis.replicate_commands then redis.replicate_commands() end
 local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
-local now = A[9]
-if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
-A[9] = now
+if A[9] == "" then A[9] = redisNow() end
 --- op body: check.lua runs what follows as op_b(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
 local action, free, base, factor, maxd, forget, fp, window, now, expire, attempt = unpack(A, o + 1, o + 11)
 if action == "clear" then

@@ -1,11 +1,11 @@
 -- A whole check batch on one node: each op with the function of its own
 -- script (op_b backoff.lua, op_l log.lua, op_r rate.lua, defined above this
--- text, each called as op(key, ARGV, offset, nargs) on its own arguments
--- inside ARGV), then authguard.Blocked on the results, and when the check
--- would not proceed, the undo of every op that reserved something. A spare
--- allowance is peeked, and applied only when the check proceeds with a
--- shared wait it exempted from. The Lua twin of authguard.Reserve, with two
--- savings:
+-- text after time.lua, each called as op(key, ARGV, offset, nargs) on its
+-- own arguments inside ARGV), then authguard.Blocked on the results, and
+-- when the check would not proceed, the undo of every op that reserved
+-- something. A spare allowance is peeked, and applied only when the check
+-- proceeds with a shared wait it exempted from. The Lua twin of
+-- authguard.Reserve, with two savings:
 --
 --   * Redis TIME is read once for the whole batch, not once per op;
 --   * once a delay, queue, CAPTCHA or deny gate has blocked the check, a later op
@@ -45,7 +45,8 @@ local bNow, bAction, lNow, lAction, rNow, rAction = 9, 1, 4, 1, 7, 2
 local solved, deferred = ARGV[1] == "1", ARGV[2] == "1"
 local now = "" -- Redis TIME, read by the first op that needs it
 local blocked = false
-local bound = false -- an earlier result made the check not exempt
+local bound = false -- a result so far made the check not exempt
+local held = false -- a shared gate has a wait: an exemption is spent
 local nk = #KEYS
 local out, at = {}, {}
 local spares, spareAction = {}, {}
@@ -87,13 +88,18 @@ for i = 1, nk do
     run, nowAt, actionAt = op_l, lNow, lAction
   end
   if ARGV[o + nowAt] == "" then
-    if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+    if now == "" then now = redisNow() end
     ARGV[o + nowAt] = now
   end
+  -- The verdict rule (authguard's readings) as it reads gates, written from
+  -- it: TestCheckScript_ReadsGatesByAuthguardsVerdictRule holds the lines
+  -- that start "local spare", "local binds", "local stops" and "local
+  -- shared" to what it writes, and no other line names a gate.
+  local spare = gate == "A" or gate == "o"
   local r
   if blocked and undo ~= "" then
     ARGV[o + actionAt], ARGV[a + 2] = "peek", ""
-  elseif undo ~= "" and (gate == "o" or gate == "A") then
+  elseif undo ~= "" and spare then
     if bound then
       -- a spare allowance cannot exempt a check an earlier result made not
       -- exempt: not run at all, its result read as within its limit (which
@@ -110,39 +116,29 @@ for i = 1, nk do
     if type(r) ~= "table" or r.err then return r end
   end
   out[i], at[i] = r, a
-  if ((gate == "a" or gate == "o") and r[3] == 1) or (gate == "v" and r[3] ~= 1) or
-     (gate == "A" and (r[3] == 1 or not solved)) then
-    bound = true
+  local waits, over = r[2] > 0, r[3] == 1
+  local binds = (gate == "a" or gate == "o") and over or gate == "v" and not over or gate == "A" and (over or not solved)
+  local stops = gate == "d" and waits or gate == "q" and waits and over or gate == "c" and over and not solved or gate == "x" and over
+  local shared = gate == "s"
+  if binds then bound = true end
+  if shared and waits then
+    -- a wait an exemption would skip: it stops the check once any result,
+    -- before or after it, makes the check not exempt
+    if deferred and not bound and not blocked then
+      -- the spares left out could exempt the check from this wait
+      local err = undoFrom(i)
+      if err then return err end
+      return {"spares"}
+    end
+    held = true
+    if bound then blocked = true end
   end
-  if deferred and gate == "s" and r[2] > 0 and not bound and not blocked then
-    -- the spares left out could exempt the check from this wait
-    local err = undoFrom(i)
-    if err then return err end
-    return {"spares"}
-  end
-  if (gate == "d" and r[2] > 0) or (gate == "q" and r[2] > 0 and r[3] == 1) or
-     (gate == "c" and r[3] == 1 and not solved) or (gate == "x" and r[3] == 1) or
-     (gate == "s" and bound and r[2] > 0) then
-    blocked = true
-  end
+  if stops then blocked = true end
   a = o + n + 1
 end
-
--- authguard.Blocked: the allowance and shared gates need every result.
-local exempt = true
-for i = 1, nk do
-  local g = ARGV[at[i] + 1]
-  if (g == "a" or g == "o") and out[i][3] == 1 then exempt = false end
-  if g == "v" and out[i][3] ~= 1 then exempt = false end
-  if g == "A" and (out[i][3] == 1 or not solved) then exempt = false end
-end
-local held = false -- some shared gate has a wait: an exemption is spent
-for i = 1, nk do
-  if ARGV[at[i] + 1] == "s" and out[i][2] > 0 then
-    held = true
-    if not exempt then blocked = true end
-  end
-end
+-- authguard.Blocked: a shared wait before the result that made the check
+-- not exempt stops it too.
+if held and bound then blocked = true end
 
 -- Not blocked, with a shared wait: the spare allowances exempted the check
 -- and are spent (authguard.Finish); their peeks said they would admit, and

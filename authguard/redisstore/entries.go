@@ -17,7 +17,7 @@ var _ authguard.EntryStore = (*Store)(nil)
 var (
 	//go:embed entries.lua
 	entriesLua    string
-	entriesScript = redis.NewScript(entriesLua)
+	entriesScript = redis.NewScript(timeLua + entriesLua)
 )
 
 // entries runs entries.lua on key. Entry calls are an administrator's and

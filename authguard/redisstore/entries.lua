@@ -7,7 +7,7 @@
 -- del answers 1 when id was there unexpired, else 0.
 local key, action, now = KEYS[1], ARGV[1], ARGV[2]
 local expire = now == ""
-if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
+if now == "" then now = redisNow() end
 now = tonumber(now)
 
 local function expiry(v)

@@ -12,11 +12,8 @@
 -- set's size, and only shorter windows need a ZCOUNT. A log only grows by
 -- an entry at now, so a write sets the expiry to the longest window, and a
 -- removal leaves an expiry that is still long enough.
-if redis.replicate_commands then redis.replicate_commands() end
 local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
-local now = A[4]
-if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
-A[4] = now
+if A[4] == "" then A[4] = redisNow() end
 --- op body: check.lua runs what follows as op_l(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
 local action, member, bypass, now, expire = unpack(A, o + 1, o + 5)
 local windows, last = o + 6, o + nargs - 1 -- the window_ms, limit pairs: A[windows ... last + 1]

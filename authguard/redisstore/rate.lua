@@ -17,11 +17,8 @@
 --
 -- A refused take, a peek and a refund that gives back nothing write nothing;
 -- a refund that leaves nothing deletes the key.
-if redis.replicate_commands then redis.replicate_commands() end
 local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV
-local now = A[7]
-if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end
-A[7] = now
+if A[7] == "" then A[7] = redisNow() end
 --- op body: check.lua runs what follows as op_r(key, A, o, nargs), its arguments A[o + 1 ... o + nargs]
 local alg, action, w, interval, limit, cost, now, expire, minPercent = unpack(A, o + 1, o + 9)
 w, interval, limit, cost = tonumber(w), tonumber(interval), tonumber(limit), tonumber(cost)

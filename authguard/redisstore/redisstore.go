@@ -20,6 +20,10 @@ import (
 var _ authguard.Store = (*Store)(nil)
 
 var (
+	// timeLua goes in front of every script that reads the time (each of
+	// the files below): Redis's clock, read in that one place.
+	//go:embed time.lua
+	timeLua string
 	//go:embed backoff.lua
 	backoffLua string
 	//go:embed log.lua
@@ -27,16 +31,15 @@ var (
 	//go:embed rate.lua
 	rateLua string
 
-	backoffScript = redis.NewScript(backoffLua)
-	logScript     = redis.NewScript(logLua)
-	rateScript    = redis.NewScript(rateLua)
+	backoffScript = redis.NewScript(timeLua + backoffLua)
+	logScript     = redis.NewScript(timeLua + logLua)
+	rateScript    = redis.NewScript(timeLua + rateLua)
 	deleteScript  = redis.NewScript(`redis.call('DEL', KEYS[1]) return {0, 0, 0, 0}`)
 	//go:embed check.lua
 	checkLua string
 	// checkPrelude is what the check script runs before check.lua: the
-	// three op scripts' bodies as functions of their own.
-	checkPrelude = "if redis.replicate_commands then redis.replicate_commands() end\n" +
-		opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua)
+	// clock, and the three op scripts' bodies as functions of their own.
+	checkPrelude = timeLua + opFunction("op_b", backoffLua) + opFunction("op_l", logLua) + opFunction("op_r", rateLua)
 	// checkSource runs a whole check batch on one node: the op functions,
 	// then check.lua's dispatch and gates. A shape (shape.go) is the same
 	// with check.lua's ARGV rebuilt from literals first.
@@ -49,9 +52,10 @@ var (
 
 // opBody marks where an op script's body starts: above it the script reads
 // its key and arguments as a script (KEYS[1], ARGV from 0) and puts Redis
-// TIME in its now argument when that is ""; below, the body names its
-// arguments once, A[o + 1 ... o + nargs] in encode's order, from the key,
-// A, o and nargs check.lua passes (check.lua has set now already).
+// TIME (time.lua's redisNow) in its now argument when that is ""; below, the
+// body names its arguments once, A[o + 1 ... o + nargs] in encode's order,
+// from the key, A, o and nargs check.lua passes (check.lua has set now
+// already).
 const opBody = "\n--- op body"
 
 // opFunction is an op script's body as a Lua function of (key, A, o,

@@ -1,11 +1,15 @@
 package redisstore
 
 import (
+	"crypto/sha1"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/backoff"
@@ -22,17 +26,11 @@ var (
 		rCost: "cost", rNow: "now", rExpire: "expire", rMinPercent: "minPercent"}
 )
 
-// redisTime is the one piece of Lua that reads Redis TIME: it sets now, a
-// string of Unix milliseconds, when the caller gave no time (""). Every
-// script that needs the time has this line as it is, once.
-const redisTime = `if now == "" then local t = redis.call('TIME') now = string.format("%d", tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)) end`
-
 // standaloneHeader is what an op script runs above its body when it runs on
 // its own (not inside check.lua): its key and arguments as the body reads
 // them, and Redis TIME in its now argument when that is "".
 func standaloneHeader(now int) string {
-	return fmt.Sprintf("if redis.replicate_commands then redis.replicate_commands() end\n"+
-		"local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV\nlocal now = A[%d]\n%s\nA[%d] = now", now+1, redisTime, now+1)
+	return fmt.Sprintf("local key, A, o, nargs = KEYS[1], ARGV, 0, #ARGV\nif A[%d] == \"\" then A[%d] = redisNow() end", now+1, now+1)
 }
 
 // Each op script names its arguments once, at the top of its body, in the
@@ -99,20 +97,38 @@ func TestEncode_WritesEveryArgumentOfItsLayout(t *testing.T) {
 	}
 }
 
-// Every script reads Redis TIME with the one redisTime line, once.
-func TestScripts_ReadRedisTimeWithOneLine(t *testing.T) {
-	for name, lua := range map[string]string{"backoff.lua": backoffLua, "log.lua": logLua, "rate.lua": rateLua, "check.lua": checkLua, "entries.lua": entriesLua} {
-		n := 0
-		for _, line := range strings.Split(lua, "\n") {
-			if strings.Contains(line, "'TIME'") {
-				n++
-				if strings.TrimSpace(line) != redisTime {
-					t.Errorf("%s reads TIME otherwise: %s", name, line)
-				}
-			}
+// Redis TIME is read in one place, time.lua's redisNow, which every script
+// the store loads starts with: no other script reads TIME, and each one
+// that needs the time asks redisNow in one place (check.lua once a batch).
+func TestScripts_ReadRedisTimeInOnePlace(t *testing.T) {
+	if n := strings.Count(timeLua, "redis.call('TIME')"); n != 1 || !strings.Contains(timeLua, "\nlocal function redisNow()\n") {
+		t.Errorf("time.lua reads TIME %d times, want once, in redisNow", n)
+	}
+	for _, sc := range []struct {
+		name, lua string
+		script    *redis.Script
+	}{
+		{"backoff.lua", backoffLua, backoffScript},
+		{"log.lua", logLua, logScript},
+		{"rate.lua", rateLua, rateScript},
+		{"entries.lua", entriesLua, entriesScript},
+		{"check.lua", checkLua, checkScript},
+	} {
+		if strings.Contains(sc.lua, "TIME')") {
+			t.Errorf("%s reads TIME itself", sc.name)
 		}
-		if n != 1 {
-			t.Errorf("%s reads TIME in %d places, want 1", name, n)
+		if n := strings.Count(sc.lua, "redisNow()"); n != 1 {
+			t.Errorf("%s asks redisNow in %d places, want 1", sc.name, n)
 		}
+		src := timeLua + sc.lua
+		if sc.script == checkScript {
+			src = checkSource
+		}
+		if sum := sha1.Sum([]byte(src)); !strings.HasPrefix(src, timeLua) || sc.script.Hash() != hex.EncodeToString(sum[:]) {
+			t.Errorf("the store does not load %s with time.lua in front", sc.name)
+		}
+	}
+	if !strings.HasPrefix(shapeSource(nil), timeLua) {
+		t.Error("a shape does not start with time.lua")
 	}
 }

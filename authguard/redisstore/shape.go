@@ -210,9 +210,9 @@ func (sh *shapes) len() int {
 	return 0
 }
 
-// shapeSource is the shaped script for ops: the check script's op
-// functions, then check.lua's ARGV rebuilt from the shape's literals and
-// the call's ARGV, then check.lua.
+// shapeSource is the shaped script for ops: the check script's prelude
+// (the clock, the op functions), then check.lua's ARGV rebuilt from the
+// shape's literals and the call's ARGV, then check.lua.
 func shapeSource(ops []shapeOp) string {
 	var b strings.Builder
 	b.WriteString(checkPrelude)

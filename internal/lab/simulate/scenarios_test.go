@@ -31,6 +31,7 @@ func TestScenarios(t *testing.T) {
 	for _, path := range paths {
 		name := strings.TrimSuffix(filepath.Base(path), ".yaml")
 		t.Run(name, func(t *testing.T) {
+			t.Parallel() // each run has its own engine, store and clock
 			if testing.Short() && longScenarios[name] {
 				t.Skip("hundreds of thousands of logins: runs in the full make test, not under -short")
 			}

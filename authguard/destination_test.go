@@ -340,7 +340,10 @@ func TestParseDestination_ValidExactlyWhenIsValidNumber(t *testing.T) {
 		}
 	}
 	valid, invalid := 0, 0
-	for _, e := range slices.Compact(slices.Sorted(slices.Values(e164s))) {
+	for i, e := range slices.Compact(slices.Sorted(slices.Values(e164s))) {
+		if testing.Short() && i%4 != 0 {
+			continue // every fourth example number, spread over the country codes; make test reads them all
+		}
 		variants := []string{e, e[:len(e)-1], e + "0", e + "9"}
 		for i := 2; i < len(e); i++ {
 			for _, add := range []byte{1, 5} {

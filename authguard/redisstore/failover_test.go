@@ -246,6 +246,11 @@ func TestClusterFailover_KeysOnHealthyMastersNeverFallBack(t *testing.T) {
 		firstErr error
 		calls    sync.WaitGroup
 	)
+	// A healthy batch that fails across a stall of this process longer
+	// than the store's deadline failed for that, not for the dead master:
+	// it is logged, not counted.
+	stalls := watchStalls(time.Second)
+	stalledOut := 0
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for i := 0; i < 3000 && time.Since(killed) < 30*time.Second; i++ {
@@ -271,10 +276,17 @@ func TestClusterFailover_KeysOnHealthyMastersNeverFallBack(t *testing.T) {
 		}
 		ops := [][]authguard.Op{both, both[:1], both[1:]}[i%3]
 		calls.Go(func() {
+			start := time.Now()
 			_, err := s.Do(ctx, ops)
+			end := time.Now()
 			mu.Lock()
 			defer mu.Unlock()
 			batches++
+			if err != nil && stalls.across(start, end) {
+				t.Logf("a healthy batch failed across a stall of this process longer than the deadline (not counted): %v", err)
+				stalledOut++
+				return
+			}
 			if err != nil {
 				if firstErr == nil {
 					firstErr = fmt.Errorf("%v after the kill: %w", time.Since(killed).Round(time.Millisecond), err)
@@ -285,12 +297,13 @@ func TestClusterFailover_KeysOnHealthyMastersNeverFallBack(t *testing.T) {
 		<-tick.C
 	}
 	calls.Wait()
+	stalls.Stop()
 	n := 0
 	for _, k := range failed {
 		n += k
 	}
-	t.Logf("%d of %d batches on the healthy masters failed %v; the victim's writes resumed %v after the kill",
-		n, batches, failed, resumed.Round(time.Millisecond))
+	t.Logf("%d of %d batches on the healthy masters failed %v (%d more across stalls of this process); the victim's writes resumed %v after the kill",
+		n, batches, failed, stalledOut, resumed.Round(time.Millisecond))
 	if resumed == 0 {
 		t.Error("the victim's writes did not resume within 30 s")
 	}

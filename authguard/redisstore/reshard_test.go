@@ -7,7 +7,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -184,43 +183,11 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 		calls    []reshardCall
 		loadDone = make(chan struct{})
 	)
-	// The process's own stalls: a goroutine that wakes every millisecond
-	// notes each gap longer than the store's deadline (50 ms), when this
-	// process was not running (a CI machine's other test binaries, a
-	// collection). A call that fails across one failed for that, not for
-	// the redirects; it is logged, not counted.
-	var (
-		stallMu sync.Mutex
-		stalls  [][2]time.Time
-	)
-	beatDone := make(chan struct{})
-	go func() {
-		last := time.Now()
-		for {
-			select {
-			case <-loadDone:
-				close(beatDone)
-				return
-			case <-time.After(time.Millisecond):
-			}
-			now := time.Now()
-			if now.Sub(last) > 50*time.Millisecond {
-				stallMu.Lock()
-				stalls = append(stalls, [2]time.Time{last, now})
-				stallMu.Unlock()
-			}
-			last = now
-		}
-	}()
-	stalled := func(c reshardCall) bool {
-		end := c.start.Add(c.took)
-		for _, st := range stalls {
-			if st[0].Before(end) && st[1].After(c.start) {
-				return true
-			}
-		}
-		return false
-	}
+	// The process's own stalls longer than the store's deadline (50 ms):
+	// a call that fails across one failed for that, not for the
+	// redirects; it is logged, not counted.
+	stalls := watchStalls(50 * time.Millisecond)
+	stalled := func(c reshardCall) bool { return stalls.across(c.start, c.start.Add(c.took)) }
 	go func() {
 		defer close(loadDone)
 		tick := time.NewTicker(2 * time.Millisecond)
@@ -284,7 +251,7 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	migrateErr := migrate()
 	took := time.Since(begun)
 	<-loadDone
-	<-beatDone
+	stalls.Stop()
 	if migrateErr != nil {
 		t.Fatal(migrateErr)
 	}

@@ -436,7 +436,7 @@ func TestStall_TimeoutBoundsTheCall(t *testing.T) {
 		func() error {
 			go admin.Do(ctx, "DEBUG", "SLEEP", "0.4")
 			if !testkit.Eventually(5*time.Second, server.Sleeping) {
-				return errors.New("Redis not in DEBUG SLEEP after 5 s")
+				return errors.New("no DEBUG SLEEP began within 5 s")
 			}
 			return nil
 		},

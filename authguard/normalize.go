@@ -2,6 +2,7 @@ package authguard
 
 import (
 	"errors"
+	"github.com/tollgate-auth/tollgate/internal/accountfold"
 	"strings"
 	"sync"
 	"unicode"
@@ -164,18 +165,18 @@ func normalizeUnicode(s string) (string, error) {
 
 // enforceUserpart applies the profile and tollgate's own rules to one word.
 func enforceUserpart(w string) (string, error) {
-	// Width folding first turns ｉ into the i that dropDotAbove looks for
+	// Width folding first turns ｉ into the i that DropDotAbove looks for
 	// and ﾞ into the mark stackedMarks counts. Joiners go before the marks
 	// around them are put in canonical order. Decomposing makes case
 	// folding treat canonically equivalent spellings alike (Unicode's
 	// canonical caseless match), exposes the dot above in İ, and shows
 	// stackedMarks every mark in canonical order. The profile only composes
 	// and lower-cases after that, which adds or moves no mark.
-	w = norm.NFD.String(dropJoiners(width.Fold.String(w)))
+	w = norm.NFD.String(accountfold.DropJoiners(width.Fold.String(w)))
 	c := foldPool.Get().(*cases.Caser)
 	w = c.String(w)
 	foldPool.Put(c)
-	w = dropDotAbove(w)
+	w = accountfold.DropDotAbove(w)
 	out, err := enforceProfile(w)
 	if errors.Is(err, bidirule.ErrInvalid) {
 		return "", accountError("must follow the Bidi Rule (RFC 5893) in a word with right-to-left letters: start with one, end with one or a digit, and hold no left-to-right letters")
@@ -200,42 +201,6 @@ func enforceProfile(w string) (string, error) {
 		return "", bidirule.ErrInvalid
 	}
 	return out, nil
-}
-
-// dropJoiners removes zero-width joiners and non-joiners. PRECIS allows them
-// between some Indic and Arabic-script letters, where they only choose a
-// glyph form; anywhere else it refuses them.
-func dropJoiners(w string) string { return joiners.Replace(w) }
-
-var joiners = strings.NewReplacer("\u200c", "", "\u200d", "")
-
-// dropDotAbove removes from decomposed, case-folded w each U+0307 COMBINING
-// DOT ABOVE on i or j that comes before any other mark above: it takes the
-// place of the letter's own dot, so "i\u0307" looks like "i" (and is what
-// İ becomes when case folded).
-func dropDotAbove(w string) string {
-	if !strings.ContainsRune(w, '\u0307') {
-		return w
-	}
-	var b strings.Builder
-	b.Grow(len(w))
-	var base rune      // the last character with combining class 0
-	markAbove := false // a mark above has followed base
-	for i := 0; i < len(w); {
-		r, size := utf8.DecodeRuneInString(w[i:])
-		ccc := norm.NFD.PropertiesString(w[i:]).CCC()
-		i += size
-		switch {
-		case r == '\u0307' && (base == 'i' || base == 'j') && !markAbove:
-			continue
-		case ccc == 0:
-			base, markAbove = r, false
-		case ccc == 230:
-			markAbove = true
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }
 
 // profileError says why userpartProfile refused w: a character outside the

@@ -1,9 +1,9 @@
 package client
 
 import (
+	"github.com/tollgate-auth/tollgate/internal/accountfold"
 	"strings"
 	"sync"
-	"unicode/utf8"
 
 	"golang.org/x/text/cases"
 	"golang.org/x/text/language"
@@ -75,44 +75,9 @@ type folders struct{ fold, lower cases.Caser }
 // above dropped, then the profile's own width folding, lower case (the
 // precis package's: no final sigma) and NFC.
 func foldWord(w string) string {
-	w = norm.NFD.String(dropJoiners(width.Fold.String(w)))
+	w = norm.NFD.String(accountfold.DropJoiners(width.Fold.String(w)))
 	f := foldPool.Get().(*folders)
 	defer foldPool.Put(f)
-	w = dropDotAbove(f.fold.String(w))
+	w = accountfold.DropDotAbove(f.fold.String(w))
 	return norm.NFC.String(f.lower.String(width.Fold.String(w)))
-}
-
-// dropJoiners removes zero-width joiners and non-joiners (U+200C, U+200D),
-// which only choose a glyph form.
-func dropJoiners(w string) string { return joiners.Replace(w) }
-
-var joiners = strings.NewReplacer("\u200c", "", "\u200d", "")
-
-// dropDotAbove removes from decomposed, case-folded w each U+0307 COMBINING
-// DOT ABOVE on i or j that comes before any other mark above: it takes the
-// place of the letter's own dot, so "i\u0307" (what İ case folds to) is
-// "i".
-func dropDotAbove(w string) string {
-	if !strings.ContainsRune(w, '\u0307') {
-		return w
-	}
-	var b strings.Builder
-	b.Grow(len(w))
-	var base rune      // the last character with combining class 0
-	markAbove := false // a mark above has followed base
-	for i := 0; i < len(w); {
-		r, size := utf8.DecodeRuneInString(w[i:])
-		ccc := norm.NFD.PropertiesString(w[i:]).CCC()
-		i += size
-		switch {
-		case r == '\u0307' && (base == 'i' || base == 'j') && !markAbove:
-			continue
-		case ccc == 0:
-			base, markAbove = r, false
-		case ccc == 230:
-			markAbove = true
-		}
-		b.WriteRune(r)
-	}
-	return b.String()
 }

@@ -2,8 +2,9 @@
 // calls tollgate before and after each credential check and before each
 // one-time-code send, and turns the verdicts into answers for the end user.
 //
-// It imports only the standard library, api/wire and golang.org/x/text (the
-// Unicode data of tollgate's account fold), so a login service that uses it
+// It imports only the standard library, api/wire, golang.org/x/text and
+// internal/accountfold (tollgate's account fold, the engine's own code), so
+// a login service that uses it
 // pulls in neither the engine, Redis nor YAML.
 //
 // # Calls

@@ -7,8 +7,9 @@ import (
 )
 
 // The client goes into auth systems' binaries: it imports the standard
-// library, api/wire and golang.org/x/text (the Unicode data of tollgate's
-// account fold) only, never the engine, Redis, YAML or a router.
+// library, api/wire, breached/hibp (the k-anonymity hash and range parser,
+// itself standard library only) and golang.org/x/text (the Unicode data of
+// tollgate's account fold) only, never the engine, Redis, YAML or a router.
 func TestClient_ImportsStandardLibraryWireAndTextOnly(t *testing.T) {
 	out, err := exec.Command("go", "list", "-deps", "-f", "{{.ImportPath}} {{.Standard}}", ".").Output()
 	if err != nil {
@@ -18,6 +19,7 @@ func TestClient_ImportsStandardLibraryWireAndTextOnly(t *testing.T) {
 		"github.com/tollgate-auth/tollgate/api/client":           true,
 		"github.com/tollgate-auth/tollgate/api/wire":             true,
 		"github.com/tollgate-auth/tollgate/internal/accountfold": true,
+		"github.com/tollgate-auth/tollgate/breached/hibp":        true,
 	}
 	var n int
 	for line := range strings.Lines(string(out)) {

@@ -56,6 +56,7 @@ var reportFields = fields{
 	{"outcome", "a string", true}, {"attempt", "a string", false},
 	{"device_token", "a string", false}, {"password_fingerprint", "a string", false},
 	{"destination", "a string", false}, {"channel", "a string", false}, {"ref", "a string", false},
+	{"breached", "a boolean", false},
 }
 
 // reportRequest is the engine's form of a report body; the outcome must be

@@ -177,8 +177,9 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 	}
 	consts := map[string]string{
 		"ActionProceed": wire.ActionProceed, "ActionDelay": wire.ActionDelay,
-		"ActionCaptcha": wire.ActionCaptcha, "ActionDeny": wire.ActionDeny,
+		"ActionCaptcha": wire.ActionCaptcha, "ActionDeny": wire.ActionDeny, "ActionStepUp": wire.ActionStepUp,
 		"OutcomeFailure": wire.OutcomeFailure, "OutcomeSuccess": wire.OutcomeSuccess,
+		"OutcomeStepUpPassed": wire.OutcomeStepUpPassed, "OutcomeStepUpFailed": wire.OutcomeStepUpFailed,
 		"ChannelSMS": wire.ChannelSMS, "ChannelVoice": wire.ChannelVoice,
 		"ChannelWhatsApp": wire.ChannelWhatsApp, "ChannelEmail": wire.ChannelEmail,
 		"ProblemMalformedJSON": wire.ProblemMalformedJSON, "ProblemMissingField": wire.ProblemMissingField,

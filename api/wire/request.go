@@ -4,6 +4,13 @@ package wire
 const (
 	OutcomeFailure = "failure"
 	OutcomeSuccess = "success"
+	// OutcomeStepUpPassed is reported on a step-up flow (the built-in
+	// step_up) when the end user passed the second factor that a step_up
+	// verdict asked for; with the step-up ticket in Attempt.
+	OutcomeStepUpPassed = "step_up_passed"
+	// OutcomeStepUpFailed is reported on a step-up flow when a second-factor
+	// code was wrong; with the step-up ticket in Attempt.
+	OutcomeStepUpFailed = "step_up_failed"
 )
 
 // Channel values of the requests that name a destination.
@@ -64,14 +71,16 @@ type ReportRequest struct {
 	Account string `json:"account,omitempty"`
 	// IP is the check's address; required as for a check.
 	IP string `json:"ip,omitempty"`
-	// Outcome is OutcomeFailure or OutcomeSuccess. It is required. Report a
+	// Outcome is OutcomeFailure or OutcomeSuccess, or on a step-up flow
+	// OutcomeStepUpPassed or OutcomeStepUpFailed. It is required. Report a
 	// failure for an account that does not exist exactly as for one that
 	// does.
 	Outcome string `json:"outcome"`
 	// Attempt is the attempt token the check returned, unchanged. A report
 	// without one (or with one past the flow's attempt_ttl) is counted on its
 	// own; one that is not this call's check's is refused (400
-	// invalid-field).
+	// invalid-field). On a step-up flow it is the step-up ticket that the
+	// login's step_up verdict carried, and it is required.
 	Attempt string `json:"attempt,omitempty"`
 	// DeviceToken is the device token the check carried, if any.
 	DeviceToken string `json:"device_token,omitempty"`
@@ -84,6 +93,13 @@ type ReportRequest struct {
 	Channel string `json:"channel,omitempty"`
 	// Ref is as in CheckRequest.
 	Ref string `json:"ref,omitempty"`
+	// Breached says the password the end user typed was found in a
+	// breached-password corpus (the caller found out by a k-anonymous range
+	// query such as GET /v1/breached/{prefix}; tollgate never receives the
+	// password, its hash or a prefix of it here). Only a boolean, never a
+	// count: a count would narrow which password it is. Accepted on reports
+	// of attempts flows only.
+	Breached bool `json:"breached,omitempty"`
 }
 
 // SendRequest is the body of POST /v1/otp/send: may a one-time code be sent

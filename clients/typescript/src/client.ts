@@ -8,6 +8,8 @@
 import { Allowance, checkSubject, sendSubject, type Stats, type Subject } from "./allowance.js";
 import { CanceledError, TimeoutError, TollgateError, UnavailableError, type Op } from "./errors.js";
 import { fallback, failDelay, failOpen, reasonFallbackAllowance, type CallError, type FailMode, type Verdict } from "./failmode.js";
+import { createHash } from "node:crypto";
+
 import { mediaType, queryEscape, readUpTo, statusText } from "./http.js";
 import {
   adminShapes,
@@ -39,10 +41,14 @@ import {
   type Shape,
   type WireVerdict,
   type ExplainRequest,
+  stepUpFlow,
 } from "./wire.js";
 
 /** Each call's time limit unless `timeoutMs` says otherwise: 250 ms, as the Go client's DefaultTimeout. */
 export const defaultTimeoutMs = 250;
+
+/** The time limit of a {@link Client.breached} call unless `breachedTimeoutMs` says otherwise: 1 s. */
+export const defaultBreachedTimeoutMs = 1000;
 
 /** The User-Agent header unless `userAgent` says otherwise. */
 export const defaultUserAgent = "tollgate-typescript-client/1";
@@ -81,6 +87,12 @@ export interface ClientOptions {
    * caller's signal may still bound calls).
    */
   timeoutMs?: number | undefined;
+  /**
+   * Bounds each {@link Client.breached} call, in milliseconds: past it the
+   * password is taken as not known to be breached. 0 or undefined is the
+   * default (1000); a negative value sets no limit of the client's own.
+   */
+  breachedTimeoutMs?: number | undefined;
   /** The User-Agent header. Default: "tollgate-typescript-client/1". */
   userAgent?: string | undefined;
   /**
@@ -143,6 +155,7 @@ export class Client {
   readonly #token: string;
   readonly #source: ((signal: AbortSignal) => Promise<string>) | undefined;
   readonly #timeoutMs: number;
+  readonly #breachedTimeoutMs: number;
   readonly #agent: string;
   readonly #now: () => number;
   readonly #fetch: typeof fetch;
@@ -160,6 +173,9 @@ export class Client {
     const t = options.timeoutMs ?? 0;
     if (typeof t !== "number" || Number.isNaN(t)) throw new Error("tollgate: timeoutMs must be a number");
     this.#timeoutMs = t === 0 ? defaultTimeoutMs : t < 0 ? 0 : t;
+    const bt = options.breachedTimeoutMs ?? 0;
+    if (typeof bt !== "number" || Number.isNaN(bt)) throw new Error("tollgate: breachedTimeoutMs must be a number");
+    this.#breachedTimeoutMs = bt === 0 ? defaultBreachedTimeoutMs : bt < 0 ? 0 : bt;
     this.#agent = options.userAgent !== undefined && options.userAgent !== "" ? options.userAgent : defaultUserAgent;
     this.#now = options.now ?? Date.now;
     const f = options.fetch ?? globalThis.fetch;
@@ -205,6 +221,54 @@ export class Client {
   async report(req: ReportRequest, mode: FailMode = failDelay, options?: CallOptions): Promise<Verdict> {
     req = req ?? ({} as ReportRequest); // from untyped code: answered, never a rejection
     return this.#verdictCall("report", "/v1/report", encodeRequest(req, requestFields.report), mode, undefined, options);
+  }
+
+  /**
+   * Reports how the second factor that a login's step_up verdict asked for
+   * ended, on the step_up flow: `step_up_passed` (answered proceed with the
+   * device token for the login flow named in the ticket: set the device
+   * cookie with it and sign the end user in now) or `step_up_failed`
+   * (counted on the step_up flow's own counters, never the login's;
+   * answered with the verdict for the next code). Check
+   * `{flow: "step_up", account, ip}` before verifying each code, and answer
+   * a delay as any other. A ticket tollgate refuses (expired, forged, for
+   * another account) comes back as the fail mode's closed answer, its
+   * error a {@link TollgateError} of type invalid-field for "attempt":
+   * the end user signs in again.
+   */
+  async reportStepUp(req: StepUpReport, mode: FailMode = failDelay, options?: CallOptions): Promise<Verdict> {
+    req = req ?? ({} as StepUpReport);
+    return this.report({
+      flow: req.flow !== undefined && req.flow !== "" ? req.flow : stepUpFlow,
+      account: req.account,
+      ip: req.ip,
+      outcome: req.passed === true ? "step_up_passed" : "step_up_failed",
+      attempt: req.ticket,
+      device_token: req.device_token,
+      ref: req.ref,
+    }, mode, options);
+  }
+
+  /**
+   * Whether password is in the breached-password corpus tollgate serves
+   * (GET /v1/breached/{prefix}), asked by k-anonymity: only the first five
+   * hex digits of the SHA-1 of its UTF-8 bytes leave this process; the
+   * range of suffixes that comes back is matched here. Best-effort: it
+   * never rejects, and an error, a timeout (breachedTimeoutMs, 1 s by
+   * default), any answer but 200 (no corpus configured: 404) or a body it
+   * cannot read answers false, "not known to be breached": never fail a
+   * login for it. Ask it after the password was checked, for a success and
+   * a failure alike, and send the answer as the report's `breached`.
+   */
+  async breached(password: string, options?: CallOptions): Promise<boolean> {
+    if (typeof password !== "string") return false;
+    const { prefix, suffix } = passwordRange(password);
+    try {
+      const body = (await this.#call("breached", "/v1/breached/" + prefix, undefined, "range", options, this.#breachedTimeoutMs)) as string;
+      return rangeHas(body, suffix);
+    } catch {
+      return false;
+    }
   }
 
   /**
@@ -340,6 +404,7 @@ export class Client {
         case "delay":
         case "captcha":
         case "deny":
+        case "step_up":
           return { ...v, fallback: false };
       }
       throw new UnavailableError(op, "the answer is not a verdict (unknown action)");
@@ -364,10 +429,13 @@ export class Client {
    * as shape; throws a {@link CallError} otherwise. No error holds a
    * request field's value.
    */
-  async #call(op: Op, path: string, body: string | undefined, shape: Shape | "text", options: CallOptions | undefined): Promise<unknown> {
+  async #call(
+    op: Op, path: string, body: string | undefined, shape: Shape | "text" | "range", options: CallOptions | undefined,
+    timeoutMs: number = this.#timeoutMs,
+  ): Promise<unknown> {
     const ac = new AbortController();
     let timedOut = false;
-    const timer = this.#timeoutMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort()), this.#timeoutMs) : undefined;
+    const timer = timeoutMs > 0 ? setTimeout(() => ((timedOut = true), ac.abort()), timeoutMs) : undefined;
     const parent = options?.signal;
     const onAbort = (): void => ac.abort();
     if (parent !== undefined) {
@@ -391,7 +459,7 @@ export class Client {
         if (typeof token !== "string") throw transport("no bearer token from the token source", undefined);
       }
       const headers: Record<string, string> = {
-        accept: shape === "text" ? "text/javascript" : "application/json, application/problem+json",
+        accept: shape === "text" ? "text/javascript" : shape === "range" ? "text/plain" : "application/json, application/problem+json",
         "user-agent": this.#agent,
       };
       if (body !== undefined) headers["content-type"] = "application/json";
@@ -412,6 +480,7 @@ export class Client {
         throw transport("reading the answer", e);
       }
       if (b.byteLength > maxResponseBytes) throw new UnavailableError(op, "the answer is too large");
+      if (shape === "range") return new TextDecoder("utf-8").decode(b);
       if (shape === "text") {
         if (b.byteLength === 0) throw new UnavailableError(op, "the answer is empty");
         return new TextDecoder("utf-8").decode(b);
@@ -433,6 +502,55 @@ export class Client {
       parent?.removeEventListener("abort", onAbort);
     }
   }
+}
+
+/** The second-factor outcome of a login that was answered step_up, for {@link Client.reportStepUp}. */
+export interface StepUpReport {
+  /** The login's account, as checked. */
+  account: string;
+  /** The end user's address. */
+  ip?: string | undefined;
+  /** The step-up ticket: the step_up verdict's `attempt`, unchanged. Required. */
+  ticket: string;
+  /** true when the second factor passed. */
+  passed: boolean;
+  /** The device token the login's check carried, if any. */
+  device_token?: string | undefined;
+  /** As in a report: your own reference for the end user, passed only to the webhooks. */
+  ref?: string | undefined;
+  /** The step-up flow. Default "step_up". */
+  flow?: string | undefined;
+}
+
+/**
+ * The range query of password: the first five hex digits (upper case) of
+ * the SHA-1 of its UTF-8 bytes, as typed (no folding, no trimming), and
+ * the other 35, which never leave the process.
+ */
+export function passwordRange(password: string): { prefix: string; suffix: string } {
+  const h = createHash("sha1").update(password, "utf8").digest("hex").toUpperCase();
+  return { prefix: h.slice(0, 5), suffix: h.slice(5) };
+}
+
+/**
+ * Whether a range body (lines `SUFFIX:COUNT`, HIBP's format) lists suffix
+ * with a count above 0: lines split on LF, CR and spaces trimmed, suffixes
+ * compared case-insensitively, the count a decimal integer (leading zeros
+ * allowed). A count of 0 is padding, never a match; a malformed line is
+ * skipped.
+ */
+export function rangeHas(body: string, suffix: string): boolean {
+  if (typeof body !== "string" || typeof suffix !== "string" || suffix === "") return false;
+  const want = suffix.toUpperCase();
+  for (const raw of body.split("\n")) {
+    const line = raw.replace(/^[\r ]+|[\r ]+$/g, "");
+    const colon = line.indexOf(":");
+    if (colon <= 0) continue;
+    const count = line.slice(colon + 1);
+    if (!/^[0-9]+$/.test(count) || !/[1-9]/.test(count)) continue;
+    if (line.slice(0, colon).toUpperCase() === want) return true;
+  }
+  return false;
 }
 
 /** e as a CallError: the errors the client makes pass as they are; anything else (a bug) is an unavailability. */

@@ -20,8 +20,9 @@ export const problemBase = "https://tollgate.dev/problems/";
  * The call an error is about: "check", "report", "send", "challenge"
  * (issueChallenge), "challenge-verify" (verifyChallenge),
  * "challenge-solver" (challengeSolver), "explain", "reset", "allow",
- * "deny", "entries", "remove", "reload", "dead-letters" (deadLetters) or
- * "replay" (replayWebhook).
+ * "deny", "entries", "remove", "reload", "dead-letters" (deadLetters),
+ * "replay" (replayWebhook) or "breached" (its errors are never seen:
+ * {@link Client.breached} answers false instead).
  */
 export type Op =
   | "check"
@@ -38,7 +39,8 @@ export type Op =
   | "remove"
   | "reload"
   | "dead-letters"
-  | "replay";
+  | "replay"
+  | "breached";
 
 /**
  * tollgate could not answer the call: it is unreachable (connection refused

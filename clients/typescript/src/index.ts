@@ -11,7 +11,17 @@
  * @packageDocumentation
  */
 
-export { Client, defaultTimeoutMs, defaultUserAgent, type ClientOptions, type CallOptions } from "./client.js";
+export {
+  Client,
+  defaultTimeoutMs,
+  defaultBreachedTimeoutMs,
+  defaultUserAgent,
+  passwordRange,
+  rangeHas,
+  type ClientOptions,
+  type CallOptions,
+  type StepUpReport,
+} from "./client.js";
 export {
   failOpen,
   failDelay,
@@ -66,6 +76,7 @@ export {
 } from "./webhook.js";
 export {
   defaultSendFlow,
+  stepUpFlow,
   type Action,
   type Channel,
   type Outcome,

@@ -58,6 +58,14 @@ export interface ResponderOptions {
    * detail says how many seconds to wait.
    */
   delay?: ((seconds: number) => Page) | undefined;
+  /**
+   * The answer to a step_up verdict (a success report's: the password was
+   * right, a second factor must pass before the login is one): your page
+   * that asks for it. Default status 403. Default: a 403 problem document
+   * saying a second factor is needed. The Express middleware serves its
+   * own code page instead (its stepUp option).
+   */
+  stepUp?: (() => Page) | undefined;
 }
 
 /**
@@ -76,6 +84,11 @@ export interface Answer {
   headers: Record<string, string>;
   /** The body to write; "" with proceed. */
   body: string;
+  /**
+   * true for a step_up verdict: the password was right but this is not a
+   * login yet; no session until the second factor passes. Absent otherwise.
+   */
+  stepUp?: boolean | undefined;
 }
 
 /** The parts of a verdict an answer is built from; anything else in it is never read. */
@@ -112,6 +125,9 @@ const maxHoldMs = Math.floor(9223372036854775807 / 1e6);
  *   detail says only how many seconds to wait; or the delay hook's page.
  * - captcha: the captcha hook's page, or a 429 problem document.
  * - deny: {@link Responder.accept}, the answer a sent code gets.
+ * - step_up (a success report's): never a proceed, for it is not a login
+ *   yet: the stepUp hook's page, or a 403 problem document saying a second
+ *   factor is needed; `stepUp` is set on the answer.
  * - anything else (an unknown or missing action, no verdict at all): a
  *   delay of retry_after (at least a second), never a proceed.
  */
@@ -122,6 +138,7 @@ export class Responder {
   readonly #captcha: (() => Page) | undefined;
   readonly #accepted: (() => Page) | undefined;
   readonly #delay: ((seconds: number) => Page) | undefined;
+  readonly #stepUp: (() => Page) | undefined;
 
   /** Checks options; throws naming the option that cannot be sent as configured. */
   constructor(options: ResponderOptions = {}) {
@@ -136,7 +153,7 @@ export class Responder {
     }
     this.#problemType = pt === "" ? defaultProblemType : pt;
     this.#title = options.title !== undefined && options.title !== "" ? options.title : defaultTitle;
-    for (const hook of ["captcha", "accepted", "delay"] as const) {
+    for (const hook of ["captcha", "accepted", "delay", "stepUp"] as const) {
       if (options[hook] !== undefined && typeof options[hook] !== "function") {
         throw new Error(`tollgate: responder: ${hook} must be a function`);
       }
@@ -144,6 +161,7 @@ export class Responder {
     this.#captcha = options.captcha;
     this.#accepted = options.accepted;
     this.#delay = options.delay;
+    this.#stepUp = options.stepUp;
   }
 
   /** The answer to verdict v (see {@link Responder}); never proceed unless v's action is exactly "proceed". */
@@ -157,6 +175,12 @@ export class Responder {
       return this.#problem(429, "Complete a CAPTCHA to continue.", {});
     }
     if (action === "deny") return this.accept();
+    if (action === "step_up") {
+      const a = this.#stepUp !== undefined
+        ? page(this.#stepUp(), 403, { "cache-control": "no-store" })
+        : this.#problem(403, "Confirm it is you with a second factor to finish signing in.", {});
+      return { ...a, stepUp: true };
+    }
     // delay, and any action this client does not know: fail closed.
     const wait = retryAfterOf(v);
     const secs = String(wait);

@@ -7,14 +7,25 @@
  * @packageDocumentation
  */
 
-/** The actions of a verdict. */
-export type Action = "proceed" | "delay" | "captcha" | "deny";
+/**
+ * The actions of a verdict. step_up is answered only by a success report,
+ * after the password was verified: the login is not done yet, a second
+ * factor (or a password reset) must pass first; the verdict's attempt is
+ * then the step-up ticket and its device_token is "".
+ */
+export type Action = "proceed" | "delay" | "captcha" | "deny" | "step_up";
 
 /** The channels of the requests that name a destination. */
 export type Channel = "sms" | "voice" | "whatsapp" | "email";
 
-/** The outcomes of a report. */
-export type Outcome = "success" | "failure";
+/**
+ * The outcomes of a report: success or failure on a login (attempts) flow;
+ * step_up_passed or step_up_failed on the step_up flow, with the ticket.
+ */
+export type Outcome = "success" | "failure" | "step_up_passed" | "step_up_failed";
+
+/** The built-in flow a second factor asked for by a step_up verdict is checked and reported on. */
+export const stepUpFlow = "step_up";
 
 /** The flow of a send that names none. */
 export const defaultSendFlow = "otp_send";
@@ -73,6 +84,14 @@ export interface ReportRequest {
    * so that the receiver need not look the subject up. Sent as "ref".
    */
   ref?: string | undefined;
+  /**
+   * The password the end user typed was found in a breached-password
+   * corpus ({@link Client.breached}, a k-anonymous range query: tollgate
+   * never receives the password, its hash or a prefix of it here). Only a
+   * boolean: a count would narrow which password it is. On reports of
+   * attempts flows (login) only, success and failure alike.
+   */
+  breached?: boolean | undefined;
 }
 
 /** The body of POST /v1/otp/send: may a one-time code be sent to this destination now? */
@@ -102,7 +121,7 @@ export interface SendRequest {
 
 /** tollgate's answer to a check, report or send: always these six fields. */
 export interface WireVerdict {
-  /** proceed, delay, captcha or deny. */
+  /** proceed, delay, captcha, deny or (a success report's) step_up. */
   action: Action;
   /** With delay, how long to wait before checking again; with proceed, a queued call's place in its queue; else 0. */
   delay_ms: number;
@@ -110,7 +129,7 @@ export interface WireVerdict {
   retry_after: number;
   /** Stable codes of the rules that shaped the verdict, for the caller's logs; never for the end user. */
   reasons: string[];
-  /** On a check's proceed, the token to send with the report; else "". */
+  /** On a check's proceed, the token to send with the report; with step_up, the step-up ticket; else "". */
   attempt: string;
   /** On a success report, a fresh device token for a long-lived cookie; else "". */
   device_token: string;
@@ -379,6 +398,7 @@ export const requestFields = {
     ["destination", false],
     ["channel", false],
     ["ref", false],
+    ["breached", false],
   ],
   send: [
     ["flow", false],
@@ -434,7 +454,7 @@ export const requestFields = {
 } as const satisfies Record<string, readonly FieldSpec[]>;
 
 /** The kind of a string or boolean field: the zero value Go sends for an absent required one. */
-const zeroOf = (name: string): string | boolean => (name === "captcha_solved" ? false : "");
+const zeroOf = (name: string): string | boolean => (name === "captcha_solved" || name === "breached" ? false : "");
 
 /**
  * The JSON body of req with the given fields, in their order: a field that

@@ -12,6 +12,8 @@ import { test } from "node:test";
 import {
   Client,
   DeviceCookie,
+  passwordRange,
+  rangeHas,
   Proxies,
   Responder,
   TimeoutError,
@@ -31,7 +33,7 @@ import { requestFields } from "../src/wire.js";
 import { closedPort, standIn, vectorsDir, type StandIn } from "./helpers.js";
 
 /** The files this test reads, as Go's TestVectors_CoverEveryFile lists them. */
-const covered = ["account_fold.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json"];
+const covered = ["account_fold.json", "breached.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json"];
 const read = new Set<string>();
 
 type Json = Record<string, unknown>;
@@ -334,6 +336,34 @@ test("vectors: account_fold.json", () => {
 });
 
 // Last (tests of a file run in order): every vector file is read by a test above, and no other exists.
+test("vectors: breached.json", async (t) => {
+  const doc = readVectors("breached.json", ["cases"]);
+  const cases = arr(doc["cases"]);
+  assert.ok(cases.length >= 4, "breached.json: cases are read");
+  for (const c0 of cases) {
+    const c = strict(c0, ["password", "sha1", "prefix", "suffix", "range", "count", "breached"], "breached case");
+    await t.test(s(c["sha1"]), async () => {
+      const r = passwordRange(s(c["password"]));
+      assert.equal(r.prefix + r.suffix, s(c["sha1"]), "sha1");
+      assert.equal(r.prefix, s(c["prefix"]), "prefix");
+      assert.equal(r.suffix, s(c["suffix"]), "suffix");
+      assert.equal(rangeHas(s(c["range"]), r.suffix), c["breached"] === true, "match in the range");
+      assert.equal(rangeHas(s(c["range"]), r.suffix.toLowerCase()), c["breached"] === true, "suffixes compare case-insensitively");
+      // Through the client, from a stand-in that serves the range for the prefix alone.
+      const srv = await standIn((req, res) => {
+        const ok = req.url === "/v1/breached/" + s(c["prefix"]);
+        res.writeHead(ok ? 200 : 404, { "content-type": "text/plain; charset=utf-8" });
+        res.end(ok ? s(c["range"]) : "");
+      });
+      try {
+        assert.equal(await new Client({ baseURL: srv.base, breachedTimeoutMs: 5000 }).breached(s(c["password"])), c["breached"] === true, "breached()");
+      } finally {
+        await srv.close();
+      }
+    });
+  }
+});
+
 test("vectors: every file in clients/testdata is run", () => {
   const names = readdirSync(vectorsDir).filter((f) => f.endsWith(".json")).sort();
   assert.deepEqual(names, [...covered].sort(), "vector files: give a new file a test in every client");

@@ -349,6 +349,101 @@ class Answers(Base):
             self.no_secrets(cm.exception)
 
 
+STEP_UP = (b'{"action":"step_up","delay_ms":0,"retry_after":0,"reasons":["breached_password"],'
+           b'"attempt":"ticket.1","device_token":""}')
+TEXT = {"Content-Type": "text/plain; charset=utf-8"}
+# "password"'s SHA-1 is 5BAA61E4C9B93F3F0682250B6CF8331B7EE68FD8.
+PASSWORD_SUFFIX = "1E4C9B93F3F0682250B6CF8331B7EE68FD8"
+
+
+class Breached(Base):
+    def test_only_the_prefix_is_sent_and_the_suffix_matched_case_insensitively(self) -> None:
+        s = self.stand_in(body=("0000000000000000000000000000000000A:3\r\n%s:12\r\n" % PASSWORD_SUFFIX.lower()).encode(),
+                          headers=TEXT)
+        self.assertTrue(self.client(s.url).breached("password"))
+        r = s.last()
+        assert r is not None
+        self.assertEqual((r.method, r.path, r.body), ("GET", "/v1/breached/5BAA6", b""))
+
+    def test_a_padding_line_and_malformed_lines_are_never_a_match(self) -> None:
+        for body in ("%s:0\r\n" % PASSWORD_SUFFIX, "%s:000\n" % PASSWORD_SUFFIX, "%s:+5\r\n" % PASSWORD_SUFFIX,
+                     "%s:1_0\r\n" % PASSWORD_SUFFIX, "%s:\u0665\r\n" % PASSWORD_SUFFIX, "%s\r\n" % PASSWORD_SUFFIX,
+                     "%s:-3\r\n" % PASSWORD_SUFFIX, "%s:x\r\n" % PASSWORD_SUFFIX, "5BAA6%s:9\r\n" % PASSWORD_SUFFIX, ""):
+            with self.subTest(body=body):
+                self.assertEqual(tollgate.breached_range_count(body, PASSWORD_SUFFIX), 0)
+                s = self.stand_in(body=body.encode(), headers=TEXT)
+                self.assertFalse(self.client(s.url).breached("password"))
+        self.assertEqual(tollgate.breached_range_count(" %s : 0042 \r\nbad\r\n" % PASSWORD_SUFFIX, PASSWORD_SUFFIX), 42)
+
+    def test_a_breached_check_error_never_fails_the_login(self) -> None:
+        """Every way the range cannot be had is False ("not known to be
+        breached"), never an exception: no corpus (404), an upstream down
+        (503), a redirect, nothing listening, a timeout, too large a body."""
+        body = ("%s:9\r\n" % PASSWORD_SUFFIX).encode()
+        cases = [
+            (404, PROBLEM, b'{"type":"https://tollgate.dev/problems/breached-off","status":404}', 0.0, None),
+            (503, PROBLEM, b'{"status":503}', 0.0, None),
+            (302, {"Location": "/elsewhere"}, body, 0.0, None),
+            (201, TEXT, body, 0.0, None),
+            (200, TEXT, body, 0.5, 0.05),
+            (200, TEXT, body + b"A" * (600 << 10), 0.0, None),
+        ]
+        for status, headers, out, delay, timeout in cases:
+            with self.subTest(status=status, delay=delay):
+                s = self.stand_in(status, headers, out, delay=delay)
+                kw = {} if timeout is None else {"timeout": timeout}
+                self.assertFalse(self.client(s.url).breached("password", **kw))
+        self.assertFalse(self.client(closed_port_url()).breached("password"))
+        self.assertFalse(self.client(closed_port_url()).breached(None))  # type: ignore[arg-type]
+
+    def test_the_default_breached_timeout_is_a_second(self) -> None:
+        self.assertEqual(tollgate.DEFAULT_BREACHED_TIMEOUT, 1.0)
+        import inspect
+
+        self.assertEqual(inspect.signature(Client.breached).parameters["timeout"].default, 1.0)
+
+
+class StepUp(Base):
+    def test_report_sends_breached_last_in_wire_order_and_only_when_true(self) -> None:
+        s = self.stand_in()
+        c = self.client(s.url)
+        c.report(flow="login", outcome="failure", account="a", ip="i", attempt="t", ref="r", breached=True)
+        self.assertEqual(s.last().body, b'{"flow":"login","account":"a","ip":"i","outcome":"failure","attempt":"t",'  # type: ignore[union-attr]
+                         b'"ref":"r","breached":true}')
+        c.report(flow="login", outcome="failure", account="a", ip="i", breached=False)
+        self.assertEqual(s.last().body, b'{"flow":"login","account":"a","ip":"i","outcome":"failure"}')  # type: ignore[union-attr]
+
+    def test_a_success_answered_step_up_is_a_step_up_verdict_with_its_ticket(self) -> None:
+        s = self.stand_in(body=STEP_UP)
+        v = self.client(s.url).report(flow="login", outcome="success", account="a", breached=True)
+        self.assertEqual((v.action, v.attempt, v.device_token, v.reasons, v.error),
+                         (tollgate.STEP_UP, "ticket.1", "", ["breached_password"], None))
+
+    def test_a_check_or_send_answered_step_up_is_no_verdict_and_fails_closed(self) -> None:
+        """step_up answers a success report only: from a check it would
+        skip the password check, so it is not a verdict there."""
+        s = self.stand_in(body=STEP_UP)
+        c = self.client(s.url)
+        for v in (c.check(**LOGIN), c.send(destination="+1", channel="sms")):
+            self.assertIsInstance(v.error, Unavailable)
+            self.assertEqual((v.action, v.fallback), ("delay", True))
+
+    def test_the_step_up_reports_carry_the_ticket_on_the_step_up_flow(self) -> None:
+        s = self.stand_in()
+        c = self.client(s.url)
+        v = c.step_up_passed(ticket="ticket.1", account="a", ip="i", device_token="d")
+        self.assertEqual(v.action, "proceed")
+        self.assertEqual(s.last().body, b'{"flow":"step_up","account":"a","ip":"i","outcome":"step_up_passed",'  # type: ignore[union-attr]
+                         b'"attempt":"ticket.1","device_token":"d"}')
+        c.step_up_failed(ticket="ticket.1", account="a", ip="i")
+        self.assertEqual(s.last().body, b'{"flow":"step_up","account":"a","ip":"i","outcome":"step_up_failed",'  # type: ignore[union-attr]
+                         b'"attempt":"ticket.1"}')
+
+    def test_a_responder_never_proceeds_on_step_up(self) -> None:
+        a = tollgate.Responder().respond(tollgate.Verdict.from_json(STEP_UP))
+        self.assertFalse(a.proceed)
+
+
 class SafetyNet(Base):
     def test_an_unexpected_failure_inside_the_client_is_a_fallback(self) -> None:
         import tollgate.client as tc

@@ -33,7 +33,7 @@ from tollgate.allowance import fold_account
 from .support import TESTDATA, StandIn, closed_port_url
 
 #: Every vector file, each read by a test below.
-VECTOR_FILES = ("account_fold.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json")
+VECTOR_FILES = ("account_fold.json", "breached.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json")
 
 #: How many cases each file's test ran, for the report.
 RAN: Dict[str, int] = {}
@@ -334,6 +334,38 @@ class AccountFoldVectors(unittest.TestCase):
         self.assertGreaterEqual(ran, 3000, "the vectors did not load")
         self.assertLess(skipped, 100, "%d vectors skipped for Unicode %s" % (skipped, unicodedata.unidata_version))
         RAN["account_fold.json"] = ran
+
+
+class BreachedVectors(unittest.TestCase):
+    def test_breached(self) -> None:
+        """The SHA-1 of the password's UTF-8 bytes, its five-digit prefix
+        the only part sent, the range matched on its suffix (count 0 is
+        padding); through a stand-in serving each case's range."""
+        import hashlib
+
+        from tollgate import breached_range_count
+
+        doc = read_vectors("breached.json")
+        strict(doc, ("about", "cases"), "breached.json")
+        ranges = {c["prefix"]: c["range"].encode("utf-8") for c in doc["cases"]}
+        s = StandIn(lambda r: (200, {"Content-Type": "text/plain; charset=utf-8"},
+                               ranges.get(r.path.rsplit("/", 1)[-1], b"")))
+        self.addCleanup(s.close)
+        c = Client(s.url, timeout=5.0)
+        self.addCleanup(c.close)
+        for case in doc["cases"]:
+            strict(case, ("password", "sha1", "prefix", "suffix", "range", "count", "breached"), case["password"])
+            with self.subTest(password=case["password"]):
+                digest = hashlib.sha1(case["password"].encode("utf-8")).hexdigest().upper()
+                self.assertEqual((digest, digest[:5], digest[5:]), (case["sha1"], case["prefix"], case["suffix"]))
+                self.assertEqual(breached_range_count(case["range"], case["suffix"]), case["count"])
+                self.assertEqual(breached_range_count(case["range"], case["suffix"].lower()), case["count"])
+                self.assertEqual(c.breached(case["password"]), case["breached"])
+                r = s.last()
+                assert r is not None
+                self.assertEqual((r.method, r.path, r.body), ("GET", "/v1/breached/" + case["prefix"], b""))
+                self.assertNotIn(case["suffix"], repr(vars(r)))
+        RAN["breached.json"] = len(doc["cases"])
 
 
 class VectorFiles(unittest.TestCase):

@@ -6,7 +6,10 @@ the verdicts into answers for the end user. It uses the standard library
 only and behaves as the Go client (api/client) does; the shared vectors in
 clients/testdata hold both to the same answers.
 
-* :class:`Client`: :meth:`~Client.check`, :meth:`~Client.report` and
+* :class:`Client`: :meth:`~Client.check`, :meth:`~Client.report` (with
+  ``breached=``, from :meth:`~Client.breached`'s k-anonymous range query;
+  a success may answer :data:`STEP_UP`, settled by
+  :meth:`~Client.step_up_passed` or :meth:`~Client.step_up_failed`) and
   :meth:`~Client.send`, each with a :class:`FailMode` for when tollgate is
   unreachable or slow (:data:`FAIL_OPEN`, :data:`FAIL_DELAY`,
   :data:`FAIL_CAPTCHA`), returning a :class:`Verdict` and never raising
@@ -34,7 +37,9 @@ from .allowance import (
     Stats,
 )
 from .client import (
+    DEFAULT_BREACHED_TIMEOUT,
     DEFAULT_TIMEOUT,
+    STEP_UP_FLOW,
     DEFAULT_USER_AGENT,
     Challenge,
     ChallengeResult,
@@ -44,6 +49,7 @@ from .client import (
     Explanation,
     ReloadResult,
     RuleState,
+    breached_range_count,
 )
 from .clientip import HEADER_FORWARDED, HEADER_X_FORWARDED_FOR, Proxies, client_ip
 from .cookie import DEFAULT_DEVICE_COOKIE_MAX_AGE, DEFAULT_DEVICE_COOKIE_NAME, DeviceCookie
@@ -57,9 +63,16 @@ from .failmode import (
     FAIL_OPEN,
     FALLBACK_DELAY,
     MAX_FALLBACK_DELAY,
+    OUTCOME_STEP_UP_FAILED,
+    OUTCOME_STEP_UP_PASSED,
     PROCEED,
+    REASON_ACCOUNT_UNDER_ATTACK,
+    REASON_ADDRESS_ESCALATED,
+    REASON_BREACHED_PASSWORD,
+    REASON_NEW_DEVICE_UNDER_ATTACK,
     REASON_FALLBACK,
     REASON_FALLBACK_ALLOWANCE,
+    STEP_UP,
     FailMode,
     Verdict,
 )
@@ -94,6 +107,16 @@ __all__ = [
     "DELAY",
     "CAPTCHA",
     "DENY",
+    "STEP_UP",
+    "STEP_UP_FLOW",
+    "OUTCOME_STEP_UP_PASSED",
+    "OUTCOME_STEP_UP_FAILED",
+    "REASON_BREACHED_PASSWORD",
+    "REASON_ACCOUNT_UNDER_ATTACK",
+    "REASON_NEW_DEVICE_UNDER_ATTACK",
+    "REASON_ADDRESS_ESCALATED",
+    "DEFAULT_BREACHED_TIMEOUT",
+    "breached_range_count",
     "REASON_FALLBACK",
     "REASON_FALLBACK_ALLOWANCE",
     "FALLBACK_DELAY",

@@ -12,7 +12,9 @@ reset, allow, deny, entries, remove, reload, dead_letters, replay_webhook) raise
 
 from __future__ import annotations
 
+import hashlib
 import http.client
+import re
 import select
 import socket
 import ssl
@@ -37,7 +39,10 @@ from .allowance import (
 from .errors import STATUS_TEXT, Timeout, TollgateError, Unavailable
 from .failmode import (
     ACTIONS,
+    CHECK_ACTIONS,
     FAIL_DELAY,
+    OUTCOME_STEP_UP_FAILED,
+    OUTCOME_STEP_UP_PASSED,
     PROCEED,
     REASON_FALLBACK_ALLOWANCE,
     FailMode,
@@ -47,11 +52,21 @@ from .failmode import (
 )
 
 __all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DeadLetter", "Challenge",
-           "ChallengeResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT"]
+           "ChallengeResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT", "DEFAULT_BREACHED_TIMEOUT", "STEP_UP_FLOW",
+           "breached_range_count"]
 
 #: Seconds each call may take unless the Client says otherwise: tollgate
 #: answers in a few milliseconds, and past this the fail mode answers.
 DEFAULT_TIMEOUT = 0.25
+#: Seconds :meth:`Client.breached` waits for its range unless told otherwise:
+#: a tollgate that asks an upstream corpus may take longer than a verdict,
+#: and past this the password is taken as not known to be breached.
+DEFAULT_BREACHED_TIMEOUT = 1.0
+#: The built-in flow of second-factor checks and step-up reports.
+STEP_UP_FLOW = "step_up"
+#: The most read of a breached range: HIBP's largest ranges are some 40
+#: KiB; tollgate's padded ones are smaller.
+MAX_RANGE_BYTES = 512 << 10
 #: The User-Agent header unless the Client says otherwise.
 DEFAULT_USER_AGENT = "tollgate-python-client/1"
 
@@ -66,6 +81,9 @@ _READ_CHUNK = 64 << 10
 _ACCEPT = "application/json, application/problem+json"
 
 Field = Tuple[str, Union[str, int, bool]]
+
+_HEX40 = re.compile(r"[0-9A-F]{40}")
+_COUNT = re.compile(r"[0-9]+")
 
 
 @dataclass
@@ -283,15 +301,44 @@ def _retry_after(v: Optional[str]) -> int:
     return int(v)
 
 
+_BOOL_FIELDS = ("captcha_solved", "breached")
+
+
+def breached_range_count(body: Union[bytes, str], suffix: str) -> int:
+    """The count a range body (HIBP's format: ``SUFFIX:COUNT`` lines) gives
+    suffix, the last 35 hex digits of a SHA-1; 0 when it is not there.
+
+    Lines are split on LF and trimmed of CR and spaces; the suffix is
+    compared without regard to case; the count is decimal digits, leading
+    zeros allowed. A malformed line is skipped, and a count of 0 is padding,
+    never a match.
+    """
+    if isinstance(body, bytes):
+        body = body.decode("utf-8", errors="replace")
+    want = suffix.strip().upper()
+    for line in body.split("\n"):
+        line = line.strip("\r ")
+        name, sep, count = line.partition(":")
+        if not sep or name.strip().upper() != want:
+            continue
+        count = count.strip()
+        if not _COUNT.fullmatch(count):
+            continue
+        n = int(count)
+        if n > 0:
+            return n
+    return 0
+
+
 def _omit_empty(fields: Sequence[Tuple[str, Any, bool]]) -> List[Field]:
     """The request's fields in order: (name, value, always); optional ones
     are left out when empty, as Go's omitempty does."""
     out: List[Field] = []
     for name, value, always in fields:
         if value is None:
-            value = False if name == "captcha_solved" else ""
+            value = False if name in _BOOL_FIELDS else ""
         if isinstance(value, bool):
-            if name != "captcha_solved":
+            if name not in _BOOL_FIELDS:
                 raise TypeError("%s must be a string" % name)
         elif not isinstance(value, str):
             raise TypeError("%s must be a string" % name)
@@ -471,7 +518,7 @@ class Client:
             ("channel", channel, False), ("ref", ref, False),
         ])
         subject = check_subject(flow or "", account or "", ip or "", bool(captcha_solved))
-        return self._verdict_call("check", "/v1/check", body, mode, subject)
+        return self._verdict_call("check", "/v1/check", body, mode, subject, CHECK_ACTIONS)
 
     def report(
         self,
@@ -486,12 +533,19 @@ class Client:
         destination: Optional[str] = None,
         channel: Optional[str] = None,
         ref: Optional[str] = None,
+        breached: bool = False,
         fail: Union[FailMode, str] = FAIL_DELAY,
     ) -> Verdict:
         """How did the attempt end? outcome is "failure" or "success", with
         the attempt token the check returned; report failures of unknown
         accounts exactly as of known ones. The verdict is the next attempt's;
-        a success carries a fresh device token.
+        a success carries a fresh device token, or is ``step_up``: the
+        password was right, but sign the end user in only once a second
+        factor passed (:meth:`step_up_passed`).
+
+        breached: the password typed was found in a breached-password corpus
+        (:meth:`breached`), for a success and a failure alike; only this
+        boolean is sent, never the password or its hash.
 
         A report may be sent again after an error: an attempt settles once.
         As for check, the verdict is always usable; FAIL_CAPTCHA asks for a
@@ -503,9 +557,73 @@ class Client:
             ("flow", flow, True), ("account", account, False), ("ip", ip, False),
             ("outcome", outcome, True), ("attempt", attempt, False), ("device_token", device_token, False),
             ("password_fingerprint", password_fingerprint, False), ("destination", destination, False),
-            ("channel", channel, False), ("ref", ref, False),
+            ("channel", channel, False), ("ref", ref, False), ("breached", bool(breached), False),
         ])
-        return self._verdict_call("report", "/v1/report", body, mode, None)
+        return self._verdict_call("report", "/v1/report", body, mode, None, ACTIONS)
+
+    def step_up_passed(
+        self,
+        *,
+        ticket: str,
+        account: str,
+        ip: Optional[str] = None,
+        device_token: Optional[str] = None,
+        flow: str = STEP_UP_FLOW,
+        fail: Union[FailMode, str] = FAIL_DELAY,
+    ) -> Verdict:
+        """The second factor a ``step_up`` verdict asked for passed: report
+        it with the ticket (that verdict's attempt), the login's account,
+        address and device token. A proceed carries the device token the
+        login earned: sign the end user in now and set the cookie. A ticket
+        tollgate does not take (expired, another account's) comes back as a
+        fallback whose error is a TollgateError of status 400: ask the end
+        user to sign in again."""
+        return self._step_up(OUTCOME_STEP_UP_PASSED, ticket, account, ip, device_token, flow, fail)
+
+    def step_up_failed(
+        self,
+        *,
+        ticket: str,
+        account: str,
+        ip: Optional[str] = None,
+        device_token: Optional[str] = None,
+        flow: str = STEP_UP_FLOW,
+        fail: Union[FailMode, str] = FAIL_DELAY,
+    ) -> Verdict:
+        """A second-factor code was wrong: counted on the step-up flow's own
+        counters (never the password's). The verdict is the next code's
+        (proceed, or delay); the ticket stays usable until it expires."""
+        return self._step_up(OUTCOME_STEP_UP_FAILED, ticket, account, ip, device_token, flow, fail)
+
+    def _step_up(self, outcome: str, ticket: str, account: str, ip: Optional[str], device_token: Optional[str],
+                 flow: str, fail: Union[FailMode, str]) -> Verdict:
+        return self.report(flow=flow, outcome=outcome, account=account, ip=ip, attempt=ticket,
+                           device_token=device_token, fail=fail)
+
+    def breached(self, password: str, *, timeout: Optional[float] = DEFAULT_BREACHED_TIMEOUT) -> bool:
+        """Whether password was found in tollgate's breached-password corpus,
+        asked k-anonymously: the SHA-1 of its UTF-8 bytes is computed here
+        and only its first five hex digits are sent (GET
+        /v1/breached/{prefix}); the answer, a padded range, is matched here.
+
+        Best-effort: any error, a timeout (timeout seconds, by default
+        :data:`DEFAULT_BREACHED_TIMEOUT`), or an answer other than 200 (404
+        when tollgate has no corpus) is False, "not known to be breached";
+        it never raises and never fails a login. Call it once the password
+        was checked, for a success and a failure alike, and pass the answer
+        as report's ``breached``.
+        """
+        try:
+            if not isinstance(password, str):
+                return False
+            digest = hashlib.sha1(password.encode("utf-8", "surrogatepass")).hexdigest().upper()
+            if not _HEX40.fullmatch(digest):  # pragma: no cover - hexdigest is always this
+                return False
+            body = self._call("breached", "/v1/breached/" + digest[:5], None, raw=True, timeout=timeout,
+                              limit=MAX_RANGE_BYTES, status=(200,))
+            return breached_range_count(body, digest[5:]) > 0
+        except Exception:  # best-effort: a range that cannot be had is "not known"
+            return False
 
     def send(
         self,
@@ -536,13 +654,14 @@ class Client:
             ("captcha_solved", bool(captcha_solved), False), ("ref", ref, False),
         ])
         subject = send_subject(flow or "", destination or "", channel or "", ip or "", bool(captcha_solved))
-        return self._verdict_call("send", "/v1/otp/send", body, mode, subject)
+        return self._verdict_call("send", "/v1/otp/send", body, mode, subject, CHECK_ACTIONS)
 
-    def _verdict_call(self, op: str, path: str, body: List[Field], mode: FailMode, subject: Optional[Subject]) -> Verdict:
+    def _verdict_call(self, op: str, path: str, body: List[Field], mode: FailMode, subject: Optional[Subject],
+                      actions: Any) -> Verdict:
         try:
             obj = self._call(op, path, body)
             d = _wire.decode(obj, _wire.VERDICT)
-            if d["action"] not in ACTIONS:
+            if d["action"] not in actions:
                 raise Unavailable(op, "the answer is not a verdict (unknown action)")
             return Verdict(**d)
         except _wire.WireError:
@@ -772,11 +891,15 @@ class Client:
             return http.client.HTTPSConnection(self._host, self._port, timeout=t, context=ctx)
         return http.client.HTTPConnection(self._host, self._port, timeout=t)
 
-    def _call(self, op: str, path: str, body: Optional[List[Field]], raw: bool = False) -> Any:
-        """Send body (None: a GET) to path and return a 200 or 201 answer
-        parsed as JSON (with raw, its bytes); raises TollgateError,
-        Unavailable or WireError. Errors never hold a request value."""
-        deadline = None if self._timeout is None else time.monotonic() + self._timeout
+    def _call(self, op: str, path: str, body: Optional[List[Field]], raw: bool = False,
+              timeout: Union[Optional[float], str] = "client", limit: int = MAX_RESPONSE_BYTES,
+              status: Tuple[int, ...] = (200, 201)) -> Any:
+        """Send body (None: a GET) to path and return an answer of a status
+        in status parsed as JSON (with raw, its bytes, at most limit);
+        raises TollgateError, Unavailable or WireError. timeout is the
+        client's unless given. Errors never hold a request value."""
+        t = self._timeout if timeout == "client" else timeout
+        deadline = None if t is None else time.monotonic() + float(t)
 
         def remaining() -> Optional[float]:
             if deadline is None:
@@ -824,12 +947,12 @@ class Client:
                 raise Unavailable(op, "tollgate does not answer", e) from e
             except ValueError:  # http.client refused to write it; no detail: it may quote a value
                 raise Unavailable(op, "the request could not be written") from None
-            if res.status not in (200, 201):
+            if res.status not in status:
                 err = self._problem(op, res, conn, remaining)
                 reusable = self._drain(res, conn, deadline)
                 raise err
-            b = self._read(op, res, conn, MAX_RESPONSE_BYTES + 1, remaining)
-            if len(b) > MAX_RESPONSE_BYTES:
+            b = self._read(op, res, conn, limit + 1, remaining)
+            if len(b) > limit:
                 raise Unavailable(op, "the answer is too large")
             reusable = res.isclosed() and not res.will_close
             return b if raw else _wire.parse(b)

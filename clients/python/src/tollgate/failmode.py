@@ -45,7 +45,15 @@ __all__ = [
     "DELAY",
     "CAPTCHA",
     "DENY",
+    "STEP_UP",
     "ACTIONS",
+    "CHECK_ACTIONS",
+    "REASON_BREACHED_PASSWORD",
+    "REASON_ACCOUNT_UNDER_ATTACK",
+    "REASON_NEW_DEVICE_UNDER_ATTACK",
+    "REASON_ADDRESS_ESCALATED",
+    "OUTCOME_STEP_UP_PASSED",
+    "OUTCOME_STEP_UP_FAILED",
     "REASON_FALLBACK",
     "REASON_FALLBACK_ALLOWANCE",
     "FALLBACK_DELAY",
@@ -60,8 +68,26 @@ DELAY = "delay"
 CAPTCHA = "captcha"
 #: Only from sends: do not send the code; answer as if it were sent.
 DENY = "deny"
+#: Only from a login's success report, once the password was verified: do
+#: not sign the end user in yet. Ask for a second factor (or a password
+#: reset, by the verdict's reasons), then report ``step_up_passed`` or
+#: ``step_up_failed`` with the verdict's attempt, the step-up ticket
+#: (:meth:`Client.step_up_passed`); the device token comes with the pass.
+STEP_UP = "step_up"
 #: Every action tollgate answers.
-ACTIONS = frozenset((PROCEED, DELAY, CAPTCHA, DENY))
+ACTIONS = frozenset((PROCEED, DELAY, CAPTCHA, DENY, STEP_UP))
+#: The actions a check or a send may answer (step_up answers reports only).
+CHECK_ACTIONS = frozenset((PROCEED, DELAY, CAPTCHA, DENY))
+
+#: The reasons of a step_up verdict, one or more.
+REASON_BREACHED_PASSWORD = "breached_password"
+REASON_ACCOUNT_UNDER_ATTACK = "account_under_attack"
+REASON_NEW_DEVICE_UNDER_ATTACK = "new_device_under_attack"
+REASON_ADDRESS_ESCALATED = "address_escalated"
+
+#: The outcomes a step-up flow's report takes.
+OUTCOME_STEP_UP_PASSED = "step_up_passed"
+OUTCOME_STEP_UP_FAILED = "step_up_failed"
 
 #: The reason of every fallback verdict; tollgate itself never answers it.
 REASON_FALLBACK = "client_fallback"
@@ -104,13 +130,16 @@ class Verdict:
     """Tollgate's verdict, or a call site's fail-mode answer when it gave none.
 
     Attributes:
-        action: "proceed", "delay", "captcha" or "deny".
+        action: "proceed", "delay", "captcha", "deny", or from a success
+            report "step_up" (not signed in yet: a second factor first).
         delay_ms: with delay, how long to wait; with proceed, a queued
             call's place in its queue (hold it that long, then go ahead).
         retry_after: delay_ms in whole seconds, rounded up.
         reasons: stable codes for the caller's logs, never for end users.
-        attempt: a check's attempt token, to pass back with the report.
-        device_token: a success report's device token, for the cookie.
+        attempt: a check's attempt token, to pass back with the report; with
+            step_up, the step-up ticket for the step-up report.
+        device_token: a success report's device token, for the cookie ("" with
+            step_up: the step-up pass brings it).
         fallback: True when tollgate gave no verdict and this is the fail
             mode's answer; ``error`` then says why.
         error: why tollgate gave no verdict (log it), or None.

@@ -13,7 +13,10 @@ bytes, and an answer never tells an unknown account from a wrong password.
   an RFC 9457 problem document whose detail says only how long to wait.
 * captcha: your captcha hook's page, or a 429 problem asking for one.
 * deny (sends only): the answer a sent code gets (:meth:`Responder.accept`).
-* anything else, a missing action included: a delay, never a proceed.
+* anything else, a missing action included: a delay, never a proceed. A
+  report's ``step_up`` is among them: the password was right but the end
+  user is not signed in yet; a plug-in answers it with its second factor,
+  not with this.
 """
 
 from __future__ import annotations

@@ -26,10 +26,21 @@ type reloader struct {
 	engine  *authguard.Engine
 	metrics *api.Metrics
 	log     *slog.Logger
-	proxy   *proxyServer // nil without a proxy section
+	pieces  []reloadable // what else a reload changes (server.reloadables)
 
 	mu      sync.Mutex // one reload at a time
 	running *config.Config
+}
+
+// reloadable is a piece of the server that a reload hands the next
+// configuration (the proxy's routes). check runs for every piece before
+// anything changes and refuses what the piece cannot take; it may prepare
+// what reload then swaps in (a file read once). reload runs once the
+// engine has next's policy. Either error refuses the reload and is said
+// to its caller.
+type reloadable interface {
+	check(next *config.Config) error
+	reload(next *config.Config) error
 }
 
 // reload re-reads the configuration; by says what asked (SIGHUP, or the
@@ -61,14 +72,18 @@ func (r *reloader) apply() (wire.ReloadResult, error) {
 	if err != nil {
 		return wire.ReloadResult{}, err
 	}
-	if err := r.proxy.check(next); err != nil {
-		return wire.ReloadResult{}, err
+	for _, p := range r.pieces {
+		if err := p.check(next); err != nil {
+			return wire.ReloadResult{}, err
+		}
 	}
 	if err := r.engine.SetPolicies(next.Policy, next.TenantPolicies); err != nil {
 		return wire.ReloadResult{}, err
 	}
-	if err := r.proxy.reload(next); err != nil { // checked above: the policy and routes are next's
-		return wire.ReloadResult{}, err
+	for _, p := range r.pieces { // each checked above: the policy is next's
+		if err := p.reload(next); err != nil {
+			return wire.ReloadResult{}, err
+		}
 	}
 	r.metrics.SetPolicy(next.Policy)
 	res := wire.ReloadResult{Flows: next.Policy.FlowNames(), RestartNeeded: restartNeeded(r.running, next)}

@@ -2,30 +2,19 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
-	"crypto/tls"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
 	"net"
-	"net/http"
-	"os"
-	"os/signal"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
-	"github.com/tollgate-auth/tollgate/api"
-	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
-	"github.com/tollgate-auth/tollgate/internal/decisionlog"
-	"github.com/tollgate-auth/tollgate/webhook"
 )
 
 // fallbackEntries caps the local store that fail-open flows answer from
@@ -44,245 +33,20 @@ const fallbackMemoryLimit = 32 << 20
 // with the address once the listener is open. Logs go to logOut as JSON.
 // load, when set, re-reads the configuration for a reload (SIGHUP, POST
 // /v1/admin/reload; see reloader); nil leaves the policy as it started.
+// The pieces are the server type's (server.go).
 func serve(ctx context.Context, cfg *config.Config, logOut io.Writer, ready func(net.Addr), load func() (*config.Config, error)) error {
-	log := slog.New(slog.NewJSONHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
-	if err := cfg.CheckListen(); err != nil {
+	s := newServer(cfg, logOut, load)
+	if err := s.Open(ctx); err != nil {
 		return err
 	}
-	var verifier *auth.Verifier
-	if cfg.Auth != nil {
-		v, err := auth.New(*cfg.Auth)
-		if err != nil {
-			return err // auth's errors say "auth:"
-		}
-		verifier = v
-		go v.Run(ctx, func(err error) {
-			log.Warn("the JWKS could not be fetched; the keys fetched before stay trusted", slog.String("error", err.Error()))
-		})
-	} else {
-		log.Info("callers are not authenticated (no auth in the config): listening on loopback only, every call in the default tenant")
-	}
-	secret := cfg.Secret
-	if len(secret) == 0 && cfg.Redis != nil {
-		return errors.New("TOLLGATE_SECRET must be set with Redis: every instance must hash identifiers and sign tokens alike")
-	}
-	if len(secret) == 0 {
-		secret = []byte(rand.Text() + rand.Text())
-		log.Warn("TOLLGATE_SECRET is not set: using a random secret for this process only; " +
-			"counters and device tokens will not survive a restart and cannot be shared between instances")
-	} else if cfg.SecretInFile {
-		log.Warn("the secret is set in the config file; prefer the TOLLGATE_SECRET environment variable, and keep the file private")
-	}
-
-	store, storeName, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return err
-	}
-	fallback := memstore.New(memstore.Config{MaxEntries: fallbackEntries, MemoryLimit: fallbackMemoryLimit})
-	defer fallback.Close()
-	defer store.Close()
-
-	metrics := api.NewMetrics(cfg.Policy)
-	build := readBuildInfo()
-	metrics.AddBuildInfo(build.Version, build.Revision, build.Go)
-	tracing, err := startTracing(ctx, os.Getenv, build.Version, log) // tracing.go: off unless OTEL_* ask for it
-	if err != nil {
-		return err
-	}
-	defer tracing.shutdown(log)
-	if mem, ok := store.(*memstore.Store); ok {
-		metrics.AddMemoryStore("main", mem)
-	}
-	metrics.AddMemoryStore("fallback", fallback)
-	watch := &storeWatch{log: log}
-	observe := func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev) }
-	if cfg.DecisionLog != "" {
-		out := io.Writer(os.Stdout)
-		if cfg.DecisionLog != "stdout" {
-			f, err := os.OpenFile(cfg.DecisionLog, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-			if err != nil {
-				return fmt.Errorf("decision_log: %w", err)
-			}
-			defer f.Close()
-			out = f
-		}
-		dlog := decisionlog.NewWriter(out, nil)
-		defer func() {
-			if err := dlog.Close(); err != nil {
-				log.Error("the decision log could not be written", slog.String("error", err.Error()))
-			}
-		}()
-		metrics.AddDecisionLog(dlog.Dropped)
-		observe = func(ev authguard.Event) { metrics.Observe(ev); watch.observe(ev); dlog.Observe(ev) }
-		log.Info("writing the decision log", slog.String("to", cfg.DecisionLog))
-	}
-	// On Redis, at most as many calls run as the pool has connections per
-	// node, and a call waits for one as long as a store call may take; the
-	// memory store has no deadline to miss.
-	// The recall is for a store that can fail or be slow: the memory store
-	// does neither.
-	hooks, err := startWebhooks(cfg, secret, metrics.Registry(), log) // webhooks.go
-	if err != nil {
-		return fmt.Errorf("webhooks: %w", err)
-	}
-	defer hooks.close()
-	chal, err := startChallenger(cfg, secret, log) // challenge.go
-	if err != nil {
-		return fmt.Errorf("challenge: %w", err)
-	}
-	defer chal.close()
-	var notifier authguard.Notifier
-	var hooksAdmin api.Webhooks
-	if hooks != nil {
-		notifier, hooksAdmin = webhook.Notifier{D: hooks.d}, hooks
-	}
-	maxInFlight, queueWait, recall := 0, time.Duration(0), int64(-1)
-	if rs, ok := store.(*redisstore.Store); ok {
-		maxInFlight, queueWait, recall = rs.PoolSize(), cfg.Redis.Timeout, authguard.DefaultRecallBytes
-	}
-	engine, err := authguard.New(authguard.Config{
-		Policy:         cfg.Policy,
-		Store:          store,
-		Fallback:       fallback,
-		Secret:         secret,
-		KeyPrefix:      cfg.KeyPrefix,
-		MaxInFlight:    maxInFlight,
-		QueueWait:      queueWait,
-		RecallBytes:    recall,
-		TenantSecrets:  cfg.TenantSecrets,
-		TenantPolicies: cfg.TenantPolicies,
-		Tenants:        tenantNames(cfg.Auth),
-		Observe:        observe,
-		RecordSubjects: cfg.DecisionLog != "",
-		Trace:          tracing.engineTrace(),
-		Notifier:       notifier,
-	})
-	if err != nil {
-		return err
-	}
-	metrics.AddEngine(engine)
-	// The administrators' entries: read once now, then every
-	// entries_refresh, so that one added on another instance applies here.
-	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
-	if err := engine.RefreshEntries(ectx); err != nil {
-		log.Warn("the allow and deny entries could not be read at start-up; retrying every entries_refresh", slog.String("error", err.Error()))
-	}
-	cancel()
-	go engine.RunEntries(ctx, cfg.EntriesRefresh, func(err error) {
-		log.Warn("the allow and deny entries could not be refreshed; the ones read before still apply until they expire", slog.String("error", err.Error()))
-	})
-	checks, err := startStoreCheck(ctx, store, engine, metrics, log, cfg.StrictStore) // storecheck.go
-	if err != nil {
-		return err
-	}
-	reload := &reloader{load: load, engine: engine, metrics: metrics, log: log, running: cfg}
-	var reloadRoute func() (wire.ReloadResult, error)
-	if load != nil {
-		reloadRoute = func() (wire.ReloadResult, error) { return reload.reload("POST /v1/admin/reload") }
-	}
-	handler, err := api.New(api.Config{Engine: engine, Store: store, Metrics: metrics, Logger: log,
-		StoreHealth: checks.health(watch.health), StoreWarnings: checks.warnings, Verifier: verifier, Reload: reloadRoute,
-		Tracer: tracing.tracerProvider(), Webhooks: hooksAdmin, Challenger: chal.c})
-	if err != nil {
-		return err
-	}
-	pxy, err := startProxy(ctx, cfg, engine, secret, chal.c, metrics.Registry(), log) // proxy.go: nil without a proxy section
-	if err != nil {
-		return fmt.Errorf("proxy: %w", err)
-	}
-	defer pxy.stop()
-	reload.proxy = pxy
-
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return err
-	}
-	scheme := "http"
-	var certs *certReloader
-	if cfg.TLS != nil {
-		certs, err = newCertReloader(cfg.TLS.CertFile, cfg.TLS.KeyFile, func(err error) {
-			log.Warn("the TLS certificate changed but does not load; serving the previous one", slog.String("error", err.Error()))
-		})
-		if err != nil {
-			ln.Close()
-			return err
-		}
-		ln = tls.NewListener(ln, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: certs.getCertificate})
-		scheme = "https"
-	}
-	// SIGHUP reloads: the TLS certificate, and the configuration's policy.
-	// Handled always, so that a SIGHUP (what systemctl reload and
-	// configuration tools send) never ends the process with its default
-	// action, which on the memory store would lose every counter.
-	hup := make(chan os.Signal, 1)
-	signal.Notify(hup, syscall.SIGHUP)
-	defer signal.Stop(hup)
-	go func() {
-		for {
-			select {
-			case <-hup:
-				if err := pxy.reloadCert(); err != nil {
-					log.Warn("SIGHUP: the proxy's TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))
-				}
-				if certs != nil {
-					if err := certs.reload(); err != nil {
-						log.Warn("SIGHUP: the TLS certificate does not load; serving the previous one", slog.String("error", err.Error()))
-					} else {
-						log.Info("SIGHUP: TLS certificate reloaded")
-					}
-				}
-				if load != nil {
-					reload.reload("SIGHUP") // it logs what it did
-				}
-			case <-ctx.Done():
-				return
-			}
-		}
-	}()
-	srv := &http.Server{
-		Handler:           handler,
-		ReadHeaderTimeout: cfg.Timeouts.ReadHeader,
-		ReadTimeout:       cfg.Timeouts.Read,
-		WriteTimeout:      cfg.Timeouts.Write,
-		IdleTimeout:       cfg.Timeouts.Idle,
-		MaxHeaderBytes:    16 << 10,
-		ErrorLog:          api.NewErrorLog(log.Handler(), slog.LevelWarn),
-		// OPTIONS * goes to the router (a 404 problem), not net/http's bare 200.
-		DisableGeneralOptionsHandler: true,
-	}
-	log.Info("listening",
-		slog.String("addr", ln.Addr().String()),
-		slog.String("scheme", scheme),
-		slog.String("version", build.Version),
-		slog.String("revision", build.Revision),
-		slog.Bool("modified", build.Modified),
-		slog.String("store", storeName),
-		slog.Any("flows", cfg.Policy.FlowNames()))
 	if ready != nil {
-		ready(ln.Addr())
+		ready(s.Addr())
 	}
-
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return fmt.Errorf("serving: %w", err)
-	case <-ctx.Done():
+	err := s.Run(ctx)
+	if cerr := s.Close(); err == nil {
+		err = cerr
 	}
-
-	log.Info("shutting down: finishing in-flight requests", slog.String("timeout", cfg.Timeouts.Shutdown.String()))
-	sctx, cancel := context.WithTimeout(context.Background(), cfg.Timeouts.Shutdown)
-	defer cancel()
-	start := time.Now()
-	if err := srv.Shutdown(sctx); err != nil {
-		srv.Close()
-		return fmt.Errorf("shutdown: in-flight requests did not finish within %v: %w", cfg.Timeouts.Shutdown, err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("serving: %w", err)
-	}
-	log.Info("stopped", slog.String("drained_in", time.Since(start).Round(time.Millisecond).String()))
-	return nil
+	return err
 }
 
 // openStore opens the configured store: Redis or a Redis Cluster when

@@ -441,7 +441,13 @@ class StepUp(Base):
 
     def test_a_responder_never_proceeds_on_step_up(self) -> None:
         a = tollgate.Responder().respond(tollgate.Verdict.from_json(STEP_UP))
-        self.assertFalse(a.proceed)
+        self.assertEqual((a.proceed, a.step_up, a.status, a.header("Cache-Control")), (False, True, 403, "no-store"))
+        self.assertEqual(json.loads(a.body)["detail"], "Confirm it is you with a second factor to finish signing in.")
+        a = tollgate.Responder(step_up=lambda: (200, {"Content-Type": "text/html"}, "<form>code</form>")).respond(
+            tollgate.Verdict(action="step_up", attempt="ticket.1"))
+        self.assertEqual((a.proceed, a.step_up, a.status, a.body), (False, True, 200, b"<form>code</form>"))
+        self.assertEqual(a.header("Cache-Control"), "no-store")
+        self.assertFalse(tollgate.Responder().respond(tollgate.Verdict(action="delay")).step_up)
 
 
 class SafetyNet(Base):

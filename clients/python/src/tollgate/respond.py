@@ -13,10 +13,11 @@ bytes, and an answer never tells an unknown account from a wrong password.
   an RFC 9457 problem document whose detail says only how long to wait.
 * captcha: your captcha hook's page, or a 429 problem asking for one.
 * deny (sends only): the answer a sent code gets (:meth:`Responder.accept`).
-* anything else, a missing action included: a delay, never a proceed. A
-  report's ``step_up`` is among them: the password was right but the end
-  user is not signed in yet; a plug-in answers it with its second factor,
-  not with this.
+* step_up (a success report's): never a proceed, for it is not a login
+  yet: your step_up hook's page, or a 403 problem saying a second factor is
+  needed; ``step_up`` is set on the answer. A plug-in serves its own
+  second factor instead (tollgate.django does).
+* anything else, a missing action included: a delay, never a proceed.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, List, Mapping, Optional, Tuple, Union
 
 from . import _wire
-from .failmode import CAPTCHA, DENY, PROCEED, Verdict
+from .failmode import CAPTCHA, DENY, PROCEED, STEP_UP, Verdict
 
 __all__ = ["Responder", "Answer", "HookAnswer"]
 
@@ -53,6 +54,8 @@ class Answer:
         status: the HTTP status, or 0 with proceed.
         headers: the header fields, in order.
         body: the body bytes.
+        step_up: True for a step_up verdict: the password was right, but
+            no session may start until a second factor passes.
     """
 
     proceed: bool
@@ -60,6 +63,7 @@ class Answer:
     status: int = 0
     headers: List[Tuple[str, str]] = field(default_factory=list)
     body: bytes = b""
+    step_up: bool = False
 
     @property
     def status_line(self) -> str:
@@ -171,6 +175,11 @@ class Responder:
             in the answer; a field of the same name the hook returns
             replaces one of them. The wait is all it may depend on. By
             default: a problem document saying how long to wait.
+        step_up: called with no arguments for a success report's step_up
+            verdict; returns (status, headers, body): your page that asks
+            for the second factor (Cache-Control: no-store is added unless
+            it sets its own). By default: a 403 problem saying a second
+            factor is needed.
 
     An empty policy, problem_type or title means its default, as in Go.
 
@@ -178,7 +187,7 @@ class Responder:
         ValueError: policy or problem_type cannot be sent as given.
     """
 
-    __slots__ = ("_policy", "_problem_type", "_title", "_captcha", "_accepted", "_delay")
+    __slots__ = ("_policy", "_problem_type", "_title", "_captcha", "_accepted", "_delay", "_step_up")
 
     def __init__(
         self,
@@ -188,6 +197,7 @@ class Responder:
         captcha: Optional[Callable[[], HookAnswer]] = None,
         accepted: Optional[Callable[[], HookAnswer]] = None,
         delay: Optional[Callable[[int], HookAnswer]] = None,
+        step_up: Optional[Callable[[], HookAnswer]] = None,
     ) -> None:
         policy = policy or "login"
         if len(policy.encode("utf-8")) > 64 or not _printable_ascii(policy):
@@ -201,6 +211,7 @@ class Responder:
         self._captcha = captcha
         self._accepted = accepted
         self._delay = delay
+        self._step_up = step_up
 
     def respond(self, verdict: Union[Verdict, Mapping[str, Any]]) -> Answer:
         """The answer to verdict (a :class:`Verdict`, or a verdict as a
@@ -215,6 +226,15 @@ class Responder:
             return self._problem(429, "Complete a CAPTCHA to continue.", [])
         if v.action == DENY:
             return self.accept()
+        if v.action == STEP_UP:
+            if self._step_up is not None:
+                status, headers, body = _hook_answer(self._step_up(), "step_up")
+                if not any(k.lower() == "cache-control" for k, _ in headers):
+                    headers = [("Cache-Control", "no-store")] + headers
+                return Answer(proceed=False, status=status, headers=headers, body=body, step_up=True)
+            a = self._problem(403, "Confirm it is you with a second factor to finish signing in.", [])
+            a.step_up = True
+            return a
         # delay, and any action this client does not know: fail closed
         wait = _retry_after_of(v)
         secs = str(wait)

@@ -6,10 +6,14 @@
  * when they are there.
  *
  * ```ts
- * const guard = tollgate({ client, accountField: "username", proxies, fingerprintKey });
+ * const guard = tollgate({ client, accountField: "username", proxies, fingerprintKey,
+ *   stepUp: { sendCode: (account, code, user) => mailer.send(user.email, code), signIn: (req, res, d) => ... } });
+ * app.use(express.urlencoded({ extended: false }), guard.stepUpRoutes()); // the code page, /login/step-up
  * app.post("/login", express.urlencoded({ extended: false }), guard.before(), async (req, res) => {
  *   const user = await users.verify(req.body.username, req.body.password);
- *   await guard.report(req, res, user ? "success" : "failure"); // sets the device cookie on success
+ *   const a = attemptOf(req)!;
+ *   const v = await a.report(user ? "success" : "failure"); // says breached; sets the device cookie on success
+ *   if (v.action === "step_up") return a.stepUp(user); // no session yet: the code page answers
  *   ...
  * });
  * ```
@@ -17,7 +21,7 @@
  * @packageDocumentation
  */
 
-import { createHmac, randomBytes } from "node:crypto";
+import { createHmac, randomBytes, timingSafeEqual } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { parse as parseQuery } from "node:querystring";
 
@@ -29,9 +33,80 @@ import { failDelay, type FailMode, type Verdict } from "./failmode.js";
 import { MemoryHolds, Sealer, holdKey, newHandle, wellFormedHandle, type HoldStore } from "./hold.js";
 import { mediaType } from "./http.js";
 import { Responder, writeAnswer, type Answer } from "./respond.js";
-import type { Challenge, ChallengeKind, ChallengeSolution, Outcome } from "./wire.js";
+import { MemoryStepUps, codeFactor, type SecondFactor, type StepUpRecord, type StepUpStore } from "./stepup.js";
+import { stepUpFlow, type Challenge, type ChallengeKind, type ChallengeSolution, type Outcome } from "./wire.js";
 
 export { MemoryHolds, type HoldStore, type MemoryHoldsOptions } from "./hold.js";
+export {
+  MemoryStepUps,
+  codeFactor,
+  codeField,
+  type CodeFactorOptions,
+  type MemoryStepUpsOptions,
+  type SecondFactor,
+  type StepUpRecord,
+  type StepUpStore,
+} from "./stepup.js";
+
+/** What signIn gets once a login's second factor passed. */
+export interface StepUpDone {
+  /** What the route (or Passport's verify callback) gave for the user when it started the step-up. */
+  user: unknown;
+  /** The route's reference for the user (Attempt.ref). */
+  ref: string;
+  /** The account as the end user typed it. */
+  account: string;
+  /** The device token the step_up_passed report returned ("" when none): the guard has set the cookie with it unless deferDeviceCookie. */
+  deviceToken: string;
+  /** Why tollgate asked for the second factor, for your logs; never for the end user. */
+  reasons: string[];
+}
+
+/**
+ * The second factor a login gets when its success report is answered
+ * step_up (a breached password, an account or address under attack, a new
+ * device while one is): no session until it passes.
+ */
+export interface StepUpOptions {
+  /**
+   * The default factor's sender: a 6-digit code to the account's owner
+   * (your mailer, SMS). Give this or factor. Without either, a step_up is
+   * answered with a page saying signing in cannot be finished now, and no
+   * session.
+   */
+  sendCode?: ((account: string, code: string, user: unknown) => void | Promise<void>) | undefined;
+  /** Your own second factor instead of the code (see {@link SecondFactor}). Default: {@link codeFactor} with sendCode. */
+  factor?: SecondFactor | undefined;
+  /**
+   * Creates the session and answers, once the factor passed (the guard has
+   * set the device cookie already unless deferDeviceCookie). Default: with
+   * Passport (req.logIn there), req.logIn(user) and a redirect to
+   * successRedirect; without it, a 500: a plain route must give signIn.
+   */
+  signIn?: ((req: GuardRequest, res: GuardResponse, done: StepUpDone) => void | Promise<void>) | undefined;
+  /** The path of the code page that {@link Guard.stepUpRoutes} serves (GET and POST). Default "/login/step-up". */
+  path?: string | undefined;
+  /** Where a browser without a waiting login is sent back to. Default "/login". */
+  loginPath?: string | undefined;
+  /** Where the default signIn redirects to. Default "/". */
+  successRedirect?: string | undefined;
+  /**
+   * Where logins wait: default a {@link MemoryStepUps} (10,000 at most,
+   * one instance). Several instances need a shared store and one key.
+   */
+  store?: StepUpStore | undefined;
+  /** Signs the cookie that names a waiting login: at least 32 bytes, the same on every instance sharing store. Default: random, which only the default store may use. */
+  key?: Uint8Array | undefined;
+  /** How long a login waits on its factor, in ms; keep it within the step-up ticket's life (step_up.ttl). Default 10 minutes. */
+  ttlMs?: number | undefined;
+  /** Wrong answers after which the login is dropped (sign in again), on top of tollgate's step_up counters. Default 5. */
+  maxTries?: number | undefined;
+  /** The page around the form: gets a message (plain text) and the form (trusted HTML), returns the HTML document. Default: a small built-in page. */
+  page?: ((message: string, form: string) => string) | undefined;
+}
+
+/** The cookie that names a waiting login: a random id and its HMAC, HttpOnly, never the login's state. */
+export const stepUpCookieName = "__Host-tollgate-step-up";
 
 /** A request as the middleware reads it: node's, with Express's parsed body and original URL when they are there. */
 export type GuardRequest = IncomingMessage & { body?: unknown; originalUrl?: string };
@@ -110,6 +185,16 @@ export interface GuardOptions {
   refused?: ((req: GuardRequest, res: GuardResponse) => void) | undefined;
   /** Gets a line for each call tollgate did not answer; no line holds an identifier. Default: none. */
   warn?: ((line: string) => void) | undefined;
+  /**
+   * Whether each success and failure report says if the password typed is
+   * breached ({@link Client.breached}, a k-anonymous range query to
+   * tollgate, made after the password was checked; best-effort: any error
+   * is "not breached"). Failures feed tollgate's credential-stuffing rule;
+   * a breached right password is answered step_up. Default true.
+   */
+  checkBreached?: boolean | undefined;
+  /** The second factor a step_up verdict asks for. Default: none configured (see {@link StepUpOptions.sendCode}). */
+  stepUp?: StepUpOptions | undefined;
 }
 
 /** The header fields a JSON request carries its challenge's solution in (lower case, as node gives them). */
@@ -148,6 +233,8 @@ interface AttemptFields {
   ip: string;
   device: string;
   fp: string;
+  /** The password, kept only until the report computed breached. */
+  password: string;
 }
 
 /** One credential check the middleware let through: report how it ended, once. */
@@ -191,15 +278,39 @@ export class Attempt {
     return this.#deviceToken;
   }
 
+  /**
+   * Starts the second factor of a login whose success report was answered
+   * step_up, and answers the request (a redirect to the code page, or a
+   * page saying it cannot be done now): create no session, write nothing
+   * else. user is handed to signIn once the factor passed. Rejects when
+   * the report was not answered step_up.
+   */
+  async stepUp(user?: unknown): Promise<void> {
+    const v = this.#result === undefined ? undefined : await this.#result;
+    if (v === undefined || v.action !== "step_up") throw new Error("tollgate: stepUp: the success report was not answered step_up");
+    const f = this.#fields;
+    await this.#g.startStepUp(this.#res, {
+      account: f.account, ip: f.ip, device: f.device, ticket: v.attempt, ref: this.ref, reasons: [...v.reasons],
+      user, expiresAt: 0, tries: 0, factor: {},
+    });
+  }
+
   async #report(outcome: Outcome): Promise<Verdict> {
     const g = this.#g;
     const f = this.#fields;
+    // After the password was checked and before the report, for a success
+    // and a failure alike: failures feed the credential-stuffing rule.
+    let breached = false;
+    if (g.checkBreached && f.password !== "" && (outcome === "success" || outcome === "failure")) {
+      breached = await g.client.breached(f.password);
+    }
+    f.password = "";
     const v = await g.client.report({
       flow: g.flow, account: f.account, ip: f.ip, outcome, attempt: this.verdict.attempt,
-      device_token: f.device, password_fingerprint: f.fp, ref: outcome === "success" ? this.ref : "",
+      device_token: f.device, password_fingerprint: f.fp, ref: outcome === "success" ? this.ref : "", breached,
     }, g.failMode);
     if (v.error !== undefined) g.warn(`tollgate guard: no answer: call=report err=${String(v.error)}`);
-    if (outcome === "success") {
+    if (outcome === "success" && v.action !== "step_up") {
       this.#deviceToken = v.device_token;
       if (!g.deferDeviceCookie && v.device_token !== "" && !this.#res.headersSent) {
         try {
@@ -237,6 +348,18 @@ interface Submission {
  *   Tollgate-Challenge-Nonce (or -Response) header fields of the same
  *   request sent again.
  *
+ * After the password was checked, each success and failure report says
+ * whether the password is breached (checkBreached). A success answered
+ * step_up is not a login: the route calls {@link Attempt.stepUp} (the
+ * Passport wrapper does it itself) and creates no session; the second
+ * factor (stepUp: by default a 6-digit code sent through sendCode, entered
+ * on the page {@link Guard.stepUpRoutes} serves, checked on the step_up
+ * flow, reported step_up_passed / step_up_failed) comes first, and signIn
+ * runs only once it passed, with the device cookie set. The waiting login
+ * is held on the server (stepUp.store: in process by default, bounded;
+ * several instances pass a shared one), named by a random id in a signed,
+ * HttpOnly cookie.
+ *
  * Every answer depends on the verdict alone, never on the account: an
  * unknown account's answers are a known one's. Requests other than POST
  * pass through unchecked.
@@ -248,6 +371,7 @@ export class Guard {
   /** @internal */ readonly deviceCookie: DeviceCookie;
   /** @internal */ readonly deferDeviceCookie: boolean;
   /** @internal */ readonly warn: (line: string) => void;
+  /** @internal */ readonly checkBreached: boolean;
   readonly #account: string;
   readonly #password: string;
   readonly #fpKey: Buffer | undefined;
@@ -261,6 +385,20 @@ export class Guard {
   readonly #refused: (req: GuardRequest, res: GuardResponse) => void;
   #solver: string | undefined;
   #solverNext = 0;
+  readonly #su: {
+    factor: SecondFactor | undefined;
+    signIn: ((req: GuardRequest, res: GuardResponse, done: StepUpDone) => void | Promise<void>) | undefined;
+    path: string;
+    loginPath: string;
+    successRedirect: string;
+    store: StepUpStore;
+    key: Buffer;
+    ttlMs: number;
+    maxTries: number;
+    page: (message: string, form: string) => string;
+    cookie: DeviceCookie;
+    pages: Responder;
+  };
 
   /** Checks options; throws naming what is unusable. */
   constructor(o: GuardOptions) {
@@ -300,6 +438,43 @@ export class Guard {
     this.#seal = new Sealer(key);
     this.#maxBody = o.maxBodyBytes !== undefined && o.maxBodyBytes > 0 ? o.maxBodyBytes : 64 << 10;
     this.#refused = o.refused ?? ((req, res) => badRequest(req, res));
+    this.checkBreached = o.checkBreached !== false;
+    const su = o.stepUp ?? {};
+    if (su.factor !== undefined && (typeof su.factor !== "object" || typeof su.factor.start !== "function" || typeof su.factor.verify !== "function")) {
+      throw new Error("tollgate: guard: stepUp.factor must have start and verify");
+    }
+    const path = su.path ?? "/login/step-up";
+    if (!/^\/[\x21-\x7e]*$/.test(path) || path.includes("?") || path.includes("#")) throw new Error("tollgate: guard: stepUp.path must be a path");
+    let suKey = su.key;
+    if (suKey === undefined) {
+      if (su.store !== undefined) throw new Error("tollgate: guard: stepUp.store needs a stepUp.key shared by the instances that share it");
+      suKey = randomBytes(32);
+    } else if (suKey.byteLength < 32) {
+      throw new Error("tollgate: guard: stepUp.key must have at least 32 bytes");
+    }
+    const ttlMs = su.ttlMs !== undefined && su.ttlMs > 0 ? su.ttlMs : 10 * 60_000;
+    const pageOf = su.page ?? stepUpDocument;
+    const form = (message: string): { status: number; headers: Record<string, string>; body: string } => ({
+      status: 429, headers: { "content-type": html, "cache-control": "no-store" }, body: pageOf(message, this.#stepUpForm()),
+    });
+    this.#su = {
+      factor: su.factor ?? (su.sendCode !== undefined ? codeFactor({ sendCode: su.sendCode, ttlMs }) : undefined),
+      signIn: su.signIn,
+      path,
+      loginPath: su.loginPath ?? "/login",
+      successRedirect: su.successRedirect ?? "/",
+      store: su.store ?? new MemoryStepUps(),
+      key: Buffer.from(suKey),
+      ttlMs,
+      maxTries: su.maxTries !== undefined && su.maxTries > 0 ? Math.floor(su.maxTries) : 5,
+      page: pageOf,
+      cookie: new DeviceCookie({ name: stepUpCookieName, maxAgeSeconds: Math.max(1, Math.ceil(ttlMs / 1000)) }),
+      pages: new Responder({
+        policy: stepUpFlow,
+        delay: (seconds) => form(`Too many attempts. Try again in ${seconds} ${seconds === 1 ? "second" : "seconds"}.`),
+        captcha: () => form("Too many attempts from here. Please try again later."),
+      }),
+    };
   }
 
   /**
@@ -364,7 +539,13 @@ export class Guard {
         const ok = user !== false && user !== null && user !== undefined;
         if (ok && refOf !== undefined) a.ref = refOf(user);
         a.report(ok ? "success" : "failure").then(
-          () => done(null, ok ? user : false, info),
+          (v) => {
+            // Not a login yet: the wrapper answers with the code page itself
+            // and Passport's callback is never called, so Passport creates
+            // no session and redirects nowhere.
+            if (ok && v.action === "step_up") a.stepUp(user).catch((e: unknown) => done(e));
+            else done(null, ok ? user : false, info);
+          },
           (e: unknown) => done(e),
         );
       };
@@ -404,6 +585,222 @@ export class Guard {
     };
   }
 
+  /**
+   * The code page of a login waiting on its second factor, at
+   * stepUp.path: GET shows it, POST checks on the step_up flow (a delay
+   * is a 429 with Retry-After), verifies the factor, reports
+   * step_up_passed or step_up_failed, and once it passed sets the device
+   * cookie and calls signIn. Other requests go to next. Mount it before
+   * your routes: `app.use(guard.stepUpRoutes())`.
+   */
+  stepUpRoutes(): (req: GuardRequest, res: GuardResponse, next: NextFunction) => void {
+    return (req, res, next) => {
+      const url = req.originalUrl ?? req.url ?? "/";
+      const path = url.split("?", 1)[0];
+      if (path !== this.#su.path || (req.method !== "GET" && req.method !== "POST")) {
+        next();
+        return;
+      }
+      this.#stepUpRequest(req, res).catch(next);
+    };
+  }
+
+  /** @internal Starts the second factor of r and answers res. */
+  async startStepUp(res: GuardResponse, r: StepUpRecord): Promise<void> {
+    const su = this.#su;
+    if (su.factor === undefined) {
+      this.warn("tollgate guard: a login was answered step_up and no second factor is configured (stepUp.sendCode or stepUp.factor); no session");
+      this.#stepUpAnswer(res, 503, "Signing in needs a second check that cannot be done now. Please try again later.", false);
+      return;
+    }
+    r.expiresAt = Date.now() + su.ttlMs;
+    try {
+      await su.factor.start(r);
+    } catch (e) {
+      this.warn(`tollgate guard: the second factor could not start: ${String(e)}`);
+      this.#stepUpAnswer(res, 503, "We could not send you a code. Please sign in again later.", false);
+      return;
+    }
+    const id = randomBytes(24).toString("base64url");
+    let kept = false;
+    try {
+      kept = await su.store.put(id, r, su.ttlMs);
+    } catch (e) {
+      this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
+    }
+    if (!kept) {
+      this.#stepUpAnswer(res, 503, "Signing in cannot be finished now. Please try again later.", false);
+      return;
+    }
+    su.cookie.set(res, id + "." + this.#stepUpMAC(id));
+    res.statusCode = 303;
+    res.setHeader("location", su.path);
+    res.setHeader("cache-control", "no-store");
+    res.end();
+  }
+
+  /** The HMAC that signs a waiting login's id in its cookie. */
+  #stepUpMAC(id: string): string {
+    return createHmac("sha256", this.#su.key).update("tollgate step-up\0" + id, "utf8").digest("base64url");
+  }
+
+  /** The waiting login's id from the request's cookie, when its signature holds; else undefined. */
+  #stepUpID(req: GuardRequest): string | undefined {
+    const v = this.#su.cookie.fromRequest(req);
+    const dot = v.indexOf(".");
+    if (dot <= 0) return undefined;
+    const id = v.slice(0, dot);
+    const got = Buffer.from(v.slice(dot + 1), "utf8");
+    const want = Buffer.from(this.#stepUpMAC(id), "utf8");
+    return got.length === want.length && timingSafeEqual(got, want) ? id : undefined;
+  }
+
+  /** Writes the code page with message: with the form when withForm, else a link back to the login. */
+  #stepUpAnswer(res: GuardResponse, status: number, message: string, withForm: boolean): void {
+    const su = this.#su;
+    const form = withForm ? this.#stepUpForm() : `<p><a href="${esc(su.loginPath)}">Sign in again</a></p>`;
+    const body = su.page(message, form);
+    writeAnswer(res, {
+      proceed: false, holdMs: 0, status, body,
+      headers: {
+        "content-type": html, "content-length": String(Buffer.byteLength(body, "utf8")), "cache-control": "no-store",
+        "x-frame-options": "DENY", "referrer-policy": "no-referrer",
+      },
+    });
+  }
+
+  /** The code page's form: the factor's fields, posted back to the page. */
+  #stepUpForm(): string {
+    const su = this.#su;
+    return `<form method="post" action="${esc(su.path)}" id="tollgate-step-up">\n${(su.factor?.fields ?? defaultFields)()}\n<button type="submit">Continue</button>\n</form>`;
+  }
+
+  /** Sends the browser back to the login, forgetting its step-up cookie. */
+  #stepUpRestart(res: GuardResponse): void {
+    this.#su.cookie.clear(res);
+    res.statusCode = 303;
+    res.setHeader("location", this.#su.loginPath);
+    res.setHeader("cache-control", "no-store");
+    res.end();
+  }
+
+  async #stepUpGet(id: string | undefined): Promise<StepUpRecord | undefined> {
+    if (id === undefined) return undefined;
+    try {
+      const r = await this.#su.store.get(id);
+      return r !== undefined && r.expiresAt > Date.now() ? r : undefined;
+    } catch (e) {
+      this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
+      return undefined;
+    }
+  }
+
+  async #stepUpForget(id: string): Promise<void> {
+    try {
+      await this.#su.store.delete(id);
+    } catch (e) {
+      this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
+    }
+  }
+
+  async #stepUpRequest(req: GuardRequest, res: GuardResponse): Promise<void> {
+    const su = this.#su;
+    const id = this.#stepUpID(req);
+    const r = await this.#stepUpGet(id);
+    if (id === undefined || r === undefined || su.factor === undefined) {
+      this.#stepUpRestart(res);
+      return;
+    }
+    if (req.method === "GET") {
+      this.#stepUpAnswer(res, 200, "We sent you a code. Enter it to finish signing in.", true);
+      return;
+    }
+    const sub = await this.#read(req);
+    const ip = this.#proxies.clientIP(req);
+    if (sub === undefined || ip === "") {
+      badRequest(req, res);
+      return;
+    }
+    // The step_up flow's own counters bound guessing, per account and per
+    // address, apart from the login's: a wrong code never locks the password.
+    const call = callOptions(res);
+    const cv = await this.client.check({ flow: stepUpFlow, account: r.account, ip }, this.failMode, call);
+    if (cv.error !== undefined) this.warn(`tollgate guard: no answer: call=check err=${String(cv.error)}`);
+    if (cv.action !== "proceed") {
+      writeAnswer(res, su.pages.respond(cv));
+      return;
+    }
+    if (cv.delay_ms > 0 && !(await hold(res, cv.delay_ms))) return;
+    let ok = false;
+    try {
+      ok = await su.factor.verify(r, sub.body);
+    } catch (e) {
+      this.warn(`tollgate guard: the second factor's verify failed: ${String(e)}`);
+    }
+    if (ok) await this.#stepUpForget(id); // single-use: gone before anything else can read it
+    const rv = await this.client.reportStepUp({ account: r.account, ip, ticket: r.ticket, passed: ok, device_token: r.device, ref: r.ref }, this.failMode);
+    if (rv.error !== undefined) this.warn(`tollgate guard: no answer: call=report err=${String(rv.error)}`);
+    if (!ok) {
+      r.tries++;
+      if (r.tries >= su.maxTries) {
+        await this.#stepUpForget(id);
+        su.cookie.clear(res);
+        this.#stepUpAnswer(res, 403, "Too many wrong codes. Please sign in again.", false);
+        return;
+      }
+      try {
+        await su.store.put(id, r, Math.max(1, r.expiresAt - Date.now()));
+      } catch (e) {
+        this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
+      }
+      if (rv.action === "delay") {
+        writeAnswer(res, su.pages.respond(rv));
+        return;
+      }
+      this.#stepUpAnswer(res, 200, "That code is not right. Try again.", true);
+      return;
+    }
+    su.cookie.clear(res);
+    if (rv.action !== "proceed") {
+      // tollgate refused the ticket (expired, for another account) or gave
+      // no verdict and the fail mode is closed: no session; sign in again.
+      this.#stepUpAnswer(res, rv.error instanceof TollgateError && rv.error.status === 400 ? 400 : 503,
+        "Signing in could not be finished. Please sign in again.", false);
+      return;
+    }
+    if (!this.deferDeviceCookie && rv.device_token !== "") {
+      try {
+        this.deviceCookie.set(res, rv.device_token);
+      } catch {
+        this.warn("tollgate guard: the device token cannot be a cookie; not set");
+      }
+    }
+    const done: StepUpDone = { user: r.user, ref: r.ref, account: r.account, deviceToken: rv.device_token, reasons: r.reasons };
+    if (su.signIn !== undefined) {
+      await su.signIn(req, res, done);
+      return;
+    }
+    const logIn = (req as { logIn?: unknown }).logIn;
+    if (typeof logIn !== "function") {
+      this.warn("tollgate guard: a second factor passed and no stepUp.signIn is configured; no session");
+      this.#stepUpAnswer(res, 500, "Signing in could not be finished. Please sign in again.", false);
+      return;
+    }
+    await new Promise<void>((resolve, reject) => {
+      (logIn as (u: unknown, cb: (err?: unknown) => void) => void).call(req, r.user, (err?: unknown) => {
+        if (err !== undefined && err !== null) {
+          reject(err instanceof Error ? err : new Error(String(err)));
+          return;
+        }
+        res.statusCode = 303;
+        res.setHeader("location", su.successRedirect);
+        res.setHeader("cache-control", "no-store");
+        res.end();
+        resolve();
+      });
+    });
+  }
+
   /** Checks a request; true to go on (next), false once it answered. */
   async #before(req: GuardRequest, res: GuardResponse): Promise<boolean> {
     if (req.method !== "POST") return true;
@@ -430,7 +827,8 @@ export class Guard {
       solved = true;
     }
     const account = str(sub.body[this.#account]);
-    const fp = this.#fpKey === undefined ? "" : createHmac("sha256", this.#fpKey).update(str(sub.body[this.#password]), "utf8").digest("hex");
+    const password = str(sub.body[this.#password]);
+    const fp = this.#fpKey === undefined ? "" : createHmac("sha256", this.#fpKey).update(password, "utf8").digest("hex");
     const device = this.deviceCookie.fromRequest(req);
     const call = callOptions(res);
     const v = await this.client.check({
@@ -446,7 +844,7 @@ export class Guard {
     switch (v.action) {
       case "proceed": {
         if (v.delay_ms > 0 && !(await hold(res, v.delay_ms))) return false;
-        const a = new Attempt(this, res, v, solved, { account, ip, device, fp });
+        const a = new Attempt(this, res, v, solved, { account, ip, device, fp, password: this.checkBreached ? password : "" });
         attempts.set(req, a);
         attempts.set(res, a);
         if (res.locals !== undefined && res.locals !== null) res.locals["tollgate"] = a;
@@ -758,6 +1156,16 @@ ${html}
 }
 
 const html = "text/html; charset=utf-8";
+
+/** The default factor's form fields, for a factor that gives none. */
+function defaultFields(): string {
+  return `<label for="tollgate-code">Code</label>\n<input id="tollgate-code" name="code" inputmode="numeric" autocomplete="one-time-code" required autofocus>`;
+}
+
+/** The default code page: message (text) and form (trusted HTML). */
+function stepUpDocument(message: string, form: string): string {
+  return page("Confirm it is you", `<p id="tollgate-step-up-message">${esc(message)}</p>\n${form}`);
+}
 
 /** The default pages' delay answer. */
 function delayPage(seconds: number): { status: number; headers: Record<string, string>; body: string } {

@@ -225,10 +225,10 @@ type verifyKey struct {
 // modified afterwards.
 func New(cfg Config) (*Verifier, error) {
 	if cfg.Audience == "" {
-		return nil, fmt.Errorf("auth: an audience is required")
+		return nil, configError("Audience", "an audience is required")
 	}
 	if len(cfg.Keys) == 0 && cfg.JWKSURL == "" {
-		return nil, fmt.Errorf("auth: at least one key (or a JWKS URL) is required")
+		return nil, configError("Keys", "at least one key (or a JWKS URL) is required")
 	}
 	v := &Verifier{
 		audience:    cfg.Audience,
@@ -238,21 +238,21 @@ func New(cfg Config) (*Verifier, error) {
 		now:         cfg.Now,
 	}
 	if len(cfg.Tenants) == 0 {
-		return nil, fmt.Errorf("auth: at least one tenant is required")
+		return nil, configError("Tenants", "at least one tenant is required")
 	}
 	tenantOf := make(map[string]string, len(cfg.Tenants)) // issuer → tenant
 	for i, t := range cfg.Tenants {
 		switch {
 		case !wire.ValidTenant(t.Name):
-			return nil, fmt.Errorf("auth: tenants[%d]: name %q is not a tenant name (^[a-z0-9][a-z0-9_-]{0,63}$)", i, t.Name)
+			return nil, configError(tenantField(i), "tenants[%d]: name %q is not a tenant name (^[a-z0-9][a-z0-9_-]{0,63}$)", i, t.Name)
 		case t.Issuer == "":
-			return nil, fmt.Errorf("auth: tenants[%d] (%s): an issuer is required", i, t.Name)
+			return nil, configError(tenantField(i), "tenants[%d] (%s): an issuer is required", i, t.Name)
 		}
 		if _, dup := v.issuers[t.Name]; dup {
-			return nil, fmt.Errorf("auth: tenants[%d]: tenant %q is configured twice", i, t.Name)
+			return nil, configError(tenantField(i), "tenants[%d]: tenant %q is configured twice", i, t.Name)
 		}
 		if other, dup := tenantOf[t.Issuer]; dup {
-			return nil, fmt.Errorf("auth: tenants[%d] (%s): issuer %q already serves tenant %q; one issuer may serve one tenant only", i, t.Name, t.Issuer, other)
+			return nil, configError(tenantField(i), "tenants[%d] (%s): issuer %q already serves tenant %q; one issuer may serve one tenant only", i, t.Name, t.Issuer, other)
 		}
 		v.issuers[t.Name] = t.Issuer
 		tenantOf[t.Issuer] = t.Name
@@ -260,18 +260,18 @@ func New(cfg Config) (*Verifier, error) {
 	seen := map[string]bool{}
 	for i, k := range cfg.Keys {
 		if err := checkKey(k); err != nil {
-			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
+			return nil, configError(keyField(i), "keys[%d] (kid %q): %w", i, k.ID, err)
 		}
 		if k.ID == "" && (len(cfg.Keys) > 1 || cfg.JWKSURL != "") {
-			return nil, fmt.Errorf("auth: keys[%d]: an ID (kid) is required when more than one key is configured", i)
+			return nil, configError(keyField(i), "keys[%d]: an ID (kid) is required when more than one key is configured", i)
 		}
 		if seen[k.ID] {
-			return nil, fmt.Errorf("auth: keys[%d]: kid %q is configured twice", i, k.ID)
+			return nil, configError(keyField(i), "keys[%d]: kid %q is configured twice", i, k.ID)
 		}
 		seen[k.ID] = true
 		tenants, err := v.keyTenants(k.Tenants)
 		if err != nil {
-			return nil, fmt.Errorf("auth: keys[%d] (kid %q): %w", i, k.ID, err)
+			return nil, configError(keyField(i), "keys[%d] (kid %q): %w", i, k.ID, err)
 		}
 		vk := &verifyKey{id: k.ID, alg: k.Alg, material: k.Public, tenants: tenants}
 		if k.Alg == algHS256 {
@@ -283,13 +283,13 @@ func New(cfg Config) (*Verifier, error) {
 	case v.maxLifetime == 0:
 		v.maxLifetime = defaultMaxLifetime
 	case v.maxLifetime < 0 || v.maxLifetime > maxMaxLifetime:
-		return nil, fmt.Errorf("auth: max lifetime %v is not within (0, %v]", v.maxLifetime, maxMaxLifetime)
+		return nil, configError("MaxLifetime", "max lifetime %v is not within (0, %v]", v.maxLifetime, maxMaxLifetime)
 	}
 	switch {
 	case v.leeway == 0:
 		v.leeway = defaultLeeway
 	case v.leeway < 0 || v.leeway > maxLeeway:
-		return nil, fmt.Errorf("auth: leeway %v is not within (0, %v]", v.leeway, maxLeeway)
+		return nil, configError("Leeway", "leeway %v is not within (0, %v]", v.leeway, maxLeeway)
 	}
 	if v.now == nil {
 		v.now = time.Now
@@ -301,15 +301,20 @@ func New(cfg Config) (*Verifier, error) {
 			return nil, err
 		}
 		if v.jwksTenants, err = v.keyTenants(cfg.JWKSTenants); err != nil {
-			return nil, fmt.Errorf("auth: JWKS: %w", err)
+			return nil, configError("JWKSTenants", "JWKS: %w", err)
 		}
 		v.jwks = f
 		if err := v.refresh(context.Background()); err != nil && len(v.static) == 0 {
-			return nil, err
+			return nil, jwksConfigError(err)
 		}
 	}
 	return v, nil
 }
+
+// keyField and tenantField are the ConfigError.Field of Keys[i] and
+// Tenants[i].
+func keyField(i int) string    { return fmt.Sprintf("Keys[%d]", i) }
+func tenantField(i int) string { return fmt.Sprintf("Tenants[%d]", i) }
 
 // keyTenants checks the tenants a key is listed for (Key.Tenants or
 // Config.JWKSTenants) against the configured ones and returns a copy; when

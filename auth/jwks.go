@@ -2,8 +2,6 @@ package auth
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -34,17 +32,17 @@ type jwksFetcher struct {
 func newJWKSFetcher(cfg Config) (*jwksFetcher, error) {
 	u, err := url.Parse(cfg.JWKSURL)
 	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("auth: JWKS URL %q is not a URL", cfg.JWKSURL)
+		return nil, configError("JWKSURL", "JWKS URL %q is not a URL", cfg.JWKSURL)
 	}
 	if u.Scheme != "https" && !(u.Scheme == "http" && loopback(u.Hostname())) {
-		return nil, fmt.Errorf("auth: JWKS URL must be https (http only on a loopback address), not %q", u.Scheme)
+		return nil, configError("JWKSURL", "JWKS URL must be https (http only on a loopback address), not %q", u.Scheme)
 	}
 	f := &jwksFetcher{url: cfg.JWKSURL, every: cfg.JWKSRefresh, client: cfg.HTTPClient}
 	switch {
 	case f.every == 0:
 		f.every = defaultJWKSRefresh
 	case f.every < minJWKSRefresh:
-		return nil, fmt.Errorf("auth: the JWKS refresh must be at least %v", minJWKSRefresh)
+		return nil, configError("JWKSRefresh", "the JWKS refresh must be at least %v", minJWKSRefresh)
 	}
 	if f.client == nil {
 		f.client = &http.Client{Timeout: 10 * time.Second}
@@ -68,18 +66,18 @@ func (f *jwksFetcher) fetch(ctx context.Context) ([]Key, error) {
 	}
 	res, err := f.client.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("auth: JWKS: %w", err)
+		return nil, errJWKS("%w", err)
 	}
 	defer res.Body.Close()
 	if res.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("auth: JWKS: %s answered %d", f.url, res.StatusCode)
+		return nil, errJWKS("%s answered %d", f.url, res.StatusCode)
 	}
 	data, err := io.ReadAll(io.LimitReader(res.Body, maxJWKSBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("auth: JWKS: %w", err)
+		return nil, errJWKS("%w", err)
 	}
 	if len(data) > maxJWKSBytes {
-		return nil, errors.New("auth: JWKS: over 1 MiB")
+		return nil, errJWKS("over 1 MiB")
 	}
 	return ParseJWKS(data)
 }

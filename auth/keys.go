@@ -218,30 +218,30 @@ var privateJWKMembers = []string{"d", "p", "q", "dp", "dq", "qi", "oth", "k"}
 func ParseJWKS(data []byte) ([]Key, error) {
 	var set map[string]json.RawMessage
 	if err := json.Unmarshal(data, &set); err != nil || set == nil {
-		return nil, errors.New("auth: JWKS: not a JSON object")
+		return nil, errJWKS("not a JSON object")
 	}
 	var raws []map[string]json.RawMessage
 	if err := json.Unmarshal(set["keys"], &raws); err != nil || raws == nil {
-		return nil, errors.New(`auth: JWKS: "keys" is not an array of JSON objects`)
+		return nil, errJWKS(`"keys" is not an array of JSON objects`)
 	}
 	var keys []Key
 	seen := make(map[string]bool, len(raws))
 	for i, m := range raws {
 		k, ok, err := parseJWK(m)
 		if err != nil {
-			return nil, fmt.Errorf("auth: JWKS: keys[%d]: %w", i, err)
+			return nil, errJWKS("keys[%d]: %w", i, err)
 		}
 		if !ok {
 			continue
 		}
 		if seen[k.ID] {
-			return nil, fmt.Errorf("auth: JWKS: keys[%d]: kid %q appears twice", i, k.ID)
+			return nil, errJWKS("keys[%d]: kid %q appears twice", i, k.ID)
 		}
 		seen[k.ID] = true
 		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
-		return nil, errors.New("auth: JWKS: no EdDSA, ES256 or RS256 signing key")
+		return nil, errJWKS("no EdDSA, ES256 or RS256 signing key")
 	}
 	return keys, nil
 }

@@ -294,11 +294,12 @@ type fileTenant struct {
 }
 
 // authConfig reads the key files of fa and checks the result as auth.New
-// would. Its errors start "auth:", as auth.New's do.
+// would. Its errors are auth.New's *auth.ConfigError or readAuth's own;
+// authError words either under the section's name.
 func authConfig(fa *fileAuth) (*auth.Config, error) {
 	c, err := readAuth(fa)
 	if err != nil {
-		return nil, fmt.Errorf("auth: %w", err)
+		return nil, err
 	}
 	if _, err := auth.New(*c); err != nil {
 		return nil, err
@@ -494,8 +495,7 @@ func Parse(data []byte) (*Config, error) {
 	if fc.Auth != nil {
 		a, err := authConfig(fc.Auth)
 		if err != nil {
-			msg, _ := strings.CutPrefix(err.Error(), "auth: ")
-			return nil, at("auth", &said{msg: msg, err: err})
+			return nil, at("auth", authError(err))
 		}
 		cfg.Auth = a
 		for _, t := range fc.Auth.Tenants {

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
 
@@ -87,6 +88,19 @@ type said struct {
 
 func (s *said) Error() string { return s.msg }
 func (s *said) Unwrap() error { return s.err }
+
+// authError is an error of the file's auth section in the file's words,
+// to be said after the section's name: auth's *ConfigError says its
+// Detail (`keys[0] (kid "k"): ...`), taken as a value, never cut from its
+// text; config's own reading of the section (a key file that does not
+// read) says its message as it is.
+func authError(err error) *said {
+	var ce *auth.ConfigError
+	if errors.As(err, &ce) {
+		return &said{msg: ce.Detail, err: err}
+	}
+	return &said{msg: err.Error(), err: err}
+}
 
 // decodeError is the *Error of a failed yaml decode at path: the line of
 // an *Error from an unmarshaler, or of a yaml type error.

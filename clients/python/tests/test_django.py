@@ -17,6 +17,7 @@ import json
 import os
 import re
 import sys
+import time
 import unittest
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -301,7 +302,7 @@ class AdminLogin(RealTollgate):
             User.objects.get_or_create(username="ghost%02d" % i)
             admin_login(api(ip), "ghost%02d" % i, "Spray-%d" % i)
         dave_pw = "dave-Tg-77c1-right"
-        User.objects.create_user("dave", "", dave_pw, is_staff=True)
+        User.objects.create_user("dave", "dave@example.test", dave_pw, is_staff=True)
         c = browser(ip, enforce_csrf_checks=True)
         page = c.get(ADMIN_LOGIN)  # the form, and the CSRF cookie the held submission is bound to
         csrf = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
@@ -319,9 +320,20 @@ class AdminLogin(RealTollgate):
         self.assertEqual(set(form.fields), {"tollgate_handle", "tollgate_token", "tollgate_nonce"})
         solution = dict(form.fields, tollgate_nonce=solve(form.attrs["data-token"], int(form.attrs["data-difficulty"])))
         r = post_form(c, form.action, solution)
-        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"), r.content[:300])
+        # The right password from an address past ip_spray's CAPTCHA is
+        # answered step_up (address_escalated): the code, then the session.
+        self.assertEqual((r.status_code, r.get("Location")), (302, STEP_UP_PATH), r.content[:300])
         self.assertEqual(checked("dave"), 1)
         self.assertEqual(self.failures("dave"), 0)
+        self.assertEqual(authenticated_sessions("dave"), 0)
+        page = c.get(STEP_UP_PATH)
+        csrf = re.search(rb'name="csrfmiddlewaretoken" value="([^"]+)"', page.content)
+        assert csrf is not None
+        self.assertEqual(c.post(STEP_UP_PATH, {"code": mailed_code("dave@example.test")}).status_code, 403,
+                         "the code page took a post without its CSRF token")
+        r = c.post(STEP_UP_PATH, {"code": mailed_code("dave@example.test"), "csrfmiddlewaretoken": csrf.group(1).decode()})
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"), r.content[:300])
+        self.assertEqual(authenticated_sessions("dave"), 1)
         # The same post again: the submission was given out once.
         r = post_form(c, form.action, solution)
         self.assertEqual((r.status_code, r.get("Location")), (302, ADMIN_LOGIN))
@@ -345,7 +357,16 @@ class AdminLogin(RealTollgate):
         self.assertEqual(checked("carol"), before)
         r = post_form(c, again.action, dict(again.fields, tollgate_nonce=solve(again.attrs["data-token"],
                                                                           int(again.attrs["data-difficulty"]))))
+        self.assertEqual((r.status_code, r.get("Location")), (302, STEP_UP_PATH))
+        # A wrong code is reported to tollgate's step_up flow (its own
+        # counters, not the password's); the right one then signs in.
+        code = mailed_code("carol@example.test")
+        r = c.post(STEP_UP_PATH, {"code": "%06d" % ((int(code) + 1) % 1000000)})
+        self.assertEqual(r.status_code, 200)
+        self.assertIn(b"not right", r.content)
+        r = c.post(STEP_UP_PATH, {"code": code})
         self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+        self.assertIsNotNone(c.cookies.get("tollgate-device"), "no device cookie after the step-up passed")
 
     def test_a_handle_is_no_use_to_another_browser(self) -> None:
         from django.contrib.auth.models import User
@@ -556,6 +577,274 @@ class StandInTollgate(_Base):
             self.assertIsNone(hold.take(cache, b"k" * 32, h, b"bind"))
 
 
+BREACHED_PASSWORDS = ("Summer2026!", "hank-Tg-breached-1", "ivy-Tg-breached-1", "june-Tg-breached-1",
+                      "kim-Tg-breached-1", "lee-Tg-breached-1", "max-Tg-breached-1", "ned-Tg-breached-1")
+STEP_UP_PATH = "/tollgate/step-up/"
+
+
+def sha1(password: str) -> str:
+    return hashlib.sha1(password.encode("utf-8")).hexdigest().upper()
+
+
+def authenticated_sessions(name: str) -> int:
+    """The sessions Django keeps signed in as name: counted in its own
+    session table, whatever any signal said."""
+    from django.contrib.auth.models import User
+    from django.contrib.sessions.models import Session
+
+    pk = str(User.objects.get(username=name).pk)
+    return sum(1 for x in Session.objects.all() if x.get_decoded().get("_auth_user_id") == pk)
+
+
+def mailed_code(to: str) -> str:
+    from django.core import mail
+
+    sent = [m for m in mail.outbox if m.to == [to]]
+    assert sent, "no code was mailed"
+    m = re.search(r"\b(\d{6})\b", sent[-1].body)
+    assert m is not None, sent[-1].body
+    return m.group(1)
+
+
+class StepUpStandIn(_Base):
+    """A stand-in that answers as the contract says tollgate does: a
+    breached password's success is answered step_up unless the device
+    token is one a step-up pass handed out; the step_up flow's check
+    delays once three codes failed for the account."""
+
+    breached_status: Any = 200
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.stand_in = StandIn(cls._answer)
+        cls.url = cls.stand_in.url
+        cls.failed_codes: Dict[str, int] = {}
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        cls.stand_in.close()
+
+    @classmethod
+    def _answer(cls, r: Recorded) -> Tuple[int, Dict[str, str], bytes]:
+        ok = {"Content-Type": "application/json"}
+        if r.path.startswith("/v1/breached/"):
+            prefix = r.path.rsplit("/", 1)[-1]
+            lines = ["%s:%d" % (sha1(p)[5:], 10 + i) for i, p in enumerate(BREACHED_PASSWORDS) if sha1(p)[:5] == prefix]
+            lines += ["%035X:0" % i for i in range(5)]  # padding
+            if cls.breached_status == "slow":
+                time.sleep(0.5)  # the stand-in's own answer, past the plug-in's timeout
+            elif cls.breached_status == 299:
+                return 200, {"Content-Type": "text/plain"}, ("%s:x\r\n%s\r\n" % (sha1("lee-Tg-breached-1")[5:],
+                                                                            sha1("lee-Tg-breached-1")[5:])).encode()
+            elif cls.breached_status != 200:
+                return cls.breached_status, {"Content-Type": "application/problem+json"}, b'{"status":503}'
+            return 200, {"Content-Type": "text/plain; charset=utf-8"}, "\r\n".join(lines).encode()
+        body = json.loads(r.body) if r.body else {}
+        verdict = dict(PROCEED, attempt="")
+        if r.path == "/v1/check":
+            if body["flow"] == "step_up" and cls.failed_codes.get(body["account"], 0) >= 3:
+                verdict = dict(PROCEED, action="delay", delay_ms=4000, retry_after=4, reasons=["account_backoff"])
+            elif body["flow"] == "login":
+                verdict["attempt"] = "at.%s" % body["account"]
+        elif r.path == "/v1/report":
+            if body["flow"] == "login" and body["outcome"] == "success":
+                if body.get("breached") and body.get("device_token") != "dev.stepped":
+                    verdict = dict(PROCEED, action="step_up", attempt="ticket.%s" % body["account"],
+                                   reasons=["breached_password"])
+                else:
+                    verdict["device_token"] = "dev.1"
+            elif body["flow"] == "step_up":
+                if body.get("attempt") != "ticket.%s" % body["account"]:
+                    return 400, {"Content-Type": "application/problem+json"}, json.dumps({
+                        "type": "https://tollgate.dev/problems/invalid-field", "status": 400,
+                        "field": "attempt"}).encode()
+                if body["outcome"] == "step_up_passed":
+                    verdict["device_token"] = "dev.stepped"
+                else:
+                    cls.failed_codes[body["account"]] = cls.failed_codes.get(body["account"], 0) + 1
+        return 200, ok, json.dumps(verdict).encode()
+
+    def setUp(self) -> None:
+        from django.core import mail
+
+        mail.outbox = []
+        type(self).breached_status = 200
+        with self.stand_in._lock:
+            self.stand_in.requests.clear()
+
+    def sent(self, path: str, **match: Any) -> List[Dict[str, Any]]:
+        with self.stand_in._lock:
+            out = [json.loads(r.body) for r in self.stand_in.requests if r.path == path]
+        return [b for b in out if all(b.get(k) == v for k, v in match.items())]
+
+    def breached_user(self, name: str, email: str = "") -> Tuple[str, str]:
+        from django.contrib.auth.models import User
+
+        password = "%s-Tg-breached-1" % name
+        assert password in BREACHED_PASSWORDS
+        User.objects.create_user(name, email if email is not None else "", password, is_staff=True,
+                                 is_superuser=True)
+        return name, password
+
+    def test_a_stolen_breached_password_gets_no_session_without_the_second_factor(self) -> None:
+        name, pw = self.breached_user("hank", "hank@example.test")
+        c = browser("203.0.113.120")
+        r = admin_login(c, name, pw)
+        self.assertEqual((r.status_code, r.get("Location")), (302, STEP_UP_PATH))
+        self.assertEqual(authenticated_sessions(name), 0, "a session before the second factor")
+        self.assertEqual(c.get("/admin/").status_code, 302, "the admin let the password alone in")
+        self.assertNotIn("tollgate-device", c.cookies)
+        reports = self.sent("/v1/report", flow="login")
+        self.assertEqual([(x["outcome"], x.get("breached")) for x in reports], [("success", True)])
+        with self.stand_in._lock:
+            self.assertEqual([x.path for x in self.stand_in.requests if "/breached/" in x.path],
+                             ["/v1/breached/" + sha1(pw)[:5]])
+            self.assertFalse(any(pw.encode() in x.body or sha1(pw)[5:].encode() in x.path.encode()
+                                 for x in self.stand_in.requests))
+        page = c.get(STEP_UP_PATH)
+        self.assertEqual(page.status_code, 200)
+        self.assertIn(b'name="code"', page.content)
+        self.assertNotIn(b"hank", page.content)
+        code = mailed_code("hank@example.test")
+        from django.contrib.sessions.models import Session
+
+        self.assertFalse(any(code in str(x.get_decoded()) for x in Session.objects.all()), "the code in clear in a session")
+        r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"), r.content[:300])
+        self.assertEqual(authenticated_sessions(name), 1)
+        self.assertEqual(c.get("/admin/").status_code, 200)
+        self.assertEqual(c.cookies["tollgate-device"].value, "dev.stepped")
+        self.assertEqual(self.sent("/v1/report", flow="step_up"), [{
+            "flow": "step_up", "account": name, "ip": "203.0.113.120", "outcome": "step_up_passed",
+            "attempt": "ticket.hank"}])
+        self.assertEqual([x["flow"] for x in self.sent("/v1/check")], ["login", "step_up"])
+        # Single use: the same code again finds no pending sign-in.
+        c.post("/admin/logout/")
+        r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual(r.status_code, 302)
+        self.assertNotEqual(r.get("Location"), "/admin/")
+        self.assertEqual(authenticated_sessions(name), 0)
+
+    def test_a_wrong_second_factor_code_is_reported_and_throttled(self) -> None:
+        name, pw = self.breached_user("ivy", "ivy@example.test")
+        c = browser("203.0.113.121")
+        self.assertEqual(admin_login(c, name, pw).status_code, 302)
+        code = mailed_code("ivy@example.test")
+        wrong = "%06d" % ((int(code) + 1) % 1000000)
+        for i in range(3):
+            r = c.post(STEP_UP_PATH, {"code": wrong})
+            self.assertEqual(r.status_code, 200)
+            self.assertIn(b"not right", r.content)
+        self.assertEqual([x["outcome"] for x in self.sent("/v1/report", flow="step_up")], ["step_up_failed"] * 3)
+        self.assertTrue(all(x["attempt"] == "ticket.ivy" for x in self.sent("/v1/report", flow="step_up")))
+        # tollgate's step_up flow now delays: not even the right code is compared.
+        r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual(r.status_code, 429)
+        self.assertGreaterEqual(int(r["Retry-After"]), 1)
+        self.assertEqual(len(self.sent("/v1/report", flow="step_up")), 3)
+        self.assertEqual(authenticated_sessions(name), 0)
+        self.assertEqual(c.get("/admin/").status_code, 302)
+
+    def test_wrong_codes_spend_the_code_while_tollgate_does_not_throttle(self) -> None:
+        from tollgate.django import stepup
+
+        name, pw = self.breached_user("june", "june@example.test")
+        c = browser("203.0.113.122")
+        admin_login(c, name, pw)
+        code = mailed_code("june@example.test")
+        type(self).failed_codes[name] = -100  # a tollgate that never delays
+        for i in range(stepup.MAX_WRONG_CODES):
+            r = c.post(STEP_UP_PATH, {"code": "%06d" % ((int(code) + 1 + i) % 1000000)})
+        self.assertEqual(r.status_code, 403)
+        self.assertIn(b"sign in again", r.content)
+        r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual(r.status_code, 302)
+        self.assertEqual(authenticated_sessions(name), 0)
+
+    def test_an_expired_code_signs_nobody_in(self) -> None:
+        import time
+        from unittest import mock
+
+        from tollgate.django import stepup
+
+        name, pw = self.breached_user("kim", "kim@example.test")
+        c = browser("203.0.113.123")
+        admin_login(c, name, pw)
+        code = mailed_code("kim@example.test")
+        later = time.time() + stepup.CODE_TTL + 1
+        with mock.patch("tollgate.django.stepup.time.time", return_value=later):
+            r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual(r.status_code, 302)
+        self.assertEqual(authenticated_sessions(name), 0)
+        self.assertEqual(self.sent("/v1/report", flow="step_up"), [])
+
+    def test_a_breached_check_error_never_fails_the_login(self) -> None:
+        """The range answers 503, 404 (no corpus), garbage, or too late:
+        the password is not known to be breached, and the owner signs in."""
+        from django.test import override_settings
+
+        name, pw = self.breached_user("lee", "lee@example.test")
+        c = browser("203.0.113.124")
+        for status in (503, 404, 299, "slow"):
+            with self.subTest(status=status), override_settings(TOLLGATE_BREACHED_TIMEOUT=0.1):
+                type(self).breached_status = status  # type: ignore[assignment]
+                with self.stand_in._lock:
+                    self.stand_in.requests.clear()
+                r = admin_login(c, name, pw)
+                self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+                self.assertEqual(authenticated_sessions(name), 1)
+                self.assertEqual([x.get("breached") for x in self.sent("/v1/report")], [None])
+                c.post("/admin/logout/")
+
+    def test_the_owners_known_device_signs_in_without_step_up(self) -> None:
+        name, pw = self.breached_user("max", "max@example.test")
+        c = browser("198.51.100.125")
+        admin_login(c, name, pw)
+        r = c.post(STEP_UP_PATH, {"code": mailed_code("max@example.test")})
+        self.assertEqual(r.status_code, 302)
+        c.post("/admin/logout/")
+        from django.core import mail
+
+        mail.outbox = []
+        r = admin_login(c, name, pw)
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+        self.assertEqual(self.sent("/v1/report", flow="login")[-1]["device_token"], "dev.stepped")
+        self.assertEqual(mail.outbox, [])
+        self.assertEqual(authenticated_sessions(name), 1)
+
+    def test_a_user_without_an_email_is_refused_with_a_reset_message(self) -> None:
+        name, pw = self.breached_user("ned", "")
+        c = browser("203.0.113.126")
+        r = admin_login(c, name, pw)
+        self.assertEqual(r.status_code, 403)
+        self.assertIn(b"reset your password", r.content.lower())
+        self.assertEqual(authenticated_sessions(name), 0)
+        self.assertEqual(c.get(STEP_UP_PATH).status_code, 302)
+        from django.core import mail
+
+        self.assertEqual(mail.outbox, [])
+
+    def test_a_breached_failure_is_reported_breached_and_steps_nothing_up(self) -> None:
+        r = admin_login(browser("203.0.113.127"), "alice", "Summer2026!")
+        self.assertEqual(r.status_code, 200)
+        self.assertEqual([(x["outcome"], x.get("breached")) for x in self.sent("/v1/report")], [("failure", True)])
+        r = admin_login(browser("203.0.113.127"), "alice", "not-breached-Tg-1")
+        self.assertEqual([x.get("breached") for x in self.sent("/v1/report")], [True, None])
+
+    def test_an_api_login_without_a_session_gets_a_403_not_the_view(self) -> None:
+        from django.contrib.auth.models import User
+
+        User.objects.create_user("opal", "opal@example.test", "Summer2026!")
+        auth = "Basic " + base64.b64encode(b"opal:Summer2026!").decode()
+        r = api("203.0.113.128").get("/api/whoami/", HTTP_AUTHORIZATION=auth)
+        self.assertEqual(r.status_code, 403)
+        self.assertEqual(r["Content-Type"], "application/problem+json")
+        self.assertNotIn(b"opal", r.content)
+        self.assertEqual(authenticated_sessions("opal"), 0)
+
+
 class Settings(unittest.TestCase):
     def test_every_mistake_is_improperly_configured_naming_the_setting(self) -> None:
         from django.core.exceptions import ImproperlyConfigured
@@ -570,7 +859,10 @@ class Settings(unittest.TestCase):
             ("TOLLGATE_PROXY_HEADER", "X-Real-IP"), ("TOLLGATE_DEVICE_COOKIE", {"name": "dev"}),
             ("TOLLGATE_DEVICE_COOKIE", {"secure": False, "name": "__Host-x"}), ("TOLLGATE_CHALLENGE", "puzzle"),
             ("TOLLGATE_CHALLENGE_CACHE", "elsewhere"), ("TOLLGATE_TIMEOUT", 0), ("TOLLGATE_ENABLED", "yes"),
-            ("TOLLGATE_ACCOUNT_FIELDS", "username"),
+            ("TOLLGATE_ACCOUNT_FIELDS", "username"), ("TOLLGATE_BREACHED", "yes"), ("TOLLGATE_BREACHED_TIMEOUT", 0),
+            ("TOLLGATE_BREACHED_TIMEOUT", 60), ("TOLLGATE_STEP_UP_HOOK", "no.such.module.hook"),
+            ("TOLLGATE_STEP_UP_HOOK", 42), ("TOLLGATE_STEP_UP_PATH", "tollgate/step-up/"),
+            ("TOLLGATE_STEP_UP_PATH", "//evil.example/"), ("TOLLGATE_STEP_UP_FLOW", ""),
         ]
         for name, value in cases:
             with self.subTest(setting=name, value=value), override_settings(**{name: value}):

@@ -11,8 +11,10 @@ that names an account and a password it asks tollgate's check, for the
 account as typed, the client address, the device cookie and the
 password's fingerprint; then:
 
-* on ``proceed`` it returns None, and Django asks the next backends, which
-  check the password; the signals report how that ended;
+* on ``proceed`` it asks tollgate's breached-password range whether the
+  password is breached (k-anonymously; best-effort, an error is "no") and
+  returns None, and Django asks the next backends, which check the
+  password; the signals report how that ended, with that answer;
 * on ``delay`` or ``captcha`` it raises ``PermissionDenied``: Django stops
   asking backends, sends ``user_login_failed`` and returns None, so the
   view answers as for a wrong password and the middleware replaces that
@@ -125,6 +127,12 @@ class TollgateBackend(BaseBackend):  # type: ignore[misc]
             a.token = v.attempt
             if answer.hold > 0:
                 time.sleep(answer.hold)  # a queueing rule's place; it goes ahead without asking again
+            if s.breached:
+                # Asked now, while the password is at hand (the signals that
+                # report never see it), for a success and a failure alike:
+                # failures of breached passwords are how tollgate tells
+                # credential stuffing. Best-effort: any error is False.
+                a.breached = s.client.breached(password, timeout=s.breached_timeout)
             return None
         a.status = state.BLOCKED
         if st.blocked is None:

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
-from typing import Any, Dict, Mapping, Optional, Tuple
+from typing import Any, Callable, Dict, Mapping, Optional, Tuple
 
 from django.conf import settings as django_settings  # type: ignore[import]
 from django.core.exceptions import ImproperlyConfigured  # type: ignore[import]
 
-from ..client import DEFAULT_TIMEOUT, Client
+from ..client import DEFAULT_BREACHED_TIMEOUT, DEFAULT_TIMEOUT, STEP_UP_FLOW, Client
 from ..clientip import HEADER_FORWARDED, HEADER_X_FORWARDED_FOR, Proxies
 from ..cookie import DEFAULT_DEVICE_COOKIE_MAX_AGE, DEFAULT_DEVICE_COOKIE_NAME, MAX_DEVICE_COOKIE_AGE, _is_token
 from ..failmode import FailMode, coerce_mode
@@ -89,6 +89,28 @@ class Settings:
     #: the first present wins. The default is "username", the user model's
     #: USERNAME_FIELD, then "email".
     account_fields: Tuple[str, ...]
+    #: TOLLGATE_BREACHED: ask tollgate's breached-password range
+    #: (k-anonymously: five hex digits of the password's SHA-1) for each
+    #: attempt tollgate let through, and report what it says; False asks
+    #: nothing and reports every password as not breached. The default is
+    #: True (a tollgate without a corpus answers 404: not breached).
+    breached: bool
+    #: TOLLGATE_BREACHED_TIMEOUT: seconds the range may take; past them the
+    #: password is not known to be breached and the login goes on. The
+    #: default is 1.0.
+    breached_timeout: float
+    #: TOLLGATE_STEP_UP_HOOK: the callable (or its dotted path) that a
+    #: success answered step_up is handed to, as hook(request, user,
+    #: step_up), returning the browser's response (tollgate.django.stepup).
+    #: The default is "tollgate.django.stepup.email_code": a 6-digit code by
+    #: Django's send_mail.
+    step_up_hook: Callable[..., Any]
+    #: TOLLGATE_STEP_UP_PATH: the path at which the middleware serves the
+    #: code page (no URL to add). The default is "/tollgate/step-up/".
+    step_up_path: str
+    #: TOLLGATE_STEP_UP_FLOW: the flow of the second factor's checks and
+    #: reports. The default is "step_up".
+    step_up_flow: str
     #: The client, built from url, token and timeout; shared by threads.
     client: Client
     #: The answers of a blocked attempt: an RFC 9457 problem for an API
@@ -169,6 +191,20 @@ def _read(s: Any) -> Settings:
         fields = _default_account_fields(s)
     if isinstance(fields, str) or not fields or not all(isinstance(f, str) and f for f in fields):
         raise ImproperlyConfigured("TOLLGATE_ACCOUNT_FIELDS must be a list of credential names")
+    breached = _setting(s, "TOLLGATE_BREACHED", True)
+    if not isinstance(breached, bool):
+        raise ImproperlyConfigured("TOLLGATE_BREACHED must be True or False")
+    btimeout = _setting(s, "TOLLGATE_BREACHED_TIMEOUT", DEFAULT_BREACHED_TIMEOUT)
+    if isinstance(btimeout, bool) or not isinstance(btimeout, (int, float)) or not 0 < btimeout <= 10:
+        raise ImproperlyConfigured("TOLLGATE_BREACHED_TIMEOUT must be a number of seconds above 0, at most 10")
+    hook = _hook(_setting(s, "TOLLGATE_STEP_UP_HOOK", "tollgate.django.stepup.email_code"))
+    step_up_path = _setting(s, "TOLLGATE_STEP_UP_PATH", "/tollgate/step-up/")
+    if not isinstance(step_up_path, str) or not step_up_path.startswith("/") or step_up_path.startswith("//") \
+            or not step_up_path.isascii() or not step_up_path.isprintable() or any(c in step_up_path for c in "?# "):
+        raise ImproperlyConfigured("TOLLGATE_STEP_UP_PATH must be a path of this site, starting with one slash")
+    step_up_flow = _setting(s, "TOLLGATE_STEP_UP_FLOW", STEP_UP_FLOW)
+    if not isinstance(step_up_flow, str) or not step_up_flow:
+        raise ImproperlyConfigured("TOLLGATE_STEP_UP_FLOW must be a flow's name")
     try:
         client = Client(url, token=token or None, timeout=float(timeout))
     except ValueError as e:
@@ -182,9 +218,23 @@ def _read(s: Any) -> Settings:
         enabled=enabled, url=url, token=token or None, timeout=float(timeout), flow=flow, fail=fail,
         fingerprint_key=key, proxies=proxies, cookie_name=name, cookie_max_age=max_age, cookie_secure=secure,
         challenge=challenge, challenge_cache=cache, challenge_ttl=ttl, delay_template=template,
-        account_fields=tuple(dict.fromkeys(fields)), client=client, responder=responder,
-        html_responder=html_responder,
+        account_fields=tuple(dict.fromkeys(fields)), breached=breached, breached_timeout=float(btimeout),
+        step_up_hook=hook, step_up_path=step_up_path, step_up_flow=step_up_flow, client=client,
+        responder=responder, html_responder=html_responder,
     )
+
+
+def _hook(hook: Any) -> Callable[..., Any]:
+    if isinstance(hook, str):
+        from django.utils.module_loading import import_string  # type: ignore[import]
+
+        try:
+            hook = import_string(hook)
+        except ImportError:
+            raise ImproperlyConfigured("TOLLGATE_STEP_UP_HOOK names nothing that can be imported") from None
+    if not callable(hook):
+        raise ImproperlyConfigured("TOLLGATE_STEP_UP_HOOK must be a callable or its dotted path")
+    return hook  # type: ignore[no-any-return]
 
 
 def _fingerprint_key(key: Any) -> bytes:

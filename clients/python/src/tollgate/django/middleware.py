@@ -20,7 +20,11 @@ Around the view it
   browser's form post (the submission is held sealed on the server,
   :mod:`~tollgate.django.hold`), else a 429;
 * sets the device cookie a success report returned, so that this device
-  is counted apart from everyone else's next time.
+  is counted apart from everyone else's next time;
+* answers a login whose success tollgate answered ``step_up`` with the
+  step-up hook's response instead of the view's (no session was kept),
+  and serves the second factor's code page at ``TOLLGATE_STEP_UP_PATH``
+  (:mod:`~tollgate.django.stepup`), so no URL needs adding.
 
 The answers depend on the verdict alone: an unknown account's are a known
 one's, byte for byte.
@@ -69,6 +73,13 @@ class TollgateMiddleware:
         if not s.enabled:
             return self.get_response(request)
         st = state.of(request)
+        if request.path == s.step_up_path:
+            from . import stepup
+
+            response = stepup.serve(request)
+            if st.device_token:
+                self._set_cookie(response, st.device_token, s)
+            return response
         # Only a urlencoded post can be the challenge page's: a multipart
         # one is left unread, for a view that sets its own upload handlers.
         if request.method == "POST" and _media_type(request) == _FORM and "tollgate_handle" in request.POST:
@@ -79,15 +90,24 @@ class TollgateMiddleware:
         receivers.settle(st, int(getattr(response, "status_code", 200)))
         if st.blocked is not None:
             response = self._blocked(request, st, s)
+        if st.step_up is not None:
+            # Whatever the view made of the stopped login (a 403, a 500 page
+            # of a view that caught the exception): the second factor's answer.
+            return _step_up_response(st.step_up)
         if st.device_token:
             self._set_cookie(response, st.device_token, s)
         return response
 
-    def process_exception(self, request: Any, exception: BaseException) -> None:
-        """A view that raised leaves its attempts' outcomes unknown."""
+    def process_exception(self, request: Any, exception: BaseException) -> Optional[Any]:
+        """A view that raised leaves its attempts' outcomes unknown; one that
+        a step-up stopped in login() gets the hook's answer."""
         st = state.find(request)
-        if st is not None:
-            st.errored = True
+        if st is None:
+            return None
+        if st.step_up is not None:
+            return _step_up_response(st.step_up)
+        st.errored = True
+        return None
 
     # The answers.
 
@@ -166,6 +186,11 @@ class TollgateMiddleware:
             return
         response.set_cookie(s.cookie_name, token, max_age=s.cookie_max_age, path="/", secure=s.cookie_secure,
                             httponly=True, samesite="Lax")
+
+
+def _step_up_response(x: Any) -> Any:
+    """The response the step-up left: the hook's, or an Answer."""
+    return _response(x) if isinstance(x, Answer) else x
 
 
 def _captcha() -> Any:

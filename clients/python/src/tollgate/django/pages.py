@@ -15,7 +15,7 @@ from typing import List, Optional, Tuple
 
 from ..client import Challenge
 
-__all__ = ["delay_page", "captcha_page", "challenge_page", "WIDGETS"]
+__all__ = ["delay_page", "captcha_page", "challenge_page", "step_up_form", "step_up_refused", "WIDGETS"]
 
 _HTML = "text/html; charset=utf-8"
 _STYLE = ("body{font:16px/1.5 system-ui,sans-serif;max-width:32rem;margin:4rem auto;padding:0 1rem;color:#222}"
@@ -109,6 +109,40 @@ def challenge_page(ch: Challenge, handle: str, action: str, solver: bytes) -> Pa
         ("X-Frame-Options", "DENY"),
     ]
     return 429, headers, b
+
+
+def step_up_form(csrf: str, action: str, error: str, status: int) -> Page:
+    """The code page: a form for the 6-digit code that was e-mailed, posted
+    to action with the CSRF token; error (fixed text) above it. It names no
+    account and no address: whoever sees it typed the password already."""
+    esc = html.escape
+    note = '<p id="tollgate-error" role="alert">%s</p>\n' % esc(error) if error else ""
+    body = _page("Confirm it is you",
+                 '<p>We sent a 6-digit code to the e-mail address of this account. Enter it to finish signing '
+                 'in.</p>\n%s<form method="post" action="%s" data-tollgate-step-up>\n'
+                 '<input type="hidden" name="csrfmiddlewaretoken" value="%s">\n'
+                 '<label for="tollgate-code">Code</label>\n'
+                 '<input id="tollgate-code" name="code" inputmode="numeric" autocomplete="one-time-code" '
+                 'pattern="[0-9 ]*" maxlength="12" required autofocus>\n'
+                 '<button type="submit">Continue</button>\n</form>' % (note, esc(action), esc(csrf)))
+    return status, _private(body), body
+
+
+def step_up_refused(text: str, login: str) -> Page:
+    """A login that cannot go on (no second factor to be had, too many wrong
+    codes, an expired sign-in): why, and the way back to the login form;
+    403, no session."""
+    body = _page("Cannot sign you in", "<p>%s</p>\n<p><a href=\"%s\">Back to sign in</a></p>"
+                 % (html.escape(text), html.escape(login)))
+    return 403, _private(body), body
+
+
+def _private(body: bytes) -> List[Tuple[str, str]]:
+    return [("Content-Type", _HTML), ("Content-Length", str(len(body))), ("Cache-Control", "no-store"),
+            ("X-Frame-Options", "DENY"), ("Content-Security-Policy",
+                                          "default-src 'none'; form-action 'self'; frame-ancestors 'none'; "
+                                          "base-uri 'none'"),
+            ("Referrer-Policy", "same-origin")]
 
 
 def _csp(nonce: str, origins: str) -> str:

@@ -8,7 +8,14 @@ token, so that tollgate settles the charge its check made.
   attempt tollgate stopped reached no password check and is not counted
   again, and one it refused as an identifier neither.
 * ``user_logged_in``: the newest open attempt is reported as a success,
-  whose device token the middleware puts in the cookie.
+  whose device token the middleware puts in the cookie. When tollgate
+  answers ``step_up``, the login is undone before it is one: the session
+  is flushed, the step-up hook (:mod:`~tollgate.django.stepup`) answers,
+  and :class:`~tollgate.django.stepup.StepUpRequired` stops the view.
+
+Each report says whether the password was breached, as the backend found
+out (for a failure too: breached failures are how tollgate tells
+credential stuffing).
 
 An ``authenticate()`` that returned a user without ``login()`` (an API's
 Basic authentication) is reported by the middleware at the end of the
@@ -20,6 +27,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Optional
 
+from ..failmode import STEP_UP, Verdict
 from . import conf, state
 
 __all__ = ["on_login_failed", "on_logged_in", "settle", "report"]
@@ -27,15 +35,17 @@ __all__ = ["on_login_failed", "on_logged_in", "settle", "report"]
 log = logging.getLogger("tollgate.django")
 
 
-def report(a: state.Attempt, outcome: str, s: conf.Settings) -> str:
-    """Report a's outcome to tollgate; returns a success's device token."""
+def report(a: state.Attempt, outcome: str, s: conf.Settings) -> Verdict:
+    """Report a's outcome to tollgate; returns the verdict (a success's
+    carries the device token, or is step_up). A fallback never steps up."""
     v = s.client.report(flow=s.flow, outcome=outcome, account=a.account, ip=a.ip or None, attempt=a.token or None,
-                        device_token=a.device or None, password_fingerprint=a.fingerprint or None, fail=s.fail)
+                        device_token=a.device or None, password_fingerprint=a.fingerprint or None,
+                        breached=a.breached, fail=s.fail)
     a.status = state.SUCCEEDED if outcome == "success" else state.FAILED
     if v.error is not None:
         log.warning("tollgate.django: the %s report got no verdict (%s)", outcome, v.error)
-        return ""
-    return v.device_token
+        v.device_token = ""
+    return v
 
 
 def on_login_failed(sender: Any, credentials: Any = None, request: Any = None, **kwargs: Any) -> None:
@@ -62,9 +72,15 @@ def on_logged_in(sender: Any, request: Any = None, user: Any = None, **kwargs: A
         return
     for a in reversed(st.attempts):
         if a.status == state.OPEN:
-            token = report(a, "success", conf.get())
-            if token:
-                st.device_token = token
+            s = conf.get()
+            v = report(a, "success", s)
+            if v.action == STEP_UP and user is not None:
+                from . import stepup
+
+                st.step_up = stepup.begin(state.http_request(request), user, a, v, s)
+                raise stepup.StepUpRequired("tollgate: a second factor before this login")
+            if v.device_token:
+                st.device_token = v.device_token
             return
 
 
@@ -80,6 +96,13 @@ def settle(st: state.State, status: int) -> None:
     for a in st.attempts:
         if a.status == state.OPEN and not a.claimed:
             s = s or conf.get()
-            token = report(a, "success", s)
-            if token:
-                st.device_token = token
+            v = report(a, "success", s)
+            if v.action == STEP_UP:
+                # No login() and so no session; but the view has answered
+                # already, so its answer is replaced (what does not hold:
+                # the view ran). An API has no page for a second factor.
+                if st.step_up is None:
+                    st.step_up = s.responder.respond(v)
+                continue
+            if v.device_token:
+                st.device_token = v.device_token

@@ -42,7 +42,7 @@ class Attempt:
     report needs (the account as sent, the address, the device token, the
     password's fingerprint and the attempt token), never the password."""
 
-    __slots__ = ("status", "account", "ip", "device", "fingerprint", "token", "claimed")
+    __slots__ = ("status", "account", "ip", "device", "fingerprint", "token", "claimed", "breached")
 
     def __init__(self, status: str, account: str = "", ip: str = "", device: str = "", fingerprint: str = "",
                  token: str = "") -> None:
@@ -54,12 +54,15 @@ class Attempt:
         self.token = token
         #: Whether a user_login_failed signal has claimed it.
         self.claimed = False
+        #: Whether the password was found in tollgate's breached corpus
+        #: (asked once tollgate let the attempt through; False on error).
+        self.breached = False
 
 
 class State:
     """One request's attempts, and what the middleware is to answer."""
 
-    __slots__ = ("attempts", "blocked", "captcha_solved", "device_token", "errored")
+    __slots__ = ("attempts", "blocked", "captcha_solved", "device_token", "errored", "step_up")
 
     def __init__(self) -> None:
         self.attempts: List[Attempt] = []
@@ -72,6 +75,9 @@ class State:
         self.device_token = ""
         #: Whether the view raised: an open attempt's outcome is unknown.
         self.errored = False
+        #: The answer to a success tollgate answered step_up (the hook's, or
+        #: the Responder's for a login without a session), or None.
+        self.step_up: Any = None
 
 
 def http_request(request: Any) -> Any:

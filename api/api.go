@@ -92,6 +92,10 @@ type Config struct {
 	// /v1/challenge/verify (challenge.go), with the verdicts scope and in
 	// the caller's tenant. The default is nil: both answer 404 not-found.
 	Challenger *challenge.Challenger
+	// Breached, when set, serves GET /v1/breached/{prefix} (breached.go),
+	// with the verdicts scope. The default is nil: it answers 404
+	// breached-off.
+	Breached Breached
 }
 
 // API is tollgate's HTTP handler.
@@ -115,6 +119,9 @@ type API struct {
 	// challenger issues and verifies the plug-ins' challenges; nil without
 	// Config.Challenger.
 	challenger *challenge.Challenger
+	// breached answers breached-password ranges; nil without
+	// Config.Breached.
+	breached Breached
 }
 
 // New returns the API, ready to serve.
@@ -150,6 +157,7 @@ func New(cfg Config) (*API, error) {
 		webhooks: cfg.Webhooks,
 	}
 	a.challenger = cfg.Challenger
+	a.breached = cfg.Breached
 	if cfg.Tracer != nil {
 		a.tracer = cfg.Tracer.Tracer(TracerName)
 	}
@@ -224,6 +232,7 @@ func (a *API) routes() *chi.Mux {
 		r.Post("/v1/otp/send", a.send)
 		r.Post("/v1/challenge", a.issueChallenge)
 		r.Post("/v1/challenge/verify", a.verifyChallenge)
+		r.Get("/v1/breached/{prefix}", a.breachedRange)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminRead))

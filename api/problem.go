@@ -52,7 +52,7 @@ var kinds = []*kind{
 	kindDuplicateField, kindNotFound, kindMethodNotAllowed, kindBodyTooLarge,
 	kindUnsupportedType, kindInternal, kindStoreUnavailable, kindStoreFull, kindOverloaded,
 	kindUnauthenticated, kindForbidden, kindTooManyEntries, kindConfigInvalid, kindSecretMismatch,
-	kindStoreEvicts, kindStoreUnpersisted, kindStoreOpen,
+	kindStoreEvicts, kindStoreUnpersisted, kindStoreOpen, kindBreachedOff, kindBreachedUnavailable,
 }
 
 func (k *kind) uri() string { return problemBase + k.slug }

@@ -146,7 +146,11 @@ func Check(e Exchange) (res Result) {
 		header = http.Header{}
 	}
 	route, params, ferr := router.FindRoute(req)
-	if e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed {
+	// An operation that lists its own 404 (a route whose feature is off,
+	// such as GET /v1/breached/{prefix}'s breached-off) is checked against
+	// it, as any other status.
+	listed := ferr == nil && route.Operation.Responses.Status(e.Status) != nil
+	if (e.Status == http.StatusNotFound || e.Status == http.StatusMethodNotAllowed) && !listed {
 		// Not a documented operation (kin's router is laxer than chi about
 		// trailing slashes): a 404 or 405 problem, as openapi.yaml's
 		// x-tollgate-fallback-responses describes.

@@ -193,6 +193,7 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 		"ProblemConfigInvalid":  wire.ProblemConfigInvalid,
 		"ProblemSecretMismatch": wire.ProblemSecretMismatch, "ProblemStoreEvicts": wire.ProblemStoreEvicts,
 		"ProblemStoreUnpersisted": wire.ProblemStoreUnpersisted, "ProblemStoreUnauthenticated": wire.ProblemStoreUnauthenticated,
+		"ProblemBreachedOff": wire.ProblemBreachedOff, "ProblemBreachedUnavailable": wire.ProblemBreachedUnavailable,
 	}
 	tests := []struct {
 		prefix string

@@ -62,6 +62,13 @@ const (
 	// a Redis master answers without a password on an address that is not
 	// loopback.
 	ProblemStoreUnauthenticated = ProblemBase + "store-unauthenticated"
+	// ProblemBreachedOff (404, GET /v1/breached/{prefix}): the server has no
+	// breached-password corpus and no upstream range API.
+	ProblemBreachedOff = ProblemBase + "breached-off"
+	// ProblemBreachedUnavailable (503, GET /v1/breached/{prefix}): the
+	// upstream range API did not answer a usable range in time. A caller
+	// treats it, as any error, as "not known to be breached".
+	ProblemBreachedUnavailable = ProblemBase + "breached-unavailable"
 )
 
 // Problem is an RFC 9457 problem document (application/problem+json), the

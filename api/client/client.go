@@ -70,6 +70,12 @@ type Config struct {
 	// UserAgent is sent as the User-Agent header. The default is
 	// DefaultUserAgent.
 	UserAgent string
+	// BreachedTimeout bounds each Breached call, token source included, in
+	// place of Timeout: a range answer is larger than a verdict and may
+	// come from tollgate's upstream. A shorter deadline on the call's
+	// context wins; a negative value leaves the context alone to bound it.
+	// The default is DefaultBreachedTimeout (1s).
+	BreachedTimeout time.Duration
 
 	// FailOpenPerAccount bounds FailOpen while tollgate gives no verdict:
 	// each account of a check's flow (and each destination of a send's)
@@ -131,6 +137,8 @@ type Client struct {
 	agent   string
 	now     func() time.Time
 	allow   *allowance
+	// breachedTimeout bounds Breached; 0 leaves it to the context.
+	breachedTimeout time.Duration
 }
 
 // New returns a Client for cfg, or an error when cfg is unusable.
@@ -151,6 +159,12 @@ func New(cfg Config) (*Client, error) {
 	case cfg.Timeout < 0:
 		cfg.Timeout = 0
 	}
+	switch {
+	case cfg.BreachedTimeout == 0:
+		cfg.BreachedTimeout = DefaultBreachedTimeout
+	case cfg.BreachedTimeout < 0:
+		cfg.BreachedTimeout = 0
+	}
 	if cfg.UserAgent == "" {
 		cfg.UserAgent = DefaultUserAgent
 	}
@@ -170,6 +184,8 @@ func New(cfg Config) (*Client, error) {
 		agent:   cfg.UserAgent,
 		now:     cfg.Now,
 		allow:   allow,
+
+		breachedTimeout: cfg.BreachedTimeout,
 	}, nil
 }
 
@@ -404,7 +420,9 @@ func (c *Client) ReplayWebhook(ctx context.Context, req wire.ReplayRequest) (wir
 }
 
 // verdict is call for the verdict calls: an answer that is not one of the
-// actions is no verdict.
+// actions is no verdict. step_up answers only a report (a success's, once
+// the password was verified): on a check or a send it would be a proceed
+// in disguise, so it is no verdict there and the fail mode answers.
 func (c *Client) verdict(ctx context.Context, op, path string, in any, v *wire.Verdict) error {
 	if err := c.call(ctx, op, path, in, v); err != nil {
 		return err
@@ -412,6 +430,10 @@ func (c *Client) verdict(ctx context.Context, op, path string, in any, v *wire.V
 	switch v.Action {
 	case wire.ActionProceed, wire.ActionDelay, wire.ActionCaptcha, wire.ActionDeny:
 		return nil
+	case wire.ActionStepUp:
+		if op == "report" {
+			return nil
+		}
 	}
 	return &callError{op: op, kind: ErrUnavailable, msg: "the answer is not a verdict (unknown action)"}
 }

@@ -2,10 +2,10 @@
 // calls tollgate before and after each credential check and before each
 // one-time-code send, and turns the verdicts into answers for the end user.
 //
-// It imports only the standard library, api/wire, golang.org/x/text and
-// internal/accountfold (tollgate's account fold, the engine's own code), so
-// a login service that uses it
-// pulls in neither the engine, Redis nor YAML.
+// It imports only the standard library, api/wire, golang.org/x/text,
+// internal/accountfold (tollgate's account fold, the engine's own code) and
+// breached/hibp (the k-anonymity hash and range parser), so a login service
+// that uses it pulls in neither the engine, Redis nor YAML.
 //
 // # Calls
 //
@@ -126,6 +126,28 @@
 // A new key makes new fingerprints, so rotating it restarts those counts
 // (for at most the rules' windows: 24 hours on the built-in login); there
 // is no window in which both keys count as one.
+//
+// # Breached passwords and step-up
+//
+// Breached asks whether a password is in the breached-password corpus
+// tollgate serves, by k-anonymity: five hex digits of its SHA-1 go to GET
+// /v1/breached/{prefix}, and the padded range that comes back is matched
+// here, so neither tollgate nor anyone on the way learns the password or
+// its hash. It is best-effort (any error, a non-200 or a second without an
+// answer is "not breached"); report its answer as ReportRequest.Breached,
+// after the password was checked, for failures (credential stuffing) as
+// for successes. A success reported breached, or from an account or
+// address under attack, may answer step_up: the password was right, but
+// sign in only after a second factor, whose outcome ReportStepUp reports
+// with the verdict's ticket. Respond answers a step_up with a 403 (or
+// ResponderConfig.StepUp's page), never a proceed.
+//
+// A Guard does both: Attempt.Report looks the password up and reports it,
+// and on step_up drops the handler's answer (so a handler written before
+// step-up signs no one in), sends a 6-digit code through
+// GuardConfig.SendCode (or runs your GuardConfig.StepUp), asks for it on a
+// page of its own, checks and reports each try on the step_up flow, and
+// runs the handler again as the same login once it passed.
 //
 // # Webhooks
 //

@@ -133,6 +133,25 @@ func (s *MemoryHolds) GetHold(_ context.Context, key string) ([]byte, error) {
 	return append([]byte(nil), h.value...), nil
 }
 
+// TakeHold returns the value under key and removes it, at once: of two
+// calls for one key, one gets the value and the other nil. A Guard uses it
+// when its HoldStore has it, so that one second-factor code signs in once
+// even when posted twice at the same moment.
+func (s *MemoryHolds) TakeHold(_ context.Context, key string) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	h, ok := s.m[key]
+	if !ok {
+		return nil, nil
+	}
+	s.bytes -= int64(len(h.value))
+	delete(s.m, key)
+	if !s.now().Before(h.expires) {
+		return nil, nil
+	}
+	return h.value, nil
+}
+
 // DeleteHold removes key.
 func (s *MemoryHolds) DeleteHold(_ context.Context, key string) error {
 	s.mu.Lock()

@@ -18,6 +18,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
@@ -96,6 +97,40 @@ type GuardConfig struct {
 	// challenge that could not be shown; no line holds an identifier. The
 	// default discards them.
 	Logger *slog.Logger
+
+	// SkipBreachedCheck, when true, sends no breached-password lookup. By
+	// default Attempt.Report asks Client.Breached whether the password is
+	// in tollgate's breached-password corpus (k-anonymity: 5 hex digits of
+	// its SHA-1 leave the process) and reports the answer, for failures
+	// (credential stuffing tries breached passwords) as for successes (a
+	// breached correct password may answer step_up). The lookup is
+	// best-effort: an error or a timeout (Client's BreachedTimeout) reports
+	// false and the login goes on. The default is false: the lookup runs.
+	SkipBreachedCheck bool
+	// StepUp is the second factor asked for when a success report answers
+	// step_up: the login handler's answer is dropped (no session, no
+	// cookie), the login waits sealed in Holds, named by a random HttpOnly
+	// cookie (StepUpCookieName), and the handler runs again, as the same
+	// submission, once the factor passed (its success report then answers
+	// the pass's device token). Each try is checked on StepUpFlow first (a
+	// delay answers 429 with Retry-After) and reported step_up_passed or
+	// step_up_failed. The pending login lives in Holds: the default
+	// MemoryHolds serves one instance; several instances share a HoldStore
+	// and a HoldKey (or use sticky sessions). The default is a CodeStepUp
+	// with SendCode; with neither set, a step_up is answered "not possible
+	// now" and nothing signs in.
+	StepUp StepUp
+	// SendCode sends the default StepUp's 6-digit code to account's owner
+	// (account as typed; look it up as your login does): your mailer or
+	// SMS gateway. The default is nil.
+	SendCode func(ctx context.Context, account, code string) error
+	// StepUpFlow is the flow second-factor tries are checked and reported
+	// on. The default is DefaultStepUpFlow ("step_up").
+	StepUpFlow string
+	// StepUpTTL is how long a login waits for its second factor, and so
+	// how long a code is good for; match it to the flow's step-up ticket.
+	// The default is DefaultStepUpTTL (10 minutes).
+	StepUpTTL time.Duration
 }
 
 // Guard is the middleware of a login route: it checks each POST with
@@ -114,7 +149,13 @@ type GuardConfig struct {
 //     document with the challenge, whose solution comes back in the
 //     Tollgate-Challenge-Token and Tollgate-Challenge-Nonce (or
 //     Tollgate-Challenge-Response) header fields of the same request sent
-//     again.
+//     again;
+//   - step_up (a success report's answer: the password was right, but it
+//     is breached, or the account or address is under attack): whatever
+//     the handler wrote is dropped, session cookie and all, and the end
+//     user gets GuardConfig.StepUp's page (by default a 6-digit code sent
+//     through GuardConfig.SendCode); once a try passes, the handler runs
+//     again as the same login, and its success report answers the pass.
 //
 // Every answer depends on the verdict alone, never on the account: an
 // unknown account's answers are a known one's. Requests other than POST
@@ -137,6 +178,10 @@ type Guard struct {
 	maxBody    int64
 	refused    http.Handler
 	log        *slog.Logger
+	breached   bool
+	stepUp     StepUp
+	stepFlow   string
+	stepTTL    time.Duration
 	solverMu   sync.Mutex
 	solverJS   []byte
 	solverNext time.Time // no new fetch before, after one failed
@@ -169,7 +214,8 @@ func NewGuard(cfg GuardConfig) (*Guard, error) {
 	g := &Guard{client: cfg.Client, flow: cfg.Flow, account: cfg.AccountField, password: cfg.PasswordField,
 		proxies: cfg.Proxies, cookie: cfg.DeviceCookie, deferSet: cfg.DeferDeviceCookie, mode: cfg.FailMode,
 		pages: cfg.Pages, challenge: cfg.Challenge, holds: cfg.Holds, maxBody: cfg.MaxBodyBytes,
-		refused: cfg.Refused, log: cfg.Logger}
+		refused: cfg.Refused, log: cfg.Logger, breached: !cfg.SkipBreachedCheck, stepUp: cfg.StepUp,
+		stepFlow: cfg.StepUpFlow, stepTTL: cfg.StepUpTTL}
 	if g.client == nil {
 		return nil, errors.New("client: guard: Config.Client is required")
 	}
@@ -239,6 +285,18 @@ func NewGuard(cfg GuardConfig) (*Guard, error) {
 	if g.log == nil {
 		g.log = slog.New(slog.DiscardHandler)
 	}
+	if g.stepUp == nil && cfg.SendCode != nil {
+		g.stepUp = CodeStepUp{Send: cfg.SendCode}
+	}
+	if g.stepFlow == "" {
+		g.stepFlow = DefaultStepUpFlow
+	}
+	switch {
+	case g.stepTTL == 0:
+		g.stepTTL = DefaultStepUpTTL
+	case g.stepTTL < time.Second:
+		return nil, errors.New("client: guard: Config.StepUpTTL must be at least a second")
+	}
 	return g, nil
 }
 
@@ -287,6 +345,14 @@ type Attempt struct {
 	g                        *Guard
 	w                        http.ResponseWriter
 	account, ip, device, fpr string
+	password                 string // for the breached lookup
+	json                     bool
+	body                     []byte // the submission, kept for a step-up
+	// stepped is an attempt run again after its second factor passed:
+	// result is the pass's, and a success reports nothing more.
+	stepped bool
+	// stepping is set once the success report answered step_up.
+	stepping atomic.Bool
 
 	mu       sync.Mutex
 	reported bool
@@ -299,7 +365,12 @@ var errNoAttempt = errors.New("client: no attempt to report: the request did not
 
 // Report tells tollgate how the attempt ended, wire.OutcomeSuccess or
 // wire.OutcomeFailure: report an unknown account's failure exactly as a
-// known one's. On a success it sets the device cookie from the token the
+// known one's. Before it, the password is looked up in tollgate's
+// breached-password corpus (Client.Breached, unless
+// GuardConfig.SkipBreachedCheck), and the report says whether it is there.
+// A success answered step_up returns that verdict: the end user is not
+// signed in, and whatever the handler writes is dropped for the Guard's
+// second factor (a handler may return at once on wire.ActionStepUp). On a success it sets the device cookie from the token the
 // report returned (unless GuardConfig.DeferDeviceCookie), so call it
 // before writing the response. An attempt is reported once: later calls
 // return the first one's result. The report is not canceled when the end
@@ -315,16 +386,41 @@ func (a *Attempt) Report(ctx context.Context, outcome string) (Verdict, error) {
 		return a.result, a.err
 	}
 	a.reported = true
+	if a.stepped && outcome == wire.OutcomeSuccess {
+		// The second factor passed: its report answered already.
+		if !a.g.deferSet {
+			if err := a.g.cookie.Set(a.w, a.result.DeviceToken); err != nil {
+				a.g.log.Warn("tollgate guard: the device token cannot be a cookie; not set", "err", err)
+			}
+		}
+		return a.result, nil
+	}
+	ctx = context.WithoutCancel(ctx)
 	ref := a.Ref
 	if outcome != wire.OutcomeSuccess {
 		ref = ""
 	}
-	a.result, a.err = a.g.client.Report(context.WithoutCancel(ctx), wire.ReportRequest{
+	// The breached lookup runs for every outcome, known account or not,
+	// so that the work done does not tell them apart.
+	breached := false
+	if a.g.breached && !a.stepped {
+		var err error
+		if breached, err = a.g.client.Breached(ctx, a.password); err != nil {
+			a.g.logErr("breached", err)
+		}
+	}
+	a.result, a.err = a.g.client.Report(ctx, wire.ReportRequest{
 		Flow: a.g.flow, Account: a.account, IP: a.ip, Outcome: outcome, Attempt: a.Verdict.Attempt,
-		DeviceToken: a.device, PasswordFingerprint: a.fpr, Ref: ref,
+		DeviceToken: a.device, PasswordFingerprint: a.fpr, Ref: ref, Breached: breached,
 	}, a.g.mode)
 	if a.err != nil {
 		a.g.logErr("report", a.err)
+	}
+	if a.result.Action == wire.ActionStepUp {
+		// Not signed in yet: the Guard drops the handler's answer and asks
+		// for the second factor.
+		a.stepping.Store(true)
+		return a.result, a.err
 	}
 	if outcome == wire.OutcomeSuccess && !a.g.deferSet {
 		if err := a.g.cookie.Set(a.w, a.result.DeviceToken); err != nil {
@@ -351,6 +447,11 @@ type submission struct {
 	json     bool
 	account  string
 	password string
+	// raw is a JSON body as it came.
+	raw []byte
+	// try is a second-factor try (StepUpField), with hasTry.
+	try    string
+	hasTry bool
 	// form is the posted form of a browser (nil for JSON).
 	form url.Values
 }
@@ -366,6 +467,10 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 	ip := g.proxies.ClientIP(r)
 	if !ip.IsValid() {
 		g.badRequest(w, r)
+		return
+	}
+	if sub.hasTry {
+		g.continueStepUp(w, r, sub, ip.String(), next)
 		return
 	}
 	solved := false
@@ -416,9 +521,18 @@ func (g *Guard) serve(w http.ResponseWriter, r *http.Request, next http.Handler)
 				return
 			}
 		}
-		a := &Attempt{Verdict: v, CaptchaSolved: solved, g: g, w: w,
-			account: sub.account, ip: ip.String(), device: device, fpr: fp}
-		next.ServeHTTP(w, r.WithContext(context.WithValue(ctx, attemptKey, a)))
+		a := &Attempt{Verdict: v, CaptchaSolved: solved, g: g,
+			account: sub.account, ip: ip.String(), device: device, fpr: fp,
+			password: sub.password, json: sub.json, body: sub.raw}
+		if !sub.json {
+			a.body = []byte(sub.form.Encode())
+		}
+		sw := newStepWriter(w, &a.stepping)
+		a.w = sw
+		next.ServeHTTP(sw, r.WithContext(context.WithValue(ctx, attemptKey, a)))
+		if a.stepping.Load() {
+			g.beginStepUp(w, r, a)
+		}
 	case wire.ActionCaptcha:
 		g.answerCaptcha(w, r, sub)
 	default:
@@ -447,13 +561,16 @@ func (g *Guard) read(w http.ResponseWriter, r *http.Request) (submission, bool) 
 		if json.Unmarshal(b, &m) != nil {
 			return submission{}, false
 		}
-		return submission{json: true, account: jsonString(m[g.account]), password: jsonString(m[g.password])}, true
+		_, hasTry := m[StepUpField]
+		return submission{json: true, account: jsonString(m[g.account]), password: jsonString(m[g.password]),
+			raw: b, try: jsonString(m[StepUpField]), hasTry: hasTry}, true
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, g.maxBody)
 	if err := r.ParseForm(); err != nil {
 		return submission{}, false
 	}
-	return submission{form: r.PostForm, account: r.PostForm.Get(g.account), password: r.PostForm.Get(g.password)}, true
+	return submission{form: r.PostForm, account: r.PostForm.Get(g.account), password: r.PostForm.Get(g.password),
+		try: r.PostForm.Get(StepUpField), hasTry: r.PostForm.Has(StepUpField)}, true
 }
 
 // submissionOf is the submission of a held form.

@@ -55,6 +55,12 @@ type ResponderConfig struct {
 	// answer may depend on. The default writes an RFC 9457 problem document
 	// whose detail says how many seconds to wait.
 	Delay func(w http.ResponseWriter, r *http.Request, seconds int)
+	// StepUp writes the answer to a step_up verdict: your page that asks
+	// for a second factor, with its status (403 says it best: the
+	// password alone does not sign in). Respond sets Cache-Control:
+	// no-store first. Like Captcha it never gets the verdict. The default
+	// writes a 403 problem document saying a second factor is needed.
+	StepUp http.Handler
 }
 
 // Responder turns tollgate's verdicts into the HTTP answers end users get. It
@@ -70,6 +76,7 @@ type Responder struct {
 	captcha     http.Handler
 	accepted    http.Handler
 	delay       func(http.ResponseWriter, *http.Request, int)
+	stepUp      http.Handler
 }
 
 // RespondResult says what Respond did.
@@ -78,6 +85,15 @@ type RespondResult struct {
 	// sends the code, after Hold. Respond then wrote nothing. When Proceed
 	// is false Respond wrote the whole answer; write nothing more.
 	Proceed bool
+	// StepUp is true for a step_up verdict (a success report's, once the
+	// password was verified): the end user is not signed in yet. Respond
+	// wrote ResponderConfig.StepUp's page (or a 403 problem document); ask
+	// for the second factor there (or a password reset), report its
+	// outcome with Client.ReportStepUp, and sign in only once that report
+	// proceeds. Proceed is false with it, so a caller that reads Proceed
+	// alone never signs in on a step_up. A Guard serves its own second
+	// factor instead (GuardConfig.StepUp).
+	StepUp bool
 	// Hold is, with Proceed, how long to hold the call before going ahead
 	// without checking again: a queued call's place in its queue (a proceed
 	// with delay_ms). Hold it with a timer that gives up when the request's
@@ -103,7 +119,7 @@ const maxDelaySeconds = 1 << 31
 // NewResponder returns a Responder with cfg's answers, or an error naming
 // the field that cannot be sent as configured.
 func NewResponder(cfg ResponderConfig) (*Responder, error) {
-	rs := &Responder{captcha: cfg.Captcha, accepted: cfg.Accepted, delay: cfg.Delay}
+	rs := &Responder{captcha: cfg.Captcha, accepted: cfg.Accepted, delay: cfg.Delay, stepUp: cfg.StepUp}
 	if cfg.Policy != "" {
 		if len(cfg.Policy) > 64 || !printableASCII(cfg.Policy) {
 			return nil, errors.New("client: responder: Policy must be 1 to 64 printable ASCII characters")
@@ -133,6 +149,10 @@ func NewResponder(cfg ResponderConfig) (*Responder, error) {
 //   - captcha: serves ResponderConfig.Captcha.
 //   - deny: serves Accept, the answer a sent code gets. Only send flows
 //     answer deny; what the end user sees must not reveal it.
+//   - step_up (a success report's): serves ResponderConfig.StepUp, or
+//     writes a 403 problem document saying a second factor is needed, and
+//     returns StepUp, never Proceed: the password was right, but a second
+//     factor comes before the session.
 //   - anything else, such as a zero Verdict: answered as a delay of
 //     retry_after (at least a second), never as proceed.
 //
@@ -179,6 +199,14 @@ func (rs *Responder) Respond(w http.ResponseWriter, r *http.Request, v wire.Verd
 		}
 	case wire.ActionDeny:
 		rs.Accept(w, r)
+	case wire.ActionStepUp:
+		if rs != nil && rs.stepUp != nil {
+			w.Header().Set("Cache-Control", "no-store")
+			rs.stepUp.ServeHTTP(w, r)
+		} else {
+			rs.writeProblem(w, http.StatusForbidden, "Confirm it is you with a second factor to finish signing in.", nil)
+		}
+		return RespondResult{StepUp: true}
 	default: // delay, and any action this client does not know: fail closed
 		wait := retryAfterOf(v)
 		secs := strconv.FormatInt(wait, 10)

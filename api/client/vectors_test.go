@@ -498,7 +498,7 @@ func TestVectors_CoverEveryFile(t *testing.T) {
 		names = append(names, filepath.Base(f))
 	}
 	sort.Strings(names)
-	want := []string{"account_fold.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json"}
+	want := []string{"account_fold.json", "breached.json", "client_ip.json", "device_cookie.json", "fail_modes.json", "respond.json", "webhooks.json"}
 	if !reflect.DeepEqual(names, want) {
 		t.Errorf("vector files %v, want %v: give a new file a test in every client", names, want)
 	}

@@ -672,7 +672,7 @@ export class Guard {
   /** The code page's form: the factor's fields, posted back to the page. */
   #stepUpForm(): string {
     const su = this.#su;
-    return `<form method="post" action="${esc(su.path)}" id="tollgate-step-up">\n${(su.factor?.fields ?? defaultFields)()}\n<button type="submit">Continue</button>\n</form>`;
+    return `<form method="post" action="${esc(su.path)}" id="tollgate-step-up">\n${(su.factor?.fields ?? defaultFields)()}\n<button id="tollgate-step-up-submit" type="submit">Continue</button>\n</form>`;
   }
 
   /** Sends the browser back to the login, forgetting its step-up cookie. */

@@ -23,7 +23,15 @@
 //     owner's browser;
 //   - tollgate.send before sending a code, with the same message whatever
 //     the verdict, and the otp_verify flow (with the destination and
-//     channel) when the code is checked.
+//     channel) when the code is checked;
+//   - breached passwords and step-up: the guard asks tollgate whether the
+//     password typed is in its breached-password corpus (five hex digits
+//     of its SHA-1 leave the app, nothing more) and says so in the report;
+//     a right password answered step_up (breached, or the account or
+//     address under attack) gets no session: the guard's code page first,
+//     its code sent by the demo's sender (a file or the log), checked and
+//     reported on tollgate's step_up flow; once it passed, the code step
+//     as for any login.
 
 import { randomBytes, randomInt, timingSafeEqual } from "node:crypto";
 import { readFileSync } from "node:fs";
@@ -71,6 +79,11 @@ export interface AppConfig {
   fingerprintKey?: Buffer | undefined;
   /** gets a line for each call tollgate did not answer (no identifier in it) */
   warn?: (line: string) => void;
+  /**
+   * the demo's sender of step-up codes (a real login mails or texts them):
+   * gets the account's name and the code. Default: a line on stderr.
+   */
+  sendStepUpCode?: (user: string, code: string) => void | Promise<void>;
 }
 
 // The Go demo's own stylesheet (dist/app.js is two levels below examples/),
@@ -187,6 +200,8 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
   // on every instance and across restarts (a new key starts the counts of
   // sprayed and repeated passwords anew).
   const fpKey = cfg.fingerprintKey ?? randomBytes(32);
+  const sendStepUpCode = cfg.sendStepUpCode ??
+    ((user: string, code: string) => void process.stderr.write(`express-login: step-up code for ${user}: ${code} (the demo's sender)\n`));
 
   const loginDevice = new DeviceCookie(); // __Host-tollgate-device, 90 days
   const otpDevice = new DeviceCookie({ name: otpDeviceCookieName });
@@ -217,6 +232,26 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
     // An account tollgate will not count is answered as a wrong password,
     // without checking it.
     refused: (_req, res) => render(res, 200, loginPage(msgWrong)),
+    // A right password answered step_up gets the guard's code page at
+    // /login/step-up before any session; once the code passed, the login
+    // goes on to the code step as any other (the device cookie still waits
+    // for both: deferDeviceCookie). The waiting logins are in the guard's
+    // memory, a bounded map named by a signed HttpOnly cookie: one
+    // instance; several would pass a shared stepUp.store and key.
+    stepUp: {
+      sendCode: (_account, code, user) => sendStepUpCode((user as { name: string }).name, code),
+      page: (message, form) => renderPage({ page: "stepup", title: "Confirm it is you", message, alert: !message.startsWith("We sent"), form }),
+      signIn: (_req, res, done) => {
+        const acct = done.user as { name: string; phone: string };
+        const s = sessions.create(acct.name, acct.phone, done.deviceToken);
+        if (s === undefined) return render(res, 503, loginPage(msgUnavailable));
+        setSessionCookie(res, s.id);
+        res.statusCode = 303;
+        res.setHeader("location", "/otp");
+        res.setHeader("cache-control", "no-store");
+        res.end();
+      },
+    },
   });
   // The code step's pages show the session's code page: a Responder for
   // each request, whose hooks know the session.
@@ -268,6 +303,9 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
     next();
   });
   const form = express.urlencoded({ extended: false, limit: maxFormBytes, parameterLimit: 20 });
+  // The step-up code page (GET and POST /login/step-up), served by the guard.
+  app.use("/login/step-up", form);
+  app.use(guard.stepUpRoutes());
 
   app.get("/style.css", (_req, res) => {
     res.setHeader("content-type", "text/css; charset=utf-8");
@@ -297,6 +335,9 @@ export async function createApp(cfg: AppConfig): Promise<express.Express> {
     if (acct !== undefined) attempt.ref = acct.name;
     const rv = await attempt.report(acct ? "success" : "failure");
     if (acct === undefined) return render(res, 200, loginPage(msgWrong));
+    // A right password tollgate wants a second factor for: no session yet,
+    // the guard's code page answers.
+    if (rv.action === "step_up") return attempt.stepUp(acct);
     const s = sessions.create(acct.name, acct.phone, rv.device_token);
     if (s === undefined) return render(res, 503, loginPage(msgUnavailable));
     setSessionCookie(res, s.id);

@@ -12,7 +12,7 @@ export interface SMS {
 
 /** What a page shows. */
 export interface Page {
-  page: "login" | "otp" | "home" | "error";
+  page: "login" | "otp" | "home" | "error" | "stepup";
   title: string;
   message?: string;
   /** message is a warning */
@@ -24,6 +24,8 @@ export interface Page {
   user?: string;
   phoneEnd?: string;
   sms?: readonly SMS[];
+  /** the step-up page's form, trusted HTML from @tollgate/client/express */
+  form?: string;
 }
 
 const escapes: Record<string, string> = {
@@ -124,6 +126,9 @@ export function renderPage(p: Page): string {
       break;
     case "home":
       body = homeBody(p);
+      break;
+    case "stepup":
+      body = `<p>This password appears in a list of leaked passwords, or this account is under attack: to finish signing in, enter the code we just sent you. Then change your password.</p>\n${p.form ?? ""}`;
       break;
     case "error":
       break;

@@ -10,11 +10,15 @@
 //                         the connection's peer)
 //   DEMO_HASH_ITERATIONS  PBKDF2 iterations of the demo's password hashes
 //                         (default 600000; tests lower it)
+//   STEP_UP_CODES_FILE    where the demo's sender appends each step-up code,
+//                         one JSON line {"user":...,"code":...} (default:
+//                         a line on stderr); the tests read it
 //
 // Once it listens it prints one line to stdout:
 //
 //   listening http://127.0.0.1:PORT
 
+import { appendFileSync } from "node:fs";
 import { BlockList, isIP, type AddressInfo } from "node:net";
 import { Client, Proxies } from "@tollgate/client";
 import { createApp } from "./app.js";
@@ -77,9 +81,14 @@ async function main(): Promise<void> {
     fail(`TRUSTED_PROXIES: ${(err as Error).message}`, 2);
   }
 
+  // The demo's sender of step-up codes: a real login mails or texts them.
+  const codesFile = env["STEP_UP_CODES_FILE"] ?? "";
   const app = await createApp({
     tollgate, proxies, hashIterations: iterations,
     warn: (line) => process.stderr.write(line + "\n"),
+    ...(codesFile !== ""
+      ? { sendStepUpCode: (user: string, code: string) => appendFileSync(codesFile, JSON.stringify({ user, code }) + "\n", { mode: 0o600 }) }
+      : {}),
   });
   const server = app.listen(listen.port, listen.host);
   server.headersTimeout = 5_000;

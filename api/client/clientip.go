@@ -1,7 +1,6 @@
 package client
 
 import (
-	"errors"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -61,35 +60,48 @@ type Proxies struct {
 	xff     bool
 }
 
-// NewProxies returns Proxies for cfg, or an error when a prefix is invalid
-// or trusts every address, or Trusted is set without a Header.
+// ProxyConfigError is a ProxyConfig that NewProxies refuses. Field is the
+// field at fault, "Trusted" or "Header"; Prefix, for Trusted, the prefix
+// refused. Detail says what is wrong without the package's prefix, for a
+// caller that names the setting its own way (tollgate's config, at
+// proxy.trusted_proxies); Error is "client: proxies: " followed by Detail.
+type ProxyConfigError struct {
+	Field  string
+	Prefix netip.Prefix
+	Detail string
+}
+
+func (e *ProxyConfigError) Error() string { return "client: proxies: " + e.Detail }
+
+// NewProxies returns Proxies for cfg, or a *ProxyConfigError when a prefix
+// is invalid or trusts every address, or Trusted is set without a Header.
 func NewProxies(cfg ProxyConfig) (*Proxies, error) {
 	p := &Proxies{}
 	for _, pf := range cfg.Trusted {
 		if !pf.IsValid() {
-			return nil, errors.New("client: proxies: invalid trusted prefix")
+			return nil, &ProxyConfigError{Field: "Trusted", Prefix: pf, Detail: "invalid trusted prefix"}
 		}
 		if pf.Addr().Is4In6() {
 			if pf.Bits() < 96 {
-				return nil, errors.New("client: proxies: trusted prefix " + pf.String() + " mixes IPv4-mapped and IPv6 addresses")
+				return nil, &ProxyConfigError{Field: "Trusted", Prefix: pf, Detail: "trusted prefix " + pf.String() + " mixes IPv4-mapped and IPv6 addresses"}
 			}
 			pf = netip.PrefixFrom(pf.Addr().Unmap(), pf.Bits()-96)
 		}
 		if pf.Bits() == 0 {
-			return nil, errors.New("client: proxies: trusted prefix " + pf.String() + " trusts every address, letting any client choose its IP")
+			return nil, &ProxyConfigError{Field: "Trusted", Prefix: pf, Detail: "trusted prefix " + pf.String() + " trusts every address, letting any client choose its IP"}
 		}
 		p.trusted = append(p.trusted, pf.Masked())
 	}
 	switch cfg.Header {
 	case HeaderNone:
 		if len(p.trusted) > 0 {
-			return nil, errors.New("client: proxies: Trusted needs the Header those proxies write")
+			return nil, &ProxyConfigError{Field: "Header", Detail: "Trusted needs the Header those proxies write"}
 		}
 	case HeaderForwarded, HeaderXForwardedFor:
 		p.header = cfg.Header.String()
 		p.xff = cfg.Header == HeaderXForwardedFor
 	default:
-		return nil, errors.New("client: proxies: unknown Header " + cfg.Header.String())
+		return nil, &ProxyConfigError{Field: "Header", Detail: "unknown Header " + cfg.Header.String()}
 	}
 	return p, nil
 }

@@ -404,8 +404,11 @@ export class Client {
         case "delay":
         case "captcha":
         case "deny":
-        case "step_up":
           return { ...v, fallback: false };
+        case "step_up":
+          // Only a success report is answered step_up: from a check or a
+          // send it would be a proceed in disguise, so it fails closed.
+          if (op === "report") return { ...v, fallback: false };
       }
       throw new UnavailableError(op, "the answer is not a verdict (unknown action)");
     } catch (e) {

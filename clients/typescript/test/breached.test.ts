@@ -155,6 +155,12 @@ test("AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor: step_up is tol
     const hooked = new Responder({ stepUp: () => ({ body: "second factor please" }) }).respond(v);
     assert.deepEqual([hooked.proceed, hooked.stepUp, hooked.status, hooked.body], [false, true, 403, "second factor please"]);
     assert.equal(new Responder().respond({ action: "proceed" }).stepUp, undefined, "only a step_up says so");
+    // A check or a send answered step_up is no verdict (as an unknown
+    // action): the fail mode's answer, never the step_up itself.
+    const check = await c.check({ flow: "login", account: "a" }, failDelay);
+    assert.deepEqual([check.action, check.fallback], ["delay", true], "a check's step_up is not a verdict");
+    const send = await c.send({ destination: "+15550100", channel: "sms" }, failDelay);
+    assert.deepEqual([send.action, send.fallback], ["delay", true]);
   } finally {
     await srv.close();
   }

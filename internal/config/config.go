@@ -84,6 +84,9 @@ type Config struct {
 	// Proxy, when set, serves the reverse proxy (proxy.go) on a listener of
 	// its own. The default is nil: no proxy.
 	Proxy *Proxy
+	// Breached, when set, serves GET /v1/breached/{prefix} (breached.go).
+	// The default is nil: the route answers 404 breached-off.
+	Breached *Breached
 	// StrictStore, set by `tollgate serve -strict-store` (never by the
 	// file), refuses to start on a Redis whose maxmemory-policy may evict
 	// keys, that keeps no persistence (neither an append-only file nor
@@ -239,6 +242,8 @@ type fileConfig struct {
 	Challenge *fileChallenge `yaml:"challenge"`
 	// Proxy is the YAML form of Config.Proxy.
 	Proxy *fileProxy `yaml:"proxy"`
+	// Breached is the YAML form of Config.Breached.
+	Breached *fileBreached `yaml:"breached"`
 }
 
 // fileWebhooks is the YAML form of Webhooks. Secrets come from files, never
@@ -544,6 +549,14 @@ func Parse(data []byte) (*Config, error) {
 			return nil, at(path, err)
 		}
 		cfg.Challenge = ch
+	}
+
+	if fc.Breached != nil {
+		b, path, err := breachedConfig(fc.Breached)
+		if err != nil {
+			return nil, at(path, err)
+		}
+		cfg.Breached = b
 	}
 
 	p, err := policyFromNode(&fc.Flows)

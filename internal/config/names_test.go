@@ -133,7 +133,7 @@ func TestConfig_AConfigFileMistakeNamesItsPathAndLine(t *testing.T) {
 		line       int
 		path, want string
 	}{
-		{"a top-level typo", "listen: 127.0.0.1:1\nflow:\n  login: {mode: shadow}\n", 2, "flow", `is not a top-level key (valid: listen, secret, log_level, timeouts, store, key_prefix, entries_refresh, decision_log, auth, tls, webhooks, flows, challenge, proxy); did you mean "flows"?`},
+		{"a top-level typo", "listen: 127.0.0.1:1\nflow:\n  login: {mode: shadow}\n", 2, "flow", `is not a top-level key (valid: listen, secret, log_level, timeouts, store, key_prefix, entries_refresh, decision_log, auth, tls, webhooks, flows, challenge, proxy, breached); did you mean "flows"?`},
 		{"a timeout typo", "timeouts:\n  raed: 1s\n", 2, "timeouts", `unknown field "raed" (valid: read_header, read, write, idle, shutdown); did you mean "read"?`},
 		{"a Redis typo", "store:\n  redis:\n    ulr: redis://x:1\n", 3, "store.redis", `did you mean "url"?`},
 		{"an auth key typo", "auth:\n  audience: a\n  keys:\n    - {id: k, alg: HS256, secret_fil: k.pem}\n", 4, "auth.keys[0]", `did you mean "secret_file"?`},

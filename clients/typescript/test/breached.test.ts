@@ -185,3 +185,23 @@ test("reportStepUp reports the ticket on the step_up flow, passed or failed", as
     await srv.close();
   }
 });
+
+test("rangeHas on 3,000 random bodies (a seeded fuzz): never throws; padding never matches; a counted line always does", () => {
+  let seed = 0x9e3779b9;
+  const rand = (n: number): number => {
+    seed ^= seed << 13;
+    seed ^= seed >>> 17;
+    seed ^= seed << 5;
+    return (seed >>> 0) % n;
+  };
+  const suffix = "1E4C9B93F3F0682250B6CF8331B7EE68FD8";
+  const parts = ["\r\n", "\n", "\r", ":", " ", "0", "7", "00", "x", "é", "\u0000", suffix, suffix.toLowerCase(), suffix.slice(0, 20), "FFFF"];
+  for (let i = 0; i < 3000; i++) {
+    let body = "";
+    for (let n = rand(12); n > 0; n--) body += parts[rand(parts.length)];
+    const got = rangeHas(body, suffix);
+    assert.equal(typeof got, "boolean");
+    assert.equal(rangeHas(body + "\n" + suffix + ":000\r\n", suffix), got, `padding changed the answer for ${JSON.stringify(body)}`);
+    assert.equal(rangeHas(body + "\n" + suffix.toLowerCase() + ":1\r\n", suffix), true, `a counted line missed after ${JSON.stringify(body)}`);
+  }
+});

@@ -9,62 +9,22 @@
  */
 
 import assert from "node:assert/strict";
-import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { createHash } from "node:crypto";
-import { existsSync, lstatSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import { existsSync, lstatSync, readFileSync } from "node:fs";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { fileURLToPath } from "node:url";
 
-/** examples/express-login, from dist-test/test/. */
-const appDir = resolve(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const repoRoot = resolve(appDir, "..", "..");
+import { Processes, appDir } from "./helpers.js";
 
 const wrong = "Wrong username or password.";
-const children: ChildProcess[] = [];
-let binDir = "";
+const procs = new Processes();
 let base = "";
 
-/** Starts cmd and resolves with the first match of re in a line of the stream it writes to (stdout, or stderr). */
-function start(cmd: string, args: string[], env: NodeJS.ProcessEnv, fromStderr: boolean, re: RegExp, cwd?: string): Promise<string> {
-  const child = spawn(cmd, args, { env, cwd, stdio: ["ignore", fromStderr ? "ignore" : "pipe", fromStderr ? "pipe" : "inherit"] });
-  children.push(child);
-  const lines: string[] = [];
-  return new Promise<string>((ok, fail) => {
-    const timer = setTimeout(() => fail(new Error(`${cmd} did not start in 60 s:\n${lines.join("\n")}`)), 60_000);
-    child.once("exit", (code) => (clearTimeout(timer), fail(new Error(`${cmd} exited at start (${code}):\n${lines.join("\n")}`))));
-    createInterface({ input: (fromStderr ? child.stderr : child.stdout) as NodeJS.ReadableStream }).on("line", (line) => {
-      lines.push(line);
-      const m = re.exec(line);
-      if (m !== null) {
-        clearTimeout(timer);
-        ok(m[1] as string);
-      }
-    });
-  });
-}
-
 before(async () => {
-  let bin = process.env["TOLLGATE_BIN"] ?? "";
-  if (bin === "") {
-    binDir = mkdtempSync(join(tmpdir(), "express-login-test-"));
-    bin = join(binDir, "tollgate");
-    execFileSync("go", ["build", "-o", bin, "./cmd/tollgate"], { cwd: repoRoot, stdio: "inherit", timeout: 600_000 });
-  }
-  const env: NodeJS.ProcessEnv = { PATH: process.env["PATH"], TOLLGATE_LISTEN: "127.0.0.1:0", TOLLGATE_SECRET: "express-login-test-secret-of-32-bytes!" };
-  const addr = await start(resolve(bin), ["serve"], env, true, /"msg":"listening".*"addr":"([^"]+)"/);
-  base = await start("node", ["dist/server.js"], {
-    PATH: process.env["PATH"], HOME: tmpdir(), TOLLGATE_URL: `http://${addr}`, LISTEN: "127.0.0.1:0",
-    TRUSTED_PROXIES: "127.0.0.0/8,::1/128", DEMO_HASH_ITERATIONS: "1000",
-  }, false, /^listening (http:\/\/127\.0\.0\.1:\d+)$/, appDir);
+  base = await procs.startDemo();
 });
 
-after(() => {
-  for (const c of children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
-  if (binDir !== "") rmSync(binDir, { recursive: true, force: true });
-});
+after(() => procs.stop());
 
 interface Got {
   status: number;

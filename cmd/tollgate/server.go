@@ -64,6 +64,7 @@ type server struct {
 	engine    *authguard.Engine
 	checks    *storeCheck // nil on the memory store
 	proxy     *proxyServer
+	breached  *breachedRanges
 	reload    *reloader
 	api       *apiServer
 	hup       *hangup
@@ -135,6 +136,9 @@ func (s *server) Open(ctx context.Context) (err error) {
 	if s.checks, err = startStoreCheck(s.ctx, s.store, s.engine, s.metrics, log, cfg.StrictStore); err != nil {
 		return err
 	}
+	if s.breached, err = openBreached(cfg, s.metrics.Registry(), log); err != nil { // off without a breached section
+		return err // its errors say "breached:"
+	}
 	handler, err := s.apiHandler()
 	if err != nil {
 		return err
@@ -170,6 +174,7 @@ func (s *server) reloadables() []reloadable {
 	if s.proxy != nil {
 		out = append(out, s.proxy) // its routes
 	}
+	out = append(out, s.breached) // its corpus, read again
 	return out
 }
 
@@ -328,7 +333,8 @@ func (s *server) apiHandler() (http.Handler, error) {
 	}
 	return api.New(api.Config{Engine: s.engine, Store: s.store, Metrics: s.metrics, Logger: s.log,
 		StoreHealth: s.checks.health(s.watch.health), StoreWarnings: s.checks.warnings, Verifier: s.verifier, Reload: reloadRoute,
-		Tracer: s.tracing.tracerProvider(), Webhooks: hooksAdmin, Challenger: s.chal.c})
+		Tracer: s.tracing.tracerProvider(), Webhooks: hooksAdmin, Challenger: s.chal.c,
+		Breached: s.breached})
 }
 
 // decisionLog is the decision log (config's decision_log): one JSON line

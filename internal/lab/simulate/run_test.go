@@ -720,7 +720,7 @@ actors:
 func TestRun_FreshSubjectFloodKeepsNoStatePerSubject(t *testing.T) {
 	seconds := 200 // 200,000 logins
 	if raceEnabled || testing.Short() {
-		seconds = 20
+		seconds = 5 // 5,000 logins, 50 bursts
 	}
 	r, runs := execRun(t, fmt.Sprintf(`
 name: flood

@@ -21,12 +21,12 @@ var longScenarios = map[string]bool{
 // shortDurations are the day-long sprays that -short runs for a few hours:
 // one attacker at a steady rate, expectations that are upper bounds on
 // counts that only grow (a shortened run over the bound is a full run over
-// it), and hours enough to fill both windows of the spraying rule, so that
-// the run reaches its bound and then spends an hour held at it. Most of a
-// whole day's logins (86,400 for a sprayer at 1/s) come after that point.
+// it), and hours enough for the run to reach its bound and then spend an
+// hour held at it. Most of a whole day's logins (86,400 for a sprayer at
+// 1/s) come after that point.
 var shortDurations = map[string]time.Duration{
-	"spray-one-ip":        3 * time.Hour, // 10 accounts in the first hour, no 11th in the next two
-	"spray-ipv6-rotation": 3 * time.Hour, // the same from one /64
+	"spray-one-ip":        2 * time.Hour, // 10 accounts in the first hour, no 11th in the second
+	"spray-ipv6-rotation": 2 * time.Hour, // the same from one /64
 	"spray-6to4":          3 * time.Hour, // 10 an hour: the day's 20 in the second hour, none in the third
 	"spray-ipv6-slash48":  5 * time.Hour, // 50 an hour: the day's 200 in the fourth hour, none in the fifth
 }

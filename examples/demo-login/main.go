@@ -10,6 +10,8 @@
 //	-listen ADDR    loopback host:port to listen on (default 127.0.0.1:8081)
 //	-tollgate URL   tollgate's base URL (default http://127.0.0.1:8080)
 //	-token TOKEN    bearer token for a tollgate with auth configured
+//	-code-file FILE file the step-up codes are written to, the demo's
+//	                stand-in for e-mail (default: the log)
 //
 // It listens on loopback only: it trusts loopback peers as its reverse
 // proxy and reads X-Forwarded-For from them (demo.LoopbackProxies), so that
@@ -51,6 +53,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 	listen := fs.String("listen", "127.0.0.1:8081", "loopback `host:port` to listen on")
 	tollgateURL := fs.String("tollgate", "http://127.0.0.1:8080", "tollgate's base `URL`")
 	token := fs.String("token", "", "bearer `token` for a tollgate with auth configured")
+	codeFile := fs.String("code-file", "", "`file` the step-up codes are appended to, the demo's stand-in for e-mail (default: the log)")
 	hookSecretFile := fs.String("webhook-secret-file", "", "`file` holding the whsec_ secret of tollgate's webhook endpoint at POST /tollgate/events (default: no endpoint)")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
@@ -82,7 +85,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		}
 		hookSecret = strings.TrimSpace(string(b))
 	}
-	app, err := demo.New(demo.Config{Tollgate: tg, Proxies: proxies, Logger: log, WebhookSecret: hookSecret})
+	app, err := demo.New(demo.Config{Tollgate: tg, Proxies: proxies, Logger: log, WebhookSecret: hookSecret, CodeFile: *codeFile})
 	if err != nil {
 		fmt.Fprintf(stderr, "demo-login: %v\n", err)
 		return 1

@@ -2,6 +2,7 @@ package demo
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -12,8 +13,10 @@ import (
 	"math/big"
 	"net/http"
 	"net/netip"
+	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/api/client"
@@ -83,6 +86,12 @@ type Config struct {
 	// login.new_device event puts a "was this you?" notice in the user's
 	// inbox panel. The default is empty: no endpoint.
 	WebhookSecret string
+	// CodeFile is the demo's stand-in for e-mail: the file each step-up
+	// code is appended to, one line "<time> to <user>: <code>", when
+	// tollgate answers a sign-in step_up (its password is in the breach
+	// corpus, or the account or address is under attack). The default is
+	// "": the codes go to Logger.
+	CodeFile string
 }
 
 // LoopbackProxies trusts every loopback peer (127.0.0.0/8 and ::1) as a
@@ -117,6 +126,9 @@ type App struct {
 	// webhookSecret and notices serve POST /tollgate/events.
 	webhookSecret string
 	notices       notices
+	// codeFile and codeMu serve the step-up's code sender.
+	codeFile string
+	codeMu   sync.Mutex
 }
 
 // New returns the App for cfg, or an error when cfg is unusable.
@@ -125,7 +137,7 @@ func New(cfg Config) (*App, error) {
 		return nil, errors.New("demo: Config.Tollgate is required")
 	}
 	a := &App{tg: cfg.Tollgate, proxies: cfg.Proxies, fpKey: cfg.FingerprintKey, now: cfg.Now, log: cfg.Logger,
-		webhookSecret: cfg.WebhookSecret}
+		webhookSecret: cfg.WebhookSecret, codeFile: cfg.CodeFile}
 	if a.proxies == nil {
 		a.proxies = &client.Proxies{}
 	}
@@ -173,7 +185,10 @@ func New(cfg Config) (*App, error) {
 	// what may not go ahead: a delay with loginRS's page, a CAPTCHA
 	// verdict with tollgate's proof-of-work challenge (the form the user
 	// filled in goes on by itself once it is solved). The device cookie is
-	// set once the code step has passed too.
+	// set once the code step has passed too. A sign-in tollgate answers
+	// step_up gets the guard's second factor first: a code "e-mailed"
+	// through sendStepUpCode, on the demo's step-up page; once it passed,
+	// the guard runs login again and the SMS step follows as always.
 	if a.guard, err = client.NewGuard(client.GuardConfig{
 		Client: a.tg, Flow: flowLogin, AccountField: "username", PasswordField: "password",
 		FingerprintKey: a.fpKey, Proxies: a.proxies, DeviceCookie: a.loginDevice, DeferDeviceCookie: true,
@@ -183,6 +198,9 @@ func New(cfg Config) (*App, error) {
 		Refused: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			a.render(w, http.StatusOK, loginPage(msgWrong))
 		}),
+		StepUp: client.CodeStepUp{Send: a.sendStepUpCode, PageFunc: func(w http.ResponseWriter, r *http.Request, status int, message string) {
+			a.render(w, status, page{Page: "stepup", Title: "One more step", Message: message, Alert: message != ""})
+		}},
 	}); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
@@ -396,6 +414,12 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	// A failure for an unknown name is reported exactly like a wrong
 	// password for a known one.
 	rv, _ := attempt.Report(r.Context(), outcome) // the guard logs a report tollgate did not answer
+	if rv.Action == wire.ActionStepUp {
+		// The password was right, but tollgate wants a second factor
+		// first: no session yet. The guard asks for the code and runs
+		// login again once it passed (it would drop anything written here).
+		return
+	}
 	if acct == nil {
 		a.render(w, http.StatusOK, loginPage(msgWrong))
 		return
@@ -407,6 +431,31 @@ func (a *App) login(w http.ResponseWriter, r *http.Request) {
 	}
 	setSessionCookie(w, s.id)
 	http.Redirect(w, r, "/otp", http.StatusSeeOther)
+}
+
+// sendStepUpCode is the guard's code sender: the demo's stand-in for an
+// e-mail to the account's owner, a line in CodeFile (or the log).
+func (a *App) sendStepUpCode(_ context.Context, account, code string) error {
+	u := a.users.lookup(account)
+	if u == nil { // the password was just verified: cannot happen
+		return errors.New("demo: no such account")
+	}
+	line := fmt.Sprintf("%s to %s: Your tollgate demo sign-in code is %s\n", a.now().UTC().Format(time.RFC3339), u.name, code)
+	if a.codeFile == "" {
+		a.log.Info("demo: step-up code (the demo's stand-in for an e-mail)", "line", strings.TrimSpace(line))
+		return nil
+	}
+	a.codeMu.Lock()
+	defer a.codeMu.Unlock()
+	f, err := os.OpenFile(a.codeFile, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteString(line); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // pending returns the request's session that passed the password step and

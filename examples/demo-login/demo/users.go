@@ -101,3 +101,8 @@ func (s *userStore) known(name string) bool {
 	_, ok := s.accounts[name]
 	return ok
 }
+
+// lookup returns the account of name as typed, or nil.
+func (s *userStore) lookup(name string) *account {
+	return s.accounts[strings.ToLower(name)]
+}

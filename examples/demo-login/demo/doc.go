@@ -24,11 +24,17 @@
 //   - SendOTP before sending a code, with the same message whatever the
 //     verdict, and the otp_verify flow (with the destination and channel)
 //     when the code is checked.
+////   - breached passwords and step-up: the guard looks each reported
+//     password up in tollgate's breached-password corpus (five hex digits
+//     of its SHA-1 leave the process) and, when a success answers step_up,
+//     drops the login's answer and asks for a 6-digit code, "e-mailed" to
+//     Config.CodeFile, on the demo's step-up page; once it passed, the
+//     login goes on to the SMS step with the pass's device token.
 //
 // Everything else is a stand-in and says so on the page: the users are two
 // demo accounts whose passwords the login page shows, the code step's
-// CAPTCHA is a checkbox, and the "SMS" goes to a panel on the page instead
-// of a phone.
+// CAPTCHA is a checkbox, the "SMS" goes to a panel on the page instead
+// of a phone, and the step-up's "e-mail" to a file or the log.
 // Sessions live in memory.
 //
 // Security: LoopbackProxies, which examples/demo-login uses, trusts every

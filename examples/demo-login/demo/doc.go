@@ -23,8 +23,8 @@
 //     owner's browser;
 //   - SendOTP before sending a code, with the same message whatever the
 //     verdict, and the otp_verify flow (with the destination and channel)
-//     when the code is checked.
-////   - breached passwords and step-up: the guard looks each reported
+//     when the code is checked;
+//   - breached passwords and step-up: the guard looks each reported
 //     password up in tollgate's breached-password corpus (five hex digits
 //     of its SHA-1 leave the process) and, when a success answers step_up,
 //     drops the login's answer and asks for a 6-digit code, "e-mailed" to

@@ -11,24 +11,27 @@ import (
 	"github.com/tollgate-auth/tollgate/auth"
 )
 
-// An auth error is placed by its type, never by its words: one that
-// reaches config under another prefix, or whose text no longer starts
-// "auth: ", still says its Detail at the file's auth key, and the cause
-// stays beneath for errors.As.
-func TestAuthError_IsReadAsAValueNotByItsPrefix(t *testing.T) {
-	ce := &auth.ConfigError{Field: "Keys[0]", Detail: `keys[0] (kid "k"): the HS256 secret has 12 bytes; at least 32 are required`}
-	for _, err := range []error{
-		ce,
-		fmt.Errorf("verifier: %w", ce), // a message that starts differently
-	} {
-		e := &Error{Line: 2, Path: "auth", Err: authError(err)}
-		if got, want := e.Error(), `line 2: auth: keys[0] (kid "k"): the HS256 secret has 12 bytes; at least 32 are required`; got != want {
-			t.Errorf("%q placed as %q, want %q", err, got, want)
-		}
-		var back *auth.ConfigError
-		if !errors.As(e, &back) || back.Field != "Keys[0]" {
-			t.Errorf("%q: errors.As finds %+v, want the auth.ConfigError beneath", err, back)
-		}
+// An auth error is placed by its type, never by its words: one whose
+// message starts otherwise (wrapped under another prefix) still says its
+// Detail at the file's auth key and line, with the auth.ConfigError
+// beneath for errors.As.
+func TestParse_AnAuthErrorWordedOtherwiseStillSaysItsDetailAtTheAuthLine(t *testing.T) {
+	defer func(f func(auth.Config) (*auth.Verifier, error)) { newVerifier = f }(newVerifier)
+	ce := &auth.ConfigError{Field: "Tenants[0]", Detail: "tenants[0] (shop): an issuer is required"}
+	newVerifier = func(auth.Config) (*auth.Verifier, error) { return nil, fmt.Errorf("verifier: %w", ce) }
+	dir := t.TempDir()
+	secret := filepath.Join(dir, "hs.key")
+	os.WriteFile(secret, []byte(strings.Repeat("s", 32)), 0o600)
+	yaml := fmt.Sprintf("listen: 0.0.0.0:8080\nauth:\n  audience: tollgate\n  keys: [{id: k, alg: HS256, secret_file: %q}]\n  tenants: [{name: shop, issuer: i}]\n", secret)
+
+	_, err := Parse([]byte(yaml))
+	if got, want := fmt.Sprint(err), "line 2: auth: tenants[0] (shop): an issuer is required"; got != want {
+		t.Errorf("Parse = %q, want %q", got, want)
+	}
+	var e *Error
+	var back *auth.ConfigError
+	if !errors.As(err, &e) || e.Path != "auth" || e.Line != 2 || !errors.As(err, &back) || back != ce {
+		t.Errorf("Parse = %#v, want a *config.Error at auth, line 2, with the auth.ConfigError beneath", err)
 	}
 }
 

@@ -306,7 +306,7 @@ func authConfig(fa *fileAuth) (*auth.Config, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := auth.New(*c); err != nil {
+	if _, err := newVerifier(*c); err != nil {
 		return nil, err
 	}
 	return c, nil

@@ -8,6 +8,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/tollgate-auth/tollgate/api/client"
 	"github.com/tollgate-auth/tollgate/auth"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
@@ -89,6 +90,14 @@ type said struct {
 func (s *said) Error() string { return s.msg }
 func (s *said) Unwrap() error { return s.err }
 
+// newVerifier and newProxies are auth.New and client.NewProxies, which
+// check the auth section and the proxy's addresses; a test puts errors
+// worded otherwise in their place, to show that config reads their types.
+var (
+	newVerifier = auth.New
+	newProxies  = client.NewProxies
+)
+
 // authError is an error of the file's auth section in the file's words,
 // to be said after the section's name: auth's *ConfigError says its
 // Detail (`keys[0] (kid "k"): ...`), taken as a value, never cut from its
@@ -100,6 +109,17 @@ func authError(err error) *said {
 		return &said{msg: ce.Detail, err: err}
 	}
 	return &said{msg: err.Error(), err: err}
+}
+
+// proxiesDetail is api/client's refusal of the proxy's trusted_proxies
+// and client_ip_header in the file's words: a *client.ProxyConfigError's
+// Detail, taken as a value, never cut from its text.
+func proxiesDetail(err error) string {
+	var pe *client.ProxyConfigError
+	if errors.As(err, &pe) {
+		return pe.Detail
+	}
+	return err.Error()
 }
 
 // decodeError is the *Error of a failed yaml decode at path: the line of

@@ -231,3 +231,21 @@ func FuzzParseRange(f *testing.F) {
 		}
 	})
 }
+
+func TestDecodeHex_EveryByte(t *testing.T) {
+	for c := range 256 {
+		var dst [1]byte
+		ok := decodeHex(dst[:], []byte{byte(c), '0'})
+		want := strings.ContainsRune("0123456789abcdefABCDEF", rune(c))
+		if ok != want {
+			t.Errorf("decodeHex(%q) ok = %v, want %v", byte(c), ok, want)
+		}
+		if ok2 := decodeHex(dst[:], []byte{'0', byte(c)}); ok2 != want {
+			t.Errorf("decodeHex(0%q) ok = %v, want %v", byte(c), ok2, want)
+		}
+	}
+	var dst [2]byte
+	if !decodeHex(dst[:], []byte("aF09")) || dst != [2]byte{0xaf, 0x09} {
+		t.Errorf("decodeHex(aF09) = %x", dst)
+	}
+}

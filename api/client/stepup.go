@@ -470,5 +470,15 @@ func (s *stepWriter) flush() {
 	}
 }
 
+// Flush flushes what the handler wrote, unless it is being dropped: a
+// flush must not send the handler's status ahead of the step-up's page.
+func (s *stepWriter) Flush() {
+	if s.stepping.Load() {
+		return
+	}
+	s.flush()
+	http.NewResponseController(s.ResponseWriter).Flush()
+}
+
 // Unwrap is for http.ResponseController.
 func (s *stepWriter) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -139,6 +139,8 @@ type stepApp struct {
 	mu    sync.Mutex
 	codes []string // the codes sent, to "bob"
 	runs  int      // the login handler's runs
+	// flush makes the handler flush its answer, as a streaming one does.
+	flush bool
 }
 
 const sessionCookie = "session"
@@ -207,6 +209,9 @@ func (s *stepApp) login(w http.ResponseWriter, r *http.Request) {
 	}
 	http.SetCookie(w, &http.Cookie{Name: sessionCookie, Value: "signed-in-as-bob", Path: "/"})
 	http.Redirect(w, r, "/home", http.StatusSeeOther)
+	if s.flush {
+		http.NewResponseController(w).Flush()
+	}
 }
 
 func (s *stepApp) lastCode(t *testing.T) string {
@@ -328,6 +333,18 @@ func TestGuard_AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor(t *tes
 	s.tg.mu.Unlock()
 	if passed.Attempt != standInTicket || passed.Account != "bob" {
 		t.Errorf("step_up_passed report %+v: want the ticket and the account", passed)
+	}
+}
+
+// A handler that flushes its answer sends nothing of it on a step_up: the
+// flush is dropped with the rest, and the step-up page goes out whole.
+func TestGuard_AFlushingHandlerSendsNothingOnAStepUp(t *testing.T) {
+	s := newStepApp(t)
+	s.flush = true
+	b := s.browser()
+	got := b.post(t, bob(breachedPass))
+	if b.signedIn() || got.status != http.StatusOK || b.cookies[client.StepUpCookieName] == "" {
+		t.Fatalf("a flushing handler's step_up: %s, cookies %v", got, b.cookies)
 	}
 }
 

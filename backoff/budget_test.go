@@ -53,6 +53,12 @@ func TestMaxFailuresIn_MatchesTheBestScheduleOnRealCharges(t *testing.T) {
 		// starting over beats waiting out the delays, many times a day.
 		{Free: 2, Base: time.Minute, Factor: 2, Max: 10 * time.Minute, ForgetAfter: 11 * time.Minute},
 	}
+	// The best schedules of these policies repeat their first length at
+	// most twice; -short tries up to 3 repeats, make test 12.
+	repeats := 12
+	if testing.Short() {
+		repeats = 3
+	}
 	for _, p := range policies {
 		got := p.MaxFailuresIn(24 * time.Hour)
 		best := 0
@@ -61,7 +67,7 @@ func TestMaxFailuresIn_MatchesTheBestScheduleOnRealCharges(t *testing.T) {
 		}
 		for a := 1; a <= 15; a++ { // x cycles of a, then cycles of b
 			for b := 1; b <= 15; b++ {
-				for x := 1; x <= 12; x++ {
+				for x := 1; x <= repeats; x++ {
 					cycles := append(slices.Repeat([]int{a}, x), b)
 					best = max(best, replay(p, 24*time.Hour, cycles...))
 				}

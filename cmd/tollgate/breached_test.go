@@ -169,3 +169,28 @@ func TestServe_ACorpusPastMaxBytesStopsTheStart(t *testing.T) {
 		t.Fatalf("serve = %v, want the corpus refused past max_bytes", err)
 	}
 }
+
+// The example's commented-out breached section loads and says the
+// defaults: what it shows is what an empty section gives.
+func TestExampleConfig_ItsBreachedSectionLoadsWithTheDefaults(t *testing.T) {
+	data, err := os.ReadFile("tollgate.example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	corpus := filepath.Join(t.TempDir(), "pwned.txt")
+	writeCorpus(t, corpus, "password")
+	section := strings.ReplaceAll(uncomment(t, string(data), "breached"), "/var/lib/tollgate/pwnedpasswords.txt", corpus)
+	cfg, err := config.Parse([]byte(section))
+	if err != nil {
+		t.Fatalf("the example's breached section: %v\n%s", err, section)
+	}
+	empty, err := config.Parse([]byte("breached:\n  corpus: " + corpus + "\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, want := *cfg.Breached, *empty.Breached
+	want.UpstreamTimeout, want.CacheEntries, want.CacheTTL = 2e9, 1024, 3600e9 // the defaults the breached package applies to zero
+	if got != want {
+		t.Errorf("the example's section = %+v, want the defaults %+v", got, want)
+	}
+}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -353,6 +354,7 @@ func vectorServer(t *testing.T, c failModeVector) (base string, last func() *htt
 		mu.Lock()
 		got = r.Clone(context.Background()) // the handler's r is not the test's to read
 		mu.Unlock()
+		_, _ = io.Copy(io.Discard, r.Body) // so that a client hanging up ends the delay, and srv.Close waits for none
 		if c.Server.DelayMS > 0 {
 			select {
 			case <-time.After(time.Duration(c.Server.DelayMS) * time.Millisecond):

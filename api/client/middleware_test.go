@@ -2,6 +2,7 @@ package client_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/binary"
@@ -58,6 +59,7 @@ type guardStack struct {
 	reports []client.Verdict  // the handler's reports
 	refused int               // requests the Refused handler answered
 	paths   map[string]string // path of each tollgate call, by body
+	codes   []string          // the step-up codes the Guard sent
 }
 
 // startGuard starts a guardStack; configure, if any, changes the Guard's
@@ -113,6 +115,12 @@ func startGuard(t *testing.T, configure ...func(*client.GuardConfig)) *guardStac
 			s.mu.Unlock()
 			wrongPage(w)
 		}),
+		SendCode: func(_ context.Context, _, code string) error {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			s.codes = append(s.codes, code)
+			return nil
+		},
 	}
 	for _, c := range configure {
 		c(&cfg)
@@ -233,6 +241,37 @@ func (s *guardStack) postJSON(t *testing.T, ip string, body map[string]string, h
 	for i := 0; i+1 < len(hdr); i += 2 {
 		req.Header.Set(hdr[i], hdr[i+1])
 	}
+	return s.do(t, req, ip)
+}
+
+// throughStepUp completes the step-up that a asks for, if any (tollgate
+// answers a correct password from an address it escalated step_up): the
+// code the Guard sent, posted back with the step-up cookie as a browser or
+// a JSON client would. Without a step-up it returns a.
+func (s *guardStack) throughStepUp(t *testing.T, ip string, a answer, asJSON bool) answer {
+	t.Helper()
+	var cookie *http.Cookie
+	for _, c := range (&http.Response{Header: a.header}).Cookies() {
+		if c.Name == client.StepUpCookieName && c.MaxAge >= 0 {
+			cookie = c
+		}
+	}
+	if cookie == nil {
+		return a
+	}
+	s.mu.Lock()
+	code := s.codes[len(s.codes)-1]
+	s.mu.Unlock()
+	if !asJSON {
+		return s.post(t, ip, url.Values{client.StepUpField: {code}}, cookie)
+	}
+	b, _ := json.Marshal(map[string]string{client.StepUpField: code})
+	req, err := http.NewRequest(http.MethodPost, s.app.URL+"/login", bytes.NewReader(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.AddCookie(cookie)
 	return s.do(t, req, ip)
 }
 
@@ -376,6 +415,7 @@ func TestGuard_ASprayedAddressMeetsAChallengeAndTheHeldFormGoesOnOnceSolved(t *t
 
 	res := s.post(t, ip, url.Values{"tollgate_handle": {handle}, "tollgate_token": {token},
 		"tollgate_nonce": {solve(t, token, difficulty)}})
+	res = s.throughStepUp(t, ip, res, false)
 	if res.status != http.StatusSeeOther || res.header.Get("Location") != "/home" {
 		t.Fatalf("the solved challenge's post: %v; want the login's 303 to /home", res)
 	}
@@ -445,6 +485,7 @@ func TestGuard_AWrongSolutionGetsAFreshChallengeNotTheLogin(t *testing.T) {
 		t.Errorf("the first challenge's handle after a fresh one: %v", a)
 	}
 	a = s.post(t, ip, url.Values{"tollgate_handle": {handle2}, "tollgate_token": {token2}, "tollgate_nonce": {solve(t, token2, guardDifficult)}})
+	a = s.throughStepUp(t, ip, a, false)
 	if a.status != http.StatusSeeOther || a.header.Get("Location") != "/home" || s.lastLogin().Get("password") != guardPassword {
 		t.Errorf("the fresh challenge solved: %v; want bob signed in with his held form", a)
 	}
@@ -493,7 +534,7 @@ func TestGuard_JSONGetsProblemDocumentsAndGoesOnWithTheSolutionsHeaders(t *testi
 		t.Errorf("a JSON login with a wrong solution: %v; want a fresh challenge", a)
 	}
 	nonce := solve(t, doc.Challenge.Token, doc.Challenge.Difficulty)
-	if a := s.postJSON(t, ip, body, client.HeaderChallengeToken, doc.Challenge.Token, client.HeaderChallengeNonce, nonce); a.status != http.StatusSeeOther {
+	if a := s.throughStepUp(t, ip, s.postJSON(t, ip, body, client.HeaderChallengeToken, doc.Challenge.Token, client.HeaderChallengeNonce, nonce), true); a.status != http.StatusSeeOther {
 		t.Errorf("a JSON login with the solution: %v; want the login's 303", a)
 	}
 	if got := s.lastLogin(); got.Get("username") != guardUser || got.Get("password") != guardPassword {

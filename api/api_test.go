@@ -64,9 +64,16 @@ func TestLogin_CheckReportCheck(t *testing.T) {
 	if v.Action != "proceed" {
 		t.Fatalf("check after the delay = %+v, want proceed", v)
 	}
+	// Six failures and no device token from a network the account never
+	// signed in from: the right password is answered step_up, and the
+	// second factor's pass returns the device token.
 	r := h.report(t, testkit.With(alice, "outcome", "success", "attempt", v.Attempt))
+	if r.Action != "step_up" || r.DeviceToken != "" || r.Attempt == "" || !slices.Equal(r.Reasons, []string{"new_device_under_attack"}) {
+		t.Fatalf("success report = %+v, want step_up [new_device_under_attack] with a ticket", r)
+	}
+	r = h.report(t, testkit.With(alice, "flow", "step_up", "outcome", "step_up_passed", "attempt", r.Attempt))
 	if r.Action != "proceed" || r.DeviceToken == "" {
-		t.Fatalf("success report = %+v, want proceed with a device token", r)
+		t.Fatalf("step_up_passed report = %+v, want proceed with a device token", r)
 	}
 	if v := h.check(t, testkit.With(alice, "device_token", r.DeviceToken)); v.Action != "proceed" {
 		t.Fatalf("check with the device token = %+v", v)

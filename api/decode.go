@@ -77,6 +77,7 @@ func reportRequest(b *reportBody) (authguard.ReportRequest, error) {
 		Destination:         b.Destination,
 		Channel:             b.Channel,
 		Ref:                 b.Ref,
+		Breached:            b.Breached,
 	}, nil
 }
 

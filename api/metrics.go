@@ -243,6 +243,9 @@ func (m *Metrics) SetPolicy(policy *authguard.Policy) {
 		calls, actions := []string{"check", "report"}, []authguard.Action{authguard.Proceed, authguard.Delay, authguard.Captcha}
 		if f.Kind == authguard.Sends {
 			calls, actions = []string{"send"}, append(actions, authguard.Deny)
+		} else if f.StepUp.Flow != "" {
+			actions = append(actions, authguard.StepUp)
+			m.unsettled.WithLabelValues(name)
 		} else {
 			m.unsettled.WithLabelValues(name)
 		}

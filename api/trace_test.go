@@ -125,8 +125,10 @@ func TestTraces_CarryNoIdentifier(t *testing.T) {
 			}
 		}
 	}
-	if stores != 8 {
-		t.Errorf("%d store spans, want one under each of the 8 verdicts", stores)
+	// One under each of the 8 verdicts, and a login success's second: its
+	// known network is written once the success is not stepped up.
+	if stores != 9 {
+		t.Errorf("%d store spans, want one under each of the 8 verdicts and the success's known network", stores)
 	}
 
 	first := attrs(inOrder[0].Attributes)

@@ -27,6 +27,7 @@ const (
 	flagShadow     = 1 << 0
 	flagExempt     = 1 << 1
 	flagDevice     = 1 << 2
+	flagKnown      = 1 << 3 // a step-up ticket's device came from a valid device token
 )
 
 var (
@@ -41,6 +42,7 @@ type attempt struct {
 	id     string // attempt id (base64url)
 	exempt bool   // the check spent the device's own allowance
 	shadow bool   // shadow mode would have refused the attempt
+	known  bool   // a step-up ticket's: device is the one the login's device token named
 }
 
 type attemptSigner struct {
@@ -55,14 +57,24 @@ func (s *attemptSigner) tag(payload []byte, tenant, flow, account string, out []
 }
 
 func (s *attemptSigner) sign(tenant, flow, account string, a attempt, expires time.Time) string {
+	return s.seal(attemptVersion, tenant, flow, account, a, expires)
+}
+
+// seal signs a token of the attempt layout under version: attemptVersion
+// for attempt tokens, ticketVersion for step-up tickets (stepup.go), so
+// that neither passes for the other.
+func (s *attemptSigner) seal(version byte, tenant, flow, account string, a attempt, expires time.Time) string {
 	var p [attemptPayload]byte
-	p[0] = attemptVersion
+	p[0] = version
 	binary.BigEndian.PutUint64(p[1:9], uint64(expires.Unix()))
 	if a.shadow {
 		p[9] |= flagShadow
 	}
 	if a.exempt {
 		p[9] |= flagExempt
+	}
+	if a.known {
+		p[9] |= flagKnown
 	}
 	if a.device != "" {
 		p[9] |= flagDevice
@@ -109,6 +121,11 @@ const (
 // parse verifies token for this tenant, flow and account at now. Only an
 // attemptValid status comes with the attempt.
 func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time) (attempt, attemptStatus) {
+	return s.open(attemptVersion, token, tenant, flow, account, now)
+}
+
+// open is parse for tokens sealed under version.
+func (s *attemptSigner) open(version byte, token, tenant, flow, account string, now time.Time) (attempt, attemptStatus) {
 	if token == "" {
 		return attempt{}, attemptMissing
 	}
@@ -129,7 +146,7 @@ func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time
 	if !hmac.Equal(got[:], s.tag(p[:], tenant, flow, account, t[:0])) {
 		return attempt{}, attemptForged
 	}
-	if p[0] != attemptVersion { // signed by us, so a version this build does not read
+	if p[0] != version { // signed by us, so a version this build does not read, or the other kind
 		return attempt{}, attemptMalformed
 	}
 	if int64(binary.BigEndian.Uint64(p[1:9])) <= now.Unix() {
@@ -139,6 +156,7 @@ func (s *attemptSigner) parse(token, tenant, flow, account string, now time.Time
 		id:     base64.RawURLEncoding.EncodeToString(p[10+hashBytes:]),
 		exempt: p[9]&flagExempt != 0,
 		shadow: p[9]&flagShadow != 0,
+		known:  p[9]&flagKnown != 0,
 	}
 	if p[9]&flagDevice != 0 {
 		a.device = base64.RawURLEncoding.EncodeToString(p[10 : 10+hashBytes])

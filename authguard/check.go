@@ -54,7 +54,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	if answer.Action == Proceed {
+	if answer.Action == Proceed && !s.flow.SecondFactor { // a step-up flow's check counts nothing to settle
 		answer.Attempt = e.attempts.sign(s.tenant, s.flow.Name, s.account, attempt{
 			device: device, id: id,
 			exempt: p.allowance >= 0 && b.res != nil && b.res[p.allowance].Charged,
@@ -64,7 +64,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	var rec *EventSubjects
 	if e.recordSubjects {
 		attempt := ""
-		if answer.Action == Proceed {
+		if answer.Action == Proceed && !s.flow.SecondFactor {
 			attempt = id
 		}
 		rec = e.record(&s, device, attempt)

@@ -635,8 +635,8 @@ func TestLogin_OwnersSuccessDoesNotResetTheAttackersProgress(t *testing.T) {
 		h.attempt("uma", fmt.Sprintf("203.0.113.%d", i+10), authguard.Failure, "")
 	}
 	before := h.check(authguard.CheckRequest{Account: "uma", IP: "203.0.113.99"}).Delay
-	h.clock.Advance(before) // the owner, without cookies, waits and gets in
-	v := h.attempt("uma", "198.51.100.1", authguard.Success, "")
+	h.clock.Advance(before) // the owner, without cookies, waits, gets in and passes the second factor
+	v := h.passStepUp("uma", "198.51.100.1", h.attempt("uma", "198.51.100.1", authguard.Success, ""))
 	if v.DeviceToken == "" {
 		t.Fatal("no device token")
 	}

@@ -38,7 +38,9 @@ func (h *harness) timedGuess(account string) time.Duration {
 // delay running, and an owner without a device token, whose retry comes a
 // fraction of a second later, never got in. Now the network she signed in
 // from before is known to her account: from there she goes ahead at once,
-// typo and all, however the attacker times his guesses elsewhere.
+// typo and all, however the attacker times his guesses elsewhere. Her
+// account is under attack and she has no device token, so her password is
+// answered step_up: a second factor, never a wait.
 func TestKnownNetwork_AnAttackerTimedToEachDelayEndDoesNotKeepTheOwnerOut(t *testing.T) {
 	h := newHarness(t, "")
 	const victim = "victim@example.com"
@@ -58,8 +60,12 @@ func TestKnownNetwork_AnAttackerTimedToEachDelayEndDoesNotKeepTheOwnerOut(t *tes
 		if v := h.guessFor(authguard.CheckRequest{Account: "Victim@example.com", IP: ownerAddr}); v.Action != authguard.Proceed {
 			t.Fatalf("login %d, her typo: %v %v %v, want proceed", login, v.Action, v.Delay, v.Reasons)
 		}
-		if v := h.attempt(victim, ownerAddr, authguard.Success, ""); v.Action != authguard.Proceed {
-			t.Fatalf("login %d, her password: %v %v %v, want proceed", login, v.Action, v.Delay, v.Reasons)
+		v := h.attempt(victim, ownerAddr, authguard.Success, "")
+		if v.Action != authguard.StepUp || fmt.Sprint(v.Reasons) != "[account_under_attack]" {
+			t.Fatalf("login %d, her password: %v %v %v, want step_up [account_under_attack]", login, v.Action, v.Delay, v.Reasons)
+		}
+		if v := h.passStepUp(victim, ownerAddr, v); v.Action != authguard.Proceed || v.DeviceToken == "" {
+			t.Fatalf("login %d, her second factor: %v %v, want proceed with a device token", login, v.Action, v.Reasons)
 		}
 		// The attacker's next guess still waits out the account's delay.
 		if d := h.timedGuess(victim); d <= 0 {

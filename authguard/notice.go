@@ -27,6 +27,7 @@ type Notice struct {
 	// Reason is a short machine reason: "backoff",
 	// "failures_over_threshold", "captcha", "low_conversion",
 	// "budget_captcha", "budget_deny", "no_device_token", "admin_reset",
+	// "second_factor", "breached_password",
 	// or a store error's kind ("timeout", "unavailable", "full", ...) and
 	// "answering" for store.recovered.
 	Reason string
@@ -38,8 +39,8 @@ type Notice struct {
 	Ref  string
 	Time time.Time
 	// Details are small extra facts: "failures", "delay_ms", "region",
-	// "prefix_bits", "shadow", "keys", "fallback", "sign_ins". Never an
-	// identifier.
+	// "prefix_bits", "shadow", "keys", "fallback", "sign_ins", "reasons",
+	// "step_ups", "outcome", "reports". Never an identifier.
 	Details map[string]any
 	// Coalesce is a keyed hash naming the tenant, flow, type and subject
 	// (the normalised one, so that every spelling of an account shares
@@ -79,12 +80,20 @@ const (
 	NoticeStoreDegraded = "store.degraded"
 	// NoticeStoreRecovered: the store answered again after failing.
 	NoticeStoreRecovered = "store.recovered"
+	// NoticeStepUp: a success report answered StepUp (Details "reasons":
+	// why; "step_ups": 1 plus those held back by the cap).
+	NoticeStepUp = "login.step_up"
+	// NoticeBreachedPassword: a report of any outcome said the password is
+	// breached (ReportRequest.Breached), so that the owner can be told to
+	// change it (Details "outcome", and "reports": 1 plus those held back).
+	NoticeBreachedPassword = "login.breached_password"
 )
 
 // NoticeTypes lists every notice type, in a fixed order.
 var NoticeTypes = []string{
 	NoticeNewDevice, NoticeUnderAttack, NoticeReset, NoticeIPEscalated,
 	NoticePumpingHold, NoticeBudget, NoticeStoreDegraded, NoticeStoreRecovered,
+	NoticeStepUp, NoticeBreachedPassword,
 }
 
 // noticeBit is a notice type's bit in NoticePolicy.set.
@@ -166,7 +175,7 @@ func (f *Flow) compileNotices() error {
 	if np.UnderAttackFailures < 0 || np.UnderAttackFailures > MaxUnderAttackFailures {
 		return bad("Notices.UnderAttackFailures", "must be between 0 (when the account is held back) and %d, not %d", MaxUnderAttackFailures, np.UnderAttackFailures)
 	}
-	sendOnly, attemptsOnly := []string{NoticePumpingHold, NoticeBudget}, []string{NoticeNewDevice, NoticeUnderAttack}
+	sendOnly, attemptsOnly := []string{NoticePumpingHold, NoticeBudget}, []string{NoticeNewDevice, NoticeUnderAttack, NoticeStepUp, NoticeBreachedPassword}
 	for _, typ := range np.Emit {
 		switch {
 		case f.Kind != Sends && slices.Contains(sendOnly, typ):

@@ -117,11 +117,19 @@ func (e *Engine) ruleNotices(c *callNotices, p *plan, b *batch) {
 // a failure that found the account's backoff counter holding it back, or
 // past the flow's UnderAttackFailures (account.under_attack, coalesced on
 // the account's hash, so every spelling of it shares one key).
-func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *plan, b *batch) {
+func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *plan, b *batch, sig reportSignals) {
 	s, f := c.s, c.s.flow
 	np := &f.Notices
-	if outcome == Success && !known && s.account != "" && f.device >= 0 && np.Emits(NoticeNewDevice) {
+	if outcome == Success && !known && !sig.stepUp && s.account != "" && f.device >= 0 && np.Emits(NoticeNewDevice) {
 		e.newDeviceNotice(c)
+	}
+	if sig.stepUp && s.account != "" && np.Emits(NoticeStepUp) {
+		e.cappedNotice(c, Notice{Type: NoticeStepUp, Reason: "second_factor", Subject: c.subject,
+			Details: map[string]any{"reasons": reasonStrings(sig.reasons)}}, "step_ups")
+	}
+	if sig.breached && s.account != "" && np.Emits(NoticeBreachedPassword) {
+		e.cappedNotice(c, Notice{Type: NoticeBreachedPassword, Reason: "breached_password", Subject: c.subject,
+			Details: map[string]any{"outcome": outcome.String()}}, "reports")
 	}
 	if outcome == Failure && np.Emits(NoticeUnderAttack) && b.res != nil && s.account != "" {
 		for i, m := range p.meta {
@@ -144,6 +152,37 @@ func (e *Engine) reportNotices(c *callNotices, outcome Outcome, known bool, p *p
 	}
 	e.ruleNotices(c, p, b)
 	e.storeNotice(c, b)
+}
+
+// reportSignals are what a report found beside its counters, for its
+// notices: whether it was answered StepUp and why, and whether the caller
+// said the password is breached.
+type reportSignals struct {
+	stepUp   bool
+	reasons  []Reason
+	breached bool
+}
+
+// cappedNotice emits n about the call's account as login.new_device is
+// emitted: at most MaxNewDeviceNotices per account, type and window on this
+// instance, the ones held back told of by the next notice's count detail
+// (1 plus those held back).
+func (e *Engine) cappedNotice(c *callNotices, n Notice, count string) {
+	s, f := c.s, c.s.flow
+	ok, held := e.notices.admit(s.tenant+"\x00"+f.Name+"\x00"+n.Type+"\x00"+s.account, f.Notices.Window, MaxNewDeviceNotices, e.now())
+	if !ok {
+		return
+	}
+	n.Details[count] = 1 + held
+	e.notify(c, n, "")
+}
+
+func reasonStrings(rs []Reason) []string {
+	out := make([]string, len(rs))
+	for i, r := range rs {
+		out[i] = string(r)
+	}
+	return out
 }
 
 // newDeviceNotice emits login.new_device for a success without a device

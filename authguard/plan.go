@@ -195,8 +195,12 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 		case !r.Clients.counts(known):
 		case i == s.flow.device:
 			e.devices(&p, s, i, device, deviceSteps{allowance: LogAdmit, member: id, slot: LogAdmit, shared: BackoffCharge, attempt: id})
+		case s.flow.SecondFactor: // its checks read; its reports count (stepup.go)
+			e.backoff(&p, s, i, BackoffPeek, "")
 		case r.Algorithm == Backoff:
 			e.backoff(&p, s, i, BackoffCharge, id)
+		case r.Breached: // the check cannot know: only its report can count
+			e.log(&p, s, i, LogPeek, id, false)
 		case r.logRule():
 			e.log(&p, s, i, LogAdmit, id, captchaSolved)
 		default:
@@ -231,8 +235,9 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 // time in the Distinct logs moves to now (it failed now), the one thing a
 // report sent twice can touch, and only ever stricter. A failure without a
 // valid attempt token is counted on its own. Rate rules counted the check
-// and are not touched.
-func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attempt, tokened bool) plan {
+// and are not touched. A Breached rule counts a failure reported breached,
+// and a success reads it (whether the address is escalated: stepup.go).
+func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attempt, tokened, breached bool) plan {
 	p := newPlan()
 	known := device != ""
 	id := randomID()
@@ -273,6 +278,13 @@ func (e *Engine) reportPlan(s *subjects, device string, outcome Outcome, a attem
 				e.backoff(&p, s, i, BackoffConfirm, a.id)
 			default:
 				e.backoff(&p, s, i, BackoffFail, "")
+			}
+		case r.Breached:
+			switch {
+			case outcome == Success:
+				e.log(&p, s, i, LogPeek, "", false)
+			case breached:
+				e.log(&p, s, i, LogAdd, "", false)
 			}
 		case outcome == Success:
 			e.log(&p, s, i, LogRemove, a.id, false)
@@ -402,17 +414,21 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 
 // knownNetwork adds to the plan of a success report that settles attempt a
 // the record that the account succeeded from the client's network (see
-// network), and gives back the attempt's charge of the network's allowance
-// when its check spent one. A success without a valid attempt token makes
-// no network known: it settles no check that went ahead.
-func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt) {
+// network), unless record is false, and gives back the attempt's charge of
+// the network's allowance when its check spent one. A success without a
+// valid attempt token makes no network known: it settles no check that
+// went ahead. A flow with a StepUp policy writes the record later, once
+// the success is not stepped up (Engine.learnNetwork).
+func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt, record bool) {
 	f := s.flow
 	if f.Kind == Sends || f.device < 0 || f.KnownNetworksOff || s.account == "" || s.ip == "" {
 		return
 	}
-	p.add(&LogOp{
-		Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: recordMember, Windows: f.net.record,
-	}, f.device, roleCredit)
+	if record {
+		p.add(&LogOp{
+			Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: recordMember, Windows: f.net.record,
+		}, f.device, roleCredit)
+	}
 	if a.exempt && a.device == "" {
 		p.add(&LogOp{
 			Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, networkID(s)), Action: LogRemove, Member: a.id, Windows: f.net.allowance,

@@ -16,6 +16,9 @@ import (
 // Policy is a validated set of flows. It is immutable once made.
 type Policy struct {
 	flows map[string]*Flow
+	// stepUpOf are, by step-up flow, the flows whose StepUp names it: the
+	// flows whose tickets its reports take.
+	stepUpOf map[string][]*Flow
 }
 
 // NewPolicy validates flows and makes a Policy of them. It fills in each
@@ -36,6 +39,9 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 	}
 	if len(p.flows) == 0 {
 		return nil, errors.New("authguard: no flows")
+	}
+	if err := p.linkStepUps(len(flows) > 1); err != nil {
+		return nil, err
 	}
 	for _, f := range p.flows {
 		if f.Verifies == "" {
@@ -258,6 +264,17 @@ type Flow struct {
 	// Notices says which notices the flow emits to Config.Notifier, and
 	// when (the policy file's events). The default emits none.
 	Notices NoticePolicy
+	// StepUp, when its Flow is set, makes a success report answer StepUp
+	// instead of a device token when the password is breached or the
+	// account is under attack (StepUpPolicy). The default is off; the
+	// built-in login has it on.
+	StepUp StepUpPolicy
+	// SecondFactor makes the flow a step-up flow: it bounds the second
+	// factor that StepUp verdicts of other flows ask for. Its checks read its
+	// counters without counting (no attempt token), its reports take
+	// StepUpPassed and StepUpFailed with a ticket only, and its rules are
+	// Backoff rules. The default is false; the built-in step_up is one.
+	SecondFactor bool
 
 	reasons  []Reason    // the distinct reasons of Rules, in order
 	reasonOf []uint8     // per rule, its reason's index in reasons
@@ -467,7 +484,7 @@ func (f *Flow) compileFlow() error {
 			slots:     spraydetect.Windows{{Length: DeviceWindow, Limit: d.DeviceSlots}},
 		}
 	}
-	return nil
+	return f.compileStepUp()
 }
 
 // netWindows are the windows and signals of a flow's known-network ops

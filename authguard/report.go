@@ -34,8 +34,11 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if err != nil {
 		return Verdict{}, err
 	}
+	if s.flow.SecondFactor {
+		return e.reportStepUp(ctx, &s, &req)
+	}
 	if req.Outcome != Failure && req.Outcome != Success {
-		return Verdict{}, &InputError{Field: "outcome", Detail: `must be "failure" or "success"`}
+		return Verdict{}, &InputError{Field: "outcome", Detail: `must be "failure" or "success" ("step_up_passed" and "step_up_failed" are for a step-up flow)`}
 	}
 	var verified *subjects // the send flow's subjects of a verified destination
 	if req.Destination != "" || req.Channel != "" {
@@ -72,11 +75,15 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 
 	var computed Verdict
+	var stepUp []Reason
+	// A flow with a StepUp policy learns the network only once the success
+	// is known not to be stepped up (stepup.go).
+	stepping := req.Outcome == Success && s.flow.StepUp.Flow != "" && s.account != ""
 	b, p := batch{src: SourceNone}, plan{allowance: -1}
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
-		p = e.reportPlan(&s, device, req.Outcome, a, tokened)
+		p = e.reportPlan(&s, device, req.Outcome, a, tokened, req.Breached)
 		if req.Outcome == Success && tokened {
-			e.knownNetwork(&p, &s, a)
+			e.knownNetwork(&p, &s, a, !stepping)
 		}
 		if device == "" {
 			e.network(&p, &s, "", LogPeek)
@@ -93,16 +100,25 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 			return Verdict{}, b.err
 		}
 		computed = e.combine(s.flow, &p, b, false)
+		if stepping {
+			stepUp = stepUpReasons(s.flow, &p, &b, device, req.Breached)
+		}
 	}
 	if v, refused := s.match.verdict(Attempts, e.now, false); refused {
 		computed = v // the next attempt's verdict
+	}
+	if stepping && tokened && (len(stepUp) == 0 || s.flow.Mode == Shadow) {
+		e.learnNetwork(ctx, &s)
+	}
+	if len(stepUp) > 0 {
+		computed = Verdict{Action: StepUp, Reasons: stepUp, Attempt: e.stepUpTicket(&s, device)}
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
 	used, issued, known := device, "", device != ""
-	if req.Outcome == Success && s.account != "" {
+	if req.Outcome == Success && s.account != "" && answer.Action != StepUp {
 		if device == "" {
 			device = randomID()
 		}
@@ -125,7 +141,8 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	if e.notices.to != nil {
 		sc := s // a copy: the notices keep theirs, so s stays on the stack
-		e.reportNotices(&callNotices{s: &sc, subject: req.Account, ref: req.Ref}, req.Outcome, known, &p, &b)
+		e.reportNotices(&callNotices{s: &sc, subject: req.Account, ref: req.Ref}, req.Outcome, known, &p, &b,
+			reportSignals{stepUp: answer.Action == StepUp, reasons: stepUp, breached: req.Breached})
 	}
 	return answer, nil
 }

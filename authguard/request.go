@@ -59,6 +59,13 @@ type ReportRequest struct {
 	Destination, Channel string
 	// Ref is as in CheckRequest.
 	Ref string
+	// Breached says the password the end user typed is in a breached-password
+	// corpus (the caller found out by a k-anonymous range query; tollgate never
+	// sees the password). On a flow with a StepUp policy a success with it is
+	// answered StepUp unless the client holds a valid device token of the
+	// account, and failures with it feed the flow's Breached rules
+	// (credential stuffing).
+	Breached bool
 }
 
 // SendRequest asks whether a one-time code may be sent now. A Proceed
@@ -96,31 +103,31 @@ const DefaultSendFlow = "otp_send"
 // Outcome is how a credential check ended.
 type Outcome uint8
 
-// The outcomes. On the wire they are "failure" and "success".
+// The outcomes. On the wire they are "failure", "success",
+// "step_up_passed" and "step_up_failed".
 const (
 	Failure Outcome = iota + 1
 	Success
+	// StepUpPassed and StepUpFailed are reported on a step-up flow
+	// (Flow.SecondFactor) only: the end user passed, or failed, the second
+	// factor a StepUp verdict asked for.
+	StepUpPassed
+	StepUpFailed
 )
 
-func (o Outcome) String() string {
-	switch o {
-	case Failure:
-		return "failure"
-	case Success:
-		return "success"
-	}
-	return "unknown"
-}
+var outcomeNames = [...]string{"", "failure", "success", "step_up_passed", "step_up_failed"}
 
-// ParseOutcome parses "failure" or "success".
+func (o Outcome) String() string { return enumName(outcomeNames[:], int(o)) }
+
+// ParseOutcome parses "failure", "success", "step_up_passed" or
+// "step_up_failed". Which flows take which is the engine's to check.
 func ParseOutcome(s string) (Outcome, error) {
-	switch s {
-	case "failure":
-		return Failure, nil
-	case "success":
-		return Success, nil
+	for i, n := range outcomeNames {
+		if i > 0 && n == s {
+			return Outcome(i), nil
+		}
 	}
-	return 0, &InputError{Field: "outcome", Detail: `must be "failure" or "success"`}
+	return 0, &InputError{Field: "outcome", Detail: `must be "failure" or "success" ("step_up_passed" or "step_up_failed" on a step-up flow)`}
 }
 
 // Limits on input. They bound the work and memory one call can cost.

@@ -71,6 +71,13 @@ type Rule struct {
 	Windows spraydetect.Windows
 	// Rate is a rate algorithm's parameters; its Algorithm is the rule's.
 	Rate RateLimit
+	// Breached makes a Distinct rule of accounts count only failures
+	// reported with ReportRequest.Breached: credential stuffing, leaked
+	// pairs tried one account each. A check cannot know whether the
+	// password it is about to be tried is breached, so the rule's checks
+	// only read it (past its limit, a CAPTCHA for an account not counted
+	// yet), and its reports count. The default is false.
+	Breached bool
 }
 
 // Trigger says when a call counts against a rule.
@@ -316,6 +323,9 @@ func (r *Rule) validate(grouping int, send, verifies bool) error {
 	if err := r.validateKind(send, verifies); err != nil {
 		return err
 	}
+	if r.Breached && r.Algorithm != Distinct {
+		return bad("Breached", "is for distinct rules of accounts (credential stuffing)")
+	}
 	switch r.Algorithm.Param() {
 	case ParamBackoff:
 		return r.validateBackoff(device, send)
@@ -428,6 +438,9 @@ func (r *Rule) validateLog(what string, send bool) error {
 }
 
 func (r *Rule) validateDistinct(send bool) error {
+	if r.Breached && (send || r.Of != PartAccount) {
+		return errors.New("breached counts the accounts that failed with breached passwords: of must be account, in a flow of checks and reports")
+	}
 	if r.Of != PartAccount && r.Of != PartIP && r.Of != PartDestination {
 		return errors.New("distinct needs of: account, ip or destination (what it counts distinct values of)")
 	}

@@ -91,6 +91,9 @@ func TestTrace_StoreRoundTripsAreTracedUnderTheCallersContext(t *testing.T) {
 		{name: authguard.SpanStore, call: "call-1", ended: true},
 		{name: "decided", call: "call-1", ended: true, source: authguard.SourceStore},
 		{name: authguard.SpanStore, call: "call-1", ended: true},
+		// login's step-up: the known network is written once the success
+		// is not stepped up, in a round trip of its own.
+		{name: authguard.SpanStore, call: "call-1", ended: true},
 		{name: "decided", call: "call-1", ended: true, source: authguard.SourceStore},
 	}
 	if got := rec.take(); !equalTraced(got, want) {

@@ -10,8 +10,8 @@ import (
 // Action is what the caller must do with an attempt.
 type Action uint8
 
-// The actions. On the wire they are "proceed", "delay", "captcha" and
-// "deny".
+// The actions. On the wire they are "proceed", "delay", "captcha", "deny"
+// and "step_up".
 const (
 	// Proceed: check the credential (or send the code) now.
 	Proceed Action = iota
@@ -23,9 +23,16 @@ const (
 	// Deny: do not send the code at all. Only send flows answer it; the
 	// end user should see the same message as for a code sent.
 	Deny
+	// StepUp: the password was right, but do not sign the end user in yet:
+	// ask for a second factor (or a password reset), then report it on the
+	// step-up flow with the ticket the verdict carries in Attempt. Only a
+	// success report of a flow with a StepUp policy answers it, after the
+	// password was verified, so it tells nothing to anyone without the
+	// password; it never carries a device token.
+	StepUp
 )
 
-var actionNames = [...]string{"proceed", "delay", "captcha", "deny"}
+var actionNames = [...]string{"proceed", "delay", "captcha", "deny", "step_up"}
 
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
@@ -54,6 +61,14 @@ const (
 	ReasonOverloaded     Reason = "overloaded"      // this instance had no call slot free in time: retry after the delay
 	ReasonNumberType     Reason = "number_type"     // a send flow never sends to this type of number (premium rate, ...)
 	ReasonCountry        Reason = "country"         // a send flow never sends to this country
+
+	// A StepUp verdict's reasons (StepUpPolicy), and the built-in rule of
+	// failures with breached passwords per address.
+	ReasonBreachedPassword     Reason = "breached_password"       // the right password is a breached one
+	ReasonAccountUnderAttack   Reason = "account_under_attack"    // the account's failures reached StepUpPolicy.UnderAttackFailures
+	ReasonNewDeviceUnderAttack Reason = "new_device_under_attack" // a new device on a new network, the account past StepUpPolicy.NewDeviceFailures
+	ReasonAddressEscalated     Reason = "address_escalated"       // the address is past a CAPTCHA rule on addresses (spraying, stuffing)
+	ReasonCredentialStuffing   Reason = "credential_stuffing"     // too many distinct accounts failed with breached passwords from the IP prefix
 )
 
 func (r Reason) String() string { return string(r) }
@@ -89,7 +104,8 @@ type Verdict struct {
 	// the flow's rules; empty for a plain Proceed.
 	Reasons []Reason
 	// Attempt is the signed attempt token a Proceed from Check carries; the
-	// caller passes it back with its report.
+	// caller passes it back with its report. With StepUp, the step-up ticket
+	// to report the second factor with.
 	Attempt string
 	// DeviceToken is the fresh device token a success report returns, for
 	// the caller to keep in a long-lived cookie.

@@ -46,7 +46,7 @@ func TestVerdict_RetryAfterRoundsUp(t *testing.T) {
 // The built-in rules keep the reason codes callers already log and alert on.
 func TestReasons_BuiltInFlowsKeepTheirCodes(t *testing.T) {
 	for flow, want := range map[string]string{
-		"login":      "[account_backoff device_backoff ip_rate ip_spray ip_failures password_spray unavailable overloaded]",
+		"login":      "[account_backoff device_backoff ip_rate ip_spray ip_failures credential_stuffing password_spray unavailable overloaded]",
 		"otp_verify": "[account_backoff device_backoff destination_backoff ip_rate ip_spray ip_failures unavailable overloaded]",
 		"otp_send":   "[destination_backoff destination_limit ip_sends ip_destinations account_sends prefix_destinations country_sends low_conversion spend_budget number_type country unavailable overloaded]",
 	} {

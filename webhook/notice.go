@@ -62,9 +62,10 @@ func EventOf(no authguard.Notice) Event {
 // ClassOf is where the event of a notice type waits: store.degraded and
 // store.recovered, which tell of this instance's store, in this process
 // (Local: a Redis queue that is down cannot hold them); the security
-// events ahead of everything else (Alert); the others, login.new_device
-// (one per sign-in) and account.reset (an administrator's own act), as
-// notices.
+// events ahead of everything else (Alert); the others, login.new_device,
+// login.step_up and login.breached_password (one per sign-in, at most a few
+// per account and window) and account.reset (an administrator's own act),
+// as notices.
 func ClassOf(typ string) Class {
 	switch typ {
 	case authguard.NoticeStoreDegraded, authguard.NoticeStoreRecovered:

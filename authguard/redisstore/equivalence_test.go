@@ -2,6 +2,7 @@ package redisstore_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"slices"
@@ -445,5 +446,108 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 				t.Errorf("recorded %v, solved %v: the script undid %v, Blocked says %v; want held back unless both", recorded, solved, undone, want)
 			}
 		}
+	}
+}
+
+// TestStepUp_RedisAnswersAsTheMemoryStore runs random calls of a stuffing
+// run through one engine on the memory store and one on Redis (one node,
+// generic scripts, a Cluster), on one virtual clock: login checks with and
+// without device tokens and solved CAPTCHAs, failure and success reports
+// with and without breached passwords (the credential_stuffing rule, the
+// step-up reasons), step_up checks, and step_up_failed and step_up_passed
+// reports with each engine's own ticket. The verdicts must be the same
+// every time, and the device tokens issued to the same accounts.
+func TestStepUp_RedisAnswersAsTheMemoryStore(t *testing.T) {
+	for _, kind := range []string{"single", "generic", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind)
+			clock := testclock.New(time.Time{})
+			engines, rs := memoryAndRedis(t, c, config.DefaultPolicy(), clock)
+			generic(kind, rs)
+			ctx := context.Background()
+			var accounts []string
+			for i := range 12 {
+				accounts = append(accounts, fmt.Sprint("user", i))
+			}
+			ips := []string{"192.0.2.1", "192.0.2.2", "2001:db8::1"}
+			devices := [2]map[string]string{{}, {}} // per engine: account -> its device token
+			tickets := [2]map[string]string{{}, {}} // per engine: account -> its latest ticket
+			rng := rand.New(rand.NewPCG(11, 13))
+			actions := map[authguard.Action]int{}
+			for step := range 800 {
+				clock.Advance(time.Duration(rng.IntN(20)) * time.Second)
+				acct, ip := accounts[rng.IntN(len(accounts))], ips[rng.IntN(len(ips))]
+				useDevice, solved, breached := rng.IntN(3) == 0, rng.IntN(3) == 0, rng.IntN(2) == 0
+				secondFactor := rng.IntN(4) == 0
+				outcome := []authguard.Outcome{authguard.Failure, authguard.Failure, authguard.Success}[rng.IntN(3)]
+				pass := rng.IntN(3) == 0
+				var got [2]string
+				for i, e := range engines {
+					device := ""
+					if useDevice {
+						device = devices[i][acct]
+					}
+					if secondFactor {
+						v, err := e.Check(ctx, authguard.CheckRequest{Flow: "step_up", Account: acct, IP: ip})
+						if err != nil {
+							t.Fatal(err)
+						}
+						got[i] = fmt.Sprint("step_up ", v.Action, v.Delay, v.Reasons)
+						ticket := tickets[i][acct]
+						if v.Action != authguard.Proceed || ticket == "" {
+							continue
+						}
+						out := authguard.StepUpFailed
+						if pass {
+							out = authguard.StepUpPassed
+						}
+						r, err := e.Report(ctx, authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: out, Attempt: ticket, DeviceToken: device})
+						if err != nil {
+							// An expired ticket is refused alike on both.
+							got[i] += fmt.Sprint(" / refused ", errors.Is(err, authguard.ErrInvalidInput))
+							continue
+						}
+						got[i] += fmt.Sprint(" / ", r.Action, r.Delay, r.Reasons, r.DeviceToken != "")
+						if r.DeviceToken != "" {
+							devices[i][acct] = r.DeviceToken
+						}
+						continue
+					}
+					v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: acct, IP: ip, DeviceToken: device, CaptchaSolved: solved})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] = fmt.Sprint(v.Action, v.Delay, v.Reasons)
+					if v.Action != authguard.Proceed {
+						continue
+					}
+					r, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: acct, IP: ip, Outcome: outcome, Attempt: v.Attempt, DeviceToken: device, Breached: breached})
+					if err != nil {
+						t.Fatal(err)
+					}
+					got[i] += fmt.Sprint(" / ", r.Action, r.Delay, r.Reasons, r.DeviceToken != "")
+					if i == 0 {
+						actions[r.Action]++
+					}
+					switch {
+					case r.Action == authguard.StepUp:
+						tickets[i][acct] = r.Attempt
+					case r.DeviceToken != "":
+						devices[i][acct] = r.DeviceToken
+					}
+				}
+				if got[0] != got[1] {
+					t.Fatalf("step %d (%s from %s, device %v, solved %v, breached %v, second factor %v): memory %q, Redis %q",
+						step, acct, ip, useDevice, solved, breached, secondFactor, got[0], got[1])
+				}
+			}
+			t.Logf("reports answered: %v", actions)
+			if actions[authguard.StepUp] < 20 || actions[authguard.Captcha] < 5 {
+				t.Errorf("reports answered %v: the sequence must exercise step_up and the CAPTCHA rules", actions)
+			}
+			if !slices.Equal(devicesKeys(devices[0]), devicesKeys(devices[1])) {
+				t.Errorf("device tokens issued to %v on memory, %v on Redis", devicesKeys(devices[0]), devicesKeys(devices[1]))
+			}
+		})
 	}
 }

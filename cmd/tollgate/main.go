@@ -163,6 +163,9 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges%s, requires %s\n",
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))
+	if line := stepUpLine(f); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  RULE\tKEY\tSUBJECT\tALGORITHM\tCOUNTS\tPAST\tCLIENTS\tREASON\tLIMIT")
 	for _, r := range f.Rules {
@@ -173,6 +176,9 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 		case r.Cost != 1:
 			limit += fmt.Sprintf("; a call costs %d", r.Cost)
 		}
+		if r.Breached {
+			limit += "; failures reported breached only"
+		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n",
 			r.Name, r.Key, r.Subject, r.Algorithm, r.Counts, r.Past, r.Clients, r.Reason, limit)
 	}
@@ -180,6 +186,35 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 		fmt.Fprintln(tw, "  (no rules: every call proceeds)")
 	}
 	tw.Flush()
+}
+
+// stepUpLine says when a flow's success is answered step_up, or that the
+// flow is a step-up flow; "" for neither.
+func stepUpLine(f *authguard.Flow) string {
+	if f.SecondFactor {
+		return "step-up flow: checks read its counters (no attempt token); reports take step_up_passed or step_up_failed with a ticket"
+	}
+	su := f.StepUp
+	if su.Flow == "" {
+		return ""
+	}
+	var when []string
+	if !su.BreachedOff {
+		when = append(when, "breached password")
+	}
+	if su.UnderAttackFailures > 0 {
+		when = append(when, fmt.Sprintf("%d account failures", su.UnderAttackFailures))
+	}
+	if su.NewDeviceFailures > 0 {
+		when = append(when, fmt.Sprintf("new device and network with %d account failures", su.NewDeviceFailures))
+	}
+	if !su.EscalatedOff {
+		when = append(when, "escalated address")
+	}
+	if len(when) == 0 {
+		when = append(when, "never")
+	}
+	return fmt.Sprintf("step_up (flow %s, ticket %s): %s; a valid device token exempts from all but the address", su.Flow, dur(su.TTL), strings.Join(when, ", "))
 }
 
 // dur writes a duration as a config file would.

@@ -216,7 +216,21 @@ type flowJSON struct {
 	// account bounds.
 	Bound *boundJSON `json:"max_failures_per_day"`
 	Send  *sendJSON  `json:"send,omitempty"`
-	Rules []ruleJSON `json:"rules"`
+	// StepUp is a flow's step-up policy, nil when off; SecondFactor says
+	// the flow is a step-up flow.
+	StepUp       *stepUpJSON `json:"step_up,omitempty"`
+	SecondFactor bool        `json:"second_factor,omitempty"`
+	Rules        []ruleJSON  `json:"rules"`
+}
+
+// stepUpJSON is a flow's step-up policy by its config keys.
+type stepUpJSON struct {
+	Flow                string `json:"flow"`
+	Breached            bool   `json:"breached"`
+	UnderAttackFailures int    `json:"under_attack_failures"`
+	NewDeviceFailures   int    `json:"new_device_failures"`
+	Escalated           bool   `json:"escalated"`
+	TTL                 string `json:"ttl"`
 }
 
 // boundJSON is a flow's daily bound (authguard.Flow.MaxFailuresPerDay).
@@ -249,8 +263,10 @@ type ruleJSON struct {
 	Limit   string       `json:"limit"`
 	Backoff *backoffJSON `json:"backoff,omitempty"`
 	Of      string       `json:"of,omitempty"`
-	Windows []windowJSON `json:"windows,omitempty"`
-	Rate    *rateJSON    `json:"rate,omitempty"`
+	// Breached says a distinct rule counts failures reported breached only.
+	Breached bool         `json:"breached,omitempty"`
+	Windows  []windowJSON `json:"windows,omitempty"`
+	Rate     *rateJSON    `json:"rate,omitempty"`
 	// MaxFailuresPerDay is a backoff rule's own bound on its subject.
 	MaxFailuresPerDay *int `json:"max_failures_per_day,omitempty"`
 }
@@ -307,6 +323,11 @@ func flowsJSON(p *authguard.Policy) []flowJSON {
 		if fj.IPv6Prefix == 0 {
 			fj.IPv6Prefix = 64
 		}
+		if su := f.StepUp; su.Flow != "" {
+			fj.StepUp = &stepUpJSON{Flow: su.Flow, Breached: !su.BreachedOff, UnderAttackFailures: su.UnderAttackFailures,
+				NewDeviceFailures: su.NewDeviceFailures, Escalated: !su.EscalatedOff, TTL: dur(su.TTL)}
+		}
+		fj.SecondFactor = f.SecondFactor
 		if f.FailMode == authguard.FailClosed {
 			fj.FailClosedRetry = dur(f.FailClosedRetry)
 		}
@@ -346,6 +367,7 @@ func ruleJSONOf(r authguard.Rule) ruleJSON {
 		}
 	case authguard.ParamWindows:
 		rj.Of = authguard.Subject{Parts: r.Of}.String()
+		rj.Breached = r.Breached
 		for _, w := range r.Windows {
 			rj.Windows = append(rj.Windows, windowJSON{Window: dur(w.Length), Limit: w.Limit})
 		}

@@ -207,6 +207,10 @@ type flowFile struct {
 	Rules  []yaml.Node               `yaml:"rules"`
 	// Events are the notices the flow emits (authguard.NoticePolicy).
 	Events eventsFile `yaml:"events"`
+	// StepUp is when a success is answered step_up
+	// (authguard.StepUpPolicy); SecondFactor makes the flow a step-up flow.
+	StepUp       stepUpFile `yaml:"step_up"`
+	SecondFactor bool       `yaml:"second_factor"`
 
 	rules []ruleFile // the effective rules
 	line  int        // where the flow was last written, 0 for built-in
@@ -221,6 +225,7 @@ func emptyFlow() *flowFile {
 		AttemptTTL: Duration(authguard.DefaultAttemptTTL), DeviceTokenTTL: Duration(authguard.DefaultDeviceTokenTTL),
 		KnownNetworks: true,
 		Events:        eventsFile{Window: Duration(authguard.DefaultNoticeWindow)},
+		StepUp:        stepUpFile{Breached: true, Escalated: true, TTL: Duration(authguard.DefaultStepUpTTL)},
 	}
 }
 
@@ -255,6 +260,8 @@ type ruleFile struct {
 	// conversion
 	MinVolume     int `yaml:"min_volume"`
 	MinConversion int `yaml:"min_conversion"`
+	// distinct of accounts: count only failures reported breached
+	Breached bool `yaml:"breached"`
 
 	line int
 }
@@ -288,6 +295,18 @@ type eventsFile struct {
 	Window              Duration `yaml:"window"`
 }
 
+// stepUpFile is the YAML form of a flow's step-up policy
+// (authguard.StepUpPolicy): the step-up flow ("" for off), the switches of
+// its reasons, and the ticket's lifetime.
+type stepUpFile struct {
+	Flow                string   `yaml:"flow"`
+	Breached            bool     `yaml:"breached"`
+	UnderAttackFailures int      `yaml:"under_attack_failures"`
+	NewDeviceFailures   int      `yaml:"new_device_failures"`
+	Escalated           bool     `yaml:"escalated"`
+	TTL                 Duration `yaml:"ttl"`
+}
+
 // windowFile is one window of a log: at most Limit members within Window.
 type windowFile struct {
 	Window Duration `yaml:"window"`
@@ -299,6 +318,7 @@ var (
 	ruleKeys   = yamlKeys(ruleFile{})
 	windowKeys = yamlKeys(windowFile{})
 	eventsKeys = yamlKeys(eventsFile{})
+	stepUpKeys = yamlKeys(stepUpFile{})
 )
 
 // overlay lays the flows of n over base (which it does not change) and
@@ -577,6 +597,12 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 	out.Notices = authguard.NoticePolicy{
 		Emit: f.Events.Emit, UnderAttackFailures: f.Events.UnderAttackFailures, Window: time.Duration(f.Events.Window),
 	}
+	out.StepUp = authguard.StepUpPolicy{
+		Flow: f.StepUp.Flow, BreachedOff: !f.StepUp.Breached, EscalatedOff: !f.StepUp.Escalated,
+		UnderAttackFailures: f.StepUp.UnderAttackFailures, NewDeviceFailures: f.StepUp.NewDeviceFailures,
+		TTL: time.Duration(f.StepUp.TTL),
+	}
+	out.SecondFactor = f.SecondFactor
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {
@@ -606,6 +632,7 @@ func (f *flowFile) zeroDurations(name string) error {
 		{"AttemptTTL", "attempt_ttl", f.AttemptTTL, authguard.MinAttemptTTL, authguard.MaxAttemptTTL},
 		{"DeviceTokenTTL", "device_token_ttl", f.DeviceTokenTTL, authguard.MinDeviceTokenTTL, authguard.MaxDeviceTokenTTL},
 		{"Notices.Window", "events.window", f.Events.Window, authguard.MinNoticeWindow, authguard.MaxNoticeWindow},
+		{"StepUp.TTL", "step_up.ttl", f.StepUp.TTL, authguard.MinAttemptTTL, authguard.MaxAttemptTTL},
 	} {
 		if d.v == 0 {
 			return f.fieldError(name, &authguard.FieldError{Flow: name, Field: d.field,
@@ -623,7 +650,7 @@ func (rf ruleFile) compile() (authguard.Rule, error) {
 			Free: rf.Free, Base: time.Duration(rf.Base), Factor: rf.Factor,
 			Max: time.Duration(rf.Max), ForgetAfter: time.Duration(rf.ForgetAfter),
 		},
-		DeviceFree: rf.DeviceFree, DeviceSlots: rf.DeviceSlots,
+		DeviceFree: rf.DeviceFree, DeviceSlots: rf.DeviceSlots, Breached: rf.Breached,
 	}
 	var err error
 	if r.Subject, err = authguard.ParseSubject(rf.Subject); err != nil {
@@ -703,6 +730,11 @@ func checkKeys(n *yaml.Node, valid []string, where string) error {
 		}
 		if k.Value == "events" && slices.Equal(valid, flowKeys) {
 			if err := checkKeys(n.Content[i+1], eventsKeys, where+".events"); err != nil {
+				return err
+			}
+		}
+		if k.Value == "step_up" && slices.Equal(valid, flowKeys) {
+			if err := checkKeys(n.Content[i+1], stepUpKeys, where+".step_up"); err != nil {
 				return err
 			}
 		}

@@ -120,7 +120,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"two device rules", "flows:\n  login:\n    rules:\n      - {name: d2, subject: device, algorithm: backoff, device_free: 1, device_slots: 1, free: 1, base: 1s, factor: 2, max: 1m, forget_after: 1h}\n", []string{"line 4", "at most one rule on the device subject"}},
 		{"rule without a name", "flows:\n  login:\n    rules:\n      - {subject: ip}\n", []string{"line 4", "needs a name"}},
 		{"switching off nothing", "flows:\n  api:\n    rules:\n      - {name: ip_rate, off: true}\n", []string{"line 4", "no rule of that name"}},
-		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_send, otp_verify or none"}},
+		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_send, otp_verify, step_up or none"}},
 		{"wider prefix not wider", "flows:\n  api:\n    ipv6_prefix: 48\n    rules:\n      - {name: r, subject: ip/56, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", "shorter than the flow's ipv6_prefix"}},
 		{"two rules share a key", "flows:\n  api:\n    rules:\n      - {name: a, key: k, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n      - {name: b, key: k, subject: account, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", `already stores under key "k"`}},
 		{"two rules of one name", "flows:\n  api:\n    rules:\n" + strings.Repeat("      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n", 2), []string{"line 5", "already has a rule of that name"}},
@@ -154,7 +154,7 @@ func TestAddFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.FlowNames(), ","); got != "api,login,otp_send,otp_verify" {
+	if got := strings.Join(p.FlowNames(), ","); got != "api,login,otp_send,otp_verify,step_up" {
 		t.Errorf("flows %s", got)
 	}
 	if err := yaml.Unmarshal([]byte("login:\n  mode: shadow\n"), &n); err != nil {
@@ -214,6 +214,17 @@ func FuzzLoadPolicy(f *testing.F) {
 				}
 				continue
 			}
+			if p.Flow(name).SecondFactor {
+				// A step-up flow's check counts nothing and carries no
+				// token; its report takes a ticket only.
+				if _, err := e.Check(ctx, authguard.CheckRequest{Flow: name, Account: "ann", IP: "2001:db8::1"}); err != nil {
+					t.Fatalf("flow %s: check: %v", name, err)
+				}
+				if _, err := e.Report(ctx, authguard.ReportRequest{Flow: name, Account: "ann", IP: "2001:db8::1", Outcome: authguard.StepUpFailed}); !errors.Is(err, authguard.ErrInvalidInput) {
+					t.Fatalf("flow %s: a step_up_failed without a ticket: %v, want an *InputError", name, err)
+				}
+				continue
+			}
 			for i := range 4 {
 				req := authguard.CheckRequest{Flow: name, Account: "ann", IP: "2001:db8::1", PasswordFingerprint: "pw", CaptchaSolved: i == 3}
 				v, err := e.Check(ctx, req)
@@ -239,6 +250,7 @@ func TestDefaultPolicy_SettingsAreAuthguardDefaults(t *testing.T) {
 	onPurpose := map[string]bool{
 		"login.SamePasswordWindow": true, // 24h: a repeated wrong password counts once
 		"otp_verify.FailMode":      true, // closed: a code is 6 digits, never guessed unthrottled
+		"step_up.FailMode":         true, // closed: as otp_verify's, a second factor's code
 		"otp_send.DeviceTrust":     true, // login's tokens
 	}
 	settings := func(f *authguard.Flow) map[string]any {

@@ -47,7 +47,9 @@ func objectives(p *authguard.Policy) []objective {
 	var out []objective
 	var checkFlows []string
 	for _, name := range p.FlowNames() {
-		if p.Flow(name).Kind != authguard.Sends {
+		// A step-up flow takes a login's ticket, not a password: its
+		// guesses are second-factor codes this model does not play.
+		if f := p.Flow(name); f.Kind != authguard.Sends && !f.SecondFactor {
 			checkFlows = append(checkFlows, name)
 		}
 	}
@@ -122,7 +124,9 @@ func windowsBound(ws spraydetect.Windows) int {
 func sprayBound(f *authguard.Flow, bits int) (float64, bool) {
 	best := math.MaxInt
 	for _, r := range f.Rules {
-		if r.Subject.Parts != authguard.PartIP || r.Algorithm != authguard.Distinct || r.Of != authguard.PartAccount || r.Past != authguard.PastCaptcha {
+		// A Breached rule counts only failures reported breached, which a
+		// sprayer of guessed passwords does not send.
+		if r.Subject.Parts != authguard.PartIP || r.Algorithm != authguard.Distinct || r.Of != authguard.PartAccount || r.Past != authguard.PastCaptcha || r.Breached {
 			continue
 		}
 		covers := r.Subject.IPBits == 0

@@ -79,6 +79,10 @@ func asvsBruteForce(c *checker, r *Result) {
 		var ipRules, sprayRules []string
 		for _, rule := range f.Rules {
 			switch {
+			case rule.Breached:
+				// It sees only the failures a caller that looks passwords up
+				// reports breached: a help beside the address rules, no
+				// stand-in for them.
 			case rule.Subject.Has(authguard.PartIP):
 				ipRules = append(ipRules, ruleLine(rule))
 			case rule.Subject.Parts == authguard.PartFingerprint:
@@ -216,6 +220,7 @@ func asvsAntiAutomation(c *checker, r *Result) {
 		var captcha, other []string
 		for _, rule := range f.Rules {
 			switch {
+			case rule.Breached: // as in 6.3.1: it depends on the caller's breached flag
 			case rule.Past == authguard.PastCaptcha:
 				captcha = append(captcha, ruleLine(rule))
 			case rule.Past == authguard.PastDeny || rule.Algorithm == authguard.TokenBucket || rule.Algorithm == authguard.LeakyBucket:
@@ -227,6 +232,12 @@ func asvsAntiAutomation(c *checker, r *Result) {
 		}
 		if len(other) > 0 {
 			howf(r, "%s also: %s", f.label, strings.Join(other, "; "))
+		}
+		if f.SecondFactor {
+			// Reached only with a login's ticket, so only past the login's
+			// own anti-automation; its backoff counters bound the codes.
+			howf(r, "%s is a step-up flow: its reports need a ticket a login's right password earned, and its backoff counters bound second-factor guesses", f.label)
+			continue
 		}
 		if !enforced(r, f) {
 			continue

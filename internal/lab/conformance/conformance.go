@@ -273,7 +273,9 @@ type searched struct {
 // attempts are the flows of checks and reports; verifiers those of them
 // that verify a send flow's codes; sends the send flows.
 func (c *checker) attempts() []namedFlow {
-	return c.filter(func(f namedFlow) bool { return f.Kind == authguard.Attempts })
+	// A step-up flow bounds a second factor, not a password: the
+	// password requirements are its login's.
+	return c.filter(func(f namedFlow) bool { return f.Kind == authguard.Attempts && !f.SecondFactor })
 }
 
 func (c *checker) verifiers() []namedFlow {

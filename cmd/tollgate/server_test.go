@@ -5,8 +5,11 @@ import (
 	"errors"
 	"log/slog"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/api"
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -113,5 +116,46 @@ func TestReloader_APieceThatRefusesChangesNothing(t *testing.T) {
 		if len(p.reloaded) != 1 || p.reloaded[0] != next.Policy {
 			t.Errorf("piece %d reloaded with the engine's policy %v, want once with next's", i, p.reloaded)
 		}
+	}
+}
+
+// Close stops the pieces in reverse order: the decision log, opened
+// before the API, closes after the API has drained, so that a check in
+// flight when shutdown starts is answered and its decision line written
+// (with the log closed first, its line would be lost or the write would
+// panic on the closed log).
+func TestServe_ACheckInFlightAtShutdownIsInTheDecisionLog(t *testing.T) {
+	cfg := testConfig()
+	cfg.DecisionLog = filepath.Join(t.TempDir(), "decisions.jsonl")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	logs := new(testkit.SyncBuffer)
+	addrs, done := make(chan net.Addr, 1), make(chan error, 1)
+	go func() { done <- serve(ctx, cfg, logs, func(a net.Addr) { addrs <- a }, nil) }()
+	var addr string
+	select {
+	case a := <-addrs:
+		addr = a.String()
+	case err := <-done:
+		t.Fatalf("serve: %v", err)
+	}
+
+	slow := startSlowCheck(t, addr)
+	cancel()
+	if !testkit.Eventually(5*time.Second, func() bool { return strings.Contains(logs.String(), `"msg":"shutting down`) }) {
+		t.Fatalf("shutdown did not start:\n%s", logs)
+	}
+	if got := slow.finish(t); got != "proceed" {
+		t.Errorf("the check in flight answered %q, want proceed", got)
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("serve: %v\n%s", err, logs)
+	}
+	b, err := os.ReadFile(cfg.DecisionLog)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := strings.Count(string(b), "\n"), 1; got != want || !strings.Contains(string(b), `"login"`) {
+		t.Errorf("decision log has %d lines, want %d for the login check in flight:\n%s", got, want, b)
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -44,19 +45,53 @@ flows:
 
 func candidates(t testing.TB) []Candidate {
 	t.Helper()
-	strict, err := config.LoadPolicy([]byte(strictPolicy))
+	cs, err := loadCandidates()
 	if err != nil {
 		t.Fatal(err)
 	}
-	return []Candidate{{Name: "builtin", Policy: config.DefaultPolicy()}, {Name: "strict", Policy: strict}}
+	return cs
+}
+
+func loadCandidates() ([]Candidate, error) {
+	strict, err := config.LoadPolicy([]byte(strictPolicy))
+	if err != nil {
+		return nil, err
+	}
+	return []Candidate{{Name: "builtin", Policy: config.DefaultPolicy()}, {Name: "strict", Policy: strict}}, nil
+}
+
+// weekReplay is the generated week and its replay through candidates.
+type weekReplay struct {
+	w   week
+	rep Report
+	err error
+}
+
+// replayedWeek replays the generated week as one input once for the tests
+// that read it: a run is deterministic, and they only read the report.
+var replayedWeek = sync.OnceValue(func() (r weekReplay) {
+	r.w = generateWeek()
+	cs, err := loadCandidates()
+	if err != nil {
+		r.err = err
+		return r
+	}
+	r.rep, r.err = Run(context.Background(), Config{Candidates: cs, Inputs: []Input{inputOf("week.csv", r.w.events, nil)}})
+	return r
+})
+
+// aReplayedWeek returns replayedWeek's week and report.
+func aReplayedWeek(t *testing.T) (week, Report) {
+	t.Helper()
+	r := replayedWeek()
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	return r.w, r.rep
 }
 
 func TestReplay_AGeneratedWeek(t *testing.T) {
-	w := generateWeek()
-	rep, err := Run(context.Background(), Config{Candidates: candidates(t), Inputs: []Input{inputOf("week.csv", w.events, nil)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, rep := aReplayedWeek(t)
 	var text bytes.Buffer
 	if err := WriteText(&text, &rep); err != nil {
 		t.Fatal(err)
@@ -217,7 +252,7 @@ type errSource struct{ err error }
 func (s errSource) Next() (Event, error) { return Event{}, s.err }
 
 func TestReplay_MergesInputsByTime(t *testing.T) {
-	w := generateWeek()
+	w, one := aReplayedWeek(t)
 	var a, b []Event
 	for i, ev := range w.events {
 		if i%3 == 0 {
@@ -225,10 +260,6 @@ func TestReplay_MergesInputsByTime(t *testing.T) {
 		} else {
 			b = append(b, ev)
 		}
-	}
-	one, err := Run(context.Background(), Config{Candidates: candidates(t), Inputs: []Input{inputOf("all", w.events, nil)}})
-	if err != nil {
-		t.Fatal(err)
 	}
 	two, err := Run(context.Background(), Config{Candidates: candidates(t), Inputs: []Input{inputOf("a", a, nil), inputOf("b", b, nil)}})
 	if err != nil {
@@ -443,11 +474,7 @@ func TestWriteText_ShowsFlowsAndPrefixesAsEightCharacters(t *testing.T) {
 }
 
 func TestSVG(t *testing.T) {
-	w := generateWeek()
-	rep, err := Run(context.Background(), Config{Candidates: candidates(t), Inputs: []Input{inputOf("week.csv", w.events, nil)}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, rep := aReplayedWeek(t)
 	svg := SVG(&rep)
 	dec := xml.NewDecoder(bytes.NewReader(svg))
 	for {

@@ -1,9 +1,16 @@
 package e2e_test
 
 import (
+	"bytes"
+	"crypto/sha1"
 	"errors"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/httputil"
+	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -24,13 +31,19 @@ import (
 //     that sees Debian's python3-django (--system-site-packages): the tests
 //     run the package as published, not the source tree;
 //   - tollgate serve, its API alone, on the memory store and the built-in
-//     policy;
+//     policy, with a breached-password corpus of a few hashes (the
+//     breached section) where this tollgate has one, else with a stand-in
+//     in front of its API that answers GET /v1/breached/{prefix} from the
+//     same hashes, as the contract says tollgate does, and passes the rest
+//     on;
 //   - django-admin startproject, plus clients/python/README.md's settings
 //     block verbatim, plus testdata/django-plugin: this machine's settings
 //     and the measure (settings_e2e.py, measure.py), and the project's own
 //     login form (views.py, urls_tail.py), which knows nothing of tollgate;
-//   - the accounts of testdata/django/users.py, and alice, served by
-//     runserver on the venv's Python.
+//   - the accounts of testdata/django/users.py, alice, and hana (an e-mail
+//     address, and the corpus's password), served by runserver on the
+//     venv's Python; Django's mail goes to files (EMAIL_FILE_PATH) that
+//     the step-up test reads its codes from.
 type plugin struct {
 	dj *django   // runserver on the project; its events file counts what reached Django
 	tg *tollgate // tollgate serve: api only (proxy is "")
@@ -39,6 +52,69 @@ type plugin struct {
 	site, fresh string
 	// block is the README's settings block the project's settings append.
 	block string
+	// py is the venv's python, env the environment manage.py runs in,
+	// mail the directory of Django's mail files.
+	py   string
+	env  []string
+	mail string
+	// rangesBy says who answers the breached ranges: "tollgate" (its
+	// breached section) or "a stand-in" (this tollgate has none).
+	rangesBy string
+}
+
+// hanaPassword is hana's password on the plug-in's site, the one of its
+// accounts in the breached-password corpus; pluginDavePassword is dave's
+// there (testdata/django/users.py reads it).
+const (
+	hanaPassword       = "Tg-e2e-hana-51c0-breached"
+	pluginDavePassword = "Tg-e2e-dave-plugin-2a41"
+)
+
+// pluginCorpus is the breached-password corpus of the plug-in's tollgate:
+// HIBP's SHA1:COUNT lines, hana's password among them.
+func pluginCorpus() []byte {
+	var b bytes.Buffer
+	for i, pw := range []string{"123456", hanaPassword, "password1", "Tg-e2e-in-no-account"} {
+		fmt.Fprintf(&b, "%X:%d\n", sha1.Sum([]byte(pw)), 1000*(i+1))
+	}
+	return b.Bytes()
+}
+
+// hanaCode, run by manage.py shell, adds hana: a staff user with an e-mail
+// address, whose password is in the corpus.
+const hanaCode = `
+import os
+from django.contrib.auth.models import User
+User.objects.create_superuser('hana', 'hana@example.test', os.environ['E2E_HANA_PASSWORD'])
+`
+
+// sessionsOfCode, run by manage.py shell, prints how many rows of
+// Django's own session table are signed in as E2E_SESSIONS_OF.
+const sessionsOfCode = `
+import os
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+uid = str(get_user_model().objects.get(username=os.environ['E2E_SESSIONS_OF']).pk)
+print(sum(1 for s in Session.objects.all() if s.get_decoded().get('_auth_user_id') == uid))
+`
+
+// sessionsOf is the number of sessions in the plug-in site's session
+// table signed in as username: what Django keeps, whatever any signal said.
+func (p *plugin) sessionsOf(t *testing.T, username string) int {
+	t.Helper()
+	out, err := runCmd(p.site, append(p.env, "E2E_SESSIONS_OF="+username), time.Minute, p.py, "manage.py", "shell", "--command", sessionsOfCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fields := strings.Fields(out)
+	if len(fields) == 0 {
+		t.Fatal("manage.py shell printed nothing")
+	}
+	n, err := strconv.Atoi(fields[len(fields)-1])
+	if err != nil {
+		t.Fatalf("manage.py shell printed %q", out)
+	}
+	return n
 }
 
 // pluginCookie is the plug-in's device cookie over plain HTTP
@@ -99,18 +175,35 @@ func startPlugin(w *world, dir string) (*plugin, error) {
 	if p.block, err = readmeSettings(); err != nil {
 		return nil, err
 	}
-	if p.tg, err = startTollgateAPI(w, "plugin"); err != nil {
+	corpus := filepath.Join(dir, "pwned.txt")
+	if err := os.WriteFile(corpus, pluginCorpus(), 0o644); err != nil {
+		return nil, err
+	}
+	if p.tg, p.rangesBy, err = startTollgateAPIWithCorpus(w, "plugin", corpus); err != nil {
+		return nil, err
+	}
+	api := p.tg.api
+	if p.rangesBy != "tollgate" {
+		if api, err = rangeStandIn(p.tg.api, pluginCorpus()); err != nil {
+			return nil, err
+		}
+	}
+	p.mail = filepath.Join(dir, "mail")
+	if err := os.MkdirAll(p.mail, 0o755); err != nil {
 		return nil, err
 	}
 	py, err := installWheel(dir)
 	if err != nil {
 		return nil, err
 	}
+	p.py = py
 	events := filepath.Join(dir, "events.log")
 	env := []string{"TOLLGATE_E2E_EVENTS=" + events, "PYTHONDONTWRITEBYTECODE=1",
-		"TOLLGATE_URL=" + p.tg.api, "TOLLGATE_FINGERPRINT_KEY=" + fingerprintKey,
+		"TOLLGATE_URL=" + api, "TOLLGATE_FINGERPRINT_KEY=" + fingerprintKey,
 		"E2E_CAROL_PASSWORD=" + carolPassword, "E2E_BOB_PASSWORD=" + bobPassword,
-		"E2E_SPRAYED_PASSWORD=" + sprayedPassword}
+		"E2E_SPRAYED_PASSWORD=" + sprayedPassword, "E2E_DAVE_PASSWORD=" + pluginDavePassword,
+		"E2E_HANA_PASSWORD=" + hanaPassword, "TOLLGATE_E2E_MAIL=" + p.mail}
+	p.env = env
 	for _, d := range []string{p.site, p.fresh} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return nil, err
@@ -152,6 +245,7 @@ func startPlugin(w *world, dir string) (*plugin, error) {
 		{py, "manage.py", "migrate", "--verbosity", "0"},
 		{py, "manage.py", "createsuperuser", "--noinput", "--username", "alice", "--email", "alice@example.test"},
 		{py, "manage.py", "shell", "--command", string(users)},
+		{py, "manage.py", "shell", "--command", hanaCode},
 	} {
 		if _, err := runCmd(p.site, append(env, "DJANGO_SUPERUSER_PASSWORD="+alicePassword), 2*time.Minute, argv...); err != nil {
 			return nil, err
@@ -205,17 +299,82 @@ func installWheel(dir string) (string, error) {
 	return py, nil
 }
 
+// startTollgateAPIWithCorpus is startTollgateAPI with the
+// breached-password corpus file in the config's breached section, when
+// this tollgate's validate-config takes one ("tollgate"); else without it
+// ("a stand-in": rangeStandIn answers the ranges).
+func startTollgateAPIWithCorpus(w *world, name, corpus string) (*tollgate, string, error) {
+	dir := w.sub("tollgate-" + name)
+	config := "# The built-in policy, unchanged, and a breached-password corpus.\nflows: {}\nbreached:\n  corpus: " + strconv.Quote(corpus) + "\n"
+	probe := filepath.Join(dir, "probe.yaml")
+	if err := os.WriteFile(probe, []byte(config), 0o644); err != nil {
+		return nil, "", err
+	}
+	if exec.Command(w.bin, "validate-config", probe).Run() != nil {
+		tg, err := startTollgateAPI(w, name)
+		return tg, "a stand-in", err
+	}
+	tg, err := startTollgateAPIConfig(w, name, config)
+	return tg, "tollgate", err
+}
+
+// rangeStandIn serves, on a free loopback port, GET /v1/breached/{prefix}
+// from corpus (HIBP's SHA1:COUNT lines) as the contract says tollgate
+// does (the range's lines, padded with count-0 lines to the same number
+// for every prefix, CRLF), and passes every other request on to api. It
+// lives as long as the test binary.
+func rangeStandIn(api string, corpus []byte) (string, error) {
+	target, err := url.Parse(api)
+	if err != nil {
+		return "", err
+	}
+	ranges := map[string][]string{}
+	for line := range strings.Lines(string(corpus)) {
+		hash, count, ok := strings.Cut(strings.TrimSpace(line), ":")
+		if ok && len(hash) == 40 {
+			ranges[hash[:5]] = append(ranges[hash[:5]], hash[5:]+":"+count)
+		}
+	}
+	pass := httputil.NewSingleHostReverseProxy(target)
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /v1/breached/{prefix}", func(rw http.ResponseWriter, r *http.Request) {
+		prefix := strings.ToUpper(r.PathValue("prefix"))
+		if len(prefix) != 5 || strings.Trim(prefix, "0123456789ABCDEF") != "" {
+			http.Error(rw, "bad prefix", http.StatusBadRequest)
+			return
+		}
+		lines := append([]string(nil), ranges[prefix]...)
+		for i := len(lines); i < 8; i++ {
+			lines = append(lines, fmt.Sprintf("%035X:0", i))
+		}
+		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		fmt.Fprint(rw, strings.Join(lines, "\r\n")+"\r\n")
+	})
+	mux.Handle("/", pass)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go http.Serve(l, mux) //nolint:errcheck // ends with the test binary
+	return "http://" + l.Addr().String(), nil
+}
+
 // startTollgateAPI runs tollgate serve without a proxy section: its API
 // on a free loopback port, the memory store, the built-in policy (the
 // config file names no change).
 func startTollgateAPI(w *world, name string) (*tollgate, error) {
+	return startTollgateAPIConfig(w, name, "# The built-in policy, unchanged.\nflows: {}\n")
+}
+
+// startTollgateAPIConfig is startTollgateAPI with config as the file.
+func startTollgateAPIConfig(w *world, name, config string) (*tollgate, error) {
 	dir := w.sub("tollgate-" + name)
 	port, err := freePort()
 	if err != nil {
 		return nil, err
 	}
 	t := &tollgate{api: "http://127.0.0.1:" + strconv.Itoa(port), config: filepath.Join(dir, "tollgate.yaml")}
-	if err := os.WriteFile(t.config, []byte("# The built-in policy, unchanged.\nflows: {}\n"), 0o644); err != nil {
+	if err := os.WriteFile(t.config, []byte(config), 0o644); err != nil {
 		return nil, err
 	}
 	env := []string{"TOLLGATE_SECRET=" + secret, "TOLLGATE_LISTEN=127.0.0.1:" + strconv.Itoa(port)}

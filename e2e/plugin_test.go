@@ -292,7 +292,9 @@ func TestDjangoPlugin_OnePasswordSprayedFromFiftyAddressesGetsAtMostTenChecks(t 
 // makes an address the policy answers captcha (a spray from it), then
 // carol signs in from it in Chromium: the plug-in answers the challenge
 // page, her browser solves tollgate's proof of work, and the submission
-// she typed, held on the server, signs her in without her typing it again.
+// she typed, held on the server, is checked without her typing it again;
+// the address being escalated, she then enters the code the plug-in mailed
+// her, and only then has a session.
 func TestDjangoPlugin_ACaptchaAddressSolvesTheChallengeAndSignsInWithoutRetyping(t *testing.T) {
 	p := needPlugin(t)
 	tg, dj := p.tg, p.dj
@@ -315,9 +317,19 @@ func TestDjangoPlugin_ACaptchaAddressSolvesTheChallengeAndSignsInWithoutRetyping
 	if got := carol.signIn(djangoUser, djangoPass, djangoSubmit, "carol", carolPassword); got != http.StatusTooManyRequests {
 		t.Errorf("carol's sign-in from a captcha address answers %d, want the challenge page's 429", got)
 	}
-	loc := carol.waitFor(djangoIndex, 2*time.Minute) // the solver runs in the page, then posts
+	// The solver runs in the page, then posts; the right password from an
+	// address past ip_spray is answered step_up (address_escalated): the
+	// code page, and no session until the code mailed to carol is in.
+	if loc := carol.waitFor("#tollgate-code", 2*time.Minute); !strings.HasSuffix(loc, pluginStepUpPath) {
+		t.Errorf("after the challenge carol is at %s, want the code page", loc)
+	}
+	if got := dj.loggedIn("carol") - before; got != 0 {
+		t.Errorf("Django started %d sessions for carol before the code, want 0", got)
+	}
+	carol.enterCode(p.lastCode(t, "carol@example.test"))
+	loc := carol.waitFor(djangoIndex, time.Minute)
 	if !strings.HasSuffix(loc, "/admin/") {
-		t.Errorf("after the challenge carol is at %s, want the admin's index", loc)
+		t.Errorf("after the challenge and the code carol is at %s, want the admin's index", loc)
 	}
 	if got := dj.loggedIn("carol") - before; got != 1 {
 		t.Errorf("Django started %d sessions for carol, want 1", got)
@@ -329,5 +341,5 @@ func TestDjangoPlugin_ACaptchaAddressSolvesTheChallengeAndSignsInWithoutRetyping
 		t.Errorf("Django failed %d checks for carol; her held submission should have been her password", got)
 	}
 	carol.hasDeviceCookie(pluginCookie)
-	figure(t, "plug-in: carol from a CAPTCHA address: challenge page, solved in Chromium, signed in without retyping (%d check at Django)", dj.count("checked", "carol"))
+	figure(t, "plug-in: carol from a CAPTCHA address: challenge page, solved in Chromium, her password checked without retyping (%d check at Django), then the mailed code, then the session", dj.count("checked", "carol"))
 }

@@ -19,6 +19,86 @@ from .support import ALICE, ALICE_IP, ALICE_SMS, SECRETS, StandIn, Tollgate, tol
 LOGIN = dict(flow="login", account=ALICE, ip=ALICE_IP)
 
 
+class RealBreached(unittest.TestCase):
+    """breached() and the step-up reports against a real tollgate whose
+    configuration has a breached-password corpus (the breached section):
+    the shared vectors' breached passwords in it, the others not."""
+
+    binary: Optional[str] = None
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.binary = tollgate_binary()
+        if cls.binary is None:
+            raise unittest.SkipTest("no TOLLGATE_BIN and no go to build tollgate with")
+
+    def setUp(self) -> None:
+        import hashlib
+        import json
+
+        from .support import TESTDATA
+
+        assert self.binary is not None
+        with open(os.path.join(TESTDATA, "breached.json"), "rb") as f:
+            self.cases = json.load(f)["cases"]
+        tmp = tempfile.TemporaryDirectory(prefix="tollgate-python-breached-")
+        self.addCleanup(tmp.cleanup)
+        corpus = os.path.join(tmp.name, "pwned.txt")
+        with open(corpus, "w", encoding="utf-8") as f:
+            for c in self.cases:
+                if c["breached"]:
+                    f.write("%s:%d\n" % (hashlib.sha1(c["password"].encode("utf-8")).hexdigest().upper(), c["count"]))
+        config = os.path.join(tmp.name, "tollgate.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("breached:\n  corpus: %s\n" % json.dumps(corpus))
+        self.server = Tollgate(self.binary, config=config)
+        self.addCleanup(self.server.stop)
+        self.tg = Client(self.server.url, timeout=5.0)
+        self.addCleanup(self.tg.close)
+
+    def test_breached_answers_the_corpus_by_k_anonymity(self) -> None:
+        for c in self.cases:
+            with self.subTest(password=c["password"]):
+                self.assertEqual(self.tg.breached(c["password"]), c["breached"])
+
+    def test_a_stolen_breached_password_gets_step_up_and_the_device_token_only_after_the_second_factor(self) -> None:
+        acct, ip = "stuffed@example.com", "198.51.100.61"
+        self.assertTrue(self.tg.breached("password"))
+        v = self.tg.check(flow="login", account=acct, ip=ip)
+        self.assertEqual(v.action, "proceed")
+        r = self.tg.report(flow="login", account=acct, ip=ip, attempt=v.attempt, outcome="success", breached=True)
+        self.assertEqual((r.action, r.device_token, r.error), (tollgate.STEP_UP, "", None))
+        self.assertIn(tollgate.REASON_BREACHED_PASSWORD, r.reasons)
+        self.assertTrue(r.attempt)
+        # A wrong code: counted on step_up's own counters; the ticket stays.
+        self.assertEqual(self.tg.check(flow="step_up", account=acct, ip=ip).action, "proceed")
+        f = self.tg.step_up_failed(ticket=r.attempt, account=acct, ip=ip)
+        self.assertEqual((f.action, f.error), ("proceed", None))
+        p = self.tg.step_up_passed(ticket=r.attempt, account=acct, ip=ip)
+        self.assertEqual((p.action, p.error), ("proceed", None))
+        self.assertTrue(p.device_token)
+        # With that device token, the owner's next breached success is a login.
+        v = self.tg.check(flow="login", account=acct, ip=ip, device_token=p.device_token)
+        r2 = self.tg.report(flow="login", account=acct, ip=ip, attempt=v.attempt, device_token=p.device_token,
+                            outcome="success", breached=True)
+        self.assertEqual(r2.action, "proceed")
+        self.assertTrue(r2.device_token)
+
+    def test_a_forged_or_another_accounts_ticket_is_refused_on_attempt(self) -> None:
+        acct, ip = "victim@example.com", "198.51.100.62"
+        v = self.tg.check(flow="login", account=acct, ip=ip)
+        r = self.tg.report(flow="login", account=acct, ip=ip, attempt=v.attempt, outcome="success", breached=True)
+        self.assertEqual(r.action, tollgate.STEP_UP)
+        for ticket, account in ((r.attempt[:-2] + "xx", acct), (r.attempt, "someone-else@example.com"), ("", acct)):
+            with self.subTest(ticket=ticket[-4:], account=account):
+                p = self.tg.step_up_passed(ticket=ticket, account=account, ip=ip)
+                self.assertTrue(p.fallback)
+                self.assertEqual(p.action, "delay")
+                self.assertIsInstance(p.error, TollgateError)
+                assert isinstance(p.error, TollgateError)
+                self.assertEqual((p.error.status, p.error.field), (400, "attempt"))
+
+
 def no_secrets(case: unittest.TestCase, err: Optional[BaseException]) -> None:
     if err is None:
         return

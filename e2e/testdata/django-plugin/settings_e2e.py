@@ -20,3 +20,10 @@ AUTHENTICATION_BACKENDS = [
     'tgplugin.measure.CountingModelBackend' if b == 'django.contrib.auth.backends.ModelBackend' else b
     for b in AUTHENTICATION_BACKENDS
 ]
+
+# This machine's mail: the step-up codes the plug-in sends with send_mail go
+# to files in the directory TOLLGATE_E2E_MAIL names, where the tests read them.
+import os as _os  # noqa: E402
+
+EMAIL_BACKEND = 'django.core.mail.backends.filebased.EmailBackend'
+EMAIL_FILE_PATH = _os.environ['TOLLGATE_E2E_MAIL']

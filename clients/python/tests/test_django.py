@@ -833,6 +833,42 @@ class StepUpStandIn(_Base):
         r = admin_login(browser("203.0.113.127"), "alice", "not-breached-Tg-1")
         self.assertEqual([x.get("breached") for x in self.sent("/v1/report")], [True, None])
 
+    def test_a_failing_hook_lets_nobody_in(self) -> None:
+        from django.test import override_settings
+
+        def broken(request: Any, user: Any, step_up: Any) -> Any:
+            raise RuntimeError("the SMS gateway is down")
+
+        from django.contrib.auth.models import User
+
+        User.objects.create_user("pia", "pia@example.test", "Summer2026!", is_staff=True)
+        with override_settings(TOLLGATE_STEP_UP_HOOK=broken), self.assertLogs("tollgate.django", "WARNING") as logs:
+            r = admin_login(browser("203.0.113.129"), "pia", "Summer2026!")
+        self.assertEqual(r.status_code, 403)
+        self.assertEqual(authenticated_sessions("pia"), 0)
+        self.assertFalse([m for m in logs.output if "pia" in m or "203.0.113.129" in m], logs.output)
+
+    def test_a_hook_of_ones_own_gets_the_pending_step_up_and_answers_the_browser(self) -> None:
+        from django.http import HttpResponse
+        from django.test import override_settings
+
+        seen: List[Any] = []
+
+        def totp(request: Any, user: Any, step_up: Any) -> Any:
+            from tollgate.django import stepup
+
+            seen.append((user.get_username(), step_up.ticket, step_up.reasons, stepup.pending(request) == step_up))
+            return HttpResponse("enter the code of your app", status=200)
+
+        from django.contrib.auth.models import User
+
+        User.objects.create_user("quin", "", "Summer2026!", is_staff=True)
+        with override_settings(TOLLGATE_STEP_UP_HOOK=totp):
+            r = admin_login(browser("203.0.113.130"), "quin", "Summer2026!")
+        self.assertEqual((r.status_code, r.content), (200, b"enter the code of your app"))
+        self.assertEqual(seen, [("quin", "ticket.quin", ["breached_password"], True)])
+        self.assertEqual(authenticated_sessions("quin"), 0)
+
     def test_an_api_login_without_a_session_gets_a_403_not_the_view(self) -> None:
         from django.contrib.auth.models import User
 

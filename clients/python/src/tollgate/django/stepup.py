@@ -162,7 +162,11 @@ def begin(request: Any, user: Any, a: state.Attempt, v: Verdict, s: conf.Setting
                 account=a.account, ip=a.ip, device=a.device, ticket=v.attempt, reasons=list(v.reasons),
                 next=_next(request), login=request.get_full_path(), expires=int(time.time()) + CODE_TTL)
     _save(request, su)
-    return s.step_up_hook(request, user, su)
+    try:
+        return s.step_up_hook(request, user, su)
+    except Exception as e:  # a hook that fails lets nobody in: no second factor, no session
+        log.warning("tollgate.django: the step-up hook failed (%s); the login is refused", type(e).__name__)
+        return refuse(request, su)
 
 
 def _next(request: Any) -> str:
@@ -288,7 +292,13 @@ def serve(request: Any) -> Any:
         return _code_form(request, "", 200)
     from django.middleware.csrf import CsrfViewMiddleware  # type: ignore[import]
 
-    refused = CsrfViewMiddleware(lambda r: None).process_view(request, None, (), {})
+    # The page is served before any view, so CSRF is checked here, as
+    # CsrfViewMiddleware checks a view's post (its request half first, for
+    # a site whose MIDDLEWARE lacks it).
+    csrf = CsrfViewMiddleware(lambda r: None)
+    if "CSRF_COOKIE" not in request.META:
+        csrf.process_request(request)
+    refused = csrf.process_view(request, None, (), {})
     if refused is not None:
         return refused
     early = check(request, su)

@@ -90,7 +90,7 @@ test("an unknown account gets the same bytes as a known one's wrong password: th
   }
 });
 
-test("a sprayed address meets tollgate's challenge; solved, alice's held form goes on to the code step", async () => {
+test("a sprayed address meets tollgate's challenge; solved, alice's held form goes on, through the second factor, to the code step", async () => {
   const ip = "203.0.113.66";
   for (let i = 1; i <= 10; i++) {
     const a = await post(ip, { username: `user${String(i).padStart(2, "0")}`, password: "Spray-2026!" });
@@ -106,9 +106,22 @@ test("a sprayed address meets tollgate's challenge; solved, alice's held form go
   const difficulty = Number(/data-difficulty="(\d+)"/.exec(page.body)?.[1]);
   const done = await post(ip, { tollgate_handle: handle, tollgate_token: token, tollgate_nonce: solve(token, difficulty) });
   assert.equal(done.status, 303, done.body);
-  assert.equal(done.headers.get("location"), "/otp");
-  const session = (done.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
-  const otp = await fetch(base + "/otp", { headers: { cookie: session } });
+  // Her right password from an address tollgate escalated (the spray) is
+  // answered step_up (address_escalated): the code page first, no session.
+  assert.equal(done.headers.get("location"), "/login/step-up");
+  assert.ok(!(done.headers.get("set-cookie") ?? "").includes("__Host-demo-session"), "no session before the second factor");
+  const stepUp = (done.headers.get("set-cookie") ?? "").split(";")[0] ?? "";
+  const code = procs.sentCodes().at(-1);
+  assert.equal(code?.user, "alice");
+  const passed = await fetch(base + "/login/step-up", {
+    method: "POST", redirect: "manual",
+    headers: { "content-type": "application/x-www-form-urlencoded", "x-forwarded-for": ip, cookie: stepUp },
+    body: new URLSearchParams({ code: code?.code ?? "" }).toString(),
+  });
+  assert.equal(passed.status, 303, await passed.text());
+  assert.equal(passed.headers.get("location"), "/otp");
+  const session = passed.headers.getSetCookie().find((c) => c.startsWith("__Host-demo-session=")) ?? "";
+  const otp = await fetch(base + "/otp", { headers: { cookie: session.split(";")[0] ?? "" } });
   assert.ok((await otp.text()).includes("Password accepted. Second step"));
 });
 

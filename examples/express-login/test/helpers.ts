@@ -5,7 +5,7 @@
  */
 
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -19,6 +19,15 @@ export const repoRoot = resolve(appDir, "..", "..");
 export class Processes {
   readonly #children: ChildProcess[] = [];
   #binDir = "";
+  /** Where the demo's sender writes the step-up codes (STEP_UP_CODES_FILE). */
+  readonly #dir = mkdtempSync(join(tmpdir(), "express-login-codes-"));
+  readonly codesFile = join(this.#dir, "codes.jsonl");
+
+  /** The step-up codes the demo's sender wrote, oldest first. */
+  sentCodes(): Array<{ user: string; code: string }> {
+    if (!existsSync(this.codesFile)) return [];
+    return readFileSync(this.codesFile, "utf8").split("\n").filter((l) => l !== "").map((l) => JSON.parse(l) as { user: string; code: string });
+  }
 
   /** Starts cmd and resolves with the first match of re in a line of the stream it writes to (stdout, or stderr). */
   start(cmd: string, args: string[], env: NodeJS.ProcessEnv, fromStderr: boolean, re: RegExp, cwd?: string): Promise<string> {
@@ -53,7 +62,7 @@ export class Processes {
     const addr = await this.start(resolve(bin), ["serve"], env, true, /"msg":"listening".*"addr":"([^"]+)"/);
     return this.start("node", ["dist/server.js"], {
       PATH: process.env["PATH"], HOME: tmpdir(), TOLLGATE_URL: `http://${addr}`, LISTEN: "127.0.0.1:0",
-      TRUSTED_PROXIES: "127.0.0.0/8,::1/128", DEMO_HASH_ITERATIONS: "1000", ...extraApp,
+      TRUSTED_PROXIES: "127.0.0.0/8,::1/128", DEMO_HASH_ITERATIONS: "1000", STEP_UP_CODES_FILE: this.codesFile, ...extraApp,
     }, false, /^listening (http:\/\/127\.0\.0\.1:\d+)$/, appDir);
   }
 
@@ -61,5 +70,6 @@ export class Processes {
   stop(): void {
     for (const c of this.#children) if (c.pid !== undefined && c.exitCode === null) process.kill(c.pid, "SIGKILL");
     if (this.#binDir !== "") rmSync(this.#binDir, { recursive: true, force: true });
+    rmSync(this.#dir, { recursive: true, force: true });
   }
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/testkit"
 )
 
 // fuzzSeeds are bodies for both routes: valid ones and every bad-input
@@ -106,6 +107,14 @@ func fuzzRoute(f *testing.F, path string, seeds ...string) {
 	// A real attempt token, so the fuzzer can mutate one.
 	v := h.check(f, login("seed@example.com", "192.0.2.200"))
 	f.Add(`{"flow":"login","account":"seed@example.com","ip":"192.0.2.200","outcome":"failure","attempt":"` + v.Attempt + `"}`)
+	if path == "/v1/report" {
+		// A real step-up ticket, so the fuzzer can mutate one on the
+		// step-up flow too.
+		v := h.check(f, login("ticket@example.com", "192.0.2.201"))
+		r := h.report(f, testkit.With(login("ticket@example.com", "192.0.2.201"), "outcome", "success", "attempt", v.Attempt, "breached", true))
+		f.Add(`{"flow":"step_up","account":"ticket@example.com","ip":"192.0.2.201","outcome":"step_up_failed","attempt":"` + r.Attempt + `"}`)
+		f.Add(`{"flow":"login","account":"seed@example.com","ip":"192.0.2.200","outcome":"failure","breached":true}`)
+	}
 	for _, s := range slices.Concat(fuzzSeeds, seeds) {
 		f.Add(s)
 	}

@@ -92,3 +92,34 @@ func FuzzAttemptToken(f *testing.F) {
 		}
 	})
 }
+
+// A step-up ticket is an attempt token's layout under another version and
+// another flow binding: neither ever verifies as the other, and a mutated
+// ticket never verifies.
+func FuzzStepUpTicket(f *testing.F) {
+	s := newAttemptSigner([]byte("attempt-key-attempt-key-attempt-"))
+	now := time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC)
+	// Fixed ids: each fuzzing process makes its own seeds, which must be
+	// the coordinator's.
+	const device, id = "ehy-zRfSHEieZGw-HXvhsA", "u0kcEsR2K871h4W7jUD1tw"
+	ticket := s.seal(ticketVersion, "t", ticketFlow("login"), "acct", attempt{device: device, id: id, known: true}, now.Add(time.Hour))
+	token := s.sign("t", ticketFlow("login"), "acct", attempt{id: id}, now.Add(time.Hour))
+	f.Add(ticket)
+	f.Add(token)
+	f.Add("")
+	f.Fuzz(func(t *testing.T, tok string) {
+		a, st := s.open(ticketVersion, tok, "t", ticketFlow("login"), "acct", now)
+		if (st == attemptMissing) != (tok == "") || st > attemptExpired {
+			t.Fatalf("open(%q): status %d", tok, st)
+		}
+		if st == attemptValid && (tok != ticket || len(a.device) != hashLen || !a.known) {
+			t.Fatalf("verified %q as a ticket: %+v", tok, a)
+		}
+		if _, st := s.parse(tok, "t", ticketFlow("login"), "acct", now); st == attemptValid && tok != token {
+			t.Fatalf("verified %q as an attempt token", tok)
+		}
+		if _, st := s.open(ticketVersion, tok, "t", ticketFlow("login"), "other", now); st == attemptValid {
+			t.Fatalf("verified %q as another account's ticket", tok)
+		}
+	})
+}

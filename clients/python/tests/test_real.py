@@ -278,7 +278,7 @@ class RealTollgate(unittest.TestCase):
         with Client(self.server.url, timeout=5.0) as admin:  # re-reading the policy may take longer than a verdict
             r = admin.reload()
         self.assertIsInstance(r, tollgate.ReloadResult)
-        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify"], []))
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify", "step_up"], []))
         self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
 
     def test_a_server_without_webhooks_answers_not_found_not_an_empty_list(self) -> None:
@@ -411,10 +411,10 @@ class RealReload(unittest.TestCase):
         assert isinstance(v.error, TollgateError)
         self.assertEqual(v.error.field, "flow")
         r = self.tg.reload()
-        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify"], []))
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify", "step_up"], []))
         self.write(AFTER)
         r = self.tg.reload()
-        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify", "signup"], ["log_level"]))
+        self.assertEqual((r.flows, r.restart_needed), (["login", "otp_send", "otp_verify", "signup", "step_up"], ["log_level"]))
         v = self.tg.check(flow="signup", ip="192.0.2.50")
         self.assertEqual((v.action, v.error), ("proceed", None))
 

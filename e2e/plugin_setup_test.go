@@ -5,12 +5,7 @@ import (
 	"crypto/sha1"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httputil"
-	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -32,10 +27,7 @@ import (
 //     run the package as published, not the source tree;
 //   - tollgate serve, its API alone, on the memory store and the built-in
 //     policy, with a breached-password corpus of a few hashes (the
-//     breached section) where this tollgate has one, else with a stand-in
-//     in front of its API that answers GET /v1/breached/{prefix} from the
-//     same hashes, as the contract says tollgate does, and passes the rest
-//     on;
+//     breached section);
 //   - django-admin startproject, plus clients/python/README.md's settings
 //     block verbatim, plus testdata/django-plugin: this machine's settings
 //     and the measure (settings_e2e.py, measure.py), and the project's own
@@ -57,9 +49,6 @@ type plugin struct {
 	py   string
 	env  []string
 	mail string
-	// rangesBy says who answers the breached ranges: "tollgate" (its
-	// breached section) or "a stand-in" (this tollgate has none).
-	rangesBy string
 }
 
 // hanaPassword is hana's password on the plug-in's site, the one of its
@@ -179,14 +168,9 @@ func startPlugin(w *world, dir string) (*plugin, error) {
 	if err := os.WriteFile(corpus, pluginCorpus(), 0o644); err != nil {
 		return nil, err
 	}
-	if p.tg, p.rangesBy, err = startTollgateAPIWithCorpus(w, "plugin", corpus); err != nil {
+	config := "# The built-in policy, unchanged, and a breached-password corpus.\nflows: {}\nbreached:\n  corpus: " + strconv.Quote(corpus) + "\n"
+	if p.tg, err = startTollgateAPI(w, "plugin", config); err != nil {
 		return nil, err
-	}
-	api := p.tg.api
-	if p.rangesBy != "tollgate" {
-		if api, err = rangeStandIn(p.tg.api, pluginCorpus()); err != nil {
-			return nil, err
-		}
 	}
 	p.mail = filepath.Join(dir, "mail")
 	if err := os.MkdirAll(p.mail, 0o755); err != nil {
@@ -199,7 +183,7 @@ func startPlugin(w *world, dir string) (*plugin, error) {
 	p.py = py
 	events := filepath.Join(dir, "events.log")
 	env := []string{"TOLLGATE_E2E_EVENTS=" + events, "PYTHONDONTWRITEBYTECODE=1",
-		"TOLLGATE_URL=" + api, "TOLLGATE_FINGERPRINT_KEY=" + fingerprintKey,
+		"TOLLGATE_URL=" + p.tg.api, "TOLLGATE_FINGERPRINT_KEY=" + fingerprintKey,
 		"E2E_CAROL_PASSWORD=" + carolPassword, "E2E_BOB_PASSWORD=" + bobPassword,
 		"E2E_SPRAYED_PASSWORD=" + sprayedPassword, "E2E_DAVE_PASSWORD=" + pluginDavePassword,
 		"E2E_HANA_PASSWORD=" + hanaPassword, "TOLLGATE_E2E_MAIL=" + p.mail}
@@ -299,75 +283,9 @@ func installWheel(dir string) (string, error) {
 	return py, nil
 }
 
-// startTollgateAPIWithCorpus is startTollgateAPI with the
-// breached-password corpus file in the config's breached section, when
-// this tollgate's validate-config takes one ("tollgate"); else without it
-// ("a stand-in": rangeStandIn answers the ranges).
-func startTollgateAPIWithCorpus(w *world, name, corpus string) (*tollgate, string, error) {
-	dir := w.sub("tollgate-" + name)
-	config := "# The built-in policy, unchanged, and a breached-password corpus.\nflows: {}\nbreached:\n  corpus: " + strconv.Quote(corpus) + "\n"
-	probe := filepath.Join(dir, "probe.yaml")
-	if err := os.WriteFile(probe, []byte(config), 0o644); err != nil {
-		return nil, "", err
-	}
-	if exec.Command(w.bin, "validate-config", probe).Run() != nil {
-		tg, err := startTollgateAPI(w, name)
-		return tg, "a stand-in", err
-	}
-	tg, err := startTollgateAPIConfig(w, name, config)
-	return tg, "tollgate", err
-}
-
-// rangeStandIn serves, on a free loopback port, GET /v1/breached/{prefix}
-// from corpus (HIBP's SHA1:COUNT lines) as the contract says tollgate
-// does (the range's lines, padded with count-0 lines to the same number
-// for every prefix, CRLF), and passes every other request on to api. It
-// lives as long as the test binary.
-func rangeStandIn(api string, corpus []byte) (string, error) {
-	target, err := url.Parse(api)
-	if err != nil {
-		return "", err
-	}
-	ranges := map[string][]string{}
-	for line := range strings.Lines(string(corpus)) {
-		hash, count, ok := strings.Cut(strings.TrimSpace(line), ":")
-		if ok && len(hash) == 40 {
-			ranges[hash[:5]] = append(ranges[hash[:5]], hash[5:]+":"+count)
-		}
-	}
-	pass := httputil.NewSingleHostReverseProxy(target)
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET /v1/breached/{prefix}", func(rw http.ResponseWriter, r *http.Request) {
-		prefix := strings.ToUpper(r.PathValue("prefix"))
-		if len(prefix) != 5 || strings.Trim(prefix, "0123456789ABCDEF") != "" {
-			http.Error(rw, "bad prefix", http.StatusBadRequest)
-			return
-		}
-		lines := append([]string(nil), ranges[prefix]...)
-		for i := len(lines); i < 8; i++ {
-			lines = append(lines, fmt.Sprintf("%035X:0", i))
-		}
-		rw.Header().Set("Content-Type", "text/plain; charset=utf-8")
-		fmt.Fprint(rw, strings.Join(lines, "\r\n")+"\r\n")
-	})
-	mux.Handle("/", pass)
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	go http.Serve(l, mux) //nolint:errcheck // ends with the test binary
-	return "http://" + l.Addr().String(), nil
-}
-
 // startTollgateAPI runs tollgate serve without a proxy section: its API
-// on a free loopback port, the memory store, the built-in policy (the
-// config file names no change).
-func startTollgateAPI(w *world, name string) (*tollgate, error) {
-	return startTollgateAPIConfig(w, name, "# The built-in policy, unchanged.\nflows: {}\n")
-}
-
-// startTollgateAPIConfig is startTollgateAPI with config as the file.
-func startTollgateAPIConfig(w *world, name, config string) (*tollgate, error) {
+// on a free loopback port, the memory store, config as its file.
+func startTollgateAPI(w *world, name, config string) (*tollgate, error) {
 	dir := w.sub("tollgate-" + name)
 	port, err := freePort()
 	if err != nil {

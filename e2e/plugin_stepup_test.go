@@ -180,7 +180,7 @@ func TestDjangoPlugin_AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor
 		if n := p.sessionsOf(t, "hana"); n != 0 {
 			t.Errorf("Django's session table holds %d sessions of hana's after a wrong code, want 0", n)
 		}
-		figure(t, "plug-in: hana's right breached password (ranges by %s) from an attacker: the code page, %d Django sessions, a guessed code none", p.rangesBy, p.sessionsOf(t, "hana"))
+		figure(t, "plug-in: hana's right breached password (in tollgate's corpus) from an attacker: the code page, %d Django sessions, a guessed code none", p.sessionsOf(t, "hana"))
 	})
 
 	hana := newTab(t, dj.base, "198.51.100.171")

@@ -52,10 +52,15 @@ def login(form, remote_addr, headers):
         return a.status, a.headers, a.body  # delayed or challenged: the same for every account
     time.sleep(a.hold)  # 0 unless a queueing rule holds the call
     ok = check_password(user, form["password"])  # unknown users fail like wrong passwords
+    breached = tg.breached(form["password"])  # k-anonymous, best-effort: False on any error
     r = tg.report(flow="login", account=user, ip=ip, attempt=v.attempt, device_token=device,
-                  password_fingerprint=fp, outcome="success" if ok else "failure", fail=tollgate.FAIL_DELAY)
+                  password_fingerprint=fp, outcome="success" if ok else "failure", breached=breached,
+                  fail=tollgate.FAIL_DELAY)
     if not ok:  # the form again, as a framework answers a wrong password (never a bare 401)
         return 200, [("Content-Type", "text/html; charset=utf-8")], login_form(user, "Wrong user or password.")
+    if r.action == tollgate.STEP_UP:  # right password, no session yet: a second factor first
+        a = answer.respond(r)  # 403 by default; keep r.attempt and ask for the code instead
+        return a.status, a.headers, a.body
     set_cookie = cookie.set_cookie(r.device_token)  # this device skips the IP rules next time
     # ... start the session
     return 200, [("Set-Cookie", set_cookie)] if set_cookie else [], b"welcome"

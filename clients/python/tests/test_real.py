@@ -48,6 +48,8 @@ class RealBreached(unittest.TestCase):
             for c in self.cases:
                 if c["breached"]:
                     f.write("%s:%d\n" % (hashlib.sha1(c["password"].encode("utf-8")).hexdigest().upper(), c["count"]))
+            # examples/login.py's alice's password, breached here.
+            f.write("%s:7\n" % hashlib.sha1(b"correct horse").hexdigest().upper())
         config = os.path.join(tmp.name, "tollgate.yaml")
         with open(config, "w", encoding="utf-8") as f:
             f.write("breached:\n  corpus: %s\n" % json.dumps(corpus))
@@ -83,6 +85,16 @@ class RealBreached(unittest.TestCase):
                             outcome="success", breached=True)
         self.assertEqual(r2.action, "proceed")
         self.assertTrue(r2.device_token)
+
+    def test_the_readme_login_handler_starts_no_session_for_a_breached_password(self) -> None:
+        from .test_readme import load_example
+
+        ex = load_example()
+        setattr(ex, "tg", self.tg)
+        got = ex.login({"user": ALICE, "password": "correct horse"}, "127.0.0.1", {})
+        self.assertEqual(got[0], 403)
+        self.assertNotIn("Set-Cookie", dict(got[1]))
+        self.assertNotIn(b"welcome", got[2])
 
     def test_a_forged_or_another_accounts_ticket_is_refused_on_attempt(self) -> None:
         acct, ip = "victim@example.com", "198.51.100.62"

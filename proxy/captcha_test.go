@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/challenge"
 	"github.com/tollgate-auth/tollgate/proxy"
 )
@@ -53,9 +54,14 @@ var (
 // A real user behind the spraying address is asked for the challenge;
 // once her browser solves it, the login she had already submitted goes on
 // without her typing it again: the upstream gets it byte for byte, checked
-// with the challenge solved, and she is signed in.
+// with the challenge solved, and she is signed in. (A right password from
+// an address past ip_spray is answered step_up: the route lets that
+// reason through, without a device cookie; TestProxy_ARightPasswordFrom
+// ASprayingAddressIsHeldUnlessTheRouteLetsItThrough holds it.)
 func TestProxy_ASolvedChallengeCompletesTheOriginalSubmission(t *testing.T) {
-	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute()}, Challenger: newChallenger(t)})
+	rt := formRoute()
+	rt.StepUpPass = []authguard.Reason{authguard.ReasonAddressEscalated}
+	h := newHarness(t, proxy.Config{Routes: []proxy.Route{rt}, Challenger: newChallenger(t)})
 	sprayUntilCaptcha(t, h)
 	logins := h.up.logins("/login")
 
@@ -88,8 +94,8 @@ func TestProxy_ASolvedChallengeCompletesTheOriginalSubmission(t *testing.T) {
 	if resp.StatusCode != http.StatusFound || resp.Header.Get("Location") != "/home" {
 		t.Fatalf("the solved challenge answered %d %s, want the upstream's 302", resp.StatusCode, resp.Header.Get("Location"))
 	}
-	if deviceCookie(resp) == nil {
-		t.Error("the success after the challenge set no device cookie")
+	if deviceCookie(resp) != nil {
+		t.Error("the success from an escalated address set a device cookie, which its step_up verdict does not carry")
 	}
 	seen := h.up.requests()
 	last := seen[len(seen)-1]
@@ -115,7 +121,9 @@ func TestProxy_ASolvedChallengeCompletesTheOriginalSubmission(t *testing.T) {
 // sent again with the solution in Tollgate-Challenge goes on with the
 // challenge solved, and the header never reaches the upstream.
 func TestProxy_AJSONRoutesChallengeIsSolvedInAHeader(t *testing.T) {
-	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute(), jsonRoute()}, Challenger: newChallenger(t)})
+	rt := jsonRoute()
+	rt.StepUpPass = []authguard.Reason{authguard.ReasonAddressEscalated} // as above
+	h := newHarness(t, proxy.Config{Routes: []proxy.Route{formRoute(), rt}, Challenger: newChallenger(t)})
 	sprayUntilCaptcha(t, h)
 	send := func(header string) *http.Response {
 		r := httptest.NewRequest(http.MethodPost, "/api/login", strings.NewReader(`{"user":{"name":"alice"},"password":"correct horse"}`))

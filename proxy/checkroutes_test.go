@@ -2,10 +2,12 @@ package proxy_test
 
 import (
 	"errors"
+	"html/template"
 	"regexp"
 	"strings"
 	"testing"
 
+	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/proxy"
 )
@@ -43,6 +45,18 @@ func TestCheckRoutes_NamesTheMistake(t *testing.T) {
 		})},
 		{"a json value that is not JSON", "Success[0].JSONValue", "not one JSON value", with(func(r *proxy.Route) {
 			r.Success = []proxy.Match{{JSON: "/ok", JSONValue: "yes"}}
+		})},
+		{"a step-up page on a JSON route", "StepUpPage", "problem document", with(func(r *proxy.Route) {
+			*r = jsonRoute()
+			r.StepUpPage = template.Must(template.New("").Parse("x"))
+		})},
+		{"a step-up page on a send flow", "StepUpPage", "no report", with(func(r *proxy.Route) {
+			*r = otpRoutes()[0]
+			r.StepUpLogout = "/logout"
+		})},
+		{"a logout with a query", "StepUpLogout", "without query", with(func(r *proxy.Route) { r.StepUpLogout = "/logout?next=/" })},
+		{"a reason no step-up gives", "StepUpPass[0]", "not a step-up reason", with(func(r *proxy.Route) {
+			r.StepUpPass = []authguard.Reason{"ip_spray"}
 		})},
 	}
 	for _, tt := range tests {

@@ -49,6 +49,23 @@
 // attacker is delayed. tollgate's cookie and ChallengeHeader never reach
 // the upstream.
 //
+// # Breached passwords and step-up
+//
+// With Config.Breached (the server's breached-password ranges), the
+// password a route of a password flow reads is hashed (SHA-1) in the
+// process and its suffix looked for in its range; the report says only
+// whether it was found (ReportRequest.Breached), never the hash or a part
+// of it, and neither is kept or logged. The engine counts a failure with a
+// breached password towards credential stuffing from its address, and may
+// answer a success step_up (a breached password, the account or the
+// address under attack). The proxy cannot ask for a second factor, so it
+// holds the upstream's answer back: its Set-Cookie, Location and body
+// never reach the end user, who gets the route's step-up page (403;
+// Route.StepUpPage, or a problem document on a JSON route) instead, and
+// with Route.StepUpLogout the session the upstream started is ended
+// there. Route.StepUpPass lets chosen reasons through (a user sharing a
+// sprayer's address who solved its CAPTCHA).
+//
 // # The client address
 //
 // The end user's address is resolved as api/client's Proxies resolves it:

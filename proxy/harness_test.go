@@ -224,9 +224,27 @@ func jsonRoute() proxy.Route {
 // recorder is the engine as the proxy calls it, recording each request.
 type recorder struct {
 	*authguard.Engine
-	mu     sync.Mutex
-	checks []authguard.CheckRequest
-	sends  []authguard.SendRequest
+	mu      sync.Mutex
+	checks  []authguard.CheckRequest
+	sends   []authguard.SendRequest
+	reports []authguard.ReportRequest
+}
+
+func (r *recorder) Report(ctx context.Context, req authguard.ReportRequest) (authguard.Verdict, error) {
+	r.mu.Lock()
+	r.reports = append(r.reports, req)
+	r.mu.Unlock()
+	return r.Engine.Report(ctx, req)
+}
+
+// lastReport is the last report the proxy made.
+func (r *recorder) lastReport() authguard.ReportRequest {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.reports) == 0 {
+		return authguard.ReportRequest{}
+	}
+	return r.reports[len(r.reports)-1]
 }
 
 func (r *recorder) Check(ctx context.Context, req authguard.CheckRequest) (authguard.Verdict, error) {

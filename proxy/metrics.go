@@ -8,14 +8,16 @@ import (
 
 // The answers of tollgate_proxy_answers_total.
 const (
-	answerForwarded   = "forwarded"   // sent on to the upstream after a check or send (shadow routes: every one)
-	answerDelayed     = "delayed"     // 429 with Retry-After
-	answerChallenged  = "challenged"  // a challenge page or problem
-	answerSolved      = "solved"      // a challenge solved; the request then goes on
-	answerDenied      = "denied"      // a send flow's deny, answered like a sent code
-	answerRefused     = "refused"     // 400, 413 or 415: the request cannot be read as the route reads it
-	answerUninspected = "uninspected" // no account in it: forwarded without a check
-	answerUnavailable = "unavailable" // 503: the engine or the challenge store failed
+	answerForwarded    = "forwarded"           // sent on to the upstream after a check or send (shadow routes: every one)
+	answerDelayed      = "delayed"             // 429 with Retry-After
+	answerChallenged   = "challenged"          // a challenge page or problem
+	answerSolved       = "solved"              // a challenge solved; the request then goes on
+	answerDenied       = "denied"              // a send flow's deny, answered like a sent code
+	answerRefused      = "refused"             // 400, 413 or 415: the request cannot be read as the route reads it
+	answerUninspected  = "uninspected"         // no account in it: forwarded without a check
+	answerUnavailable  = "unavailable"         // 503: the engine or the challenge store failed
+	answerSteppedUp    = "stepped_up"          // a forwarded success the engine answered step_up: the upstream's answer held back, the step-up page instead
+	answerStepUpPassed = "step_up_let_through" // a step_up for reasons the route's step_up_pass lists: the upstream's answer delivered
 )
 
 // The kinds of tollgate_proxy_upstream_errors_total.
@@ -37,6 +39,7 @@ type metrics struct {
 	shadowed *prometheus.CounterVec
 	latency  *prometheus.HistogramVec
 	errs     *prometheus.CounterVec
+	breached prometheus.Counter
 	pass     routeMetrics
 }
 
@@ -46,7 +49,9 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 			Name: "tollgate_proxy_answers_total",
 			Help: "Requests of the proxy's routes, by route and what the proxy did: forwarded (after a check or send), delayed (429), " +
 				"challenged, solved (a challenge, then the request went on), denied (a send flow's deny), refused (400, 413, 415), " +
-				"uninspected (no account: forwarded without a check), unavailable (503). Route _challenge counts the challenge page's posts that solved nothing.",
+				"uninspected (no account: forwarded without a check), unavailable (503), stepped_up (a forwarded success the engine answered step_up: " +
+				"the upstream's answer held back and the step-up page answered instead; also counted as forwarded), step_up_let_through " +
+				"(a step_up for reasons the route's step_up_pass lists: the upstream's answer delivered, without a device cookie). Route _challenge counts the challenge page's posts that solved nothing.",
 		}, []string{"route", "answer"}),
 		outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "tollgate_proxy_outcomes_total",
@@ -70,7 +75,11 @@ func newMetrics(reg prometheus.Registerer) (*metrics, error) {
 				"canceled (the client left first).",
 		}, []string{"route", "kind"}),
 	}
-	for _, c := range []prometheus.Collector{m.answers, m.outcomes, m.shadowed, m.latency, m.errs} {
+	m.breached = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "tollgate_proxy_breached_errors_total",
+		Help: "Passwords the proxy could not look up in the breached-password ranges (the range API did not answer): each reported as not breached.",
+	})
+	for _, c := range []prometheus.Collector{m.answers, m.outcomes, m.shadowed, m.latency, m.errs, m.breached} {
 		if err := reg.Register(c); err != nil {
 			return nil, err
 		}
@@ -101,3 +110,5 @@ func (r routeMetrics) shadow(a authguard.Action, o authguard.Outcome) {
 }
 
 func (r routeMetrics) upstreamErr(kind string) { r.m.errs.WithLabelValues(r.name, kind).Inc() }
+
+func (m *metrics) breachedErr() { m.breached.Inc() }

@@ -138,6 +138,18 @@ type Config struct {
 	// Now dates cookies' expiry when responses are classified. The
 	// default is time.Now.
 	Now func() time.Time
+	// Breached answers breached-password ranges (the server's corpus, or
+	// the range API it forwards to): the password a route reads is hashed
+	// (SHA-1) in the process, its range asked for by its 5-digit prefix
+	// and its suffix looked for there, and the report of the attempt says
+	// whether it was found (ReportRequest.Breached, a boolean: never the
+	// hash or a part of it). The engine then counts a failure with a
+	// breached password towards the credential-stuffing rule, and may
+	// answer a success step_up, which the proxy answers with the route's
+	// step-up page (Route.StepUpPage). A range it cannot answer is not a
+	// breach. SetBreached replaces it. The default is nil: no lookup, and every report says not
+	// breached.
+	Breached BreachedRanges
 }
 
 // DelayPageData is what Config.DelayPage is executed with.
@@ -169,12 +181,16 @@ type Proxy struct {
 	metrics    *metrics
 	log        *slog.Logger
 	now        func() time.Time
+	breached   atomic.Pointer[rangesHolder]
+	transport  http.RoundTripper
+	timeout    time.Duration
 }
 
 // compiled is a route as served: the Route and what New worked out of it.
 type compiled struct {
 	Route
 	send      bool // the flow is a send flow: no report, nothing classified
+	passwords bool // the flow verifies passwords (not codes): its Password is looked up in the breached ranges
 	readsBody bool // a Match reads the response body
 	respond   *client.Responder
 	m         routeMetrics
@@ -249,6 +265,8 @@ func New(cfg Config, engine Engine) (*Proxy, error) {
 		metrics:    m,
 		log:        cfg.Logger,
 		now:        cfg.Now,
+		transport:  cfg.Transport,
+		timeout:    cfg.UpstreamTimeout,
 	}
 	p.rp = &httputil.ReverseProxy{
 		Rewrite:        p.rewriteRequest,
@@ -261,6 +279,7 @@ func New(cfg Config, engine Engine) (*Proxy, error) {
 	if err := p.SetRoutes(cfg.Routes); err != nil {
 		return nil, err
 	}
+	p.SetBreached(cfg.Breached)
 	return p, nil
 }
 
@@ -274,7 +293,11 @@ func (p *Proxy) SetRoutes(routes []Route) error {
 	}
 	cs := make([]*compiled, len(routes))
 	for i, rt := range routes {
-		c := &compiled{Route: rt, send: policy.Flow(rt.Flow).Kind == authguard.Sends}
+		f := policy.Flow(rt.Flow)
+		// A flow that verifies a send flow's codes, or a second factor,
+		// reads a code in Password: a code is no password, and "123456" is
+		// in every breach.
+		c := &compiled{Route: rt, send: f.Kind == authguard.Sends, passwords: f.Verifies == "" && !f.SecondFactor}
 		c.Methods = append([]string(nil), rt.Methods...)
 		if c.MaxBodyBytes == 0 {
 			c.MaxBodyBytes = DefaultMaxBodyBytes
@@ -420,12 +443,15 @@ func (p *Proxy) serveRoute(w http.ResponseWriter, r *http.Request, c *compiled, 
 		v, err = p.engine.Send(ctx, authguard.SendRequest{Tenant: p.tenant, Flow: c.Flow, Destination: f.destination, Channel: f.channel,
 			IP: ipText, Account: f.account, DeviceToken: device, CaptchaSolved: solved})
 	} else {
-		fp := ""
+		fp, breached := "", false
 		if f.password != "" {
 			fp = p.fingerprint(f.password)
+			if c.passwords {
+				breached = p.breachedPassword(ctx, f.password)
+			}
 		}
 		ex.req = authguard.ReportRequest{Tenant: p.tenant, Flow: c.Flow, Account: f.account, IP: ipText, DeviceToken: device,
-			PasswordFingerprint: fp, Destination: f.destination, Channel: f.channel}
+			PasswordFingerprint: fp, Destination: f.destination, Channel: f.channel, Breached: breached}
 		v, err = p.engine.Check(ctx, authguard.CheckRequest{Tenant: p.tenant, Flow: c.Flow, Account: f.account, IP: ipText,
 			DeviceToken: device, CaptchaSolved: solved, PasswordFingerprint: fp, Destination: f.destination, Channel: f.channel})
 		ex.req.Attempt = v.Attempt
@@ -695,6 +721,28 @@ func (p *Proxy) modifyResponse(resp *http.Response) error {
 	if err != nil {
 		p.log.Warn("proxy: the outcome could not be reported; the attempt stays counted as a failure",
 			slog.String("route", c.Name), slog.String("outcome", outcome.String()), slog.String("error", err.Error()))
+		return nil
+	}
+	if outcome == authguard.Success && stepsUp(v) {
+		if c.Mode == Shadow {
+			// Enforcing would have held the answer back; the end user gets
+			// it, and no device cookie, which the verdict does not carry.
+			c.m.shadow(v.Action, outcome)
+			p.log.Debug("proxy: a shadow route delivered a success that enforcing would have held back for a step-up",
+				slog.String("route", c.Name))
+			return nil
+		}
+		if passes(c, v) {
+			// The route lets these reasons through: the upstream's answer
+			// goes out, without the device cookie a step_up never carries.
+			c.m.answer(answerStepUpPassed)
+			return nil
+		}
+		held := resp.Header.Values("Set-Cookie")
+		p.holdBack(resp, c, v)
+		if c.StepUpLogout != "" {
+			p.logOut(resp.Request, c, held)
+		}
 		return nil
 	}
 	if outcome == authguard.Success && v.DeviceToken != "" {

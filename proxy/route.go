@@ -3,6 +3,7 @@ package proxy
 import (
 	"errors"
 	"fmt"
+	"html/template"
 	"net/http"
 	"regexp"
 	"slices"
@@ -173,7 +174,41 @@ type Route struct {
 	// Match's BodyContains and JSON read. At most MaxResponseBodyBytes.
 	// The default is DefaultResponseBodyBytes (64 KiB).
 	ResponseBodyBytes int64
+	// StepUpPage, when set, is the page a form route answers (403) in
+	// place of the upstream's answer to a success the engine answered
+	// step_up: a correct password the policy will not let sign in without
+	// a second factor (a breached password, an account or address under
+	// attack), which the proxy cannot ask for. It is executed with a
+	// StepUpPageData, and may depend on nothing else. The upstream's
+	// answer, its Set-Cookie and so the session it started, never reach
+	// the end user. A JSON route answers a problem document (ProblemStepUp)
+	// instead. The default is nil: a plain built-in page.
+	StepUpPage *template.Template
+	// StepUpLogout, when set, is the upstream's logout path (GET, such as
+	// Django 3.2's "/admin/logout/"): after holding back a stepped-up
+	// success, the proxy sends it the session cookies the held answer set,
+	// so that the upstream ends the session it started instead of keeping
+	// it, undelivered, until it expires. Its answer is read and dropped;
+	// a logout that fails is logged and changes nothing for the end user.
+	// A logout that takes POST and a CSRF token (Django 5) cannot be sent
+	// this way. The default is "": no logout.
+	StepUpLogout string
+	// StepUpPass lists the step-up reasons the route lets through: a
+	// success the engine answered step_up for these reasons alone is
+	// delivered as the upstream answered it (without a device cookie,
+	// which the verdict does not carry), since the proxy cannot ask for
+	// the second factor that would let the end user in. A step_up with any
+	// other reason is held. "address_escalated" lets a user who shares an
+	// address with a sprayer, and solved its CAPTCHA, sign in; without it
+	// she cannot from that address until it cools down. The reasons are
+	// breached_password, account_under_attack, new_device_under_attack and
+	// address_escalated. The default is none: every step_up is held.
+	StepUpPass []authguard.Reason
 }
+
+// stepUpReasons are the reasons a step_up verdict gives.
+var stepUpReasons = []authguard.Reason{authguard.ReasonBreachedPassword, authguard.ReasonAccountUnderAttack,
+	authguard.ReasonNewDeviceUnderAttack, authguard.ReasonAddressEscalated}
 
 // Match is what a response must look like: every condition set must hold.
 // A zero Match holds for nothing.
@@ -339,6 +374,9 @@ func checkRoute(rt *Route, policy *authguard.Policy) error {
 		if rt.Password != "" {
 			return fail("Password", "a send flow takes no password")
 		}
+		if rt.StepUpPage != nil || rt.StepUpLogout != "" || len(rt.StepUpPass) > 0 {
+			return fail("StepUpPage", "a send flow has no report, so nothing is stepped up")
+		}
 	} else {
 		if rt.Account == "" {
 			return fail("Account", "is required on a flow of checks")
@@ -348,6 +386,21 @@ func checkRoute(rt *Route, policy *authguard.Policy) error {
 		}
 		if rt.Destination != "" && rt.Channel == "" && rt.ChannelField == "" {
 			return fail("Channel", "a destination needs channel or channel_field")
+		}
+		if rt.StepUpPage != nil && rt.Body == JSON {
+			return fail("StepUpPage", "a JSON route answers a step-up with a problem document, not a page")
+		}
+		if rt.StepUpLogout != "" && (!strings.HasPrefix(rt.StepUpLogout, "/") || strings.ContainsAny(rt.StepUpLogout, "?#")) {
+			return fail("StepUpLogout", "must be a path starting with /, without query or fragment")
+		}
+		for i, r := range rt.StepUpPass {
+			if !slices.Contains(stepUpReasons, r) {
+				names := make([]string, len(stepUpReasons))
+				for i, r := range stepUpReasons {
+					names[i] = string(r)
+				}
+				return fail("StepUpPass["+strconv.Itoa(i)+"]", "%q is not a step-up reason (%s)", r, strings.Join(names, ", "))
+			}
 		}
 	}
 	if rt.MaxBodyBytes < 0 || rt.MaxBodyBytes > MaxMaxBodyBytes {

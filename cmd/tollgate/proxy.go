@@ -126,6 +126,18 @@ func (s *proxyServer) stop() {
 	<-s.stopped
 }
 
+// setBreached gives the proxy the server's breached-password ranges (a
+// *breached.Live, which a reload swaps underneath): the routes' passwords
+// are then looked up in the process and their reports say whether they
+// are breached. It does nothing on a nil proxyServer or nil ranges.
+func (s *proxyServer) setBreached(r proxy.BreachedRanges) {
+	if s == nil || r == nil {
+		return
+	}
+	s.p.SetBreached(r)
+	s.log.Info("proxy: breached-password lookups on")
+}
+
 // reloadCert reloads the proxy's certificate (SIGHUP).
 func (s *proxyServer) reloadCert() error {
 	if s == nil || s.certs == nil {

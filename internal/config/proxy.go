@@ -101,6 +101,9 @@ type fileRoute struct {
 	RefuseWithoutAccount bool     `yaml:"refuse_without_account"`
 	MaxBody              string   `yaml:"max_body"`
 	ResponseBody         string   `yaml:"response_body"`
+	StepUpPage           string   `yaml:"step_up_page"`
+	StepUpLogout         string   `yaml:"step_up_logout"`
+	StepUpPass           []string `yaml:"step_up_pass"`
 	// Success and Failure are a match or a list of them.
 	Success yaml.Node `yaml:"success"`
 	Failure yaml.Node `yaml:"failure"`
@@ -271,7 +274,7 @@ func routeConfig(fr *fileRoute, i int) (proxy.Route, string, error) {
 	}
 	rt := proxy.Route{Name: fr.Name, Flow: fr.Flow, Methods: fr.Methods, Path: fr.Path, Prefix: fr.Prefix,
 		Account: fr.Account, Password: fr.Password, Destination: fr.Destination, Channel: fr.Channel, ChannelField: fr.ChannelField,
-		RefuseWithoutAccount: fr.RefuseWithoutAccount}
+		RefuseWithoutAccount: fr.RefuseWithoutAccount, StepUpLogout: fr.StepUpLogout}
 	var err error
 	if fr.Mode != "" {
 		if rt.Mode, err = proxy.ParseMode(fr.Mode); err != nil {
@@ -308,7 +311,37 @@ func routeConfig(fr *fileRoute, i int) (proxy.Route, string, error) {
 		}
 		*l.out = ms
 	}
+	for _, r := range fr.StepUpPass {
+		rt.StepUpPass = append(rt.StepUpPass, authguard.Reason(r))
+	}
+	if fr.StepUpPage != "" {
+		t, err := stepUpPage(fr.StepUpPage)
+		if err != nil {
+			return rt, at + ".step_up_page", err
+		}
+		rt.StepUpPage = t
+	}
 	return rt, "", nil
+}
+
+// stepUpPage reads a route's step-up page (html/template), executed once
+// with each StepUpPageData so that a page that cannot be served is a
+// mistake in the file, not at the first step-up.
+func stepUpPage(file string) (*template.Template, error) {
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return nil, err
+	}
+	t, err := template.New("step-up").Parse(string(data))
+	for _, breached := range []bool{false, true} {
+		if err == nil {
+			err = t.Execute(&bytes.Buffer{}, proxy.StepUpPageData{Breached: breached})
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return t, nil
 }
 
 // matchesConfig reads a route's success or failure: one match (a mapping)
@@ -386,6 +419,7 @@ var routeFields = map[string]string{
 	"MaxBodyBytes": "max_body", "ResponseBodyBytes": "response_body", "Success": "success", "Failure": "failure",
 	"Status": "status", "Location": "location", "LocationNot": "location_not", "Cookie": "cookie", "CookiePattern": "cookie_pattern",
 	"Header": "header", "HeaderValue": "header_value", "BodyContains": "body_contains", "JSON": "json", "JSONValue": "json_value",
+	"StepUpPage": "step_up_page", "StepUpLogout": "step_up_logout", "StepUpPass": "step_up_pass",
 }
 
 // routeErrorPath is the file's path of a *proxy.RouteError, and its

@@ -190,3 +190,55 @@ func TestProxyConfig_TheExamplesLoad(t *testing.T) {
 		t.Error("the Django example does not say the CSRF token passes through")
 	}
 }
+
+func TestProxyConfig_AStepUpPageIsReadAndCheckedPerRoute(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "step-up.html")
+	bad := filepath.Join(dir, "bad.html")
+	unknown := filepath.Join(dir, "unknown.html")
+	os.WriteFile(good, []byte(`<p>{{if .Breached}}reset your password{{else}}try later{{end}}</p>`), 0o644)
+	os.WriteFile(bad, []byte(`<p>{{if .Breached}</p>`), 0o644)
+	os.WriteFile(unknown, []byte(`<p>{{.Account}}</p>`), 0o644) // the page gets nothing but Breached
+	route := func(extra string) string {
+		return "listen: 127.0.0.1:8080\nproxy:\n  listen: 0.0.0.0:8443\n  upstream: http://127.0.0.1:8000\n  routes:\n" +
+			"    - name: r\n      flow: login\n      path: /login\n      account: u\n      password: p\n      success: {status: [302]}\n" + extra
+	}
+	cfg, err := Parse([]byte(route("      step_up_page: " + good + "\n      step_up_logout: /admin/logout/\n      step_up_pass: [address_escalated]\n")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.Proxy.Routes[0].StepUpPass; len(got) != 1 || got[0] != "address_escalated" {
+		t.Errorf("step_up_pass = %q", got)
+	}
+	if got := cfg.Proxy.Routes[0].StepUpLogout; got != "/admin/logout/" {
+		t.Errorf("step_up_logout = %q", got)
+	}
+	var b strings.Builder
+	if err := cfg.Proxy.Routes[0].StepUpPage.Execute(&b, proxy.StepUpPageData{Breached: true}); err != nil || b.String() != "<p>reset your password</p>" {
+		t.Errorf("the page executes to %q, %v", b.String(), err)
+	}
+	tests := []struct{ name, extra, path, says string }{
+		{"a page that does not parse", "      step_up_page: " + bad + "\n", "proxy.routes[r].step_up_page", "bad.html"},
+		{"a page that asks for more than Breached", "      step_up_page: " + unknown + "\n", "proxy.routes[r].step_up_page", "Account"},
+		{"a page that is not there", "      step_up_page: " + filepath.Join(dir, "none.html") + "\n", "proxy.routes[r].step_up_page", "none.html"},
+		{"a page on a JSON route", "      body: json\n      step_up_page: " + good + "\n", "proxy.routes[r].step_up_page", "problem document"},
+		{"a reason no step-up gives", "      step_up_pass: [address_escalated, credential_stuffing]\n", "proxy.routes[r].step_up_pass[1]", "not a step-up reason"},
+		{"a logout that is no path", "      step_up_logout: logout?next=/\n", "proxy.routes[r].step_up_logout", "path starting with /"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			yaml := route(tt.extra)
+			if tt.name == "a page on a JSON route" {
+				yaml = strings.NewReplacer("account: u", "account: /u", "password: p", "password: /p").Replace(yaml)
+			}
+			_, err := Parse([]byte(yaml))
+			var e *Error
+			if !errors.As(err, &e) {
+				t.Fatalf("Parse = %v, want a *config.Error", err)
+			}
+			if e.Path != tt.path || !strings.Contains(err.Error(), tt.says) {
+				t.Errorf("error %q at %q, want %q saying %q", err, e.Path, tt.path, tt.says)
+			}
+		})
+	}
+}

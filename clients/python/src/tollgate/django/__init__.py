@@ -30,6 +30,13 @@ The pieces, each in its module:
   ``login()`` (an API's Basic authentication) as a success at the end of
   the request, sets the device cookie a success earns, and resumes a form
   submission held across a challenge once it is solved.
+* :mod:`~tollgate.django.stepup`: a success tollgate answers ``step_up``
+  (a breached password, an account or new device under attack, an
+  escalated address) starts no session until a second factor passes: by
+  default a 6-digit code sent with ``send_mail`` and entered on the page
+  the middleware serves at ``TOLLGATE_STEP_UP_PATH``; the backend asks
+  tollgate's breached-password range (k-anonymously) for each attempt it
+  let through, and the reports carry the answer.
 
 Settings are read by :mod:`~tollgate.django.conf`; ``manage.py check``
 reports a mistake in them. This package imports Django; the rest of

@@ -396,6 +396,27 @@ class Breached(Base):
         self.assertFalse(self.client(closed_port_url()).breached("password"))
         self.assertFalse(self.client(closed_port_url()).breached(None))  # type: ignore[arg-type]
 
+    def test_random_range_bodies_never_raise_and_match_only_a_positive_count_of_the_suffix(self) -> None:
+        """The range parser fuzzed with seeded random bodies (the standard
+        library has no fuzzer): lines of the suffix in any case, other hex,
+        counts with signs, spaces, zeros, non-ASCII digits, stray CR, LF
+        and colons, and bytes that are not UTF-8."""
+        import random
+
+        rnd = random.Random(20261206)
+        pieces = [PASSWORD_SUFFIX, PASSWORD_SUFFIX.lower(), "0" * 35, "ABC", ":", "::", "\r", "\n", "\r\n", " ",
+                  "0", "007", "12", "-1", "+3", "1_0", "\u0663", "\x00", "\ufffd", "F" * 36]
+        for i in range(3000):
+            body = "".join(rnd.choice(pieces) for _ in range(rnd.randrange(12)))
+            raw = body.encode("utf-8") + (bytes([rnd.randrange(256)]) if rnd.random() < 0.2 else b"")
+            n = tollgate.breached_range_count(raw, PASSWORD_SUFFIX)
+            with self.subTest(i=i):
+                self.assertGreaterEqual(n, 0)
+                if n > 0:
+                    lines = [x.strip("\r ") for x in raw.decode("utf-8", "replace").split("\n")]
+                    self.assertTrue(any(x.upper().startswith(PASSWORD_SUFFIX + ":") or
+                                        x.upper().replace(" ", "").startswith(PASSWORD_SUFFIX + ":") for x in lines))
+
     def test_the_default_breached_timeout_is_a_second(self) -> None:
         self.assertEqual(tollgate.DEFAULT_BREACHED_TIMEOUT, 1.0)
         import inspect

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -53,6 +54,8 @@ const (
 type stack struct {
 	clock *testclock.Clock
 	demo  *httptest.Server
+	// codeFile is where the demo "e-mails" its step-up codes.
+	codeFile string
 }
 
 func startStack(t *testing.T) *stack {
@@ -105,16 +108,18 @@ func startStack(t *testing.T) *stack {
 	if err != nil {
 		t.Fatal(err)
 	}
+	codeFile := filepath.Join(t.TempDir(), "codes.txt")
 	a, err := demo.New(demo.Config{
 		Tollgate: tc, Proxies: proxies, Now: clock.Now,
 		HashIterations: 1000, // the default's 600,000 are slow under -race
 		WebhookSecret:  hookSecret,
+		CodeFile:       codeFile,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	app = a
-	return &stack{clock: clock, demo: demoSrv}
+	return &stack{clock: clock, demo: demoSrv, codeFile: codeFile}
 }
 
 // hookSecret signs the webhooks tollgate sends the demo.
@@ -155,11 +160,13 @@ func (s *stack) postLogin(t *testing.T, ip, user, password string) answer {
 
 var secondsRE = regexp.MustCompile(`in (\d+) seconds?\.`)
 
-// The owner of a known browser signs in at once while her account is
-// guessed at from many addresses and her own address sprays other
-// accounts; a browser without her device cookie waits even with her
-// password, the sprayed address gets a CAPTCHA, and her code step refuses
-// a resend that comes too soon.
+// The owner of a known browser signs in without a wait or a CAPTCHA while
+// her account is guessed at from many addresses and her own address sprays
+// other accounts (the sprayed address makes tollgate ask her for an
+// e-mailed code first, address_escalated); a browser without her device
+// cookie waits even with her password, the sprayed address gets a CAPTCHA
+// and then the step-up, and her code step refuses a resend that comes too
+// soon.
 func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("drives the demo in headless Chromium: runs in the full make test, not under -short")
@@ -312,19 +319,40 @@ func TestDemo_OwnerSignsInDuringAnAttack(t *testing.T) {
 			t.Errorf("bob from the sprayed address: status %d, Retry-After %q; want the challenge page, 429, none",
 				res.Status, header(res, "Retry-After"))
 		}
-		stranger.Wait("#page-otp", 60*time.Second)
-		stranger.Shows(textPassword, "!"+textChallenge)
+		// Bob's right password from an address tollgate escalated is
+		// answered step_up (address_escalated): the code "e-mailed" to him
+		// first, then the demo's SMS step.
+		stranger.Wait("#page-stepup", 60*time.Second)
+		stranger.Shows(textStepUp, "!"+textPassword, "!"+textChallenge)
+		codes := readCodes(t, s.codeFile, "bob")
+		if len(codes) != 1 {
+			t.Fatalf("%d codes e-mailed to bob, want 1", len(codes))
+		}
+		stranger.Fill("stepup-code", codes[0])
+		stranger.Click("stepup-verify")
+		stranger.Shows(textPassword, "!"+textChallenge, "!"+textStepUp)
 		stranger.Screenshot(t, "b-challenge-solved")
 	}) {
 		return
 	}
 
-	if !t.Run("c: the owner's browser goes ahead at once", func(t *testing.T) {
+	if !t.Run("c: the owner's browser goes ahead, through the step-up of her escalated address", func(t *testing.T) {
 		alice.Open("/login")
 		alice.Fill("username", "alice", "password", "wonderland-42")
 		if got := alice.Click("signin"); got != http.StatusOK {
 			t.Errorf("alice with her cookie: status %d", got)
 		}
+		// Her device cookie exempts her from every delay and from every
+		// step-up reason but one: her own address sprayed (a device token
+		// can be stolen with the browser; the address is the attack's).
+		// So a code first, then her SMS step; no wait, no CAPTCHA.
+		alice.Shows(textStepUp, "!"+textTooMany, "!"+textChallenge)
+		codes := readCodes(t, s.codeFile, "alice")
+		if len(codes) != 1 {
+			t.Fatalf("%d codes e-mailed to alice, want 1", len(codes))
+		}
+		alice.Fill("stepup-code", codes[0])
+		alice.Click("stepup-verify")
 		alice.Shows(textPassword, "!"+textTooMany, "!"+textChallenge)
 		alice.Screenshot(t, "c-owner-at-once")
 	}) {

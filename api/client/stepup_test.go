@@ -33,7 +33,9 @@ type standIn struct {
 	rangeStatus int // the status of a breached lookup; 0 answers the vector's range
 	stepFails   int
 	stepUpLimit int
-	srv         *httptest.Server
+	loginDelay  bool // the login flow's check delays
+
+	srv *httptest.Server
 }
 
 // The stand-in's tokens.
@@ -76,6 +78,9 @@ func newStandIn(t testing.TB) *standIn {
 			json.NewDecoder(r.Body).Decode(&req)
 			s.checks = append(s.checks, req)
 			v = wire.Verdict{Action: wire.ActionProceed, Attempt: "attempt-" + req.Flow}
+			if s.loginDelay && req.Flow == "login" {
+				v = wire.Verdict{Action: wire.ActionDelay, DelayMS: 1000, RetryAfter: 1}
+			}
 			if req.Flow == client.DefaultStepUpFlow {
 				v.Attempt = ""
 				if s.stepFails >= s.stepUpLimit {
@@ -460,6 +465,20 @@ func TestGuard_ABreachedCheckErrorNeverFailsTheLogin(t *testing.T) {
 		if want := []string{"login:success"}; !equal(s.tg.outcomes(), want) {
 			t.Errorf("range status %d: reports %v, want %v", status, s.tg.outcomes(), want)
 		}
+	}
+}
+
+// A check answered delay checks no password, so nothing is looked up: the
+// lookup comes after the password check, and only a proceed gets there.
+func TestGuard_ADelayedAttemptLooksNothingUp(t *testing.T) {
+	s := newStepApp(t)
+	s.tg.loginDelay = true
+	b := s.browser()
+	if got := b.post(t, bob(breachedPass)); got.status != http.StatusTooManyRequests || b.signedIn() {
+		t.Fatalf("a delayed attempt: %s", got)
+	}
+	if s.tg.ranges != 0 || len(s.tg.outcomes()) != 0 {
+		t.Errorf("a delayed attempt: %d lookups, reports %v; want none", s.tg.ranges, s.tg.outcomes())
 	}
 }
 

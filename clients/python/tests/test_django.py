@@ -727,6 +727,28 @@ class StepUpStandIn(_Base):
         self.assertNotEqual(r.get("Location"), "/admin/")
         self.assertEqual(authenticated_sessions(name), 0)
 
+    def test_a_code_posted_twice_at_once_signs_in_once(self) -> None:
+        """Two posts of the right code in flight together both find the
+        pending step-up in the session they loaded; only one may pass."""
+        from tollgate.django import stepup
+
+        from django.contrib.auth.models import User
+
+        User.objects.create_user("rosa", "rosa@example.test", "Summer2026!", is_staff=True)
+        c = browser("203.0.113.131")
+        admin_login(c, "rosa", "Summer2026!")
+        code = mailed_code("rosa@example.test")
+        saved = c.session[stepup.SESSION_KEY]
+        self.assertEqual(c.post(STEP_UP_PATH, {"code": code}).status_code, 302)
+        # The second post, as it would have read the session before the first.
+        sess = c.session
+        sess[stepup.SESSION_KEY] = saved
+        sess.save()
+        r = c.post(STEP_UP_PATH, {"code": code})
+        self.assertEqual(r.status_code, 403, r.get("Location"))
+        self.assertEqual(authenticated_sessions("rosa"), 1)
+        self.assertEqual([x["outcome"] for x in self.sent("/v1/report", flow="step_up")], ["step_up_passed"])
+
     def test_a_wrong_second_factor_code_is_reported_and_throttled(self) -> None:
         name, pw = self.breached_user("ivy", "ivy@example.test")
         c = browser("203.0.113.121")

@@ -19,7 +19,9 @@ add to your URLs. Each code posted there is
   ``Retry-After``, and the code is not even compared;
 * compared in constant time with the code's HMAC kept in the server-side
   session (never the code itself: a signed-cookie session holds nothing a
-  browser could read or forge), for :data:`CODE_TTL` seconds at most;
+  browser could read or forge), for :data:`CODE_TTL` seconds at most, and
+  spent once even by two posts at once (an atomic add to the
+  ``TOLLGATE_CHALLENGE_CACHE`` cache);
 * reported ``step_up_passed`` or ``step_up_failed`` with the verdict's
   ticket. A pass signs the user in with the backend that checked the
   password, sets the device cookie from the device token the pass
@@ -213,6 +215,10 @@ def finish(request: Any, su: StepUp, passed: bool) -> Any:
         if v.action != PROCEED:
             return _response(_responder(request, s).respond(v))
         return _code_form(request, "That code is not right. Please check it and try again.", 200)
+    if not _claim(su, s):
+        # Another post of the same code (two at once) got it first.
+        _drop(request)
+        return _again(request, su, "This sign-in has expired. Please sign in again.")
     v = s.client.step_up_passed(ticket=su.ticket, account=su.account, ip=su.ip or None,
                                 device_token=su.device or None, flow=s.step_up_flow, fail=s.fail)
     if isinstance(v.error, TollgateError) and 400 <= v.error.status < 500 and v.error.status != 429:
@@ -236,6 +242,19 @@ def finish(request: Any, su: StepUp, passed: bool) -> Any:
     if v.device_token:
         st.device_token = v.device_token
     return HttpResponseRedirect(su.next)
+
+
+def _claim(su: StepUp, s: conf.Settings) -> bool:
+    """Spend su's code once, whatever the number of posts in flight: an
+    atomic add to the cache every process shares (TOLLGATE_CHALLENGE_CACHE);
+    a cache that does not answer leaves the session's own single use."""
+    from django.core.cache import caches  # type: ignore[import]
+
+    key = "tollgate:step-up:" + hashlib.sha256(su.ticket.encode("ascii", "replace") + b"\x00" + su.mac.encode()).hexdigest()
+    try:
+        return bool(caches[s.challenge_cache].add(key, 1, timeout=CODE_TTL))
+    except Exception:
+        return True
 
 
 def refuse(request: Any, su: StepUp) -> Any:

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"testing"
 	"time"
 )
 
@@ -17,8 +18,10 @@ const python = "/usr/bin/python3"
 // django is Django's development server on a project of its own.
 type django struct {
 	*proc
-	base   string // http://127.0.0.1:port
-	events string // the file of its login signals (settings_tail.py)
+	base   string   // http://127.0.0.1:port
+	events string   // the file of its login signals (settings_tail.py)
+	site   string   // the project's directory, where manage.py is
+	env    []string // the environment manage.py runs in
 }
 
 // startDjango makes a project in dir with django-admin startproject, adds
@@ -32,7 +35,8 @@ func startDjango(w *world, dir string) (*django, error) {
 	}
 	env := []string{"TOLLGATE_E2E_EVENTS=" + d.events, "PYTHONDONTWRITEBYTECODE=1",
 		"E2E_CAROL_PASSWORD=" + carolPassword, "E2E_BOB_PASSWORD=" + bobPassword,
-		"E2E_SPRAYED_PASSWORD=" + sprayedPassword}
+		"E2E_SPRAYED_PASSWORD=" + sprayedPassword, "E2E_DAVE_PASSWORD=" + davePassword}
+	d.site, d.env = site, env
 	// "site" is Python's own module, which startproject refuses.
 	if _, err := runCmd(dir, env, time.Minute, python, "-m", "django", "startproject", "tgsite", site); err != nil {
 		return nil, err
@@ -96,6 +100,37 @@ func (d *django) failed(username string) int { return d.count("login_failed", us
 
 // loggedIn is the number of sessions Django started for username.
 func (d *django) loggedIn(username string) int { return d.count("logged_in", username) }
+
+// sessionsCode, run by manage.py shell, prints how many sessions of
+// Django's own table (django_session) are signed in as the user named by
+// E2E_SESSIONS_OF: the session rows Django keeps, whether or not anyone
+// holds their key.
+const sessionsCode = `
+import os
+from django.contrib.auth import get_user_model
+from django.contrib.sessions.models import Session
+uid = str(get_user_model().objects.get(username=os.environ['E2E_SESSIONS_OF']).pk)
+print(sum(1 for s in Session.objects.all() if s.get_decoded().get('_auth_user_id') == uid))
+`
+
+// sessions is the number of sessions in Django's session table signed in
+// as username.
+func (d *django) sessions(t *testing.T, username string) int {
+	t.Helper()
+	out, err := runCmd(d.site, append(d.env, "E2E_SESSIONS_OF="+username), time.Minute, python, "manage.py", "shell", "--command", sessionsCode)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Fields(out)
+	if len(lines) == 0 {
+		t.Fatalf("manage.py shell printed nothing")
+	}
+	n, err := strconv.Atoi(lines[len(lines)-1])
+	if err != nil {
+		t.Fatalf("manage.py shell printed %q", out)
+	}
+	return n
+}
 
 // csrfPair is the fixed pair an attacker who never reads the login form
 // sends Django: the csrftoken cookie and the csrfmiddlewaretoken field

@@ -26,6 +26,9 @@ const (
 	carolPassword   = "Tg-e2e-carol-5e02-lantern"
 	bobPassword     = "Tg-e2e-bob-77d3-harbour"
 	sprayedPassword = "Tg-e2e-user-1f8a-meadow" // user01..user50's
+	// davePassword is the one password in the breached-password corpus of
+	// the step-up test (django_breached_test.go).
+	davePassword = "Tg-e2e-dave-3b9e-breached"
 )
 
 // world is the set-up every test of the binary shares.

@@ -40,8 +40,9 @@ type tollgate struct {
 // port, the device cookie without __Host- and Secure (plain HTTP on
 // loopback), and 127.0.0.1 as a trusted proxy hop writing
 // X-Forwarded-For, so that each simulated end user has an address of its
-// own. With store set, the state is in that Redis; else in memory.
-func startTollgate(w *world, name, upstream, spec string, store *redistest.Instance) (*tollgate, error) {
+// own. With store set, the state is in that Redis; else in memory. Each
+// edit then changes the file's root mapping further.
+func startTollgate(w *world, name, upstream, spec string, store *redistest.Instance, edits ...func(root *yaml.Node)) (*tollgate, error) {
 	dir := w.sub("tollgate-" + name)
 	src, err := os.ReadFile(filepath.Join("..", "examples", "proxy", spec))
 	if err != nil {
@@ -74,6 +75,9 @@ func startTollgate(w *world, name, upstream, spec string, store *redistest.Insta
 		set(px, "device_cookie", cookie)
 	}
 	set(cookie, "insecure", &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!bool", Value: "true"})
+	for _, edit := range edits {
+		edit(root)
+	}
 	out, err := yaml.Marshal(&doc)
 	if err != nil {
 		return nil, err

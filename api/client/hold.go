@@ -30,6 +30,13 @@ import (
 // hashes of the handles; values are opaque sealed bytes. A site of several
 // instances behind one address shares one (a Redis, a database table), so
 // that the post of a challenge page reaches its submission on any instance.
+// A Guard also keeps the logins waiting for their second factor here.
+//
+// A HoldStore may also have a method TakeHold(ctx, key) ([]byte, error)
+// that returns a value and removes it at once (GETDEL in Redis), as
+// MemoryHolds does: the Guard then spends a step-up code once even when two
+// posts of it arrive together. Without it the Guard reads, then deletes,
+// and two such posts could both sign in.
 type HoldStore interface {
 	// PutHold keeps value under key for ttl. An error (ErrHoldsFull, the
 	// store not answering) means nothing is held: the Guard answers the

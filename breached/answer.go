@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -213,6 +214,12 @@ func (s *Service) fetch(ctx context.Context, p uint32) ([]byte, error) {
 	resp, err := s.client.Do(req)
 	if err != nil {
 		s.metrics.upstreamError(errNetwork)
+		// The error without its URL, which holds the prefix: an error may
+		// be logged, a prefix never is.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("%w: %w", ErrUnavailable, err)
 	}
 	defer resp.Body.Close()

@@ -272,8 +272,13 @@ func TestUpstream_FailuresAreUnavailableNeverARange(t *testing.T) {
 		u := newUpstream(t, "")
 		u.Close()
 		s := newService(t, Config{Upstream: u.URL + "/"})
-		if _, err := s.Range(context.Background(), "5BAA6"); !errors.Is(err, ErrUnavailable) {
+		_, err := s.Range(context.Background(), "5BAA6")
+		if !errors.Is(err, ErrUnavailable) {
 			t.Fatalf("Range = %v, want ErrUnavailable", err)
+		}
+		// An error may be logged; a prefix never is.
+		if strings.Contains(err.Error(), "5BAA6") || strings.Contains(err.Error(), u.URL) {
+			t.Errorf("the error %q names the prefix or the URL", err)
 		}
 	})
 }

@@ -164,7 +164,11 @@ func TestServe_ACorpusPastMaxBytesStopsTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.Secret = []byte(secret32)
-	err = serve(context.Background(), cfg, io.Discard, nil, nil)
+	// A server that starts anyway is stopped at once, so that the test
+	// fails rather than waits.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err = serve(ctx, cfg, io.Discard, func(net.Addr) { cancel() }, nil)
 	if err == nil || !strings.Contains(err.Error(), "larger than max_bytes") {
 		t.Fatalf("serve = %v, want the corpus refused past max_bytes", err)
 	}

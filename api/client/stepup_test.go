@@ -696,3 +696,20 @@ func equal(a, b []string) bool {
 	}
 	return true
 }
+
+// MemoryHolds.TakeHold gives a value once: of two posts of one code, the
+// second finds nothing.
+func TestMemoryHolds_TakeHoldGivesAValueOnce(t *testing.T) {
+	h := client.NewMemoryHolds(client.MemoryHoldsConfig{})
+	ctx := context.Background()
+	if err := h.PutHold(ctx, "k", []byte("v"), time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	first, err := h.TakeHold(ctx, "k")
+	if err != nil || string(first) != "v" {
+		t.Fatalf("first TakeHold = %q, %v", first, err)
+	}
+	if second, err := h.TakeHold(ctx, "k"); err != nil || second != nil || h.Len() != 0 {
+		t.Errorf("second TakeHold = %q, %v, %d held; want nothing", second, err, h.Len())
+	}
+}

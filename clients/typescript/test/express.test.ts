@@ -55,13 +55,15 @@ const loopback = new Proxies({ trusted: ["127.0.0.0/8", "::1/128"], header: "x-f
 interface Seen {
   logins: Array<Record<string, unknown>>;
   refused: number;
+  /** The step-up codes the guard sent. */
+  codes: string[];
 }
 
 let apps = 0;
 
 /** A login behind the guard, on 127.0.0.1 and a free port: its base URL, the guard and what it saw. */
 async function app(options: Partial<GuardOptions> = {}, parse = true): Promise<{ base: string; guard: Guard; seen: Seen; holds: MemoryHolds }> {
-  const seen: Seen = { logins: [], refused: 0 };
+  const seen: Seen = { logins: [], refused: 0, codes: [] };
   const holds = new MemoryHolds();
   const guard = tollgate({
     client, accountField: "username", fingerprintKey: fpKey, proxies: loopback,
@@ -72,15 +74,26 @@ async function app(options: Partial<GuardOptions> = {}, parse = true): Promise<{
       res.setHeader("content-type", "text/html; charset=utf-8");
       res.end(`<form method="post"><p>${wrong}</p></form>`);
     },
+    stepUp: {
+      sendCode: (_account, code) => void seen.codes.push(code),
+      signIn: (_req, res) => {
+        res.statusCode = 303;
+        res.setHeader("location", "/home");
+        res.end();
+      },
+    },
     ...options,
   });
   const a = express();
+  a.use("/login/step-up", express.urlencoded({ extended: false }));
+  a.use(guard.stepUpRoutes());
   const parsers = parse ? [express.urlencoded({ extended: false }), express.json()] : [];
   a.post("/login", ...parsers, guard.before(), async (req, res) => {
     const body = req.body as { username?: string; password?: string; json?: string };
     seen.logins.push({ ...body });
     const ok = typeof body.username === "string" && users[body.username] === body.password;
-    await guard.report(req, res, ok ? "success" : "failure");
+    const v = await guard.report(req, res, ok ? "success" : "failure");
+    if (ok && v.action === "step_up") return attemptOf(req)?.stepUp({ name: body.username });
     if (ok) return res.redirect(303, "/home");
     if (body.json !== undefined) return res.json({ signed_in: false });
     res.status(200).type("html").send(`<form method="post"><p>${wrong}</p><input name="username"><input name="password" type="password"></form>`);
@@ -201,8 +214,15 @@ describe("@tollgate/client/express in front of a real tollgate", () => {
 
     const done = await post(base, ip, { tollgate_handle: c.handle, tollgate_token: c.token, tollgate_nonce: solve(c.token, c.difficulty) });
     assert.equal(done.status, 303, done.body);
-    assert.equal(done.headers.get("location"), "/home");
-    assert.match(done.headers.get("set-cookie") ?? "", /^__Host-tollgate-device=[^;]+; Path=\/; Max-Age=7776000; HttpOnly; Secure; SameSite=Lax$/);
+    // A right password from the address tollgate escalated is answered
+    // step_up (address_escalated): the code page first, no device cookie.
+    assert.equal(done.headers.get("location"), "/login/step-up");
+    const waiting = done.headers.getSetCookie().find((x) => x.startsWith("__Host-tollgate-step-up=")) ?? "";
+    assert.ok(!done.headers.getSetCookie().some((x) => x.startsWith("__Host-tollgate-device=")), "no device cookie before the second factor");
+    const passed = await post(base, ip, { code: seen.codes.at(-1) ?? "" }, { cookie: waiting.split(";")[0] ?? "" }, "/login/step-up");
+    assert.equal(passed.status, 303, passed.body);
+    assert.equal(passed.headers.get("location"), "/home");
+    assert.ok(passed.headers.getSetCookie().some((x) => /^__Host-tollgate-device=[^;]+; Path=\/; Max-Age=7776000; HttpOnly; Secure; SameSite=Lax$/.test(x)), "the device cookie once it passed");
     assert.deepEqual(seen.logins.at(-1), { username: "bob", password: "builder-42" }, "the login saw bob's own form");
     assert.equal(holds.size, 0);
 

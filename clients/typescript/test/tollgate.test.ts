@@ -21,6 +21,7 @@ import {
   problemBase,
   failDelay,
   failOpen,
+  passwordRange,
   type Answer,
   type Verdict,
 } from "../src/index.js";
@@ -241,7 +242,7 @@ describe("a real tollgate", () => {
 
   test("reload re-reads the configuration (here none: the built-in policy) and answers its flows", async () => {
     const r = await client.reload();
-    assert.deepEqual(r, { flows: ["login", "otp_send", "otp_verify"], restart_needed: [] });
+    assert.deepEqual(r, { flows: ["login", "otp_send", "otp_verify", "step_up"], restart_needed: [] });
     const v = await client.check({ flow: "login", account: "after-reload@example.com", ip: "203.0.113.18" }, failDelay);
     assert.equal(v.error, undefined, String(v.error));
     assert.equal(v.action, "proceed");
@@ -299,9 +300,9 @@ describe("reload of a real tollgate's configuration file (TOLLGATE_CONFIG)", () 
   test("a changed file: its flows at once, and what needs a restart", async () => {
     const unknown = await c.check({ flow: "signup", ip: "192.0.2.50" }, failDelay);
     assert.ok(unknown.error instanceof TollgateError && unknown.error.field === "flow", String(unknown.error));
-    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify"], restart_needed: [] });
+    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify", "step_up"], restart_needed: [] });
     writeFileSync(file, after1);
-    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify", "signup"], restart_needed: ["log_level"] });
+    assert.deepEqual(await c.reload(), { flows: ["login", "otp_send", "otp_verify", "signup", "step_up"], restart_needed: ["log_level"] });
     const v = await c.check({ flow: "signup", ip: "192.0.2.50" }, failDelay);
     assert.equal(v.error, undefined, String(v.error));
     assert.equal(v.action, "proceed");
@@ -432,5 +433,64 @@ describe("the README's login (examples/readme.ts) against a real tollgate", () =
       server.closeAllConnections();
       await new Promise<void>((ok) => server.close(() => ok()));
     }
+  });
+});
+
+describe("breached passwords and step-up with a real tollgate that has a corpus (TOLLGATE_CONFIG breached.corpus)", () => {
+  let dir = "";
+  let server: Tollgate | undefined;
+  let c: Client;
+  const breached = "correct horse battery staple"; // in the corpus below
+  const clean = "tollgate-never-breached-8f3a";
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "tollgate-ts-breached-"));
+    const corpus = join(dir, "corpus.txt");
+    const sha1 = (p: string) => { const r = passwordRange(p); return r.prefix + r.suffix; };
+    writeFileSync(corpus, [`${sha1(breached)}:418`, `${sha1("password")}:9659365`].sort().join("\n") + "\n");
+    const file = join(dir, "tollgate.yaml");
+    writeFileSync(file, ["breached:", `  corpus: ${JSON.stringify(corpus)}`, ""].join("\n"));
+    server = await startTollgate(binPath, { TOLLGATE_CONFIG: file });
+    c = new Client({ baseURL: server.base, timeoutMs, breachedTimeoutMs: timeoutMs });
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("breached asks the padded range and matches it here; tollgate without a corpus is not breached", async () => {
+    assert.equal(await c.breached(breached), true);
+    assert.equal(await c.breached("password"), true);
+    assert.equal(await c.breached(clean), false);
+    assert.equal(await client.breached(breached), false, "no corpus: 404 breached-off, not breached");
+  });
+
+  test("AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor: step_up with a ticket; a wrong code is counted on step_up; the right one gives the device token", async () => {
+    const ip = "203.0.113.150";
+    const v = await c.check({ flow: "login", account: "stepper", ip }, failDelay);
+    assert.equal(v.action, "proceed", String(v.error));
+    const r = await c.report({ flow: "login", account: "stepper", ip, outcome: "success", attempt: v.attempt, breached: true }, failDelay);
+    assert.equal(r.action, "step_up", String(r.error));
+    assert.ok(r.reasons.includes("breached_password"), r.reasons.join(","));
+    assert.equal(r.device_token, "", "no device token before the second factor");
+    assert.notEqual(r.attempt, "", "the ticket");
+    assert.equal(responder.respond(r).proceed, false, "not a login yet");
+
+    const ck = await c.check({ flow: "step_up", account: "stepper", ip }, failDelay);
+    assert.equal(ck.action, "proceed", String(ck.error));
+    const failed = await c.reportStepUp({ account: "stepper", ip, ticket: r.attempt, passed: false }, failDelay);
+    assert.equal(failed.error, undefined, String(failed.error));
+    const forged = await c.reportStepUp({ account: "someone-else", ip, ticket: r.attempt, passed: true }, failOpen);
+    assert.ok(forged.error instanceof TollgateError && forged.error.field === "attempt", `a ticket for another account: ${String(forged.error)}`);
+    assert.equal(forged.action, "delay", "refused: closed whatever the mode");
+    const passed = await c.reportStepUp({ account: "stepper", ip, ticket: r.attempt, passed: true }, failDelay);
+    assert.equal(passed.action, "proceed", String(passed.error));
+    assert.notEqual(passed.device_token, "", "the device token once the second factor passed");
+
+    // TheOwnersKnownDeviceSignsInWithoutStepUp: the same password again, from that device.
+    const v2 = await c.check({ flow: "login", account: "stepper", ip, device_token: passed.device_token }, failDelay);
+    const r2 = await c.report({ flow: "login", account: "stepper", ip, outcome: "success", attempt: v2.attempt, device_token: passed.device_token, breached: true }, failDelay);
+    assert.equal(r2.action, "proceed", `the known device: ${r2.action} ${r2.reasons.join(",")}`);
   });
 });

@@ -17,7 +17,9 @@ export type WebhookEventType =
   | "otp.pumping_hold"
   | "otp.budget"
   | "store.degraded"
-  | "store.recovered";
+  | "store.recovered"
+  | "login.step_up"
+  | "login.breached_password";
 
 /** The event types this client knows, in a list. */
 export const webhookEventTypes: readonly WebhookEventType[] = [
@@ -29,6 +31,11 @@ export const webhookEventTypes: readonly WebhookEventType[] = [
   "otp.budget",
   "store.degraded",
   "store.recovered",
+  // A success report answered step_up (details.reasons: why), and a report
+  // that said the password is breached (details.outcome), so that the
+  // owner can be told to change it; each coalesced per account and window.
+  "login.step_up",
+  "login.breached_password",
 ];
 
 /** What an event is about. Fields tollgate left out are "" ({} for details). */

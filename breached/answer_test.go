@@ -333,3 +333,24 @@ func counter(t *testing.T, reg *prometheus.Registry, name, value string) float64
 	t.Fatalf("no %s{%s}", name, value)
 	return 0
 }
+
+// Any prefix is an answer of exactly Lines lines or ErrBadPrefix, never a
+// panic or an answer of another size.
+func FuzzRange(f *testing.F) {
+	s := newService(f, Config{Corpus: fullCorpus(f, 20)})
+	for _, p := range []string{"5BAA6", "5baa6", "00000", "fffff", "5BAA", "5BAG6", "+5BAA", "0x5BA", "５BAA6", ""} {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, prefix string) {
+		body, err := s.Range(context.Background(), prefix)
+		if err != nil {
+			if !errors.Is(err, ErrBadPrefix) || hibp.ValidPrefix(prefix) {
+				t.Fatalf("Range(%q) = %v", prefix, err)
+			}
+			return
+		}
+		if !hibp.ValidPrefix(prefix) || len(body) != s.Len() {
+			t.Fatalf("Range(%q) answered %d bytes, want %d of a valid prefix", prefix, len(body), s.Len())
+		}
+	})
+}

@@ -17,7 +17,7 @@ import passport from "passport";
 import { Strategy as LocalStrategy } from "passport-local";
 
 import { Client, Proxies, passwordRange } from "../src/index.js";
-import { MemoryStepUps, attemptOf, stepUpCookieName, tollgate, type StepUpDone, type StepUpOptions } from "../src/express.js";
+import { MemoryStepUps, attemptOf, codeFactor, stepUpCookieName, tollgate, type StepUpDone, type StepUpOptions } from "../src/express.js";
 import { standIn, type StandIn } from "./helpers.js";
 
 const breachedPassword = "password"; // in the stand-in's corpus (clients/testdata/breached.json's range)
@@ -413,4 +413,21 @@ test("AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor, with Passport:
   const c = await login(clean, "bob", cleanPassword);
   assert.equal(c.headers.get("location"), "/home");
   assert.equal(successes, 1, "a clean password goes through Passport as before");
+});
+
+test("codeFactor: a code passes once, in constant time over hashes, and not after it expires", async () => {
+  let now = 0;
+  let sent = "";
+  const f = codeFactor({ sendCode: (_a, code) => void (sent = code), now: () => now, ttlMs: 1000 });
+  const r = { account: "a", ip: "", device: "", ticket: "", ref: "", reasons: [], user: undefined, expiresAt: 0, tries: 0, factor: {} as Record<string, unknown> };
+  await f.start(r);
+  assert.match(sent, /^[0-9]{6}$/);
+  assert.ok(!JSON.stringify(r).includes(sent), "the record keeps a hash, never the code");
+  assert.equal(await f.verify(r, { code: "12345" }), false, "short");
+  assert.equal(await f.verify(r, { code: sent + "0" }), false, "long");
+  const [a, b] = await Promise.all([f.verify(r, { code: ` ${sent} ` }), f.verify(r, { code: sent })]);
+  assert.deepEqual([a, b], [true, false], "two posts of the right code at once: one passes");
+  await f.start(r);
+  now = 1000;
+  assert.equal(await f.verify(r, { code: [sent] }), false, "expired");
 });

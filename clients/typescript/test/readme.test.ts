@@ -27,14 +27,14 @@ test("README's Express snippet is examples/express.ts", () => {
 
 test("the express subpath resolves to the built dist (self-reference by name)", async () => {
   const pkg = await import("@tollgate/client/express");
-  for (const name of ["tollgate", "Guard", "Attempt", "attemptOf", "MemoryHolds"]) {
+  for (const name of ["tollgate", "Guard", "Attempt", "attemptOf", "MemoryHolds", "MemoryStepUps", "codeFactor"]) {
     assert.equal(typeof (pkg as Record<string, unknown>)[name], "function", name);
   }
 });
 
 test("the package exports resolve to the built dist (self-reference by name)", async () => {
   const pkg = await import("@tollgate/client");
-  for (const name of ["Client", "Responder", "writeAnswer", "Proxies", "DeviceCookie", "TollgateError", "UnavailableError", "TimeoutError", "isUnavailable", "verifyWebhook", "WebhookVerificationError"]) {
+  for (const name of ["Client", "Responder", "writeAnswer", "Proxies", "DeviceCookie", "TollgateError", "UnavailableError", "TimeoutError", "isUnavailable", "verifyWebhook", "WebhookVerificationError", "passwordRange", "rangeHas"]) {
     assert.equal(typeof (pkg as Record<string, unknown>)[name], "function", name);
   }
   assert.deepEqual([pkg.failOpen, pkg.failDelay, pkg.failCaptcha], ["open", "delay", "captcha"]);

@@ -146,6 +146,9 @@ func (s *server) Open(ctx context.Context) (err error) {
 	if s.proxy, err = startProxy(s.ctx, cfg, s.engine, s.secret, s.chal.c, s.metrics.Registry(), log); err != nil { // nil without a proxy section
 		return fmt.Errorf("proxy: %w", err)
 	}
+	if cfg.Breached != nil { // the proxy looks its routes' passwords up in the same ranges
+		s.proxy.setBreached(&s.breached.live)
+	}
 	// Every piece a reload changes is open: the reloader can hand them the
 	// next configuration.
 	s.reload = &reloader{load: s.load, engine: s.engine, metrics: s.metrics, log: log, running: cfg, pieces: s.reloadables()}

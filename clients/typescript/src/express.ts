@@ -235,6 +235,8 @@ interface AttemptFields {
   fp: string;
   /** The password, kept only until the report computed breached. */
   password: string;
+  /** The login was posted as JSON: its step-up is answered with problem documents. */
+  json: boolean;
 }
 
 /** One credential check the middleware let through: report how it ended, once. */
@@ -289,7 +291,7 @@ export class Attempt {
     const v = this.#result === undefined ? undefined : await this.#result;
     if (v === undefined || v.action !== "step_up") throw new Error("tollgate: stepUp: the success report was not answered step_up");
     const f = this.#fields;
-    await this.#g.startStepUp(this.#res, {
+    await this.#g.startStepUp(this.#res, f.json, {
       account: f.account, ip: f.ip, device: f.device, ticket: v.attempt, ref: this.ref, reasons: [...v.reasons],
       user, expiresAt: 0, tries: 0, factor: {},
     });
@@ -398,6 +400,7 @@ export class Guard {
     page: (message: string, form: string) => string;
     cookie: DeviceCookie;
     pages: Responder;
+    problems: Responder;
   };
 
   /** Checks options; throws naming what is unusable. */
@@ -458,6 +461,7 @@ export class Guard {
       status: 429, headers: { "content-type": html, "cache-control": "no-store" }, body: pageOf(message, this.#stepUpForm()),
     });
     this.#su = {
+      problems: new Responder({ policy: stepUpFlow }),
       factor: su.factor ?? (su.sendCode !== undefined ? codeFactor({ sendCode: su.sendCode, ttlMs }) : undefined),
       signIn: su.signIn,
       path,
@@ -606,11 +610,11 @@ export class Guard {
   }
 
   /** @internal Starts the second factor of r and answers res. */
-  async startStepUp(res: GuardResponse, r: StepUpRecord): Promise<void> {
+  async startStepUp(res: GuardResponse, json: boolean, r: StepUpRecord): Promise<void> {
     const su = this.#su;
     if (su.factor === undefined) {
       this.warn("tollgate guard: a login was answered step_up and no second factor is configured (stepUp.sendCode or stepUp.factor); no session");
-      this.#stepUpAnswer(res, 503, "Signing in needs a second check that cannot be done now. Please try again later.", false);
+      this.#stepUpAnswer(res, 503, "Signing in needs a second check that cannot be done now. Please try again later.", false, json);
       return;
     }
     r.expiresAt = Date.now() + su.ttlMs;
@@ -618,7 +622,7 @@ export class Guard {
       await su.factor.start(r);
     } catch (e) {
       this.warn(`tollgate guard: the second factor could not start: ${String(e)}`);
-      this.#stepUpAnswer(res, 503, "We could not send you a code. Please sign in again later.", false);
+      this.#stepUpAnswer(res, 503, "We could not send you a code. Please sign in again later.", false, json);
       return;
     }
     const id = randomBytes(24).toString("base64url");
@@ -629,10 +633,14 @@ export class Guard {
       this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
     }
     if (!kept) {
-      this.#stepUpAnswer(res, 503, "Signing in cannot be finished now. Please try again later.", false);
+      this.#stepUpAnswer(res, 503, "Signing in cannot be finished now. Please try again later.", false, json);
       return;
     }
     su.cookie.set(res, id + "." + this.#stepUpMAC(id));
+    if (json) {
+      this.#stepUpAnswer(res, 403, "Confirm it is you: post the code we sent you as code to the step_up path.", true, true);
+      return;
+    }
     res.statusCode = 303;
     res.setHeader("location", su.path);
     res.setHeader("cache-control", "no-store");
@@ -656,8 +664,20 @@ export class Guard {
   }
 
   /** Writes the code page with message: with the form when withForm, else a link back to the login. */
-  #stepUpAnswer(res: GuardResponse, status: number, message: string, withForm: boolean): void {
+  #stepUpAnswer(res: GuardResponse, status: number, message: string, withForm: boolean, json = false): void {
     const su = this.#su;
+    if (json) {
+      // A JSON login's answers: problem documents; step_up says where the
+      // code goes while one is expected.
+      const doc: Record<string, unknown> = { type: "about:blank", title: statusTitle(status), status, detail: message };
+      if (withForm) doc["step_up"] = { path: su.path, field: "code" };
+      const body = JSON.stringify(doc) + "\n";
+      writeAnswer(res, {
+        proceed: false, holdMs: 0, status, body,
+        headers: { "content-type": "application/problem+json", "content-length": String(Buffer.byteLength(body, "utf8")), "cache-control": "no-store" },
+      });
+      return;
+    }
     const form = withForm ? this.#stepUpForm() : `<p><a href="${esc(su.loginPath)}">Sign in again</a></p>`;
     const body = su.page(message, form);
     writeAnswer(res, {
@@ -676,8 +696,12 @@ export class Guard {
   }
 
   /** Sends the browser back to the login, forgetting its step-up cookie. */
-  #stepUpRestart(res: GuardResponse): void {
+  #stepUpRestart(res: GuardResponse, json: boolean): void {
     this.#su.cookie.clear(res);
+    if (json) {
+      this.#stepUpAnswer(res, 403, "No sign-in is waiting for a code here. Please sign in again.", false, true);
+      return;
+    }
     res.statusCode = 303;
     res.setHeader("location", this.#su.loginPath);
     res.setHeader("cache-control", "no-store");
@@ -705,10 +729,11 @@ export class Guard {
 
   async #stepUpRequest(req: GuardRequest, res: GuardResponse): Promise<void> {
     const su = this.#su;
+    const json = req.method === "POST" && isJSON(header(req, "content-type"));
     const id = this.#stepUpID(req);
     const r = await this.#stepUpGet(id);
     if (id === undefined || r === undefined || su.factor === undefined) {
-      this.#stepUpRestart(res);
+      this.#stepUpRestart(res, json);
       return;
     }
     if (req.method === "GET") {
@@ -727,7 +752,7 @@ export class Guard {
     const cv = await this.client.check({ flow: stepUpFlow, account: r.account, ip }, this.failMode, call);
     if (cv.error !== undefined) this.warn(`tollgate guard: no answer: call=check err=${String(cv.error)}`);
     if (cv.action !== "proceed") {
-      writeAnswer(res, su.pages.respond(cv));
+      writeAnswer(res, (json ? su.problems : su.pages).respond(cv));
       return;
     }
     if (cv.delay_ms > 0 && !(await hold(res, cv.delay_ms))) return;
@@ -745,7 +770,7 @@ export class Guard {
       if (r.tries >= su.maxTries) {
         await this.#stepUpForget(id);
         su.cookie.clear(res);
-        this.#stepUpAnswer(res, 403, "Too many wrong codes. Please sign in again.", false);
+        this.#stepUpAnswer(res, 403, "Too many wrong codes. Please sign in again.", false, json);
         return;
       }
       try {
@@ -754,10 +779,10 @@ export class Guard {
         this.warn(`tollgate guard: the step-up store did not answer: ${String(e)}`);
       }
       if (rv.action === "delay") {
-        writeAnswer(res, su.pages.respond(rv));
+        writeAnswer(res, (json ? su.problems : su.pages).respond(rv));
         return;
       }
-      this.#stepUpAnswer(res, 200, "That code is not right. Try again.", true);
+      this.#stepUpAnswer(res, json ? 403 : 200, "That code is not right. Try again.", true, json);
       return;
     }
     su.cookie.clear(res);
@@ -765,7 +790,7 @@ export class Guard {
       // tollgate refused the ticket (expired, for another account) or gave
       // no verdict and the fail mode is closed: no session; sign in again.
       this.#stepUpAnswer(res, rv.error instanceof TollgateError && rv.error.status === 400 ? 400 : 503,
-        "Signing in could not be finished. Please sign in again.", false);
+        "Signing in could not be finished. Please sign in again.", false, json);
       return;
     }
     if (!this.deferDeviceCookie && rv.device_token !== "") {
@@ -783,7 +808,7 @@ export class Guard {
     const logIn = (req as { logIn?: unknown }).logIn;
     if (typeof logIn !== "function") {
       this.warn("tollgate guard: a second factor passed and no stepUp.signIn is configured; no session");
-      this.#stepUpAnswer(res, 500, "Signing in could not be finished. Please sign in again.", false);
+      this.#stepUpAnswer(res, 500, "Signing in could not be finished. Please sign in again.", false, json);
       return;
     }
     await new Promise<void>((resolve, reject) => {
@@ -844,7 +869,7 @@ export class Guard {
     switch (v.action) {
       case "proceed": {
         if (v.delay_ms > 0 && !(await hold(res, v.delay_ms))) return false;
-        const a = new Attempt(this, res, v, solved, { account, ip, device, fp, password: this.checkBreached ? password : "" });
+        const a = new Attempt(this, res, v, solved, { account, ip, device, fp, password: this.checkBreached ? password : "", json: sub.json });
         attempts.set(req, a);
         attempts.set(res, a);
         if (res.locals !== undefined && res.locals !== null) res.locals["tollgate"] = a;
@@ -1156,6 +1181,11 @@ ${html}
 }
 
 const html = "text/html; charset=utf-8";
+
+/** The reason phrase of the statuses the step-up answers with. */
+function statusTitle(status: number): string {
+  return ({ 400: "Bad Request", 403: "Forbidden", 500: "Internal Server Error", 503: "Service Unavailable" } as Record<number, string>)[status] ?? "Error";
+}
 
 /** The default factor's form fields, for a factor that gives none. */
 function defaultFields(): string {

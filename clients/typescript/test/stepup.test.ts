@@ -431,3 +431,31 @@ test("codeFactor: a code passes once, in constant time over hashes, and not afte
   now = 1000;
   assert.equal(await f.verify(r, { code: [sent] }), false, "expired");
 });
+
+test("AStolenBreachedPasswordGetsNoSessionWithoutTheSecondFactor, as JSON: a 403 problem document that says where the code goes", async () => {
+  const app = await plainApp();
+  app.tg.failLimit = 100;
+  const post = async (path: string, body: Record<string, string>, cookie = "") => {
+    const headers: Record<string, string> = { "content-type": "application/json", "x-forwarded-for": "198.51.100.16" };
+    if (cookie !== "") headers["cookie"] = cookie;
+    return fetch(app.base + path, { method: "POST", redirect: "manual", headers, body: JSON.stringify(body) });
+  };
+  const r = await post("/login", { username: "alice", password: breachedPassword });
+  assert.equal(r.status, 403);
+  assert.equal(r.headers.get("content-type"), "application/problem+json");
+  const doc = (await r.json()) as { status: number; step_up?: { path: string; field: string } };
+  assert.deepEqual(doc.step_up, { path: "/login/step-up", field: "code" });
+  assert.deepEqual(app.sessions, []);
+  const cookie = (r.headers.getSetCookie().find((c) => c.startsWith(stepUpCookieName)) ?? "").split(";")[0] ?? "";
+  assert.notEqual(cookie, "");
+  const code = app.sent[0]?.code ?? "";
+  const bad = await post("/login/step-up", { code: code === "000000" ? "000001" : "000000" }, cookie);
+  assert.equal(bad.status, 403);
+  assert.equal(((await bad.json()) as { step_up?: unknown }).step_up !== undefined, true, "still waiting on a code");
+  const ok = await post("/login/step-up", { code }, cookie);
+  assert.equal(ok.status, 303);
+  assert.deepEqual(app.sessions, [{ account: "alice", via: "step-up" }]);
+  const none = await post("/login/step-up", { code }, cookie);
+  assert.equal(none.status, 403, "spent: sign in again");
+  assert.equal(((await none.json()) as { step_up?: unknown }).step_up, undefined);
+});

@@ -262,7 +262,9 @@ describe("@tollgate/client/express in front of a real tollgate", () => {
     assert.equal(bad.status, 429);
     assert.equal(seen.logins.length, n);
     const ok = await postJSON(base, ip, body, { [headerChallengeToken]: doc.challenge.token, [headerChallengeNonce]: solve(doc.challenge.token, doc.challenge.difficulty) });
-    assert.equal(ok.status, 303, ok.body);
+    // The right password from the escalated address: step_up, as a problem document.
+    assert.equal(ok.status, 403, ok.body);
+    assert.deepEqual((JSON.parse(ok.body) as { step_up?: unknown }).step_up, { path: "/login/step-up", field: "code" });
     assert.equal(seen.logins.at(-1)?.["password"], "builder-42");
 
     for (let i = 1; i <= 5; i++) await postJSON(base, `198.51.100.${20 + i}`, { username: "carol", password: `g${i}`, json: "1" });

@@ -18,8 +18,10 @@ import (
 
 // The benchmarks run on a corpus of random hashes written as the Pwned
 // Passwords downloader writes its single file (sorted SHA1:COUNT lines,
-// CRLF), TOLLGATE_BREACHED_HASHES of them: 100,000 by default so that
-// make bench stays quick. The figures in BENCHMARKS.md are of 10 million:
+// CRLF), or with TOLLGATE_BREACHED_FORMAT=dir its directory of 1,048,576
+// range files, TOLLGATE_BREACHED_HASHES of them: 100,000 by default so
+// that make bench stays quick. The figures in BENCHMARKS.md are of 10
+// million:
 //
 //	TOLLGATE_BREACHED_HASHES=10000000 go test -run '^$' -bench . -benchtime 1x ./breached/  # load
 //	TOLLGATE_BREACHED_HASHES=10000000 go test -run '^$' -bench Range ./breached/          # answers
@@ -64,6 +66,11 @@ func benchCorpusFile(b *testing.B) string {
 			}
 		}
 		slices.SortFunc(hs, func(a, b [20]byte) int { return bytes.Compare(a[:], b[:]) })
+		if os.Getenv("TOLLGATE_BREACHED_FORMAT") == "dir" {
+			benchFile.path = filepath.Join(dir, "ranges")
+			writeRangeFiles(b, benchFile.path, hs, rng)
+			return
+		}
 		f, err := os.Create(benchFile.path)
 		if err != nil {
 			b.Fatal(err)
@@ -89,6 +96,35 @@ func TestMain(m *testing.M) {
 		os.RemoveAll(benchFile.dir)
 	}
 	os.Exit(code)
+}
+
+// writeRangeFiles writes the sorted hashes hs as the downloader's
+// directory of range files: one file a prefix (every prefix, as the
+// downloader writes), SUFFIX:COUNT lines.
+func writeRangeFiles(b *testing.B, dir string, hs [][20]byte, rng *rand.Rand) {
+	if err := os.Mkdir(dir, 0o700); err != nil {
+		b.Fatal(err)
+	}
+	var buf bytes.Buffer
+	i := 0
+	for p := range uint32(ranges) {
+		buf.Reset()
+		for ; i < len(hs) && prefixOf(hs[i][:]) == p; i++ {
+			fmt.Fprintf(&buf, "%X:%d\r\n", hs[i], 1+rng.IntN(10_000))
+		}
+		line := buf.Bytes()
+		// Each line as written holds the whole hash: drop the prefix.
+		out := make([]byte, 0, len(line))
+		for len(line) > 0 {
+			var l []byte
+			l, line, _ = bytes.Cut(line, []byte("\n"))
+			out = append(out, l[5:]...)
+			out = append(out, '\n')
+		}
+		if err := os.WriteFile(filepath.Join(dir, fmt.Sprintf("%05X.txt", p)), out, 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
 }
 
 // BenchmarkLoad reads and indexes the corpus file: ns/op is the load time;

@@ -70,6 +70,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 		rec = e.record(&s, device, attempt)
 	}
 	e.decided(ctx, Event{Call: "check", Tenant: s.tenant, Flow: s.flow.Name, Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	e.heldSeen(&s, req.Account, req.IP, &p, &b) // held.go: the index of who is held
 	if e.notices.to != nil {
 		sc := s // a copy: the notices keep theirs, so s stays on the stack
 		c := callNotices{s: &sc, subject: req.Account, ref: req.Ref}

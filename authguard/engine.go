@@ -98,6 +98,11 @@ type Config struct {
 	// what they decided, with the call's context. The default is the zero
 	// Trace: nothing is called, at the cost of a nil check.
 	Trace Trace
+	// HeldBytes, above zero, turns on the held-subjects index (held.go)
+	// and bounds each tenant's in bytes: past it, the entries that expire
+	// first are dropped (the counters, not the index, hold subjects back).
+	// The default is 0: off.
+	HeldBytes int64
 }
 
 // DefaultRecallBytes is Config.RecallBytes's default.
@@ -137,6 +142,7 @@ type Engine struct {
 	recordSubjects bool
 	secretChecks   []SecretCheck // secretcheck.go
 	notices        notices       // notice.go
+	held           *heldIndex    // held.go; nil when off
 }
 
 // New returns an Engine.
@@ -217,6 +223,7 @@ func New(cfg Config) (*Engine, error) {
 		secretChecks:   secretChecks(cfg),
 	}
 	e.notices.to = cfg.Notifier
+	e.held = newHeldIndex(cfg.Secret, cfg.Store, cfg.HeldBytes)
 	e.writeBack.recall = e.recall // a key it remembers holds its subject back
 	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
 	return e, nil

@@ -139,6 +139,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	}
 	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
 		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
+	e.heldSeen(&s, req.Account, req.IP, &p, &b) // held.go: the index of who is held
 	if e.notices.to != nil {
 		sc := s // a copy: the notices keep theirs, so s stays on the stack
 		e.reportNotices(&callNotices{s: &sc, subject: req.Account, ref: req.Ref}, req.Outcome, known, &p, &b,

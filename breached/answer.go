@@ -28,6 +28,11 @@ var (
 	ErrUnavailable = errors.New("breached: the upstream range API is unavailable")
 )
 
+// MaxLines bounds an answer's lines (3 MiB): the full Pwned Passwords
+// corpus's fullest range holds about 1,100 hashes; a corpus with a range
+// of more is not random hashes, and its every answer would be that long.
+const MaxLines = 1 << 16
+
 // lineLen is the length of every line of an answer: 35 suffix digits, a
 // colon, the count as 10 digits (leading zeros: a uint32 has at most 10)
 // and CRLF.
@@ -110,6 +115,9 @@ func New(cfg Config) (*Service, error) {
 		if s.corpus != nil {
 			s.lines = (s.corpus.MaxRange()/256 + 1) * 256
 		}
+	}
+	if s.lines > MaxLines {
+		return nil, fmt.Errorf("breached: an answer of %d lines is more than %d (a corpus of SHA-1 hashes never has a range that full)", s.lines, MaxLines)
 	}
 	if s.corpus != nil && s.corpus.MaxRange() > s.lines {
 		return nil, fmt.Errorf("breached: lines is %d, but the corpus's fullest range holds %d hashes", s.lines, s.corpus.MaxRange())

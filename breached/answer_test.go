@@ -132,9 +132,23 @@ func TestRange_BadPrefixAndOff(t *testing.T) {
 	}
 }
 
-func TestNew_LinesBelowTheFullestRangeIsAnError(t *testing.T) {
+func TestNew_LinesBelowTheFullestRangeOrPastMaxLinesIsAnError(t *testing.T) {
 	if _, err := New(Config{Corpus: fullCorpus(t, 10), Lines: 9}); err == nil {
 		t.Error("New accepted 9 lines for a range of 10")
+	}
+	var b strings.Builder
+	for i := range MaxLines {
+		fmt.Fprintf(&b, "00000%035X:1\n", i)
+	}
+	skewed, err := Parse([]byte(b.String()), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := New(Config{Corpus: skewed}); err == nil {
+		t.Error("New accepted a corpus whose every answer would be 65,792 lines")
+	}
+	if _, err := New(Config{Upstream: "https://example.com/", Lines: MaxLines + 1}); err == nil {
+		t.Error("New accepted an upstream with more than MaxLines lines")
 	}
 	if _, err := New(Config{Upstream: "ftp://example.com/"}); err == nil {
 		t.Error("New accepted an ftp upstream")

@@ -174,23 +174,28 @@ func BenchmarkRange(b *testing.B) {
 		}
 		benchCorpus.c, benchCorpus.took = c, time.Since(start)
 	})
-	s, err := New(Config{Corpus: benchCorpus.c})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.ReportAllocs()
-	b.SetBytes(int64(s.Len()))
-	ctx := context.Background()
-	prefixes := make([]string, 1024)
-	for i := range prefixes {
-		prefixes[i] = fmt.Sprintf("%05X", rand.IntN(ranges))
-	}
-	i := 0
-	for b.Loop() {
-		if _, err := s.Range(ctx, prefixes[i%len(prefixes)]); err != nil {
+	// Auto: the fullest range rounded up; 1,280: what the full corpus's
+	// fullest range (about 1,100) rounds up to.
+	for _, lines := range []int{0, 1280} {
+		s, err := New(Config{Corpus: benchCorpus.c, Lines: lines})
+		if err != nil {
 			b.Fatal(err)
 		}
-		i++
+		b.Run(fmt.Sprintf("lines=%d", s.Lines()), func(b *testing.B) {
+			b.ReportAllocs()
+			b.SetBytes(int64(s.Len()))
+			ctx := context.Background()
+			prefixes := make([]string, 1024)
+			for i := range prefixes {
+				prefixes[i] = fmt.Sprintf("%05X", rand.IntN(ranges))
+			}
+			i := 0
+			for b.Loop() {
+				if _, err := s.Range(ctx, prefixes[i%len(prefixes)]); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
 	}
-	b.ReportMetric(float64(s.Lines()), "lines")
 }

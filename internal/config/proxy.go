@@ -170,8 +170,8 @@ func proxyConfig(fp *fileProxy, policy *authguard.Policy, apiListen string) (*Pr
 	default:
 		return nil, "proxy.client_ip_header", fmt.Errorf("%q is not x-forwarded-for or forwarded", fp.ClientIPHeader)
 	}
-	if _, err := client.NewProxies(client.ProxyConfig{Trusted: p.TrustedProxies, Header: p.ClientIPHeader}); err != nil {
-		msg, _ := strings.CutPrefix(err.Error(), "client: proxies: ")
+	if _, err := newProxies(client.ProxyConfig{Trusted: p.TrustedProxies, Header: p.ClientIPHeader}); err != nil {
+		msg := proxiesDetail(err)
 		if len(p.TrustedProxies) > 0 && p.ClientIPHeader == client.HeaderNone {
 			msg = "trusted_proxies need the client_ip_header they write (x-forwarded-for or forwarded)"
 		}

@@ -238,11 +238,13 @@ func (a *API) routes() *chi.Mux {
 		r.Use(a.authenticate(auth.ScopeAdminRead))
 		r.Post("/v1/admin/explain", a.explain)
 		r.Get("/v1/admin/entries", a.entries)
+		r.Get("/v1/admin/held", a.held)
 		r.Get("/v1/admin/webhooks/dead-letters", a.deadLetters)
 	})
 	r.Group(func(r chi.Router) {
 		r.Use(a.authenticate(auth.ScopeAdminWrite))
 		r.Post("/v1/admin/reset", a.reset)
+		r.Post("/v1/admin/reset-held", a.resetHeld)
 		r.Post("/v1/admin/allow", a.allow)
 		r.Post("/v1/admin/deny", a.deny)
 		r.Post("/v1/admin/remove", a.remove)

@@ -105,3 +105,64 @@ type ReloadResult struct {
 	// empty when none. The running process keeps their old values.
 	RestartNeeded []string `json:"restart_needed"`
 }
+
+// HeldSubject is one subject of a HeldList: an account or address held
+// back in a flow now. Subject is the identifier, decrypted for this answer
+// alone (the store keeps it sealed).
+type HeldSubject struct {
+	// Subject is the account (normalized) or the address.
+	Subject string `json:"subject"`
+	// Flow and Kind ("account" or "ip") say where and what it is.
+	Flow string `json:"flow"`
+	Kind string `json:"kind"`
+	// Rule and Reason name the rule that holds it.
+	Rule   string `json:"rule"`
+	Reason string `json:"reason"`
+	// WaitMS is how long its wait still runs, in milliseconds: 0 when it
+	// ran out, or when a log over its limit holds it (Over).
+	WaitMS int64 `json:"wait_ms"`
+	Over   bool  `json:"over"`
+	// Since is when it was last found held with a longer hold (RFC 3339).
+	Since string `json:"since"`
+	// ExpiresInMS is how long until the state that holds it is forgotten,
+	// and the entry with it.
+	ExpiresInMS int64 `json:"expires_in_ms"`
+}
+
+// HeldList is the answer to GET /v1/admin/held: a page of held subjects.
+type HeldList struct {
+	Subjects []HeldSubject `json:"subjects"`
+	// Next is the cursor of the next page; empty on the last.
+	Next string `json:"next,omitempty"`
+	// Counts are the held subjects of the tenant by "flow:kind", every
+	// page's.
+	Counts map[string]int `json:"counts"`
+}
+
+// HeldResetRequest is the body of POST /v1/admin/reset-held: free held
+// subjects of a flow in one call, those named in Subjects, or with none
+// named every one the index lists (of Kind, when given).
+type HeldResetRequest struct {
+	// Flow names the flow. It is required.
+	Flow string `json:"flow"`
+	// Kind is "account" or "ip"; empty for both.
+	Kind string `json:"kind,omitempty"`
+	// Subjects are identifiers as the list gives them (at most 1000).
+	Subjects []string `json:"subjects,omitempty"`
+	// Reason says why, for the audit log: required, at most 200 bytes,
+	// with no identifier.
+	Reason string `json:"reason"`
+	// DryRun counts what would be reset and changes nothing.
+	DryRun bool `json:"dry_run,omitempty"`
+}
+
+// HeldReset is the answer to POST /v1/admin/reset-held.
+type HeldReset struct {
+	// Matched are the index's entries the request selected.
+	Matched int `json:"matched"`
+	// Reset are the subjects reset (0 on a dry run); Deleted the store
+	// keys deleted.
+	Reset   int  `json:"reset"`
+	Deleted int  `json:"deleted"`
+	DryRun  bool `json:"dry_run"`
+}

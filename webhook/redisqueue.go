@@ -221,7 +221,7 @@ func (q *RedisQueue) ensureGroup(ctx context.Context, stream string) error {
 		return nil
 	}
 	err := q.c.XGroupCreateMkStream(ctx, stream, redisGroup, "0").Err()
-	if err != nil && !strings.HasPrefix(err.Error(), "BUSYGROUP") {
+	if err != nil && !redis.HasErrorPrefix(err, "BUSYGROUP") { // the group exists: created by another instance or an earlier run
 		return fmt.Errorf("webhook: creating the consumer group: %w", err)
 	}
 	q.groups.Store(stream, struct{}{})

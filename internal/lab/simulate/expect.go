@@ -27,7 +27,7 @@ type Expectation struct {
 // ParseScenario describes them.
 var Fields = []string{"attempts", "proceeded", "delayed", "captcha", "denied", "accounts_checked", "accounts_checked_before_captcha",
 	"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused", "delay_seconds", "spent",
-	"captcha_solved", "reports_refused", "own_logins", "own_refused"}
+	"captcha_solved", "reports_refused", "own_logins", "own_refused", "step_ups", "device_tokens"}
 
 // ops lists the comparison operators, longest first so that "<=" is not
 // read as "<".

@@ -209,7 +209,7 @@ func TestMain_JSONShape(t *testing.T) {
 		t.Fatalf("%d actors and %d expectations, want 2 and 2", len(v.Actors), len(v.Expectations))
 	}
 	wantActor := []string{"name", "attempts", "proceeded", "delayed", "captcha", "first_delay_at", "first_captcha_at", "accounts_checked", "accounts_checked_before_captcha",
-		"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused"}
+		"proceeded_max_24h", "failures_max_24h", "mint_logins", "mint_refused", "step_ups", "device_tokens"}
 	for _, a := range v.Actors {
 		if got := objectKeys(t, string(a)); !reflect.DeepEqual(got, wantActor) {
 			t.Errorf("actor keys = %q, want %q", got, wantActor)

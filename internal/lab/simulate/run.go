@@ -102,6 +102,12 @@ type ActorResult struct {
 	// of the codes its sends that proceeded cost: what the operator pays
 	// for them. It is left out of the JSON form while it is zero.
 	Spent int `json:"spent,omitempty"`
+	// StepUps counts the success reports answered step_up (a second factor
+	// asked for, no device token), and DeviceTokens the successes that
+	// ended with a device token (a sign-in), at once or, for an actor that
+	// passes_step_up, once its second factor passed.
+	StepUps      int `json:"step_ups"`
+	DeviceTokens int `json:"device_tokens"`
 }
 
 // Get returns the counter named by one of Fields.
@@ -137,6 +143,10 @@ func (a ActorResult) Get(field string) (int64, bool) {
 		return int64(a.CaptchaSolved), true
 	case "reports_refused":
 		return int64(a.ReportsRefused), true
+	case "step_ups":
+		return int64(a.StepUps), true
+	case "device_tokens":
+		return int64(a.DeviceTokens), true
 	case "delay_seconds":
 		return int64(a.DelaySeconds), true
 	case "spent":
@@ -334,6 +344,9 @@ func execute(sc *Scenario, policy *authguard.Policy, wrap func(engineAPI) engine
 	for i, a := range sc.Actors {
 		runs[i] = newActorRun(s, a, sc.Seed, uint64(i))
 		runs[i].engine = engines[min(max(a.Instance, 1), len(engines))-1]
+		if f := policy.Flow(a.Flow); f != nil {
+			runs[i].stepUpFlow = f.StepUp.Flow
+		}
 		byName[a.Name] = runs[i]
 	}
 	for _, ar := range runs {
@@ -466,6 +479,7 @@ type actorRun struct {
 	rng         *rand.Rand // used by the event loop only
 	fingerprint string     // of Password, or ""
 	tokenFrom   *actorRun  // the actor DeviceTokenFrom names, or nil
+	stepUpFlow  string     // the step-up flow of the actor's flow, or ""
 
 	// Fresh accounts and addresses: how many were taken, the domain of the
 	// accounts, and the key of the address permutation.
@@ -487,6 +501,7 @@ type actorRun struct {
 	captchaAsked             int    // CAPTCHAs the actor was asked, solved or not
 	captchaSolved            int    // of them, those it solved
 	reportsRefused           int    // reports the engine refused (a foreign token)
+	stepUps, deviceTokens    int    // success reports answered step_up, and with a device token
 	lastAttempt              string // ReportForeign: the attempt token of the last check that proceeded
 	ownDevice                string // OwnSuccess.DeviceToken: the token of the last own success
 	delaySeconds             int
@@ -973,6 +988,7 @@ func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, devi
 		r, err := ar.engine.Report(ctx, authguard.ReportRequest{
 			Tenant: ar.Tenant, Flow: ar.Flow, Account: l.account, IP: l.ip, Outcome: st.outcome,
 			Attempt: attempt, DeviceToken: device, PasswordFingerprint: st.fingerprint, Destination: dest, Channel: channel,
+			Breached: ar.Breached,
 		})
 		var ie *authguard.InputError
 		if errors.As(err, &ie) && ie.Field == "attempt" && ar.ReportToken == ReportForeign {
@@ -983,6 +999,24 @@ func (ar *actorRun) report(ctx context.Context, l *login, st step, attempt, devi
 		}
 		if err != nil {
 			return fmt.Errorf("actor %s: report: %w", ar.Name, err)
+		}
+		if st.outcome == authguard.Success && r.Action == authguard.StepUp {
+			ar.mu.Lock()
+			ar.stepUps++
+			ar.mu.Unlock()
+			if ar.PassesStepUp && ar.stepUpFlow != "" {
+				if r, err = ar.engine.Report(ctx, authguard.ReportRequest{
+					Tenant: ar.Tenant, Flow: ar.stepUpFlow, Account: l.account, IP: l.ip, Outcome: authguard.StepUpPassed,
+					Attempt: r.Attempt, DeviceToken: device,
+				}); err != nil {
+					return fmt.Errorf("actor %s: step_up_passed report: %w", ar.Name, err)
+				}
+			}
+		}
+		if st.outcome == authguard.Success && r.DeviceToken != "" {
+			ar.mu.Lock()
+			ar.deviceTokens++
+			ar.mu.Unlock()
 		}
 		if st.outcome == authguard.Success && ar.DeviceToken && r.DeviceToken != "" {
 			ar.setDevice(l.account, r.DeviceToken)
@@ -1236,6 +1270,8 @@ func (ar *actorRun) result() ActorResult {
 		OwnRefused:                   ar.ownRefused,
 		CaptchaSolved:                ar.captchaSolved,
 		ReportsRefused:               ar.reportsRefused,
+		StepUps:                      ar.stepUps,
+		DeviceTokens:                 ar.deviceTokens,
 		DelaySeconds:                 ar.delaySeconds,
 		Spent:                        ar.spent,
 	}

@@ -74,7 +74,7 @@ actors:
     outcome: success
 `, "")
 	checkCounters(t, r.Actors[0], ActorResult{Name: "users", Attempts: 8, Proceeded: 8, AccountsChecked: 4, AccountsCheckedBeforeCaptcha: 4,
-		ProceededMax24h: 8})
+		ProceededMax24h: 8, DeviceTokens: 8})
 	var got []time.Duration
 	for _, p := range r.series[0] {
 		got = append(got, p.at)
@@ -102,7 +102,7 @@ actors:
     typos: 2
 `, "")
 	checkCounters(t, r.Actors[0], ActorResult{Name: "user", Attempts: 3, Proceeded: 3, AccountsChecked: 1, AccountsCheckedBeforeCaptcha: 1,
-		ProceededMax24h: 3, FailuresMax24h: 2})
+		ProceededMax24h: 3, FailuresMax24h: 2, DeviceTokens: 1})
 }
 
 func TestRun_StartAndStopBoundTheActor(t *testing.T) {

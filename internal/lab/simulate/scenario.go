@@ -137,6 +137,15 @@ type Actor struct {
 	// successes return, and send it with later checks and reports. The
 	// default is false.
 	DeviceToken bool
+	// Breached makes every report of the actor say the password is in a
+	// breached-password corpus (ReportRequest.Breached): a stuffer's leaked
+	// pairs, or an owner who reused hers. The default is false.
+	Breached bool
+	// PassesStepUp makes the actor pass the second factor a step_up
+	// verdict asks for (a step_up_passed report with its ticket, on the
+	// flow's step-up flow): an owner with her phone. The default is false:
+	// a stuffer holds the password only.
+	PassesStepUp bool
 	// DeviceTokenFrom names another actor, one with DeviceToken, whose
 	// device token for the account attacked the actor sends with each
 	// attempt: a thief with a stolen cookie. Empty means none.
@@ -696,6 +705,8 @@ type actorFields struct {
 	ObeysDelay         toggle      `yaml:"obeys_delay"`
 	SolvesCaptcha      share       `yaml:"solves_captcha"`
 	DeviceToken        toggle      `yaml:"device_token"`
+	Breached           toggle      `yaml:"breached"`
+	PassesStepUp       toggle      `yaml:"passes_step_up"`
 	DeviceTokenFrom    actorRef    `yaml:"device_token_from"`
 	VerifiesIn         text        `yaml:"verifies_in"`
 	MintsDeviceTokenIn text        `yaml:"mints_device_token_in"`
@@ -734,6 +745,8 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 		ObeysDelay:         bool(f.ObeysDelay),
 		SolvesCaptcha:      float64(f.SolvesCaptcha),
 		DeviceToken:        bool(f.DeviceToken),
+		Breached:           bool(f.Breached),
+		PassesStepUp:       bool(f.PassesStepUp),
 		DeviceTokenFrom:    string(f.DeviceTokenFrom),
 		MintsDeviceTokenIn: string(f.MintsDeviceTokenIn),
 		VerifiesIn:         string(f.VerifiesIn),
@@ -775,7 +788,7 @@ func decodeActor(n *yaml.Node, path string, total time.Duration) (*Actor, error)
 	// Sends.
 	if destNode != nil {
 		var moot []string
-		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "mints_device_token_in",
+		for _, k := range []string{"outcome", "typos", "typo_rate", "password", "device_token", "breached", "passes_step_up", "mints_device_token_in",
 			"report_token", "report_replays", "own_success"} {
 			if seen[k] != nil {
 				moot = append(moot, k)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 )
@@ -157,4 +159,45 @@ func (a *API) auditRead(r *http.Request, msg, flow string, attrs ...slog.Attr) {
 		slog.String("request_id", RequestID(r.Context())), slog.String("by", callerOf(r.Context())),
 		slog.String("tenant", tenantOrDefault(r.Context())), slog.String("flow", flow),
 	}, append(attrs, slog.String("outcome", "ok"))...)...)
+}
+
+// HeldCounter is what AddHeld reads: an *authguard.Engine.
+type HeldCounter interface {
+	HeldCounts(ctx context.Context) ([]authguard.HeldCount, error)
+	HeldStats() authguard.HeldStats
+}
+
+// AddHeld exports the held-subjects index: tollgate_held_subjects{flow,kind}
+// (counts only, read from the index at every scrape, over the tenants; a
+// scrape the store does not answer in a second leaves it out) and
+// tollgate_held_index_dropped_total.
+func (m *Metrics) AddHeld(e HeldCounter) {
+	m.reg.MustRegister(&heldCollector{e: e,
+		desc: prometheus.NewDesc("tollgate_held_subjects",
+			"Subjects the held-subjects index lists as held back now, by flow and kind (account, ip). A view: past the index's bound it lists fewer than the counters hold.",
+			[]string{"flow", "kind"}, nil),
+		dropped: prometheus.NewDesc("tollgate_held_index_dropped_total",
+			"Held-subjects index entries dropped: past a tenant's bound (the first to expire), a full write-behind queue or a store error. The counters still hold those subjects back.",
+			nil, nil),
+	})
+}
+
+type heldCollector struct {
+	e             HeldCounter
+	desc, dropped *prometheus.Desc
+}
+
+func (c *heldCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc; ch <- c.dropped }
+
+func (c *heldCollector) Collect(ch chan<- prometheus.Metric) {
+	ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.CounterValue, float64(c.e.HeldStats().Dropped))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	counts, err := c.e.HeldCounts(ctx)
+	if err != nil {
+		return
+	}
+	for _, n := range counts {
+		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n.Count), n.Flow, n.Kind)
+	}
 }

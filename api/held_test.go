@@ -122,3 +122,21 @@ func TestHeldAPI_OffIsNotFound(t *testing.T) {
 		t.Errorf("reset-held with the index off: %d", res.status)
 	}
 }
+
+func TestHeldAPI_TheGaugeCountsHeldSubjectsByFlowAndKind(t *testing.T) {
+	h := newHarness(t, withHeldIndex())
+	h.metrics.AddHeld(h.engine)
+	holdAccount(t, h, "alice@example.com", "192.0.2.1")
+	holdAccount(t, h, "bob@example.com", "192.0.2.2")
+	if err := h.engine.FlushHeld(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	res := h.do(t, http.MethodGet, "/metrics", "", "")
+	body := string(res.body)
+	if want := `tollgate_held_subjects{flow="login",kind="account"} 2`; !strings.Contains(body, want) {
+		t.Errorf("/metrics lacks %s", want)
+	}
+	if strings.Contains(body, "alice") {
+		t.Error("/metrics holds an identifier")
+	}
+}

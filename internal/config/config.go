@@ -53,6 +53,10 @@ type Config struct {
 	// (memstore.Config.MemoryLimit), when there is no Redis. The default is
 	// 0: the memory store's own, 320 MiB.
 	MemoryLimit int64
+	// HeldIndexBytes, above zero, turns on the held-subjects index
+	// (authguard.Config.HeldBytes: GET /v1/admin/held) and bounds each
+	// tenant's. The default is 0: off.
+	HeldIndexBytes int64
 	// EntriesRefresh is how often an instance reads the administrators'
 	// allow and deny entries from the store, so that one added on another
 	// instance applies here. The default is 5s.
@@ -364,6 +368,7 @@ func readAuth(fa *fileAuth) (*auth.Config, error) {
 type fileStore struct {
 	Redis       *fileRedis `yaml:"redis"`
 	MemoryLimit *string    `yaml:"memory_limit"`
+	HeldIndex   *string    `yaml:"held_index_bytes"`
 }
 
 type fileRedis struct {
@@ -477,6 +482,13 @@ func Parse(data []byte) (*Config, error) {
 			return nil, at("store.memory_limit", err)
 		}
 		cfg.MemoryLimit = n
+	}
+	if m := fc.Store.HeldIndex; m != nil {
+		n, err := ParseBytes(*m)
+		if err != nil || n > 1<<30 {
+			return nil, at("store.held_index_bytes", errors.New("must be a size up to 1GiB (0 turns the index off), such as 1MiB"))
+		}
+		cfg.HeldIndexBytes = n
 	}
 	if fc.KeyPrefix != nil {
 		if !keyPrefixRE.MatchString(*fc.KeyPrefix) {

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/tollgate-auth/tollgate/api/wire"
@@ -26,6 +28,17 @@ type HeldAdmin interface {
 var heldResetFields = fields{
 	{"flow", "a string", true}, {"kind", "a string", false}, {"subjects", "an array of strings", false},
 	{"reason", "a string", true}, {"dry_run", "a boolean", false},
+}
+
+// heldResetBody is wire.HeldResetRequest as the strict decoder takes it:
+// the decoder reads strings and booleans only, so subjects is read raw and
+// then as an array of strings.
+type heldResetBody struct {
+	Flow     string         `json:"flow"`
+	Kind     string         `json:"kind"`
+	Subjects jsontext.Value `json:"subjects"`
+	Reason   string         `json:"reason"`
+	DryRun   bool           `json:"dry_run"`
 }
 
 // heldParams are the parameters GET /v1/admin/held takes.
@@ -116,10 +129,17 @@ func (a *API) resetHeld(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, heldOff())
 		return
 	}
-	var body wire.HeldResetRequest
+	var body heldResetBody
 	if err := decode(w, r, heldResetFields, &body); err != nil {
 		a.writeError(w, r, err)
 		return
+	}
+	var subjects []string
+	if len(body.Subjects) > 0 && body.Subjects.Kind() != 'n' {
+		if body.Subjects.Kind() != '[' || json.Unmarshal(body.Subjects, &subjects, strictOptions) != nil {
+			a.writeError(w, r, newProblem(kindInvalidField, "subjects", "must be an array of strings"))
+			return
+		}
 	}
 	kind, ok := authguard.ParseHeldKind(body.Kind)
 	if !ok {
@@ -127,7 +147,7 @@ func (a *API) resetHeld(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	res, err := h.ResetHeld(r.Context(), authguard.HeldResetRequest{
-		Tenant: tenantOf(r.Context()), Flow: body.Flow, Kind: kind, Subjects: body.Subjects, Reason: body.Reason, DryRun: body.DryRun,
+		Tenant: tenantOf(r.Context()), Flow: body.Flow, Kind: kind, Subjects: subjects, Reason: body.Reason, DryRun: body.DryRun,
 	})
 	if errors.Is(err, authguard.ErrHeldOff) {
 		a.writeError(w, r, heldOff())
@@ -137,7 +157,7 @@ func (a *API) resetHeld(w http.ResponseWriter, r *http.Request) {
 		a.engineError(w, r, "reset-held", err)
 		return
 	}
-	attrs := []slog.Attr{slog.String("kind", body.Kind), slog.Int("named", len(body.Subjects)),
+	attrs := []slog.Attr{slog.String("kind", body.Kind), slog.Int("named", len(subjects)),
 		slog.Int("matched", res.Matched), slog.Int("reset", res.Reset), slog.Int("deleted", res.Keys),
 		slog.Bool("dry_run", body.DryRun), slog.String("reason", body.Reason)}
 	if body.DryRun && err == nil {

@@ -108,8 +108,20 @@ func TestHeldAPI_BadInputIsAProblemAndChangesNothing(t *testing.T) {
 			t.Errorf("POST reset-held %s: %d %s, want 400", body, res.status, res.body)
 		}
 	}
+	for _, body := range []string{`{"flow":"login","reason":"x","subjects":"alice"}`, `{"flow":"login","reason":"x","subjects":[1]}`, `{"flow":"login","reason":"x","subjects":[""]}`} {
+		if res := h.do(t, http.MethodPost, "/v1/admin/reset-held", "application/json", body); !strings.Contains(string(res.body), `"field":"subjects"`) {
+			t.Errorf("POST reset-held %s: %s, want a problem on subjects", body, res.body)
+		}
+	}
 	if v := h.check(t, login("alice@example.com", "192.0.2.1")); v.Action == "proceed" {
 		t.Error("a refused call freed alice")
+	}
+	named := h.post(t, "/v1/admin/reset-held", map[string]any{"flow": "login", "subjects": []string{"alice@example.com"}, "reason": "ticket 5"})
+	if named.status != http.StatusOK || !strings.Contains(string(named.body), `"reset":1`) {
+		t.Fatalf("reset by list: %d %s", named.status, named.body)
+	}
+	if v := h.check(t, login("alice@example.com", "192.0.2.1")); v.Action != "proceed" {
+		t.Errorf("after her reset by list alice gets %s", v.Action)
 	}
 }
 

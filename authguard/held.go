@@ -28,10 +28,13 @@ import (
 //
 // An entry is written only when a call finds its subject held (a backoff
 // past its free failures, a log or rate over its limit): a call that holds
-// nobody builds nothing and writes nothing. The write is a write-behind of
-// the index's own, off the call's path: a bounded queue that one goroutine
-// drains into the store, so a verdict never waits for it, and a full queue
-// drops the entry (counted in HeldStats.Dropped), never the call.
+// nobody builds nothing and writes nothing. On a store that keeps the
+// index (Redis) the write is a write-behind of the index's own, off the
+// call's path: a bounded queue that one goroutine drains into the store,
+// so a verdict never waits for a round trip, and a full queue drops the
+// entry (counted in HeldStats.Dropped), never the call. The index in the
+// engine's memory (the memory store's) is written in the call: a map
+// under a lock.
 
 // DefaultHeldBytes is Config.HeldBytes's default when the index is on.
 const DefaultHeldBytes = 1 << 20
@@ -294,6 +297,10 @@ func (h *heldIndex) open(tenant string, r HeldRecord) (HeldSubject, bool) {
 
 // enqueue hands w to the write-behind, or drops it when the queue is full.
 func (h *heldIndex) enqueue(w heldWrite) {
+	if _, ok := h.store.(*memHeld); ok {
+		h.write(w) // a map under a lock: no round trip to keep off the call
+		return
+	}
 	h.start.Do(func() { go h.drain() })
 	select {
 	case h.queue <- w:
@@ -319,17 +326,22 @@ func (h *heldIndex) drain() {
 			close(w.flush)
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		dropped, err := h.store.PutHeld(ctx, w.base, w.recs, h.maxBytes, w.now)
-		cancel()
-		if err != nil {
-			h.dropped.Add(int64(len(w.recs)))
-			h.forget(fieldsOf(w.recs))
-			continue
-		}
-		h.written.Add(int64(len(w.recs)))
-		h.dropped.Add(int64(dropped))
+		h.write(w)
 	}
+}
+
+// write puts w's records in the store, counting what it wrote and lost.
+func (h *heldIndex) write(w heldWrite) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	dropped, err := h.store.PutHeld(ctx, w.base, w.recs, h.maxBytes, w.now)
+	cancel()
+	if err != nil {
+		h.dropped.Add(int64(len(w.recs)))
+		h.forget(fieldsOf(w.recs))
+		return
+	}
+	h.written.Add(int64(len(w.recs)))
+	h.dropped.Add(int64(dropped))
 }
 
 // FlushHeld waits until what calls before it added to the held-subjects

@@ -19,6 +19,7 @@ const adminUsage = `usage: tollgate admin explain|reset -flow FLOW -subject acco
        tollgate admin allow|deny -subject ip_range|destination_prefix|country -expires-in D -reason TEXT [flags] < VALUE
        tollgate admin entries [-flow FLOW]
        tollgate admin remove -id ID -reason TEXT
+       tollgate admin held list|reset [flags]   (tollgate admin held help)
 
 Calls a running tollgate's admin API for on-call use. The identifier (the
 account, address, destination, range or prefix) is read from the first
@@ -59,13 +60,16 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 		fmt.Fprintf(stderr, "tollgate admin: %v\n%s", err, adminUsage)
 		return 2
 	}
+	if len(args) > 0 && args[0] == "held" {
+		return heldCmd(args[1:], stdin, stdout, stderr, getenv)
+	}
 	actions := []string{"explain", "reset", "allow", "deny", "entries", "remove"}
 	if len(args) == 0 || !slices.Contains(actions, args[0]) {
 		if len(args) > 0 && (args[0] == "-h" || args[0] == "help") {
 			fmt.Fprint(stdout, adminUsage)
 			return 0
 		}
-		return usageErr(errors.New("want explain, reset, allow, deny, entries or remove"))
+		return usageErr(errors.New("want explain, reset, allow, deny, entries, remove or held"))
 	}
 	action := args[0]
 	fs := flag.NewFlagSet("tollgate admin", flag.ContinueOnError)

@@ -34,6 +34,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	if err != nil {
 		return Verdict{}, err
 	}
+	if req.Outcome == PasswordChanged {
+		return e.reportPasswordChanged(ctx, &s, &req) // passwordchange.go
+	}
 	if s.flow.SecondFactor {
 		return e.reportStepUp(ctx, &s, &req)
 	}

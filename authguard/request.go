@@ -104,7 +104,7 @@ const DefaultSendFlow = "otp_send"
 type Outcome uint8
 
 // The outcomes. On the wire they are "failure", "success",
-// "step_up_passed" and "step_up_failed".
+// "step_up_passed", "step_up_failed" and "password_changed".
 const (
 	Failure Outcome = iota + 1
 	Success
@@ -113,21 +113,27 @@ const (
 	// factor a StepUp verdict asked for.
 	StepUpPassed
 	StepUpFailed
+	// PasswordChanged is reported on a flow that checks a password, with
+	// the account, after the caller changed or reset that account's
+	// password: it clears the account's counters of the password
+	// (Engine.Report, passwordchange.go).
+	PasswordChanged
 )
 
-var outcomeNames = [...]string{"", "failure", "success", "step_up_passed", "step_up_failed"}
+var outcomeNames = [...]string{"", "failure", "success", "step_up_passed", "step_up_failed", "password_changed"}
 
 func (o Outcome) String() string { return enumName(outcomeNames[:], int(o)) }
 
-// ParseOutcome parses "failure", "success", "step_up_passed" or
-// "step_up_failed". Which flows take which is the engine's to check.
+// ParseOutcome parses "failure", "success", "step_up_passed",
+// "step_up_failed" or "password_changed". Which flows take which is the
+// engine's to check.
 func ParseOutcome(s string) (Outcome, error) {
 	for i, n := range outcomeNames {
 		if i > 0 && n == s {
 			return Outcome(i), nil
 		}
 	}
-	return 0, &InputError{Field: "outcome", Detail: `must be "failure" or "success" ("step_up_passed" or "step_up_failed" on a step-up flow)`}
+	return 0, &InputError{Field: "outcome", Detail: `must be "failure", "success" or "password_changed" ("step_up_passed" or "step_up_failed" on a step-up flow)`}
 }
 
 // Limits on input. They bound the work and memory one call can cost.

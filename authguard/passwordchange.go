@@ -1,0 +1,101 @@
+package authguard
+
+import (
+	"context"
+	"time"
+)
+
+// reportPasswordChanged is Report with PasswordChanged: the caller changed
+// or reset the account's password (after verifying whatever its change
+// asks for: the old password, a link, a code) and tells tollgate, so that
+// the account's failure state goes without an administrator's reset.
+//
+// It deletes the account's counters in the flows of that password: the
+// reported flow and every other attempts flow that trusts the same device
+// tokens (DeviceTrust), which are the flows the same credential signs in
+// by. Deleted are the rules counting the account alone (account_backoff)
+// and the counter the account's devices share past their allowances;
+// kept are the devices' own allowances and slots, the known networks and
+// the device tokens (every token stays valid), and every counter of an
+// address, a password fingerprint or a compound subject.
+//
+// Why a caller with verdicts scope may do this: it is a claim the caller
+// makes after verifying the change, trusted as its success reports are
+// (a success already refunds and takes the account off the spray logs).
+// An attacker who does not control the caller cannot report it; one who
+// can change the password (a stolen mailbox) holds the new password and
+// has no guesses to renew. What the account's guesser gets from an owner's
+// change is one fresh ramp against a password he has never tried, and his
+// address keeps every count (ip_failures, ip_spray): the address is never
+// cleared. Second-factor flows and the flows of other factors (another
+// DeviceTrust) are never touched, so that a mailbox thief who resets the
+// password again and again cannot renew his guesses at a one-time code.
+//
+// The work is one delete per such rule of the policy, the same whether or
+// not the account exists. The answer is Proceed, with no device token:
+// a password change is not a sign-in. A flow that counts no account, or a
+// step-up flow, refuses it with an *InputError on "outcome"; no attempt
+// token is taken (there is no check to settle).
+func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *ReportRequest) (Verdict, error) {
+	switch {
+	case s.flow.SecondFactor:
+		return Verdict{}, &InputError{Field: "outcome", Detail: `"password_changed" is for a flow that checks a password, not a step-up flow`}
+	case s.flow.Kind != Attempts || s.account == "":
+		return Verdict{}, &InputError{Field: "outcome", Detail: `"password_changed" needs a flow that counts the account, and the account`}
+	case req.Attempt != "":
+		return Verdict{}, &InputError{Field: "attempt", Detail: `is not taken with "password_changed": a password change settles no attempt`}
+	case req.Breached || req.Destination != "" || req.Channel != "":
+		return Verdict{}, &InputError{Field: "outcome", Detail: `"password_changed" takes the flow, account, ip and ref only`}
+	}
+	if err := checkRef(req.Ref); err != nil {
+		return Verdict{}, err
+	}
+	ops := e.passwordOps(s)
+	ctx = context.WithoutCancel(ctx) // half a clear would leave the owner held
+	if e.fallback != nil {
+		_, _ = e.fallback.Do(ctx, ops)
+	}
+	e.recall.learn(ops, make([]Result, len(ops)), false, e.now())
+	start := time.Now()
+	_, err := e.store.Do(ctx, ops)
+	src := SourceStore
+	if err != nil {
+		src = SourceFallback // the fallback's copy is cleared; the store's forgets in a day
+	}
+	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: PasswordChanged, Attempt: AttemptMissing,
+		Source: src, StoreErr: err, StoreDuration: time.Since(start)})
+	if e.notices.to != nil && s.flow.Notices.Emits(NoticeReset) {
+		sc := *s
+		e.notify(&callNotices{s: &sc, subject: req.Account, ref: req.Ref}, Notice{Type: NoticeReset, Reason: "password_changed",
+			Subject: req.Account, Details: map[string]any{"keys": len(ops)}}, "")
+	}
+	return Verdict{Action: Proceed}, nil
+}
+
+// passwordOps are the deletes of a password change (reportPasswordChanged):
+// in each attempts flow of the policy that is not a step-up flow and
+// trusts s.flow's device tokens, the key of every rule on the account
+// alone, and the counter its devices share.
+func (e *Engine) passwordOps(s *subjects) []Op {
+	var ops []Op
+	for _, name := range s.policy.FlowNames() {
+		f := s.policy.Flow(name)
+		if f.Kind != Attempts || f.SecondFactor || f.DeviceTrust != s.flow.DeviceTrust {
+			continue
+		}
+		fs := *s
+		fs.flow = f
+		for i := range f.Rules {
+			r := &f.Rules[i]
+			switch r.Subject.Parts {
+			case PartAccount:
+				if key := e.key(&fs, r); key != "" {
+					ops = append(ops, &DeleteOp{Key: key})
+				}
+			case PartDevice: // the shared counter, as devices keys it
+				ops = append(ops, &DeleteOp{Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account)})
+			}
+		}
+	}
+	return ops
+}

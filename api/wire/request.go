@@ -11,6 +11,11 @@ const (
 	// OutcomeStepUpFailed is reported on a step-up flow when a second-factor
 	// code was wrong; with the step-up ticket in Attempt.
 	OutcomeStepUpFailed = "step_up_failed"
+	// OutcomePasswordChanged is reported on a flow that checks a password
+	// (the built-in login), with the account and no attempt token, once
+	// the caller changed or reset that account's password: it clears the
+	// account's counters of the password, never an address's.
+	OutcomePasswordChanged = "password_changed"
 )
 
 // Channel values of the requests that name a destination.
@@ -71,10 +76,10 @@ type ReportRequest struct {
 	Account string `json:"account,omitempty"`
 	// IP is the check's address; required as for a check.
 	IP string `json:"ip,omitempty"`
-	// Outcome is OutcomeFailure or OutcomeSuccess, or on a step-up flow
-	// OutcomeStepUpPassed or OutcomeStepUpFailed. It is required. Report a
-	// failure for an account that does not exist exactly as for one that
-	// does.
+	// Outcome is OutcomeFailure, OutcomeSuccess or OutcomePasswordChanged,
+	// or on a step-up flow OutcomeStepUpPassed or OutcomeStepUpFailed. It
+	// is required. Report a failure for an account that does not exist
+	// exactly as for one that does.
 	Outcome string `json:"outcome"`
 	// Attempt is the attempt token the check returned, unchanged. A report
 	// without one (or with one past the flow's attempt_ttl) is counted on its

@@ -20,9 +20,12 @@ export type Channel = "sms" | "voice" | "whatsapp" | "email";
 
 /**
  * The outcomes of a report: success or failure on a login (attempts) flow;
- * step_up_passed or step_up_failed on the step_up flow, with the ticket.
+ * step_up_passed or step_up_failed on the step_up flow, with the ticket;
+ * password_changed on a login flow, with the account and no attempt, once
+ * the caller changed or reset the account's password (it clears the
+ * account's counters of the password, never an address's).
  */
-export type Outcome = "success" | "failure" | "step_up_passed" | "step_up_failed";
+export type Outcome = "success" | "failure" | "step_up_passed" | "step_up_failed" | "password_changed";
 
 /** The built-in flow a second factor asked for by a step_up verdict is checked and reported on. */
 export const stepUpFlow = "step_up";
@@ -439,6 +442,7 @@ export const requestFields = {
     ["id", true],
     ["reason", true],
   ],
+
   replay: [
     ["id", true],
     ["reason", true],

@@ -54,6 +54,7 @@ __all__ = [
     "REASON_ADDRESS_ESCALATED",
     "OUTCOME_STEP_UP_PASSED",
     "OUTCOME_STEP_UP_FAILED",
+    "OUTCOME_PASSWORD_CHANGED",
     "REASON_FALLBACK",
     "REASON_FALLBACK_ALLOWANCE",
     "FALLBACK_DELAY",
@@ -88,6 +89,10 @@ REASON_ADDRESS_ESCALATED = "address_escalated"
 #: The outcomes a step-up flow's report takes.
 OUTCOME_STEP_UP_PASSED = "step_up_passed"
 OUTCOME_STEP_UP_FAILED = "step_up_failed"
+#: The outcome a login flow's report takes once the caller changed or reset
+#: the account's password (account and ip, no attempt): it clears the
+#: account's counters of the password, never an address's.
+OUTCOME_PASSWORD_CHANGED = "password_changed"
 
 #: The reason of every fallback verdict; tollgate itself never answers it.
 REASON_FALLBACK = "client_fallback"

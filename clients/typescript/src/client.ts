@@ -10,6 +10,7 @@ import { CanceledError, TimeoutError, TollgateError, UnavailableError, type Op }
 import { fallback, failDelay, failOpen, reasonFallbackAllowance, type CallError, type FailMode, type Verdict } from "./failmode.js";
 import { createHash } from "node:crypto";
 
+import { heldResetFields, heldShapes, type HeldList, type HeldQuery, type HeldReset, type HeldResetRequest } from "./held.js";
 import { mediaType, queryEscape, readUpTo, statusText } from "./http.js";
 import {
   adminShapes,
@@ -342,6 +343,29 @@ export class Client {
     if (flow !== undefined && flow !== "") path += "?flow=" + queryEscape(flow);
     const l = (await this.#call("entries", path, undefined, adminShapes.entries, options)) as { entries: Entry[] };
     return l.entries;
+  }
+
+  /**
+   * A page of the subjects held back now (accounts in backoff, addresses over
+   * a limit), with their identifiers, from tollgate's held-subjects index;
+   * a TollgateError of status 404 while the index is off. The counts by
+   * flow and kind are on the tollgate_held_subjects gauge. Needs admin:read.
+   * Rejects on error.
+   */
+  async held(q: HeldQuery = {}, options?: CallOptions): Promise<HeldList> {
+    const params: string[] = [];
+    for (const k of ["flow", "kind", "cursor"] as const) {
+      const v = q[k];
+      if (v !== undefined && v !== "") params.push(k + "=" + queryEscape(v));
+    }
+    if (q.limit !== undefined && q.limit !== 0) params.push("limit=" + String(q.limit));
+    const path = "/v1/admin/held" + (params.length > 0 ? "?" + params.join("&") : "");
+    return (await this.#call("held", path, undefined, heldShapes.held, options)) as HeldList;
+  }
+
+  /** Frees the held subjects of a flow in one call: those named in req.subjects, or all the index lists (of req.kind); req.dry_run only counts them. tollgate logs req.reason. Needs admin:write. Rejects on error. */
+  async resetHeld(req: HeldResetRequest, options?: CallOptions): Promise<HeldReset> {
+    return (await this.#call("reset-held", "/v1/admin/reset-held", encodeRequest(req, heldResetFields), heldShapes.heldReset, options)) as HeldReset;
   }
 
   /** Deletes an entry by id; `removed` is false when there was none. Needs admin:write. Rejects on error. */

@@ -37,6 +37,8 @@ export type Op =
   | "deny"
   | "entries"
   | "remove"
+  | "held"
+  | "reset-held"
   | "reload"
   | "dead-letters"
   | "replay"

@@ -102,3 +102,4 @@ export {
   type ChallengeSolution,
   type ChallengeResult,
 } from "./wire.js";
+export type { HeldQuery, HeldSubject, HeldList, HeldResetRequest, HeldReset } from "./held.js";

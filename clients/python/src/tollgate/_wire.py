@@ -76,6 +76,8 @@ def encode(fields: Sequence[Tuple[str, Scalar]]) -> bytes:
             text = str(value)
         elif isinstance(value, str):
             text = _escape(value)
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            text = "[" + ",".join(_escape(v) for v in value) + "]"  # reset_held's subjects
         else:  # pragma: no cover - callers pass scalars only
             raise TypeError("unsupported JSON value")
         parts.append(_escape(name) + ":" + text)

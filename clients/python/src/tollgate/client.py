@@ -24,7 +24,8 @@ import urllib.parse
 from dataclasses import dataclass, field
 from typing import Any, Callable, Dict, List, Optional, Sequence, Tuple, Union
 
-from . import _wire
+from . import _held, _wire
+from ._held import HeldList, HeldReset, HeldSubject
 from .allowance import (
     DEFAULT_FAIL_OPEN_PER_ACCOUNT,
     DEFAULT_FAIL_OPEN_PER_ADDRESS,
@@ -791,6 +792,59 @@ class Client:
         Needs admin:write with auth. Raises TollgateError or Unavailable."""
         body = _omit_empty([("id", id, True), ("reason", reason, True)])
         return bool(self._admin("remove", "/v1/admin/remove", body, _wire.REMOVED)["removed"])
+
+    def held(
+        self,
+        *,
+        flow: Optional[str] = None,
+        kind: Optional[str] = None,
+        cursor: Optional[str] = None,
+        limit: int = 0,
+    ) -> HeldList:
+        """A page of the subjects held back now (accounts in backoff,
+        addresses over a limit), with their identifiers, from tollgate's
+        held-subjects index: of flow and kind ("account" or "ip") when
+        given; cursor is the previous page's next; limit 1 to 1000 (0:
+        tollgate's 100). A TollgateError of status 404 while the index is
+        off. Needs admin:read with auth. Raises TollgateError or
+        Unavailable."""
+        query = [(k, v) for k, v in (("flow", flow), ("kind", kind), ("cursor", cursor)) if v]
+        if limit:
+            query.append(("limit", str(int(limit))))
+        path = "/v1/admin/held" + ("?" + urllib.parse.urlencode(query) if query else "")
+        obj = self._call("held", path, None)
+        try:
+            d = _wire.decode(obj, _held.HELD_LIST)
+            counts = _held.counts_of(next((v for k, v in obj if k == "counts"), None))
+        except _wire.WireError:
+            raise Unavailable("held", "the answer is not the JSON this call expects") from None
+        return HeldList(subjects=[HeldSubject(**x) for x in d["subjects"]], next=d["next"], counts=counts)
+
+    def reset_held(
+        self,
+        *,
+        flow: str,
+        reason: str,
+        kind: Optional[str] = None,
+        subjects: Optional[Sequence[str]] = None,
+        dry_run: bool = False,
+    ) -> HeldReset:
+        """Free the held subjects of a flow in one call: those named in
+        subjects (as held() gives them), or every one the index lists (of
+        kind); dry_run only counts them. tollgate audits it with reason
+        (write no identifier in it). Needs admin:write with auth. Raises
+        TollgateError or Unavailable."""
+        body: List[Field] = [("flow", flow)]
+        if kind:
+            body.append(("kind", kind))
+        if subjects:
+            if isinstance(subjects, str) or not all(isinstance(x, str) for x in subjects):
+                raise TypeError("subjects must be a sequence of strings")
+            body.append(("subjects", list(subjects)))  # type: ignore[arg-type]
+        body.append(("reason", reason))
+        if dry_run:
+            body.append(("dry_run", True))
+        return HeldReset(**self._admin("reset-held", "/v1/admin/reset-held", body, _held.HELD_RESET))
 
     def reload(self) -> ReloadResult:
         """Have tollgate re-read its configuration file and swap its policy

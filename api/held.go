@@ -190,7 +190,8 @@ type HeldCounter interface {
 // AddHeld exports the held-subjects index: tollgate_held_subjects{flow,kind}
 // (counts only, read from the index at every scrape, over the tenants; a
 // scrape the store does not answer in a second leaves it out) and
-// tollgate_held_index_dropped_total.
+// tollgate_held_index_dropped_total. AddEngine calls it for an engine that
+// has them (an *authguard.Engine): with the index off they are empty and 0.
 func (m *Metrics) AddHeld(e HeldCounter) {
 	m.reg.MustRegister(&heldCollector{e: e,
 		desc: prometheus.NewDesc("tollgate_held_subjects",

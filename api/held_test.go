@@ -137,7 +137,7 @@ func TestHeldAPI_OffIsNotFound(t *testing.T) {
 
 func TestHeldAPI_TheGaugeCountsHeldSubjectsByFlowAndKind(t *testing.T) {
 	h := newHarness(t, withHeldIndex())
-	h.metrics.AddHeld(h.engine)
+	h.metrics.AddEngine(h.engine) // as serve does: it adds the held gauge
 	holdAccount(t, h, "alice@example.com", "192.0.2.1")
 	holdAccount(t, h, "bob@example.com", "192.0.2.2")
 	if err := h.engine.FlushHeld(t.Context()); err != nil {

@@ -385,6 +385,9 @@ func (m *Metrics) AddEngine(e EngineStats) {
 			Help: "Operations the fail-open fallback counted on keys that held their subject back, shed because the write-back queue held nothing else at its bound, or refused by a full store: the store never learns them. Above zero, the queue's bound is too small for the attack.",
 		}, func() float64 { return float64(e.WriteBack().Lost) }),
 	)
+	if h, ok := e.(HeldCounter); ok { // held.go: empty while the index is off
+		m.AddHeld(h)
+	}
 }
 
 // evictions is the collector of tollgate_store_evictions_total.

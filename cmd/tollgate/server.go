@@ -312,9 +312,6 @@ func (s *server) openEngine(ctx context.Context) (*authguard.Engine, error) {
 		return nil, err
 	}
 	s.metrics.AddEngine(engine)
-	if cfg.HeldIndexBytes > 0 {
-		s.metrics.AddHeld(engine)
-	}
 	ectx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	if err := engine.RefreshEntries(ectx); err != nil {
 		log.Warn("the allow and deny entries could not be read at start-up; retrying every entries_refresh", slog.String("error", err.Error()))

@@ -30,7 +30,8 @@ const tableUsage = `usage: tollgate-bench table [flags]
 
 Measures BENCHMARKS.md's table in one run. It starts, on free loopback ports and
 in a temporary directory: a redis-server, tollgate serve on it, a 3-master
-Redis Cluster (no replicas) and tollgate serve on it (unless -cluster=false),
+and a 6-master Redis Cluster (no replicas) and tollgate serve on each (unless
+-cluster=false),
 tollgate serve on the memory store, the Go ceiling (tollgate-bench ceiling)
 and, when a ratelimit binary is found, envoyproxy/ratelimit on the one-node
 Redis. Then, in each round, it drives the rows in turn, -n login checks each
@@ -40,7 +41,8 @@ three masters; both include their network system calls), and times floor3,
 commands and script with redis-benchmark. It prints each row's medians over
 the rounds as a markdown table, then the four ratios that have targets and,
 for information, the check's script and its commands alone against floor3
-and each other, and the Cluster's cost against one node's. Every process
+and each other, the Cluster's cost against one node's, and the script calls
+each Cluster row's checks made. Every process
 it starts is stopped by its PID when it ends, fails or is interrupted.
 
 Rows, in each round's order:
@@ -54,6 +56,8 @@ Rows, in each round's order:
            masters
   cl-hot   the same hot checks on the Cluster, each refused (warmed the same
            way)
+  cluster6 the fresh checks on a 6-master Cluster: how a check's cost
+           grows with the Cluster
   envoy    envoy's ratelimit on the one-node Redis, one "ip" descriptor, /json
   floor3   one EVALSHA of floor.lua (TIME, then a GET and a SET ... PX on
            each of 3 keys), redis-benchmark -c 50, Redis's CPU per call
@@ -251,6 +255,7 @@ const (
 	rowHot
 	rowClusterFresh
 	rowClusterHot
+	rowCluster6
 	rowEnvoy
 	rowFloor3
 	rowCommands
@@ -265,6 +270,7 @@ var rowNames = [numRows]string{
 	rowHot:          "the same on one hot account and address: each refused (the attack path)",
 	rowClusterFresh: "tollgate on a 3-master Redis Cluster, the same fresh checks (keys of one check span slots)",
 	rowClusterHot:   "the same hot checks on the Cluster: each refused",
+	rowCluster6:     "tollgate on a 6-master Redis Cluster, the same fresh checks",
 	rowEnvoy:        "envoyproxy/ratelimit on the same Redis, one `ip` descriptor, its `/json` endpoint",
 	rowFloor3:       "**floor3**: one `EVALSHA` doing `TIME` and a `GET` + `SET … PX` on each of 3 keys, `redis-benchmark` 50 clients",
 	rowCommands:     "**commands**: one `EVALSHA` of the 16 Redis commands a fresh check sends, on its 6 keys, with no logic: the floor of tollgate's key layout",
@@ -275,12 +281,21 @@ var rowNames = [numRows]string{
 
 // rowLabels name the rows in the verdicts' lines and in tableUsage.
 var rowLabels = [numRows]string{
-	rowFresh: "fresh", rowHot: "hot", rowClusterFresh: "cluster", rowClusterHot: "cl-hot",
+	rowFresh: "fresh", rowHot: "hot", rowClusterFresh: "cluster", rowClusterHot: "cl-hot", rowCluster6: "cluster6",
 	rowEnvoy: "envoy", rowFloor3: "floor3", rowCommands: "commands", rowScript: "script", rowMemory: "memory", rowCeiling: "ceiling",
 }
 
 // clusterMasters is the Cluster's size: masters without replicas.
 const clusterMasters = 3
+
+// cluster6Masters is the larger Cluster's, for the cost of a check as the
+// Cluster grows.
+const cluster6Masters = 6
+
+// clusterRow reports whether row runs on a Cluster.
+func clusterRow(row int) bool {
+	return row == rowClusterFresh || row == rowClusterHot || row == rowCluster6
+}
 
 // notRunCluster is the Cluster rows' cells under -cluster=false.
 const notRunCluster = "not run (-cluster=false)"
@@ -291,6 +306,7 @@ type tableRow struct {
 	usecPerCall   []float64 // floor3, commands and script: INFO commandstats' usec_per_call of EVALSHA
 	absent        string    // why the row was not measured
 	runs          []benchRun
+	calls         []float64 // Cluster rows: script calls (EVALSHA and EVAL, every master) per request, one per round
 }
 
 // table is one run of tollgate-bench table: its processes and figures.
@@ -301,6 +317,8 @@ type table struct {
 	redis          *redistest.Instance
 	cluster        *redistest.ClusterInstances // nil under -cluster=false
 	clusterCPU     []*redis.Client             // INFO cpu of each master
+	cluster6       *redistest.ClusterInstances // the 6-master Cluster; nil under -cluster=false
+	cluster6CPU    []*redis.Client
 	procs          []*childProc
 	targets        [numRows]*benchTarget
 	b              *bencher
@@ -339,7 +357,7 @@ func (t *table) start(ctx context.Context) error {
 			return fmt.Errorf("redis cluster: %w (-cluster=false leaves its rows out)", err)
 		}
 	} else {
-		t.rows[rowClusterFresh].absent, t.rows[rowClusterHot].absent = notRunCluster, notRunCluster
+		t.rows[rowClusterFresh].absent, t.rows[rowClusterHot].absent, t.rows[rowCluster6].absent = notRunCluster, notRunCluster, notRunCluster
 	}
 	onMemory, err := t.startServer(ctx, "tollgate-memory", t.cfg.Tollgate, []string{"serve"}, env, "TOLLGATE_LISTEN=")
 	if err != nil {
@@ -389,6 +407,11 @@ func (t *table) start(ctx context.Context) error {
 			return fmt.Errorf("redis cluster node %s: INFO cpu: %w", t.cluster.Nodes[i].Addr, err)
 		}
 	}
+	for i, c := range t.cluster6CPU {
+		if _, err := redisCPU(ctx, c); err != nil {
+			return fmt.Errorf("redis 6-master cluster node %s: INFO cpu: %w", t.cluster6.Nodes[i].Addr, err)
+		}
+	}
 	t.floor = redis.NewClient(&redis.Options{Addr: t.redis.Addr, DB: floorDB, MaxRetries: -1})
 	for _, f := range []struct {
 		row  int
@@ -410,10 +433,10 @@ func (t *table) start(ctx context.Context) error {
 	return nil
 }
 
-// startCluster starts a Redis Cluster of clusterMasters masters in the
-// temporary directory and tollgate serve on it (env and the Cluster's
-// seeds), and sets the Cluster rows' targets, whose Redis CPU is the sum of
-// the masters'.
+// startCluster starts a Redis Cluster of clusterMasters masters and one of
+// cluster6Masters in the temporary directory and tollgate serve on each
+// (env and the Cluster's seeds), and sets the Cluster rows' targets, whose
+// Redis CPU is the sum of their masters'.
 func (t *table) startCluster(ctx context.Context, env []string) error {
 	var err error
 	if t.cluster, err = redistest.StartCluster(filepath.Join(t.dir, "cluster"), clusterMasters); err != nil {
@@ -430,7 +453,61 @@ func (t *table) startCluster(ctx context.Context, env []string) error {
 	}
 	t.targets[rowClusterFresh] = &benchTarget{URL: onCluster.url, PID: onCluster.pid(), Subjects: subjectsRandom, Redis: t.clusterCPU}
 	t.targets[rowClusterHot] = &benchTarget{URL: onCluster.url, PID: onCluster.pid(), Subjects: subjectsHot, Redis: t.clusterCPU}
+
+	if t.cluster6, err = redistest.StartCluster(filepath.Join(t.dir, "cluster6"), cluster6Masters); err != nil {
+		return fmt.Errorf("%d masters: %w", cluster6Masters, err)
+	}
+	for i, n := range t.cluster6.Nodes {
+		fmt.Fprintf(t.stderr, "redis-cluster6-node%d: pid %d on %s\n", i+1, n.PID(), n.Addr)
+		t.cluster6CPU = append(t.cluster6CPU, newCPUClient(&redis.Options{Addr: n.Addr}))
+	}
+	onCluster6, err := t.startServer(ctx, "tollgate-cluster6", t.cfg.Tollgate, []string{"serve"},
+		append(env[:len(env):len(env)], "TOLLGATE_REDIS_CLUSTER_ADDRS="+strings.Join(t.cluster6.Addrs(), ",")), "TOLLGATE_LISTEN=")
+	if err != nil {
+		return err
+	}
+	t.targets[rowCluster6] = &benchTarget{URL: onCluster6.url, PID: onCluster6.pid(), Subjects: subjectsRandom, Redis: t.cluster6CPU}
 	return nil
+}
+
+// scriptCalls is the number of EVALSHA and EVAL calls the masters have
+// answered, from INFO commandstats: a Cluster row's calls per check.
+func scriptCalls(ctx context.Context, masters []*redis.Client) (int64, error) {
+	var n int64
+	for _, c := range masters {
+		cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+		info, err := c.Info(cctx, "commandstats").Result()
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		calls, _, _ := evalshaStats(info)
+		n += calls
+		calls, _ = evalStats(info)
+		n += calls
+	}
+	return n, nil
+}
+
+// evalStats reads EVAL's calls from INFO commandstats (the calls sent again
+// after NOSCRIPT), and its failed calls.
+func evalStats(info string) (calls, failed int64) {
+	for line := range strings.Lines(info) {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(line), "cmdstat_eval:")
+		if !ok {
+			continue
+		}
+		for field := range strings.SplitSeq(rest, ",") {
+			k, v, _ := strings.Cut(field, "=")
+			switch k {
+			case "calls":
+				calls, _ = strconv.ParseInt(v, 10, 64)
+			case "failed_calls":
+				failed, _ = strconv.ParseInt(v, 10, 64)
+			}
+		}
+	}
+	return calls, failed
 }
 
 // startServer starts one server on a free loopback port, given to it
@@ -552,9 +629,23 @@ func (t *table) measure(ctx context.Context) error {
 			if target == nil {
 				continue
 			}
+			var callsBefore int64
+			if clusterRow(row) {
+				var err error
+				if callsBefore, err = scriptCalls(ctx, target.Redis); err != nil {
+					return fmt.Errorf("round %d, %s: INFO commandstats: %w", round, rowLabels[row], err)
+				}
+			}
 			r, err := t.b.runTarget(ctx, *target)
 			if err != nil {
 				return fmt.Errorf("round %d, %s: %w", round, target.URL, err)
+			}
+			if clusterRow(row) && r.Requests > 0 {
+				after, err := scriptCalls(ctx, target.Redis)
+				if err != nil {
+					return fmt.Errorf("round %d, %s: INFO commandstats: %w", round, rowLabels[row], err)
+				}
+				t.rows[row].calls = append(t.rows[row].calls, float64(after-callsBefore)/float64(r.Requests))
 			}
 			r.Round = round
 			if r.ServerCPU == nil || r.RedisCPU == nil {
@@ -563,7 +654,7 @@ func (t *table) measure(ctx context.Context) error {
 			tr := &t.rows[row]
 			tr.runs = append(tr.runs, r)
 			tr.server = append(tr.server, *r.ServerCPU)
-			if row == rowFresh || row == rowHot || row == rowClusterFresh || row == rowClusterHot || row == rowEnvoy {
+			if row == rowFresh || row == rowHot || clusterRow(row) || row == rowEnvoy {
 				tr.redis = append(tr.redis, *r.RedisCPU)
 			}
 		}
@@ -679,7 +770,7 @@ func (t *table) stopAll() {
 	if t.floor != nil {
 		t.floor.Close()
 	}
-	for _, c := range t.clusterCPU {
+	for _, c := range append(t.clusterCPU, t.cluster6CPU...) {
 		c.Close()
 	}
 	for i := len(t.procs) - 1; i >= 0; i-- {
@@ -695,6 +786,9 @@ func (t *table) stopAll() {
 	}
 	if t.cluster != nil {
 		t.cluster.Stop()
+	}
+	if t.cluster6 != nil {
+		t.cluster6.Stop()
 	}
 	if t.dir != "" {
 		os.RemoveAll(t.dir)
@@ -824,7 +918,9 @@ var tableRatios = []tableRatio{
 	{name: "a fresh check's commands alone ÷ floor3", num: rowCommands, den: rowFloor3, numRedis: true},
 	{name: "tollgate total per fresh check ÷ envoy total per request", target: "≤ 1.0×", num: rowFresh, den: rowEnvoy, numTotal: true},
 	{name: "memory-store server CPU ÷ bare server CPU", target: "≤ 1.5×", num: rowMemory, den: rowCeiling},
-	{name: "Cluster total per fresh check ÷ one-node total per fresh check", num: rowClusterFresh, den: rowFresh, numTotal: true},
+	{name: "Cluster total per fresh check ÷ one-node total per fresh check", target: "≤ 1.5×", num: rowClusterFresh, den: rowFresh, numTotal: true},
+	{name: "Cluster total per refused check ÷ one-node total per refused check", target: "≤ 1.2×", num: rowClusterHot, den: rowHot, numTotal: true},
+	{name: "6-master Cluster Redis CPU per fresh check ÷ 3-master Cluster's", target: "≤ 1.1×", num: rowCluster6, den: rowClusterFresh, numRedis: true},
 }
 
 // targetNote is the end of a ratio's line: its target, or that it has none.
@@ -909,7 +1005,7 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 			fmt.Fprintf(w, "* %s: absent (%s)\n", q.name, q.targetNote())
 			continue
 		}
-		denRedis := redisOnly(q.den)
+		denRedis := q.numRedis || redisOnly(q.den)
 		nv, ok1 := n.medianOf(q.numTotal, q.numRedis)
 		dv, ok2 := d.medianOf(q.numTotal, denRedis)
 		if !ok1 || !ok2 || dv <= 0 {
@@ -931,6 +1027,12 @@ func writeTable(w io.Writer, cfg *tableConfig, rows [numRows]tableRow) {
 		if f := rows[row].usecPerCall; len(f) > 0 {
 			fmt.Fprintf(w, "%s usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): %.1f µs median.\n",
 				rowLabels[row], median(append([]float64(nil), f...)))
+		}
+	}
+	for _, row := range []int{rowClusterFresh, rowClusterHot, rowCluster6} {
+		if c := rows[row].calls; len(c) > 0 {
+			fmt.Fprintf(w, "%s: %.2f script calls per check (EVALSHA and EVAL on every master, INFO commandstats), median.\n",
+				rowLabels[row], median(append([]float64(nil), c...)))
 		}
 	}
 	fmt.Fprintln(w, "Verdicts and statuses over all rounds:")

@@ -143,7 +143,7 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 
 	// The Cluster rows drove tollgate on the Cluster: its fresh checks
 	// proceed and its hot ones are refused (delay), as on one node.
-	for _, tt := range []struct{ label, action string }{{"cluster", "proceed"}, {"cl-hot", "delay"}} {
+	for _, tt := range []struct{ label, action string }{{"cluster", "proceed"}, {"cl-hot", "delay"}, {"cluster6", "proceed"}} {
 		m := regexp.MustCompile(`(?m)^  ` + tt.label + ` +([0-9]+) requests, .* actions .*\b` + tt.action + `:([0-9]+)`).FindStringSubmatch(out)
 		if m == nil {
 			t.Errorf("no verdicts line for %s with %s in:\n%s", tt.label, tt.action, out)
@@ -153,6 +153,15 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 		n, _ := strconv.Atoi(m[2])
 		if reqs < 1500 || n < reqs*9/10 {
 			t.Errorf("%s: %d requests, %d answered %s; want 1500 or more, nearly all %s", tt.label, reqs, n, tt.action, tt.action)
+		}
+	}
+	// Each Cluster row counts the script calls its checks made.
+	for _, label := range []string{"cluster", "cl-hot", "cluster6"} {
+		m := regexp.MustCompile(`(?m)^` + label + `: ([0-9]+\.[0-9]+) script calls per check`).FindStringSubmatch(out)
+		if m == nil {
+			t.Errorf("no script calls per check for %s in:\n%s", label, out)
+		} else if f, _ := strconv.ParseFloat(m[1], 64); f < 1 {
+			t.Errorf("%s: %s script calls per check, want 1 or more", label, m[1])
 		}
 	}
 	if !regexp.MustCompile(`(?m)^tollgate-cluster: pid [0-9]+ on `).MatchString(stderr.String()) ||
@@ -175,8 +184,8 @@ func TestTable_EveryRowAndRatio(t *testing.T) {
 			t.Errorf("%s (pid %d) still runs after the table", m[1], pid)
 		}
 	}
-	if n := strings.Count(stderr.String(), ": pid "); n != 9 {
-		t.Errorf("stderr names %d processes, want 9 (redis-server, 3 Cluster nodes, three tollgate, ceiling, ratelimit):\n%s", n, stderr.String())
+	if n, want := strings.Count(stderr.String(), ": pid "), 9+cluster6Masters+1; n != want {
+		t.Errorf("stderr names %d processes, want %d (redis-server, 3 and 6 Cluster nodes, four tollgate, ceiling, ratelimit):\n%s", n, want, stderr.String())
 	}
 }
 
@@ -212,7 +221,7 @@ func TestTable_EnvoyAbsent(t *testing.T) {
 		"* tollgate total per fresh check ÷ envoy total per request: absent (target ≤ 1.0×)",
 		"* memory-store server CPU ÷ bare server CPU: **1.00×** (1.00–1.00; target ≤ 1.5×)",
 		"| " + rowNames[rowClusterFresh] + " | 50.0 | 30.0 | 80.0 |",
-		"* Cluster total per fresh check ÷ one-node total per fresh check: **1.60×** (1.43–2.00; for information, no target)",
+		"* Cluster total per fresh check ÷ one-node total per fresh check: **1.60×** (1.43–2.00; target ≤ 1.5×)",
 		"usec_per_call (INFO commandstats, without network, as scripts/bench-scripts.sh reports): 7.5 µs",
 	} {
 		if !strings.Contains(out.String(), want) {
@@ -231,6 +240,7 @@ func TestTable_ClusterOff(t *testing.T) {
 	}
 	rows[rowClusterFresh] = tableRow{absent: notRunCluster}
 	rows[rowClusterHot] = tableRow{absent: notRunCluster}
+	rows[rowCluster6] = tableRow{absent: notRunCluster}
 	rows[rowFloor3] = tableRow{redis: []float64{5}}
 	rows[rowCommands] = tableRow{redis: []float64{8}}
 	rows[rowScript] = tableRow{redis: []float64{12}}
@@ -241,7 +251,9 @@ func TestTable_ClusterOff(t *testing.T) {
 		"| " + rowNames[rowClusterHot] + " | not run (-cluster=false) | – | – |",
 		"| " + rowNames[rowFresh] + " | 20.0 | 10.0 | 30.0 |",
 		"* Redis CPU per fresh check ÷ floor3: **2.00×** (2.00–2.00; target ≤ 2×)",
-		"* Cluster total per fresh check ÷ one-node total per fresh check: absent (for information, no target)",
+		"* Cluster total per fresh check ÷ one-node total per fresh check: absent (target ≤ 1.5×)",
+		"* 6-master Cluster Redis CPU per fresh check ÷ 3-master Cluster's: absent (target ≤ 1.1×)",
+		"| " + rowNames[rowCluster6] + " | not run (-cluster=false) | – | – |",
 	} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("output lacks %q:\n%s", want, out.String())

@@ -615,12 +615,6 @@ func (m *memHeld) PutHeld(_ context.Context, base string, recs []HeldRecord, max
 		t = &memTenant{recs: map[string]HeldRecord{}}
 		m.tenants[base] = t
 	}
-	for f, r := range t.recs {
-		if !r.Until.After(now) {
-			t.bytes -= heldSize(r)
-			delete(t.recs, f)
-		}
-	}
 	for _, r := range recs {
 		if old, ok := t.recs[r.Field]; ok {
 			t.bytes -= heldSize(old)
@@ -628,16 +622,32 @@ func (m *memHeld) PutHeld(_ context.Context, base string, recs []HeldRecord, max
 		t.recs[r.Field] = r
 		t.bytes += heldSize(r)
 	}
-	dropped := 0
-	for t.bytes > maxBytes && len(t.recs) > 0 {
-		var first HeldRecord
-		for _, r := range t.recs {
-			if first.Field == "" || r.Until.Before(first.Until) || (r.Until.Equal(first.Until) && r.Field < first.Field) {
-				first = r
-			}
+	if t.bytes <= maxBytes {
+		return 0, nil
+	}
+	// Past the bound: expired entries go, then the entries that expire
+	// first until a tenth of the bound is free, so that a flood at the
+	// bound pays one sort per tenth of the index, not a scan per write.
+	all := make([]HeldRecord, 0, len(t.recs))
+	for f, r := range t.recs {
+		if !r.Until.After(now) {
+			t.bytes -= heldSize(r)
+			delete(t.recs, f)
+			continue
 		}
-		t.bytes -= heldSize(first)
-		delete(t.recs, first.Field)
+		all = append(all, r)
+	}
+	if t.bytes <= maxBytes {
+		return 0, nil
+	}
+	slices.SortFunc(all, func(a, b HeldRecord) int { return cmp.Or(a.Until.Compare(b.Until), cmp.Compare(a.Field, b.Field)) })
+	dropped := 0
+	for _, r := range all {
+		if t.bytes <= maxBytes-maxBytes/10 {
+			break
+		}
+		t.bytes -= heldSize(r)
+		delete(t.recs, r.Field)
 		dropped++
 	}
 	return dropped, nil

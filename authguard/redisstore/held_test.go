@@ -169,11 +169,12 @@ func dump(t *testing.T, nodes []*redis.Client) string {
 func TestHeld_ARedisDumpHoldsNoRawIdentifier(t *testing.T) {
 	single := singleClient(t)
 	cl := clusterClient(t)
-	var masters []*redis.Client
-	cl.ForEachMaster(context.Background(), func(_ context.Context, n *redis.Client) error {
+	var masters []*redis.Client // every node of the test Cluster, each a master
+	for _, addr := range cluster.Addrs() {
+		n := redis.NewClient(&redis.Options{Addr: addr})
+		t.Cleanup(func() { n.Close() })
 		masters = append(masters, n)
-		return nil
-	})
+	}
 	for _, tt := range []struct {
 		name  string
 		c     redis.UniversalClient
@@ -218,7 +219,14 @@ func TestHeld_ARedisDumpHoldsNoRawIdentifier(t *testing.T) {
 }
 
 func TestHeld_AFloodOfHeldAttackersDoesNotGrowTheIndexPastItsBound_Redis(t *testing.T) {
-	c := singleClient(t)
+	floodPastTheBound(t, singleClient(t))
+}
+
+func TestHeld_AFloodOfHeldAttackersDoesNotGrowTheIndexPastItsBound_Cluster(t *testing.T) {
+	floodPastTheBound(t, clusterClient(t))
+}
+
+func floodPastTheBound(t *testing.T, c redis.UniversalClient) {
 	const bound = 4 << 10
 	e, _ := heldOn(t, c, bound)
 	const n = 80

@@ -81,6 +81,9 @@ func (f *Flow) BudgetLine() string {
 	}
 	b, ok := f.FailureBound()
 	if !ok {
+		if n, rule, ok := f.addressBound(); ok { // a flow that names no account (the built-in magic_link)
+			return fmt.Sprintf("%s: no bound per account (no backoff rule counts the account); at most %d failed checks per address in any 24h (%s %d)", f.Name, n, rule, n)
+		}
 		return fmt.Sprintf("%s: no bound on failed checks per account: no backoff rule counts the account", f.Name)
 	}
 	line := fmt.Sprintf("%s: %s %d failed checks per account in any 24h (%s)", f.Name, b.Phrase(), b.Max, strings.Join(f.boundParts(), "; "))
@@ -116,4 +119,20 @@ func (f *Flow) boundParts() []string {
 		parts = append(parts, part)
 	}
 	return parts
+}
+
+// addressBound is the tightest backoff rule on the address alone that
+// counts every client: the most failed checks one address can have in any
+// 24 hours, and that rule's name; ok false when there is none.
+func (f *Flow) addressBound() (n int, rule string, ok bool) {
+	for i := range f.Rules {
+		r := &f.Rules[i]
+		if r.Algorithm != Backoff || r.Subject.Parts != PartIP || r.Subject.IPBits != 0 || r.Clients != AllClients {
+			continue
+		}
+		if m := r.Backoff.MaxFailuresIn(24 * time.Hour); !ok || m < n {
+			n, rule, ok = m, r.Name, true
+		}
+	}
+	return n, rule, ok
 }

@@ -31,22 +31,34 @@ func TestValidateConfig(t *testing.T) {
 	}{
 		{"good file", []string{write("good.yaml", "flows:\n  login:\n    mode: shadow\n")}, 0, "ok\n" +
 			"login: at most 90 failed checks per account in any 24h (account_backoff 62; device_backoff 13 shared + 3 devices x 5 of their own)\n" +
+			"magic_link: no bound per account (no backoff rule counts the account); at most 162 failed checks per address in any 24h (ip_backoff 162)\n" +
 			"otp_send: sends one-time codes to every country; denies premium_rate, shared_cost, unknown numbers; destination prefixes leave out 3 digits; 3 owner codes a day to a verified destination\n" +
 			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n" +
-			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
+			"passkey: at most 85 failed checks per account in any 24h (account_backoff 85)\n" +
+			"recovery_code: at most 14 failed checks per account in any 24h (account_backoff 14)\n" +
+			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n" +
+			"totp: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
 		{"a policy above NIST's 100", []string{write("lax.yaml", "flows:\n  login:\n    rules:\n      - {name: account_backoff, max: 10m}\n")}, 0, "ok\n" +
 			"login: at most 185 failed checks per account in any 24h (account_backoff 157; device_backoff 13 shared + 3 devices x 5 of their own); above NIST SP 800-63B's 100\n" +
+			"magic_link: no bound per account (no backoff rule counts the account); at most 162 failed checks per address in any 24h (ip_backoff 162)\n" +
 			"otp_send: sends one-time codes to every country; denies premium_rate, shared_cost, unknown numbers; destination prefixes leave out 3 digits; 3 owner codes a day to a verified destination\n" +
 			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n" +
-			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
+			"passkey: at most 85 failed checks per account in any 24h (account_backoff 85)\n" +
+			"recovery_code: at most 14 failed checks per account in any 24h (account_backoff 14)\n" +
+			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n" +
+			"totp: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
 		{"bad file", []string{write("bad.yaml", "flows:\n  login:\n    mode: sometimes\n")}, 1, "", "bad.yaml: policy: line 3"},
 		{"public listen address", []string{write("public.yaml", "listen: 0.0.0.0:8080\n")}, 1, "", "caller authentication"},
 		{"missing file", []string{filepath.Join(dir, "nope.yaml")}, 1, "", "no such file"},
 		{"no file: the built-in policy", nil, 0, "ok\n" +
 			"login: at most 90 failed checks per account in any 24h (account_backoff 62; device_backoff 13 shared + 3 devices x 5 of their own)\n" +
+			"magic_link: no bound per account (no backoff rule counts the account); at most 162 failed checks per address in any 24h (ip_backoff 162)\n" +
 			"otp_send: sends one-time codes to every country; denies premium_rate, shared_cost, unknown numbers; destination prefixes leave out 3 digits; 3 owner codes a day to a verified destination\n" +
 			"otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)\n" +
-			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
+			"passkey: at most 85 failed checks per account in any 24h (account_backoff 85)\n" +
+			"recovery_code: at most 14 failed checks per account in any 24h (account_backoff 14)\n" +
+			"step_up: at most 59 failed checks per account in any 24h (account_backoff 59)\n" +
+			"totp: at most 59 failed checks per account in any 24h (account_backoff 59)\n", ""},
 		{"two files", []string{write("a.yaml", ""), write("b.yaml", "")}, 2, "", "usage"},
 		{"-print and -json", []string{"-print", "-json"}, 2, "", "usage"},
 	}

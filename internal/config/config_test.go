@@ -45,7 +45,7 @@ flows:
 	if f := cfg.Policy.Flow("signup"); f == nil || f.Mode != authguard.Shadow {
 		t.Errorf("signup flow = %+v", f)
 	}
-	if got := strings.Join(cfg.Policy.FlowNames(), ","); got != "login,otp_send,otp_verify,signup,step_up" {
+	if got := strings.Join(cfg.Policy.FlowNames(), ","); got != "login,magic_link,otp_send,otp_verify,passkey,recovery_code,signup,step_up,totp" {
 		t.Errorf("flows = %s", got)
 	}
 }

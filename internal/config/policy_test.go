@@ -120,7 +120,7 @@ func TestLoadPolicy_ErrorsExplainTheRule(t *testing.T) {
 		{"two device rules", "flows:\n  login:\n    rules:\n      - {name: d2, subject: device, algorithm: backoff, device_free: 1, device_slots: 1, free: 1, base: 1s, factor: 2, max: 1m, forget_after: 1h}\n", []string{"line 4", "at most one rule on the device subject"}},
 		{"rule without a name", "flows:\n  login:\n    rules:\n      - {subject: ip}\n", []string{"line 4", "needs a name"}},
 		{"switching off nothing", "flows:\n  api:\n    rules:\n      - {name: ip_rate, off: true}\n", []string{"line 4", "no rule of that name"}},
-		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, otp_send, otp_verify, step_up or none"}},
+		{"unknown template", "flows:\n  api:\n    template: signup\n", []string{"line 3", "login, magic_link, otp_send, otp_verify, passkey, recovery_code, step_up, totp or none"}},
 		{"wider prefix not wider", "flows:\n  api:\n    ipv6_prefix: 48\n    rules:\n      - {name: r, subject: ip/56, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", "shorter than the flow's ipv6_prefix"}},
 		{"two rules share a key", "flows:\n  api:\n    rules:\n      - {name: a, key: k, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n      - {name: b, key: k, subject: account, algorithm: fixed_window, window: 1m, limit: 5}\n", []string{"line 5", `already stores under key "k"`}},
 		{"two rules of one name", "flows:\n  api:\n    rules:\n" + strings.Repeat("      - {name: r, subject: ip, algorithm: fixed_window, window: 1m, limit: 5}\n", 2), []string{"line 5", "already has a rule of that name"}},
@@ -154,7 +154,7 @@ func TestAddFlows(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(p.FlowNames(), ","); got != "api,login,otp_send,otp_verify,step_up" {
+	if got := strings.Join(p.FlowNames(), ","); got != "api,login,magic_link,otp_send,otp_verify,passkey,recovery_code,step_up,totp" {
 		t.Errorf("flows %s", got)
 	}
 	if err := yaml.Unmarshal([]byte("login:\n  mode: shadow\n"), &n); err != nil {
@@ -252,6 +252,8 @@ func TestDefaultPolicy_SettingsAreAuthguardDefaults(t *testing.T) {
 		"otp_verify.FailMode":      true, // closed: a code is 6 digits, never guessed unthrottled
 		"step_up.FailMode":         true, // closed: as otp_verify's, a second factor's code
 		"otp_send.DeviceTrust":     true, // login's tokens
+		"totp.FailMode":            true, // closed: a 6-digit code, as otp_verify's
+		"recovery_code.FailMode":   true, // closed: a recovery code passes the second factor
 	}
 	settings := func(f *authguard.Flow) map[string]any {
 		return map[string]any{

@@ -18,6 +18,8 @@ var asvsProfile = profile{
 		{"6.1.1", "How rate limiting and anti-automation defend against brute force and credential stuffing, and avoid malicious lockout, is documented.", asvsDocumented},
 		{"6.3.1", "Brute force, credential stuffing and password spraying are defended against.", asvsBruteForce},
 		{"6.3.8", "Failed authentication does not reveal whether an account exists, by message, status or timing.", asvsEnumeration},
+		{"6.3.4", "Every authentication pathway is throttled as consistently as the password: each factor on counters of its own, bounded per account or per address.", asvsFactors},
+		{"6.4.3", "A password reset does not bypass multi-factor authentication: it resets no second factor's counters.", asvsPasswordReset},
 		{"6.6.3", "Out-of-band codes are rate limited: sends to one destination and guesses at its codes.", asvsOOBCodes},
 		{"2.4.1", "Anti-automation stops excessive calls to the protected functions.", asvsAntiAutomation},
 		{"16.5.2", "It keeps operating securely when a resource it depends on fails.", asvsDependencyFailure},
@@ -322,4 +324,77 @@ func asvsSecurityEvents(c *checker, r *Result) {
 	howf(r, "a report without its attempt token is counted (tollgate_reports_without_attempt_total) and warned of once a minute per flow; a forged one is refused")
 	docs(r, "docs/operating.md#endpoints")
 	tests(r, "TestReport_WithoutAnAttemptIsCountedAndVisible", "TestReport_AForgedAttemptIsRefusedAndCountsNothing")
+}
+
+// factorFlows are the flows of factors other than the password, by the
+// built-in policy's names (a flow of a file that uses one of these names is
+// that factor's), with what a failure there is. They are 6.3.4's, not the
+// password's 6.3.1 and 3.2.2: no password is typed, so no password
+// fingerprint is counted across accounts.
+var factorFlows = map[string]string{
+	"passkey":       "a failed or cancelled passkey assertion (never a guess)",
+	"totp":          "a wrong authenticator code",
+	"recovery_code": "a wrong recovery code",
+	"magic_link":    "an unknown, used or expired sign-in link (no account to count)",
+}
+
+// asvsFactors: each factor's flow bounds failures per account (within
+// NIST's 100 a day) or, with no account to name, per address; it keeps its
+// counters under its own name and device trust, so one factor's failures
+// never slow another and a password change leaves it alone.
+func asvsFactors(c *checker, r *Result) {
+	flows := c.filter(func(f namedFlow) bool { return f.Kind == authguard.Attempts && factorFlows[f.Name] != "" })
+	if len(flows) == 0 {
+		r.Status = NotApplicable
+		howf(r, "the policy has no flow of another factor (passkey, totp, recovery_code, magic_link)")
+		return
+	}
+	howf(r, "each flow's keys carry its name, so one factor's failures never slow another; a success on one clears nothing of another")
+	password := map[string]bool{}
+	for _, f := range c.attempts() {
+		password[f.DeviceTrust] = true
+	}
+	for _, f := range flows {
+		howf(r, "%s: a failure is %s; %s", f.label, factorFlows[f.Name], f.budget())
+		var ipBackoff []string
+		for _, rule := range f.Rules {
+			if rule.Algorithm == authguard.Backoff && rule.Subject.Has(authguard.PartIP) {
+				ipBackoff = append(ipBackoff, ruleLine(rule))
+			}
+		}
+		if len(ipBackoff) > 0 {
+			howf(r, "%s per address: %s", f.label, strings.Join(ipBackoff, "; "))
+		}
+		if !enforced(r, f) {
+			continue
+		}
+		b, ok := f.Flow.FailureBound()
+		switch {
+		case ok && b.Max > authguard.NISTMaxFailures:
+			failf(r, "%s: %s %d failed checks per account in any 24h, above %d", f.label, b.Phrase(), b.Max, authguard.NISTMaxFailures)
+		case !ok && len(ipBackoff) == 0:
+			failf(r, "%s: no backoff rule counts the account or the address, so its failures are unbounded", f.label)
+		}
+		if password[f.DeviceTrust] {
+			failf(r, "%s trusts the device tokens of a password flow (device_trust %s): a password change clears its counters too", f.label, f.DeviceTrust)
+		}
+	}
+	docs(r, "docs/policy.md#how-it-decides")
+	scenarioFiles(r, "passkey-cancelling-user", "recovery-code-guesser")
+	tests(r, "TestFactors_OneFactorsFailuresNeverSlowAnother", "TestPasswordChanged_AMailboxThiefCannotRenewHisGuessesAtTheSecondFactor")
+}
+
+// asvsPasswordReset: a password_changed report clears the counters of the
+// password's flows only, never a second factor's or an address's; that the
+// reset itself asks for the second factor is the caller's.
+func asvsPasswordReset(c *checker, r *Result) {
+	if len(c.attempts()) == 0 {
+		r.Status = NotApplicable
+		howf(r, "the policy has no flow of checks and reports")
+		return
+	}
+	howf(r, "a report of password_changed clears the account's counters in the flows that trust the reported flow's device tokens (its password's), never a step-up flow's or another factor's, never an address's; device tokens stay valid")
+	r.Caller = "ask for the enabled second factor before a password reset takes effect, and report password_changed only once the change is made"
+	docs(r, "docs/integrate.md#the-three-calls")
+	tests(r, "TestPasswordChanged_AMailboxThiefCannotRenewHisGuessesAtTheSecondFactor", "TestPasswordChanged_AnAttackerCannotUseItToResetHisGuesses")
 }

@@ -275,7 +275,10 @@ type searched struct {
 func (c *checker) attempts() []namedFlow {
 	// A step-up flow bounds a second factor, not a password: the
 	// password requirements are its login's.
-	return c.filter(func(f namedFlow) bool { return f.Kind == authguard.Attempts && !f.SecondFactor })
+	// The flows of other factors are 6.3.4's (asvs.go, factorFlows).
+	return c.filter(func(f namedFlow) bool {
+		return f.Kind == authguard.Attempts && !f.SecondFactor && factorFlows[f.Name] == ""
+	})
 }
 
 func (c *checker) verifiers() []namedFlow {

@@ -367,7 +367,7 @@ func TestParseScenario_Errors(t *testing.T) {
 		{"flows twice", strings.Replace(withFlows, "duration: 1m", "duration: 1m\nflows: {other: {kind: attempts}}", 1), "line 4: flows: set twice (first on line 3)"},
 		{"flow not a mapping", strings.Replace(withFlows, "  api:\n    rules:", "  api: 5\n  other:\n    rules:", 1), "line 4: flows.api must be a mapping"},
 		{"flow unknown key", strings.Replace(withFlows, "    rules:", "    rulez: []\n    rules:", 1), `line 5: flows.api: unknown field "rulez"`},
-		{"flow bad template", strings.Replace(withFlows, "    rules:", "    template: signup\n    rules:", 1), `line 5: flows.api: template must be one of login, otp_send, otp_verify, step_up or none, not "signup"`},
+		{"flow bad template", strings.Replace(withFlows, "    rules:", "    template: signup\n    rules:", 1), `line 5: flows.api: template must be one of login, magic_link, otp_send, otp_verify, passkey, recovery_code, step_up, totp or none, not "signup"`},
 		{"flow bad name", strings.Replace(withFlows, "  api:", "  API:", 1), "line 4: flows.API: a flow name is 1 to 32 lower-case letters"},
 		{"rule without a name", strings.Replace(withFlows, "name: ip_requests", "reason: ip_requests", 1), "line 6: flows.api.rules: every rule needs a name"},
 		{"rule bad algorithm", strings.Replace(withFlows, "algorithm: token_bucket", "algorithm: fast", 1), "line 6: flows.api.rules[ip_requests]: algorithm must be one of"},
@@ -449,9 +449,9 @@ func TestRun_UnknownFlowNamesTheLine(t *testing.T) {
 		name, yaml, want string
 	}{
 		{"flow", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    flow: signup", 1),
-			`s.yaml: line 8: actors[0].flow: the policy has no flow "signup" (it has login, otp_send, otp_verify, step_up)`},
+			`s.yaml: line 8: actors[0].flow: the policy has no flow "signup" (it has login, magic_link, otp_send, otp_verify, passkey, recovery_code, step_up, totp)`},
 		{"mints_device_token_in", strings.Replace(base, "rate: 1/s", "rate: 1/s\n    mints_device_token_in: signup", 1),
-			`s.yaml: line 8: actors[0].mints_device_token_in: the policy has no flow "signup" (it has login, otp_send, otp_verify, step_up)`},
+			`s.yaml: line 8: actors[0].mints_device_token_in: the policy has no flow "signup" (it has login, magic_link, otp_send, otp_verify, passkey, recovery_code, step_up, totp)`},
 		{"mints_device_token_in of a later actor", strings.Replace(pair, "    device_token_from: owner\n", "", 1) +
 			"  - name: minter\n    accounts: [victim@example.com]\n    ips: [192.0.2.9]\n    rate: 1/m\n    mints_device_token_in: Login\n",
 			`s.yaml: line 18: actors[2].mints_device_token_in: the policy has no flow "Login"`},

@@ -62,7 +62,7 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	if err != nil {
 		src = SourceFallback // the fallback's copy is cleared; the store's forgets in a day
 	}
-	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: PasswordChanged, Attempt: AttemptMissing,
+	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: PasswordChanged, Attempt: AttemptSettled, // nothing to settle, and not an unsettled report
 		Source: src, StoreErr: err, StoreDuration: time.Since(start)})
 	if e.notices.to != nil && s.flow.Notices.Emits(NoticeReset) {
 		sc := *s

@@ -186,6 +186,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 		n, err := e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
 		if err == nil {
 			e.resetNotice(&s, req.Account, req.Ref, n)
+			e.heldReset(ctx, &s, HeldAccount, s.account)
 		}
 		return n, err
 	}
@@ -220,6 +221,9 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	e.recall.learn(ops, make([]Result, len(ops)), false, e.now())
 	if _, err := e.store.Do(ctx, ops); err != nil {
 		return 0, err
+	}
+	if part == PartIP {
+		e.heldReset(ctx, &s, HeldIP, s.ip)
 	}
 	return len(ops), nil
 }

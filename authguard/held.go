@@ -591,6 +591,18 @@ func (e *Engine) ResetHeld(ctx context.Context, req HeldResetRequest) (HeldReset
 	return res, nil
 }
 
+// heldReset takes a subject Reset freed out of the index (hash is its
+// keyed hash): the index lists no one the counters no longer hold. A
+// store error leaves the entry, which expires with the state it showed.
+func (e *Engine) heldReset(ctx context.Context, s *subjects, kind HeldKind, hash string) {
+	if e.held == nil || hash == "" {
+		return
+	}
+	field := s.flow.Name + ":" + kind.String() + ":" + hash
+	e.held.forget([]string{field})
+	_ = e.held.store.DeleteHeld(ctx, e.heldBase(s.tenant), []string{field})
+}
+
 // memHeld is the index in the engine's memory, for stores that do not
 // keep it.
 type memHeld struct {

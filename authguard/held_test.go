@@ -351,3 +351,21 @@ func FuzzParseHeldCursor(f *testing.F) {
 		}
 	})
 }
+
+func TestHeld_AOneSubjectResetTakesItOutOfTheIndex(t *testing.T) {
+	h := newHeldHarness(t, authguard.DefaultHeldBytes)
+	for i, a := range heldAccounts {
+		h.failUntilHeld(a, fmt.Sprintf("198.51.100.%d", i+1))
+	}
+	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: "Bob@Example.com", Reason: "owner called"}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})), []string{"alice@example.com", "carol@example.com"}; !slices.Equal(got, want) {
+		t.Errorf("after bob's reset the index lists %q, want %q", got, want)
+	}
+	// Held again, he is listed again.
+	h.failUntilHeld("bob@example.com", "198.51.100.2")
+	if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); len(got) != 3 {
+		t.Errorf("bob held again: the index lists %q, want the three", got)
+	}
+}

@@ -229,13 +229,15 @@ func (e *Engine) heldSeen(s *subjects, account, ip string, p *plan, b *batch) {
 }
 
 // fresh reports whether field's entry needs writing: it was not written,
-// or its wait now ends later, or its state lives on longer than an hour
-// past what was written. A subject refused call after call is written
-// once per change, not per call.
+// or its wait now ends later, or a minute has passed since it was (its
+// state lives on a minute longer). A subject refused call after call is
+// written once per change or minute, not per call; and an entry another
+// instance's bulk reset deleted is back within a minute while the
+// subject is held.
 func (h *heldIndex) fresh(field string, wait, until time.Time) bool {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if t, ok := h.seen[field]; ok && !wait.After(t.wait.Add(time.Second)) && !until.After(t.until.Add(time.Hour)) {
+	if t, ok := h.seen[field]; ok && !wait.After(t.wait.Add(time.Second)) && !until.After(t.until.Add(time.Minute)) {
 		return false
 	}
 	if len(h.seen) >= heldQueue*16 {

@@ -36,7 +36,9 @@ import (
 // engine's memory (the memory store's) is written in the call: a map
 // under a lock.
 
-// DefaultHeldBytes is Config.HeldBytes's default when the index is on.
+// DefaultHeldBytes is the bound to turn the index on with: 1 MiB a tenant,
+// about 4,500 entries (an entry takes about 230 bytes as the bound counts
+// it: its field, its sealed value and 16).
 const DefaultHeldBytes = 1 << 20
 
 // HeldKind is the kind of a held subject.
@@ -46,7 +48,9 @@ type HeldKind uint8
 const (
 	// HeldAccount is an account, as normalized (NormalizeAccount).
 	HeldAccount HeldKind = iota + 1
-	// HeldIP is a client address, as the call sent it.
+	// HeldIP is a client address, as the call sent it: for a flow that
+	// groups IPv6 addresses by prefix, the last address seen held of the
+	// prefix, which a reset frees whole.
 	HeldIP
 )
 

@@ -111,6 +111,9 @@ func TestWire_TypesMatchOpenAPI(t *testing.T) {
 		{"GET /v1/admin/entries 200", wire.Entries{}, responseSchema(t, doc, "GET /v1/admin/entries", 200), nil},
 		{"POST /v1/admin/remove request", wire.RemoveRequest{}, requestSchema(t, doc, "POST /v1/admin/remove"), nil},
 		{"POST /v1/admin/remove 200", wire.Removed{}, responseSchema(t, doc, "POST /v1/admin/remove", 200), nil},
+		{"HeldList subjects item", wire.HeldSubject{}, componentSchema(t, doc, "HeldSubject"), nil},
+		{"POST /v1/admin/reset-held request", wire.HeldResetRequest{}, requestSchema(t, doc, "POST /v1/admin/reset-held"), nil},
+		{"POST /v1/admin/reset-held 200", wire.HeldReset{}, responseSchema(t, doc, "POST /v1/admin/reset-held", 200), nil},
 		{"Explanation rules item", wire.RuleState{}, componentSchema(t, doc, "Explanation").Properties["rules"].Value.Items.Value, nil},
 		{"Problem", wire.Problem{}, componentSchema(t, doc, "Problem"), nil},
 	}
@@ -131,6 +134,7 @@ func TestWire_ErrorResponsesAreProblems(t *testing.T) {
 	for _, route := range []string{
 		"POST /v1/check", "POST /v1/report", "POST /v1/otp/send", "POST /v1/admin/explain", "POST /v1/admin/reset",
 		"POST /v1/admin/allow", "POST /v1/admin/deny", "GET /v1/admin/entries", "POST /v1/admin/remove",
+		"GET /v1/admin/held", "POST /v1/admin/reset-held",
 	} {
 		for code, res := range operation(t, doc, route).Responses.Map() {
 			if code[0] == '2' {

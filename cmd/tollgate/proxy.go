@@ -106,6 +106,10 @@ func startProxy(ctx context.Context, cfg *config.Config, engine *authguard.Engin
 			log.Warn("proxy: in-flight requests did not finish within the shutdown timeout", slog.String("timeout", s.timeout.String()))
 		}
 		cancel()
+		// Shutdown closes only the listeners Serve has begun with: when the
+		// stop comes before Serve's goroutine ran, the port would stay held
+		// until it does. Closed here, it is free once stop returns.
+		ln.Close()
 		close(s.stopped)
 	}()
 	log.Info("proxy listening",

@@ -92,3 +92,43 @@ func TestFactors_AMagicLinkIsBoundedPerAddress(t *testing.T) {
 		t.Errorf("a scanner that never waits got %d link checks, want at most ip_backoff's free 10", proceeded)
 	}
 }
+
+// Whether a success of one factor clears another's counters is the
+// policy's (success_clears), off by default: by default the owner's
+// passkey success leaves the password held by someone's guesses; with
+// passkey's success_clears: [login] it unlocks the password, as Keycloak's
+// passkey success does. Only a settled success clears: a success reported
+// without its attempt token clears nothing.
+func TestFactors_ASuccessClearsAnotherFactorOnlyWhenThePolicySaysSo(t *testing.T) {
+	const victim, guesser, owner = "victim@example.com", "198.51.100.7", "203.0.113.9"
+	passkeySuccess := func(h *harness, tokened bool) {
+		t.Helper()
+		v := h.check(authguard.CheckRequest{Flow: "passkey", Account: victim, IP: owner})
+		if !tokened {
+			v.Attempt = ""
+		}
+		h.report(authguard.ReportRequest{Flow: "passkey", Account: victim, IP: owner, Outcome: authguard.Success, Attempt: v.Attempt})
+	}
+	for _, tt := range []struct {
+		name    string
+		policy  string
+		tokened bool
+		want    authguard.Action
+	}{
+		{"the default clears nothing", "", true, authguard.Delay},
+		{"success_clears: [login] unlocks the password", "flows:\n  passkey:\n    success_clears: [login]\n", true, authguard.Proceed},
+		{"a success without its attempt token clears nothing", "flows:\n  passkey:\n    success_clears: [login]\n", false, authguard.Delay},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, tt.policy)
+			fail(h, "login", victim, guesser, 12)
+			passkeySuccess(h, tt.tokened)
+			if v := h.check(authguard.CheckRequest{Account: victim, IP: owner}); v.Action != tt.want {
+				t.Errorf("login after the passkey success: %v %v, want %v", v.Action, v.Reasons, tt.want)
+			}
+			if got := ruleCount(t, h, authguard.ExplainRequest{Flow: "login", IP: guesser}, "ip_failures"); got != 12 {
+				t.Errorf("the guesser's address holds %d failures, want 12 (never cleared)", got)
+			}
+		})
+	}
+}

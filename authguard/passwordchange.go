@@ -2,6 +2,8 @@ package authguard
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"time"
 )
 
@@ -74,8 +76,7 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 
 // passwordOps are the deletes of a password change (reportPasswordChanged):
 // in each attempts flow of the policy that is not a step-up flow and
-// trusts s.flow's device tokens, the key of every rule on the account
-// alone, and the counter its devices share.
+// trusts s.flow's device tokens, the account's counters (accountOps).
 func (e *Engine) passwordOps(s *subjects) []Op {
 	var ops []Op
 	for _, name := range s.policy.FlowNames() {
@@ -83,19 +84,71 @@ func (e *Engine) passwordOps(s *subjects) []Op {
 		if f.Kind != Attempts || f.SecondFactor || f.DeviceTrust != s.flow.DeviceTrust {
 			continue
 		}
-		fs := *s
-		fs.flow = f
-		for i := range f.Rules {
-			r := &f.Rules[i]
-			switch r.Subject.Parts {
-			case PartAccount:
-				if key := e.key(&fs, r); key != "" {
-					ops = append(ops, &DeleteOp{Key: key})
-				}
-			case PartDevice: // the shared counter, as devices keys it
-				ops = append(ops, &DeleteOp{Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account)})
+		ops = e.accountOps(ops, s, f)
+	}
+	return ops
+}
+
+// accountOps appends to ops the deletes of the account's counters in flow
+// f: the key of every rule on the account alone, and the counter its
+// devices share.
+func (e *Engine) accountOps(ops []Op, s *subjects, f *Flow) []Op {
+	fs := *s
+	fs.flow = f
+	for i := range f.Rules {
+		r := &f.Rules[i]
+		switch r.Subject.Parts {
+		case PartAccount:
+			if key := e.key(&fs, r); key != "" {
+				ops = append(ops, &DeleteOp{Key: key})
 			}
+		case PartDevice: // the shared counter, as devices keys it
+			ops = append(ops, &DeleteOp{Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account)})
 		}
 	}
 	return ops
+}
+
+// clearOnSuccess deletes the account's counters in the flows that s.flow's
+// SuccessClears names, after a settled success of s.flow. The deletes go
+// to the fallback and the store, as a password change's; a store error
+// leaves those counters to forget on their own.
+func (e *Engine) clearOnSuccess(ctx context.Context, s *subjects) {
+	var ops []Op
+	for _, name := range s.flow.SuccessClears {
+		if f := s.policy.Flow(name); f != nil {
+			ops = e.accountOps(ops, s, f)
+		}
+	}
+	if len(ops) == 0 {
+		return
+	}
+	ctx = context.WithoutCancel(ctx)
+	if e.fallback != nil {
+		_, _ = e.fallback.Do(ctx, ops)
+	}
+	e.recall.learn(ops, make([]Result, len(ops)), false, e.now())
+	_, _ = e.store.Do(ctx, ops)
+}
+
+// checkSuccessClears checks each flow's SuccessClears: attempts flows of
+// the policy that are not step-up flows, and not the flow itself. A policy
+// of one flow is checked for the flow itself only (the config loader
+// compiles flows one at a time for line numbers, then the whole).
+func (p *Policy) checkSuccessClears(whole bool) error {
+	for _, f := range p.flows {
+		for _, name := range f.SuccessClears {
+			g := p.flows[name]
+			switch {
+			case name == f.Name:
+				return &FieldError{Flow: f.Name, Field: "SuccessClears", Err: errors.New("names the flow itself: its own success refunds its own attempt already")}
+			case f.Kind != Attempts || f.SecondFactor:
+				return &FieldError{Flow: f.Name, Field: "SuccessClears", Err: errors.New("is for an attempts flow that is not a step-up flow")}
+			case !whole:
+			case g == nil || g.Kind != Attempts || g.SecondFactor:
+				return &FieldError{Flow: f.Name, Field: "SuccessClears", Err: fmt.Errorf("%q is not an attempts flow of the policy (a step-up flow's counters are a second factor's)", name)}
+			}
+		}
+	}
+	return nil
 }

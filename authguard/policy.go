@@ -43,6 +43,9 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 	if err := p.linkStepUps(len(flows) > 1); err != nil {
 		return nil, err
 	}
+	if err := p.checkSuccessClears(len(flows) > 1); err != nil { // passwordchange.go
+		return nil, err
+	}
 	for _, f := range p.flows {
 		if f.Verifies == "" {
 			continue
@@ -238,6 +241,14 @@ type Flow struct {
 	// and reports verify: a success report that names the code's
 	// destination credits the send flow's conversion rules. Empty for none.
 	Verifies string
+	// SuccessClears names attempts flows (not step-up flows, not this one)
+	// whose counters of the account a success of this flow clears, as a
+	// password_changed report clears its flows': the rules on the account
+	// alone and the devices' shared counter, never an address's. Only a
+	// settled success (its attempt token valid, its answer not step_up)
+	// clears: a passkey's success may unlock the password this way. The
+	// default is none: one factor's success clears nothing of another.
+	SuccessClears []string
 	// SamePasswordWindow is how long a Backoff rule remembers a counted
 	// password fingerprint, so that repeating one wrong password counts once;
 	// at most MaxSamePasswordWindow. The default, 0, remembers none.

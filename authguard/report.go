@@ -131,6 +131,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.DeviceTokenTTL)},
 		})
 	}
+	if req.Outcome == Success && tokened && computed.Action != StepUp && len(s.flow.SuccessClears) > 0 {
+		e.clearOnSuccess(ctx, &s) // passwordchange.go: a settled success clears the flows it names
+	}
 	var rec *EventSubjects
 	if e.recordSubjects {
 		settled := ""

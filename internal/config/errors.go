@@ -197,6 +197,7 @@ var flowFieldNames = map[string]struct{ name, key string }{
 	"AttemptTTL":                  {"attempt_ttl", "attempt_ttl"},
 	"DeviceTokenTTL":              {"device_token_ttl", "device_token_ttl"},
 	"Verifies":                    {"verifies", "verifies"},
+	"SuccessClears":               {"success_clears", "success_clears"},
 	"Rules":                       {"a flow", ""},
 	"Send.Prices":                 {"prices", "prices"},
 	"Send.OwnerCodes":             {"owner_codes", "owner_codes"},

@@ -211,6 +211,9 @@ type flowFile struct {
 	// (authguard.StepUpPolicy); SecondFactor makes the flow a step-up flow.
 	StepUp       stepUpFile `yaml:"step_up"`
 	SecondFactor bool       `yaml:"second_factor"`
+	// SuccessClears names the flows whose account counters a success
+	// clears (authguard.Flow.SuccessClears).
+	SuccessClears []string `yaml:"success_clears"`
 
 	rules []ruleFile // the effective rules
 	line  int        // where the flow was last written, 0 for built-in
@@ -603,6 +606,7 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		TTL: time.Duration(f.StepUp.TTL),
 	}
 	out.SecondFactor = f.SecondFactor
+	out.SuccessClears = slices.Clone(f.SuccessClears)
 	for _, t := range f.DenyNumberTypes {
 		nt, err := authguard.ParseNumberType(t)
 		if err != nil {

@@ -27,7 +27,7 @@ type Notice struct {
 	// Reason is a short machine reason: "backoff",
 	// "failures_over_threshold", "captcha", "low_conversion",
 	// "budget_captcha", "budget_deny", "no_device_token", "admin_reset",
-	// "second_factor", "breached_password",
+	// "password_changed", "second_factor", "breached_password",
 	// or a store error's kind ("timeout", "unavailable", "full", ...) and
 	// "answering" for store.recovered.
 	Reason string
@@ -65,7 +65,9 @@ const (
 	// NoticeUnderAttack: a failure report found the account's backoff
 	// counter holding it back (or past NoticePolicy.UnderAttackFailures).
 	NoticeUnderAttack = "account.under_attack"
-	// NoticeReset: an administrator reset an account (Engine.Reset).
+	// NoticeReset: an administrator reset an account (Engine.Reset,
+	// reason "admin_reset"), or a password_changed report cleared its
+	// counters (reason "password_changed").
 	NoticeReset = "account.reset"
 	// NoticeIPEscalated: an address or prefix reached a CAPTCHA rule.
 	NoticeIPEscalated = "ip.escalated"

@@ -233,6 +233,7 @@ func TestObjectives_BoundsOfTheBuiltInPolicy(t *testing.T) {
 		"owner_device_delay": 0, "owner_delay": 0, "codes_phone": 10, "codes_mailbox": 10,
 		"owner_code_device_delay": 0, "owner_code_delay": 3 * 60, "destination_guesses": 59, "spend_per_day": 2_000_000,
 		"passkey_failures": 85, "totp_failures": 59, "recovery_code_failures": 14,
+		"stolen_device_tokens": 0, "owner_step_ups": 0,
 	}
 	got := map[string]float64{}
 	for _, o := range Objectives(nil) {

@@ -87,6 +87,11 @@ func objectives(p *authguard.Policy) []objective {
 		if _, ok := f.MaxFailuresPerDay(); ok {
 			out = append(out, ownerObjective(f, true), ownerObjective(f, false))
 		}
+		// Step-up is what stops a stuffer's right password; without it
+		// (or with breached passwords no reason) nothing bounds them.
+		if f.StepUp.Flow != "" && !f.StepUp.BreachedOff {
+			out = append(out, stuffingObjective(f), ownerStepUpObjective(f))
+		}
 	}
 	for _, name := range p.FlowNames() {
 		f := p.Flow(name)

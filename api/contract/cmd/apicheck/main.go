@@ -8,11 +8,21 @@ package main
 import (
 	"fmt"
 	"os"
+	"runtime/debug"
 
 	"github.com/tollgate-auth/tollgate/api/contract"
 )
 
 func main() {
+	// kin-openapi compiles a JSON Schema validator afresh for every body
+	// and header it checks (it keeps none), so a run is mostly short-lived
+	// garbage over a heap of a few MB: at the default GOGC, collecting it
+	// was two fifths of the checker's CPU. Four times the heap (about 55 MB
+	// over the api tests' 1,200 exchanges) spends half as much. GOGC set in
+	// the environment still wins.
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(400)
+	}
 	if _, err := contract.Spec(); err != nil {
 		fmt.Fprintf(os.Stderr, "apicheck: openapi.yaml: %v\n", err)
 		os.Exit(1)

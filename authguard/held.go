@@ -604,9 +604,31 @@ func (e *Engine) heldReset(ctx context.Context, s *subjects, kind HeldKind, hash
 	if e.held == nil || hash == "" {
 		return
 	}
-	field := s.flow.Name + ":" + kind.String() + ":" + hash
-	e.held.forget([]string{field})
-	_ = e.held.store.DeleteHeld(ctx, e.heldBase(s.tenant), []string{field})
+	e.heldDelete(ctx, s.tenant, []string{s.flow.Name + ":" + kind.String() + ":" + hash})
+}
+
+// heldCleared takes the account out of the index in flows, those whose
+// counters of it a password change or a success_clears success deleted
+// (passwordchange.go): as after Reset, the list names no one the
+// counters no longer hold.
+func (e *Engine) heldCleared(ctx context.Context, s *subjects, flows []*Flow) {
+	if e.held == nil || s.account == "" || len(flows) == 0 {
+		return
+	}
+	fields := make([]string, len(flows))
+	for i, f := range flows {
+		fields[i] = f.Name + ":" + HeldAccount.String() + ":" + s.account
+	}
+	e.heldDelete(ctx, s.tenant, fields)
+}
+
+// heldDelete deletes fields from the tenant's index and the in-process
+// record of what was written, so that the subject held again is written
+// again. A store error leaves the entries, which expire with the state
+// they showed.
+func (e *Engine) heldDelete(ctx context.Context, tenant string, fields []string) {
+	e.held.forget(fields)
+	_ = e.held.store.DeleteHeld(ctx, e.heldBase(tenant), fields)
 }
 
 // memHeld is the index in the engine's memory, for stores that do not

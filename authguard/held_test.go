@@ -25,9 +25,15 @@ type heldHarness struct {
 
 func newHeldHarness(t *testing.T, heldBytes int64) *heldHarness {
 	t.Helper()
+	return newHeldHarnessPolicy(t, heldBytes, "")
+}
+
+// newHeldHarnessPolicy is newHeldHarness on the policy policyYAML changes.
+func newHeldHarnessPolicy(t *testing.T, heldBytes int64, policyYAML string) *heldHarness {
+	t.Helper()
 	h := &heldHarness{t: t, clock: testclock.New(time.Time{})}
 	h.store = &countingStore{Store: memstore.New(memstore.Config{Now: h.clock.Now})}
-	p, err := config.LoadPolicy(nil)
+	p, err := config.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -367,5 +373,62 @@ func TestHeld_AOneSubjectResetTakesItOutOfTheIndex(t *testing.T) {
 	h.failUntilHeld("bob@example.com", "198.51.100.2")
 	if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); len(got) != 3 {
 		t.Errorf("bob held again: the index lists %q, want the three", got)
+	}
+}
+
+// A password change clears the account's password counters without the
+// operator's Reset: the index must not go on listing the owner as held
+// (an operator bulk-unlocking the list would reset her for nothing, and
+// the list would overstate who an attack holds) until its entry expires.
+func TestHeld_APasswordChangeTakesTheAccountOutOfTheIndex(t *testing.T) {
+	h := newHeldHarness(t, authguard.DefaultHeldBytes)
+	for i, a := range heldAccounts {
+		h.failUntilHeld(a, fmt.Sprintf("198.51.100.%d", i+1))
+	}
+	if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); len(got) != 3 {
+		t.Fatalf("the index lists %q, want the three", got)
+	}
+	if _, err := h.e.Report(context.Background(), authguard.ReportRequest{Flow: "login", Account: "Bob@Example.com", IP: "203.0.113.9", Outcome: authguard.PasswordChanged}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})), []string{"alice@example.com", "carol@example.com"}; !slices.Equal(got, want) {
+		t.Errorf("after bob's password change the index lists %q, want %q", got, want)
+	}
+	// Held again, he is listed again.
+	h.failUntilHeld("bob@example.com", "198.51.100.2")
+	if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); len(got) != 3 {
+		t.Errorf("bob held again: the index lists %q, want the three", got)
+	}
+}
+
+// A passkey success that success_clears the password's counters frees
+// the account in login: the index lists it no more. Without the policy's
+// success_clears the same success clears nothing and it stays listed.
+func TestHeld_ASuccessThatClearsAnotherFlowTakesTheAccountOutOfItsIndex(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		policy string
+		want   []string
+	}{
+		{"the default clears nothing", "", []string{"alice@example.com", "bob@example.com", "carol@example.com"}},
+		{"success_clears: [login]", "flows:\n  passkey:\n    success_clears: [login]\n", []string{"alice@example.com", "carol@example.com"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHeldHarnessPolicy(t, authguard.DefaultHeldBytes, tt.policy)
+			for i, a := range heldAccounts {
+				h.failUntilHeld(a, fmt.Sprintf("198.51.100.%d", i+1))
+			}
+			ctx := context.Background()
+			v, err := h.e.Check(ctx, authguard.CheckRequest{Flow: "passkey", Account: "Bob@Example.com", IP: "203.0.113.9"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := h.e.Report(ctx, authguard.ReportRequest{Flow: "passkey", Account: "Bob@Example.com", IP: "203.0.113.9", Outcome: authguard.Success, Attempt: v.Attempt}); err != nil {
+				t.Fatal(err)
+			}
+			if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); !slices.Equal(got, tt.want) {
+				t.Errorf("after bob's passkey success the index lists %q, want %q", got, tt.want)
+			}
+		})
 	}
 }

@@ -52,7 +52,11 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	if err := checkRef(req.Ref); err != nil {
 		return Verdict{}, err
 	}
-	ops := e.passwordOps(s)
+	flows := e.passwordFlows(s)
+	var ops []Op
+	for _, f := range flows {
+		ops = e.accountOps(ops, s, f)
+	}
 	ctx = context.WithoutCancel(ctx) // half a clear would leave the owner held
 	if e.fallback != nil {
 		_, _ = e.fallback.Do(ctx, ops)
@@ -63,6 +67,8 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	src := SourceStore
 	if err != nil {
 		src = SourceFallback // the fallback's copy is cleared; the store's forgets in a day
+	} else {
+		e.heldCleared(ctx, s, flows)
 	}
 	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: PasswordChanged, Attempt: AttemptSettled, // nothing to settle, and not an unsettled report
 		Source: src, StoreErr: err, StoreDuration: time.Since(start)})
@@ -74,19 +80,19 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	return Verdict{Action: Proceed}, nil
 }
 
-// passwordOps are the deletes of a password change (reportPasswordChanged):
-// in each attempts flow of the policy that is not a step-up flow and
-// trusts s.flow's device tokens, the account's counters (accountOps).
-func (e *Engine) passwordOps(s *subjects) []Op {
-	var ops []Op
+// passwordFlows are the flows a password change (reportPasswordChanged)
+// clears the account's counters in (accountOps): each attempts flow of the
+// policy that is not a step-up flow and trusts s.flow's device tokens.
+func (e *Engine) passwordFlows(s *subjects) []*Flow {
+	var flows []*Flow
 	for _, name := range s.policy.FlowNames() {
 		f := s.policy.Flow(name)
 		if f.Kind != Attempts || f.SecondFactor || f.DeviceTrust != s.flow.DeviceTrust {
 			continue
 		}
-		ops = e.accountOps(ops, s, f)
+		flows = append(flows, f)
 	}
-	return ops
+	return flows
 }
 
 // accountOps appends to ops the deletes of the account's counters in flow
@@ -115,9 +121,11 @@ func (e *Engine) accountOps(ops []Op, s *subjects, f *Flow) []Op {
 // leaves those counters to forget on their own.
 func (e *Engine) clearOnSuccess(ctx context.Context, s *subjects) {
 	var ops []Op
+	var flows []*Flow
 	for _, name := range s.flow.SuccessClears {
 		if f := s.policy.Flow(name); f != nil {
 			ops = e.accountOps(ops, s, f)
+			flows = append(flows, f)
 		}
 	}
 	if len(ops) == 0 {
@@ -128,7 +136,9 @@ func (e *Engine) clearOnSuccess(ctx context.Context, s *subjects) {
 		_, _ = e.fallback.Do(ctx, ops)
 	}
 	e.recall.learn(ops, make([]Result, len(ops)), false, e.now())
-	_, _ = e.store.Do(ctx, ops)
+	if _, err := e.store.Do(ctx, ops); err == nil {
+		e.heldCleared(ctx, s, flows)
+	}
 }
 
 // checkSuccessClears checks each flow's SuccessClears: attempts flows of

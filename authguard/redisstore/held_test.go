@@ -314,3 +314,29 @@ func BenchmarkHeld_Redis(b *testing.B) {
 		}
 	}
 }
+
+// A password change clears the account's password counters without the
+// operator's Reset, and takes it out of the index on Redis too.
+func aPasswordChangeTakesTheAccountOut(t *testing.T, c redis.UniversalClient) {
+	e, _ := heldOn(t, c, authguard.DefaultHeldBytes)
+	for i, a := range heldAccounts {
+		failUntilHeld(t, e, a, heldIP(i))
+	}
+	if got := listHeld(t, e, authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount}); len(got) != 3 {
+		t.Fatalf("the index lists %q, want the three", got)
+	}
+	if _, err := e.Report(context.Background(), authguard.ReportRequest{Flow: "login", Account: heldAccounts[1], IP: "203.0.113.9", Outcome: authguard.PasswordChanged}); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := listHeld(t, e, authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount}), []string{"alice.held@example.com", "carol.held@example.com"}; !slices.Equal(got, want) {
+		t.Errorf("after bob's password change the index lists %q, want %q", got, want)
+	}
+}
+
+func TestHeld_APasswordChangeTakesTheAccountOutOfTheIndex_Redis(t *testing.T) {
+	aPasswordChangeTakesTheAccountOut(t, singleClient(t))
+}
+
+func TestHeld_APasswordChangeTakesTheAccountOutOfTheIndex_Cluster(t *testing.T) {
+	aPasswordChangeTakesTheAccountOut(t, clusterClient(t))
+}

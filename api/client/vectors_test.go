@@ -129,13 +129,34 @@ func TestVectors_ClientIP(t *testing.T) {
 }
 
 type responderVector struct {
-	Policy      string `json:"policy"`
-	ProblemType string `json:"problem_type"`
-	Title       string `json:"title"`
+	Policy      string      `json:"policy"`
+	ProblemType string      `json:"problem_type"`
+	Title       string      `json:"title"`
+	StepUpPage  *pageVector `json:"step_up_page"`
+}
+
+// pageVector is an operator's page: a hook that writes exactly this status,
+// these fields and this body.
+type pageVector struct {
+	Status  int               `json:"status"`
+	Headers map[string]string `json:"headers"`
+	Body    string            `json:"body"`
+}
+
+func (p pageVector) ServeHTTP(w http.ResponseWriter, _ *http.Request) {
+	for k, v := range p.Headers {
+		w.Header().Set(k, v)
+	}
+	w.WriteHeader(p.Status)
+	_, _ = io.WriteString(w, p.Body)
 }
 
 func (v responderVector) config() client.ResponderConfig {
-	return client.ResponderConfig{Policy: v.Policy, ProblemType: v.ProblemType, Title: v.Title}
+	cfg := client.ResponderConfig{Policy: v.Policy, ProblemType: v.ProblemType, Title: v.Title}
+	if v.StepUpPage != nil {
+		cfg.StepUp = *v.StepUpPage
+	}
+	return cfg
 }
 
 func TestVectors_Respond(t *testing.T) {
@@ -150,6 +171,7 @@ func TestVectors_Respond(t *testing.T) {
 				Headers map[string]string `json:"headers"`
 				Body    string            `json:"body"`
 				Proceed bool              `json:"proceed"`
+				StepUp  bool              `json:"step_up"`
 				HoldMS  int64             `json:"hold_ms"`
 			} `json:"want"`
 		} `json:"cases"`
@@ -159,7 +181,11 @@ func TestVectors_Respond(t *testing.T) {
 		} `json:"config_errors"`
 	}
 	readVectors(t, "respond.json", &doc)
+	stepUps := 0
 	for _, c := range doc.Cases {
+		if c.Want.StepUp {
+			stepUps++
+		}
 		t.Run(c.Name, func(t *testing.T) {
 			rs, err := client.NewResponder(c.Config.config())
 			if err != nil {
@@ -171,8 +197,8 @@ func TestVectors_Respond(t *testing.T) {
 			}
 			w := httptest.NewRecorder()
 			res := rs.Respond(w, httptest.NewRequest(http.MethodPost, "/login", nil), v)
-			if res.Proceed != c.Want.Proceed || res.Hold != time.Duration(c.Want.HoldMS)*time.Millisecond {
-				t.Errorf("Respond = %+v, want proceed %v hold %d ms", res, c.Want.Proceed, c.Want.HoldMS)
+			if res.Proceed != c.Want.Proceed || res.StepUp != c.Want.StepUp || res.Hold != time.Duration(c.Want.HoldMS)*time.Millisecond {
+				t.Errorf("Respond = %+v, want proceed %v step_up %v hold %d ms", res, c.Want.Proceed, c.Want.StepUp, c.Want.HoldMS)
 			}
 			status := 0
 			if w.Code != http.StatusOK || w.Body.Len() > 0 || len(w.Header()) > 0 {
@@ -198,7 +224,7 @@ func TestVectors_Respond(t *testing.T) {
 			t.Errorf("config error %q: accepted", c.Name)
 		}
 	}
-	if len(doc.Cases) < 10 || len(doc.ConfigErrors) == 0 {
+	if len(doc.Cases) < 10 || len(doc.ConfigErrors) == 0 || stepUps == 0 {
 		t.Fatal("the vectors did not load")
 	}
 }

@@ -94,12 +94,18 @@ class ClientIPVectors(unittest.TestCase):
         RAN["client_ip.json"] = n + len(doc["config_errors"]) + len(doc["config_ok"])
 
 
-RESPONDER_KEYS = ("policy", "problem_type", "title")
+RESPONDER_KEYS = ("policy", "problem_type", "title", "step_up_page")
 
 
 def vector_responder(config: Mapping[str, Any]) -> Responder:
     strict(config, RESPONDER_KEYS, "responder config")
-    return Responder(**config)
+    kw = dict(config)
+    page = kw.pop("step_up_page", None)
+    if page is not None:
+        # The operator's page: exactly this status, these fields and this body.
+        strict(page, ("status", "headers", "body"), "step_up_page")
+        kw["step_up"] = lambda: (page["status"], dict(page["headers"]), page["body"])
+    return Responder(**kw)
 
 
 class RespondVectors(unittest.TestCase):
@@ -108,13 +114,14 @@ class RespondVectors(unittest.TestCase):
         strict(doc, ("about", "cases", "config_errors"), "respond.json")
         for c in doc["cases"]:
             strict(c, ("name", "config", "verdict", "want"), c.get("name", "case"))
-            strict(c["want"], ("status", "headers", "body", "proceed", "hold_ms"), c["name"])
+            strict(c["want"], ("status", "headers", "body", "proceed", "step_up", "hold_ms"), c["name"])
             with self.subTest(case=c["name"]):
                 rs = vector_responder(c["config"])
                 v = Verdict.from_json(json.dumps(c["verdict"]))
                 a = rs.respond(v)
                 w = c["want"]
                 self.assertEqual(a.proceed, w["proceed"])
+                self.assertEqual(a.step_up, w["step_up"])
                 self.assertEqual(round(a.hold * 1000), w["hold_ms"])
                 self.assertEqual(a.status, w["status"])
                 got: Dict[str, List[str]] = {}
@@ -131,6 +138,7 @@ class RespondVectors(unittest.TestCase):
                     vector_responder(c["config"])
         self.assertGreaterEqual(len(doc["cases"]), 10, "the vectors did not load")
         self.assertTrue(doc["config_errors"], "the vectors did not load")
+        self.assertTrue([c for c in doc["cases"] if c["want"]["step_up"]], "no step_up case")
         RAN["respond.json"] = len(doc["cases"]) + len(doc["config_errors"])
 
 

@@ -8,7 +8,7 @@ import { request } from "node:http";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { Responder, writeAnswer, type Answer } from "../src/index.js";
+import { Responder, writeAnswer, type Answer, type Page } from "../src/index.js";
 import { standIn, vectorsDir } from "./helpers.js";
 
 /** GETs base and answers the status, the raw header lines and the body bytes. */
@@ -26,14 +26,16 @@ function get(base: string): Promise<{ status: number; raw: string[]; body: Buffe
 
 test("writeAnswer writes each respond.json answer's exact status, fields and bytes over node:http", async () => {
   const doc = JSON.parse(readFileSync(join(vectorsDir, "respond.json"), "utf8")) as {
-    cases: Array<{ name: string; config: { policy?: string; problem_type?: string; title?: string }; verdict: Record<string, unknown>; want: { status: number; headers: Record<string, string>; body: string } }>;
+    cases: Array<{ name: string; config: { policy?: string; problem_type?: string; title?: string; step_up_page?: Page }; verdict: Record<string, unknown>; want: { status: number; headers: Record<string, string>; body: string } }>;
   };
   let current: Answer | undefined;
   const srv = await standIn((_req, res) => writeAnswer(res, current as Answer));
   try {
     let n = 0;
     for (const c of doc.cases) {
-      const rs = new Responder({ policy: c.config.policy, problemType: c.config.problem_type, title: c.config.title });
+      const page = c.config.step_up_page;
+      const rs = new Responder({ policy: c.config.policy, problemType: c.config.problem_type, title: c.config.title,
+        stepUp: page === undefined ? undefined : () => ({ ...page, headers: { ...page.headers } }) });
       current = rs.respond(c.verdict);
       if (current.proceed) {
         assert.throws(() => writeAnswer({} as never, current as Answer), /nothing to write/);

@@ -23,6 +23,7 @@ import {
   WebhookVerificationError,
   type CheckRequest,
   type FailMode,
+  type Page,
   type ReportRequest,
   type SendRequest,
   type Verdict,
@@ -92,8 +93,14 @@ test("vectors: client_ip.json", async (t) => {
 });
 
 function newVectorResponder(c: Json): Responder {
-  const cfg = strict(c, ["policy", "problem_type", "title"], "responder config");
-  return new Responder({ policy: s(cfg["policy"]), problemType: s(cfg["problem_type"]), title: s(cfg["title"]) });
+  const cfg = strict(c, ["policy", "problem_type", "title", "step_up_page"], "responder config");
+  let stepUp: (() => Page) | undefined;
+  if (cfg["step_up_page"] !== undefined) {
+    // The operator's page: exactly this status, these fields and this body.
+    const p = strict(cfg["step_up_page"], ["status", "headers", "body"], "step_up_page");
+    stepUp = () => ({ status: p["status"] as number, headers: { ...(p["headers"] as Record<string, string>) }, body: s(p["body"]) });
+  }
+  return new Responder({ policy: s(cfg["policy"]), problemType: s(cfg["problem_type"]), title: s(cfg["title"]), stepUp });
 }
 
 test("vectors: respond.json", async (t) => {
@@ -104,9 +111,10 @@ test("vectors: respond.json", async (t) => {
     await t.test(s(c["name"]), () => {
       const rs = newVectorResponder((c["config"] ?? {}) as Json);
       const verdict = strict(c["verdict"], ["action", "delay_ms", "retry_after", "reasons", "attempt", "device_token"], "verdict");
-      const want = strict(c["want"], ["status", "headers", "body", "proceed", "hold_ms"], "want");
+      const want = strict(c["want"], ["status", "headers", "body", "proceed", "step_up", "hold_ms"], "want");
       const a = rs.respond(verdict);
       assert.equal(a.proceed, want["proceed"] ?? false, "proceed");
+      assert.equal(a.stepUp ?? false, want["step_up"] ?? false, "step_up");
       assert.equal(a.holdMs, want["hold_ms"] ?? 0, "hold_ms");
       assert.equal(a.status, want["status"] ?? 0, "status");
       assert.deepEqual(a.headers, want["headers"] ?? {}, "headers");
@@ -118,6 +126,7 @@ test("vectors: respond.json", async (t) => {
     assert.throws(() => newVectorResponder((c["config"] ?? {}) as Json), Error, `config error ${s(c["name"])}: accepted`);
   }
   assert.ok(cases.length >= 10 && arr(doc["config_errors"]).length > 0, "the vectors did not load");
+  assert.ok(cases.some((c) => (c as { want: Json }).want["step_up"] === true), "no step_up case");
 });
 
 function newVectorCookie(c: unknown): DeviceCookie {

@@ -12,9 +12,11 @@ PYTHON   ?= $(shell test -x /usr/bin/python3 && echo /usr/bin/python3 || echo py
 run:
 	$(GO) run ./cmd/tollgate serve
 
-## demo: tollgate (memory store) and the demo login of examples/demo-login
-## together, on free loopback ports (printed; TOLLGATE_ADDR and DEMO_ADDR
-## choose them); Ctrl-C stops both
+## demo: tollgate (memory store; a small breached-password corpus,
+## examples/demo-login/testdata, in which bob's password has leaked, so that
+## it shows the step-up) and the demo login of examples/demo-login together,
+## on free loopback ports (printed; TOLLGATE_ADDR and DEMO_ADDR choose them);
+## Ctrl-C stops both
 demo:
 	GO=$(GO) ./scripts/demo.sh
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds and starts tollgate (memory store, built-in policy) and the demo
-# login of examples/demo-login together, on free loopback ports, prints the
-# demo's URL and stops both on Ctrl-C or when either ends.
+# Builds and starts tollgate (memory store, built-in policy, the demo's
+# breached-password corpus) and the demo login of examples/demo-login
+# together, on free loopback ports, prints the demo's URL and stops both on
+# Ctrl-C or when either ends.
 #
 # TOLLGATE_ADDR and DEMO_ADDR choose the addresses (loopback IP and port; by
 # default a free port each, found at start). A port another program holds is
@@ -25,11 +26,13 @@ echo "demo: building tollgate and demo-login" >&2
 
 # The memory store and the built-in policy, no Redis; a config file with
 # one webhook endpoint, the demo's POST /tollgate/events, under a secret
-# made now. Its log goes to the terminal and to a file demo_wait reads.
+# made now, and the demo's small breached-password corpus, which lists bob's
+# password as if it had leaked, so that his right password shows the
+# step-up. Its log goes to the terminal and to a file demo_wait reads.
 umask 077
 echo "whsec_$(head -c 32 /dev/urandom | base64)" > "$DEMO_DIR/webhook-secret"
-printf 'webhooks:\n  endpoints:\n    - name: demo\n      url: http://%s/tollgate/events\n      secret_file: %s\n' \
-  "$DEMO_ADDR" "$DEMO_DIR/webhook-secret" > "$DEMO_DIR/tollgate.yaml"
+printf 'webhooks:\n  endpoints:\n    - name: demo\n      url: http://%s/tollgate/events\n      secret_file: %s\nbreached:\n  corpus: %s\n' \
+  "$DEMO_ADDR" "$DEMO_DIR/webhook-secret" "$PWD/examples/demo-login/testdata/breached-corpus.txt" > "$DEMO_DIR/tollgate.yaml"
 env -u TOLLGATE_REDIS_URL -u TOLLGATE_REDIS_CLUSTER_ADDRS -u TOLLGATE_REDIS_SENTINEL_ADDRS \
   TOLLGATE_CONFIG="$DEMO_DIR/tollgate.yaml" TOLLGATE_LISTEN="$TOLLGATE_ADDR" \
   "$DEMO_DIR/tollgate" serve 2> >(tee "$DEMO_DIR/tollgate.log" >&2) &

@@ -5,7 +5,10 @@
 //	go run ./cmd/tollgate serve &                 # tollgate on 127.0.0.1:8080
 //	go run ./examples/demo-login                  # the demo on 127.0.0.1:8081
 //
-// or both at once with `make demo`. Flags:
+// or both at once with `make demo`, whose tollgate has a small breached
+// corpus (testdata/breached-corpus.txt) that lists bob's password: his
+// right password asks for a step-up code first (package demo says more).
+// Flags:
 //
 //	-listen ADDR    loopback host:port to listen on (default 127.0.0.1:8081)
 //	-tollgate URL   tollgate's base URL (default http://127.0.0.1:8080)

@@ -31,6 +31,16 @@
 //     Config.CodeFile, on the demo's step-up page; once it passed, the
 //     login goes on to the SMS step with the pass's device token.
 //
+// To see the step-up, sign in as bob with his password, builder-42: `make
+// demo` gives tollgate a small corpus (examples/demo-login/testdata/
+// breached-corpus.txt, SHA1:COUNT lines) that lists it as if it had leaked,
+// so his right password gets the step-up page and no session until the
+// code, which the demo writes to its log (or to -code-file), passes; then
+// the SMS step, and the device cookie after both, with which his browser
+// skips the step-up next time. alice's password is in no breach and signs
+// in as before. A tollgate started without the corpus answers step_up only
+// for an account or address under attack.
+//
 // Everything else is a stand-in and says so on the page: the users are two
 // demo accounts whose passwords the login page shows, the code step's
 // CAPTCHA is a checkbox, the "SMS" goes to a panel on the page instead

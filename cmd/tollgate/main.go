@@ -153,10 +153,7 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	if requires == "" {
 		requires = "nothing"
 	}
-	devices := fmt.Sprintf(", device tokens of %q", f.DeviceTrust)
-	if f.Kind == authguard.Sends {
-		devices = ", kind send"
-	}
+	devices := ", " + tokensPhrase(f)
 	if f.KnownNetworksOff {
 		devices += ", known networks off"
 	}
@@ -164,6 +161,9 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))
 	if line := stepUpLine(f); line != "" {
+		fmt.Fprintf(w, "  %s\n", line)
+	}
+	if line := successClearsLine(f); line != "" {
 		fmt.Fprintf(w, "  %s\n", line)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)

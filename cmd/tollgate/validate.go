@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
@@ -220,7 +221,10 @@ type flowJSON struct {
 	// the flow is a step-up flow.
 	StepUp       *stepUpJSON `json:"step_up,omitempty"`
 	SecondFactor bool        `json:"second_factor,omitempty"`
-	Rules        []ruleJSON  `json:"rules"`
+	// SuccessClears names the flows whose counters of the account a settled
+	// success of this flow clears.
+	SuccessClears []string   `json:"success_clears,omitempty"`
+	Rules         []ruleJSON `json:"rules"`
 }
 
 // stepUpJSON is a flow's step-up policy by its config keys.
@@ -307,6 +311,28 @@ func boundOf(f *authguard.Flow) *boundJSON {
 	return &boundJSON{Max: b.Max, Exact: b.Exact, AboveNIST: b.Max > NISTMaxFailures}
 }
 
+// tokensPhrase says what device tokens -print's flow line says a flow
+// issues: a send flow issues none (its kind is said instead), nor does a
+// step-up flow, whose pass answers the stepped-up flow's token.
+func tokensPhrase(f *authguard.Flow) string {
+	switch {
+	case f.Kind == authguard.Sends:
+		return "kind send"
+	case f.SecondFactor:
+		return "no device tokens of its own"
+	}
+	return fmt.Sprintf("device tokens of %q", f.DeviceTrust)
+}
+
+// successClearsLine says which flows' counters of the account a settled
+// success of f clears (success_clears); "" when none.
+func successClearsLine(f *authguard.Flow) string {
+	if len(f.SuccessClears) == 0 {
+		return ""
+	}
+	return "success_clears: a settled success clears the account's counters in " + strings.Join(f.SuccessClears, ", ") + " (its rules on the account alone and its devices' shared counter, never an address's)"
+}
+
 // budgetLine says how many failed checks one account can have in a flow in
 // any 24 hours (authguard.Flow.BudgetLine).
 func budgetLine(f *authguard.Flow) string { return f.BudgetLine() }
@@ -328,6 +354,7 @@ func flowsJSON(p *authguard.Policy) []flowJSON {
 				NewDeviceFailures: su.NewDeviceFailures, Escalated: !su.EscalatedOff, TTL: dur(su.TTL)}
 		}
 		fj.SecondFactor = f.SecondFactor
+		fj.SuccessClears = append([]string(nil), f.SuccessClears...)
 		if f.FailMode == authguard.FailClosed {
 			fj.FailClosedRetry = dur(f.FailClosedRetry)
 		}
@@ -339,7 +366,7 @@ func flowsJSON(p *authguard.Policy) []flowJSON {
 				sj.DenyNumberTypes = append(sj.DenyNumberTypes, t.String())
 			}
 			fj.Send = sj
-		} else {
+		} else if !f.SecondFactor { // a step-up flow issues no device tokens of its own
 			fj.DeviceTrust = f.DeviceTrust
 		}
 		for _, r := range f.Rules {

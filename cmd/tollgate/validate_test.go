@@ -144,3 +144,63 @@ func TestValidateConfig_ConformancePresetsPassStrict(t *testing.T) {
 		}
 	}
 }
+
+// TestValidateConfig_PrintSaysWhatAStepUpFlowIssuesAndWhatASuccessClears:
+// -print said the step_up flow issues device tokens "of \"step_up\"" (it
+// issues none: its pass answers the login's), and said nothing of a
+// flow's success_clears, which decides whether one factor's success
+// unlocks another. -json likewise.
+func TestValidateConfig_PrintSaysWhatAStepUpFlowIssuesAndWhatASuccessClears(t *testing.T) {
+	path := writeTemp(t, "p.yaml", "flows:\n  passkey:\n    success_clears: [login]\n")
+	code, stdout, stderr := validate(t, "-print", path)
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	got := strings.Join(strings.Fields(stdout), " ")
+	for _, want := range []string{
+		"flow step_up: enforce, fails closed (delay 2s), IPv6 per /64, 0 allow-listed ranges, no device tokens of its own, requires account, ip ",
+		"flow login: enforce, fails open, IPv6 per /64, 0 allow-listed ranges, device tokens of \"login\",",
+		"per account in any 24h (account_backoff 85) success_clears: a settled success clears the account's counters in login (",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("-print lacks %q:\n%s", want, stdout)
+		}
+	}
+	if strings.Contains(got, `device tokens of "step_up"`) {
+		t.Errorf("-print says the step_up flow issues device tokens:\n%s", stdout)
+	}
+	if n := strings.Count(got, "success_clears:"); n != 1 {
+		t.Errorf("-print says success_clears %d times, want once (passkey's):\n%s", n, stdout)
+	}
+
+	code, stdout, stderr = validate(t, "-json", path)
+	if code != 0 {
+		t.Fatalf("-json: exit %d: %s", code, stderr)
+	}
+	var doc struct {
+		Flows []struct {
+			Name          string   `json:"name"`
+			DeviceTrust   string   `json:"device_trust"`
+			SuccessClears []string `json:"success_clears"`
+		} `json:"flows"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range doc.Flows {
+		switch f.Name {
+		case "step_up":
+			if f.DeviceTrust != "" {
+				t.Errorf("-json: step_up's device_trust = %q, want none", f.DeviceTrust)
+			}
+		case "passkey":
+			if strings.Join(f.SuccessClears, ",") != "login" {
+				t.Errorf("-json: passkey's success_clears = %q, want [login]", f.SuccessClears)
+			}
+		default:
+			if len(f.SuccessClears) != 0 {
+				t.Errorf("-json: %s's success_clears = %q, want none", f.Name, f.SuccessClears)
+			}
+		}
+	}
+}

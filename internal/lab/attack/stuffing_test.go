@@ -42,12 +42,16 @@ func objectiveOf(t *testing.T, p *authguard.Policy, name string) objective {
 // pairs; the very strategies searched get tokens once login's step-up is
 // off, so the search scores what step-up stops.
 func TestAttack_NoStrategyGetsADeviceTokenWithALeakedBreachedPassword(t *testing.T) {
-	r, err := Search(context.Background(), Config{Objective: "stolen_device_tokens", Budget: ciBudget(), Seed: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Beaten {
-		t.Errorf("a stuffer got %g device tokens with breached right passwords:\n%s", r.Best, r.Scenario)
+	// Under the race detector TestBuiltInPolicy_NoStrategyBeatsABound's
+	// search (seed 1) is this one's; this searches seed 2 without it.
+	if !raceEnabled {
+		r, err := Search(context.Background(), Config{Objective: "stolen_device_tokens", Budget: ciBudget(), Seed: 2})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Beaten {
+			t.Errorf("a stuffer got %g device tokens with breached right passwords:\n%s", r.Best, r.Scenario)
+		}
 	}
 
 	off, err := config.LoadPolicy([]byte(stepUpOff))
@@ -58,7 +62,9 @@ func TestAttack_NoStrategyGetsADeviceTokenWithALeakedBreachedPassword(t *testing
 		t.Error("a policy without step-up has the stolen_device_tokens objective: nothing of it bounds the score")
 	}
 	o := stuffingObjective(off.Flow("login"))
-	batch := firstStrategies(o, 2, min(ciBudget(), batchSize))
+	// Four strategies: with step-up off, each right pair that checks in
+	// is a sign-in, thousands of engine calls a strategy.
+	batch := firstStrategies(o, 2, 4)
 	scores, scenarios, err := evaluate(context.Background(), &o, off, batch, len(batch))
 	if err != nil {
 		t.Fatal(err)
@@ -83,6 +89,9 @@ func TestAttack_NoStrategyGetsADeviceTokenWithALeakedBreachedPassword(t *testing
 // with her right or wrong password, or other accounts' pairs to escalate
 // his addresses.
 func TestAttack_NoStrategyGetsTheOwnerSteppedUpAtHerKnownDevice(t *testing.T) {
+	if raceEnabled {
+		t.Skip("under the race detector TestBuiltInPolicy_NoStrategyBeatsABound/owner_step_ups makes this search with seed 1")
+	}
 	r, err := Search(context.Background(), Config{Objective: "owner_step_ups", Budget: ciBudget(), Seed: 2})
 	if err != nil {
 		t.Fatal(err)

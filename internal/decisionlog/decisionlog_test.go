@@ -8,13 +8,37 @@ import (
 	"io"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/backoff"
 	"github.com/tollgate-auth/tollgate/internal/decisionlog"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
+
+// loginPolicy is a login flow with a rule on each subject the log hashes
+// (the account, the address at /64 and at /48, the password fingerprint),
+// so that each hash keys the store. The built-in policy would do as well,
+// but its loader (internal/config) links ninety more packages into this
+// test, twice its link time.
+func loginPolicy(t *testing.T) *authguard.Policy {
+	t.Helper()
+	rule := func(name string, s authguard.Subject) authguard.Rule {
+		return authguard.Rule{Name: name, Subject: s, Algorithm: authguard.Backoff,
+			Backoff: backoff.Policy{Free: 3, Base: time.Second, Factor: 2, Max: time.Minute, ForgetAfter: time.Hour}}
+	}
+	p, err := authguard.NewPolicy(&authguard.Flow{Name: "login", Rules: []authguard.Rule{
+		rule("account", authguard.Subject{Parts: authguard.PartAccount}),
+		rule("ip", authguard.Subject{Parts: authguard.PartIP}),
+		rule("ip48", authguard.Subject{Parts: authguard.PartIP, IPBits: 48}),
+		rule("fingerprint", authguard.Subject{Parts: authguard.PartFingerprint}),
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // TestWriter_LinesCarryTheStoresHashesAndNoIdentifier: a check, a failure
 // and a success report give three lines whose subjects are the hashes the
@@ -26,7 +50,7 @@ func TestWriter_LinesCarryTheStoresHashesAndNoIdentifier(t *testing.T) {
 	mem := memstore.New(memstore.Config{Now: clock.Now})
 	var out bytes.Buffer
 	w := decisionlog.NewWriter(&out, clock.Now)
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: []byte("decision-log-test-secret-32-bytes!"),
+	e, err := authguard.New(authguard.Config{Policy: loginPolicy(t), Store: mem, Secret: []byte("decision-log-test-secret-32-bytes!"),
 		Now: clock.Now, RecordSubjects: true, Observe: w.Observe})
 	if err != nil {
 		t.Fatal(err)

@@ -70,8 +70,12 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	} else {
 		e.heldCleared(ctx, s, flows)
 	}
+	var rec *EventSubjects
+	if e.recordSubjects { // the decision log names the account cleared, so that replay clears it too
+		rec = e.record(s, "", "")
+	}
 	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: PasswordChanged, Attempt: AttemptSettled, // nothing to settle, and not an unsettled report
-		Source: src, StoreErr: err, StoreDuration: time.Since(start)})
+		Source: src, StoreErr: err, StoreDuration: time.Since(start), Subjects: rec})
 	if e.notices.to != nil && s.flow.Notices.Emits(NoticeReset) {
 		sc := *s
 		e.notify(&callNotices{s: &sc, subject: req.Account, ref: req.Ref}, Notice{Type: NoticeReset, Reason: "password_changed",

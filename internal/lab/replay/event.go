@@ -36,6 +36,15 @@ const (
 	OutcomeNone Outcome = iota
 	OutcomeFailure
 	OutcomeSuccess
+	// OutcomeStepUpPassed and OutcomeStepUpFailed are a step-up flow's
+	// reports: the second factor a login success answered step_up asked
+	// for, passed or failed (tollgate's decision log only).
+	OutcomeStepUpPassed
+	OutcomeStepUpFailed
+	// OutcomePasswordChanged is a password_changed report: the account's
+	// password was changed, which clears its password counters (tollgate's
+	// decision log only).
+	OutcomePasswordChanged
 )
 
 // IPKey is a client address as opaque keys of its prefixes: IPv4 as its

@@ -139,8 +139,14 @@ func parseTollgate(b []byte) (Event, error) {
 		ev.Outcome = OutcomeFailure
 	case "success":
 		ev.Outcome = OutcomeSuccess
+	case "step_up_passed":
+		ev.Outcome = OutcomeStepUpPassed
+	case "step_up_failed":
+		ev.Outcome = OutcomeStepUpFailed
+	case "password_changed":
+		ev.Outcome = OutcomePasswordChanged
 	default:
-		return Event{}, fmt.Errorf("\"outcome\" %s is not failure or success", clip(l.Outcome))
+		return Event{}, fmt.Errorf("\"outcome\" %s is not failure, success, step_up_passed, step_up_failed or password_changed", clip(l.Outcome))
 	}
 	if ev.Outcome != OutcomeNone && ev.Call != CallReport {
 		return Event{}, fmt.Errorf("it is a %s with an \"outcome\"", l.Call)

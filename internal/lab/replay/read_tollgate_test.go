@@ -85,7 +85,7 @@ func TestReadTollgate_BadLines(t *testing.T) {
 		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"check","ipv6":"yes"}`, `"ipv6" is a JSON string, want bool`},
 		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"verify"}`, `"call" "verify" is not check, report or send`},
 		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"report"}`, `it is a report without an "outcome"`},
-		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"report","outcome":"maybe"}`, `"outcome" "maybe" is not failure or success`},
+		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"report","outcome":"maybe"}`, `"outcome" "maybe" is not failure, success, step_up_passed, step_up_failed or password_changed`},
 		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"check","outcome":"success"}`, `it is a check with an "outcome"`},
 		{`{"time":"2026-11-16T09:00:00Z","flow":"login","call":"check","account":"` + strings.Repeat("a", maxLine) + `"}`, errLongLine.Error()},
 	}
@@ -112,6 +112,8 @@ func FuzzReadTollgate(f *testing.F) {
 	f.Add([]byte(`{"time":"2026-11-16T09:00:00Z","flow":"","call":"check"}` + "\n\n{}\n[]\n"))
 	f.Add([]byte("\xef\xbb\xbf" + `{"time":"2026-11-16T09:00:00Z","flow":"x","call":"send","outcome":"failure"}`))
 	f.Add([]byte(kcLogin))
+	f.Add([]byte(`{"time":"2026-11-16T09:00:00Z","flow":"step_up","call":"report","outcome":"step_up_passed","action":"proceed"}` + "\n" +
+		`{"time":"2026-11-16T09:00:01Z","flow":"login","call":"report","outcome":"password_changed","action":"proceed"}`))
 	f.Fuzz(func(t *testing.T, b []byte) {
 		fuzzRead(t, b, Options{Format: FormatTollgate})
 	})
@@ -162,6 +164,39 @@ func TestReadTollgate_ReadsTheShadowDelayDecisionlogWrites(t *testing.T) {
 		evs, _, _ := readString(t, "d", string(b)+"\n", Options{Format: FormatTollgate})
 		if len(evs) != 1 || evs[0].Action != "delay" || evs[0].DelayMS != 3000 {
 			t.Errorf("answer %v: read back %+v, want a 3 s delay", tc.ev.Answer.Action, evs)
+		}
+	}
+}
+
+// A server with step-up on writes step_up_passed, step_up_failed and
+// password_changed reports, and successes answered step_up: replay read
+// none of them ("outcome ... is not failure or success"). Each is read
+// from the line decisionlog writes for the engine's event.
+func TestReadTollgate_ReadsTheStepUpAndPasswordChangeOutcomes(t *testing.T) {
+	for _, tc := range []struct {
+		flow   string
+		out    authguard.Outcome
+		answer authguard.Action
+		want   Outcome
+	}{
+		{"login", authguard.Success, authguard.StepUp, OutcomeSuccess},
+		{"step_up", authguard.StepUpPassed, authguard.Proceed, OutcomeStepUpPassed},
+		{"step_up", authguard.StepUpFailed, authguard.Delay, OutcomeStepUpFailed},
+		{"login", authguard.PasswordChanged, authguard.Proceed, OutcomePasswordChanged},
+	} {
+		ev := authguard.Event{Call: "report", Flow: tc.flow, Tenant: "default", Outcome: tc.out,
+			Answer: authguard.Verdict{Action: tc.answer}, Computed: authguard.Verdict{Action: tc.answer},
+			Subjects: &authguard.EventSubjects{Account: "acct", IP: "ip", Device: "D1"}}
+		b, err := json.Marshal(decisionlog.FromEvent(ev, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs, les, _ := readString(t, "d", string(b)+"\n", Options{Format: FormatTollgate})
+		if len(les) != 0 || len(evs) != 1 {
+			t.Fatalf("%s: %d events, errors %v; from %s", tc.out, len(evs), les, b)
+		}
+		if got := evs[0]; got.Call != CallReport || got.Outcome != tc.want || got.Flow != tc.flow || got.Account != "acct" || got.Action != tc.answer.String() || got.Device != "D1" {
+			t.Errorf("%s: read %+v, from %s", tc.out, got, b)
 		}
 	}
 }

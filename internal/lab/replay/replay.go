@@ -110,6 +110,15 @@ const (
 // device token a replayed success returns is sent with the later events of
 // the same device. Sends are counted and skipped.
 //
+// A server with step-up on logs more: a login success the candidate
+// answers step_up keeps the candidate's ticket for the account, and the
+// log's step_up_passed and step_up_failed reports are reported on the
+// step-up flow with it (a candidate that did not step that login up has
+// no ticket, and the second factor is skipped, as it would not have been
+// asked); a step-up flow's check takes no attempt token and leaves
+// nothing unreported. A password_changed report is reported as it was,
+// so that the candidate's engine clears what it clears.
+//
 // Memory is flat in the number of events: it grows with distinct
 // accounts that succeed, distinct address prefixes, and the candidates'
 // stores and tables, all of which but the first two are bounded.
@@ -404,10 +413,14 @@ func (h *inputHeap) Pop() any {
 // runner replays the events through one candidate.
 type runner struct {
 	engine  *authguard.Engine
+	policy  *authguard.Policy
 	clock   *testclock.Clock
 	now     time.Time
 	pending *pendingSet
 	devices *lru
+	// tickets maps tenant and account to the step-up ticket the
+	// candidate's last step_up answer carried.
+	tickets *lru
 	tally   *tally
 }
 
@@ -423,9 +436,10 @@ func newRunner(c Candidate, cfg *Config) (*runner, error) {
 		return nil, fmt.Errorf("replay: candidate %q: %w", c.Name, err)
 	}
 	return &runner{
-		engine: engine, clock: clock,
+		engine: engine, policy: c.Policy, clock: clock,
 		pending: newPendingSet(cfg.MaxPending, pendingTTL),
 		devices: newLRU(cfg.MaxDevices),
+		tickets: newLRU(cfg.MaxDevices),
 		tally:   newTally(c.Name, cfg.PrefixCounters),
 	}, nil
 }
@@ -462,7 +476,7 @@ func (r *runner) step(it *item) {
 		if ev.Call == CallCheck {
 			if ev.Attempt != "" {
 				r.pending.put(ev.Attempt, pending{at: ev.Time.UnixNano(), proceeded: proceeded, token: v.Attempt, real: it.real})
-			} else if proceeded {
+			} else if proceeded && !r.secondFactor(ev.Flow) { // a step-up flow's check settles nothing
 				r.tally.unreported++
 			}
 			return
@@ -491,22 +505,43 @@ func (r *runner) step(it *item) {
 // keeps the device token a success returns.
 func (r *runner) report(it *item, token string) {
 	ev := &it.ev
-	var out authguard.Outcome
+	req := authguard.ReportRequest{
+		Tenant: ev.Tenant, Flow: ev.Flow, Account: it.account, IP: it.ip,
+		Attempt: token, DeviceToken: r.devices.get(ev.Device), PasswordFingerprint: ev.Fingerprint,
+	}
+	ticket := ev.Tenant + "\x00" + it.account
 	switch ev.Outcome {
 	case OutcomeFailure:
-		out = authguard.Failure
+		req.Outcome = authguard.Failure
 	case OutcomeSuccess:
-		out = authguard.Success
+		req.Outcome = authguard.Success
+	case OutcomeStepUpPassed, OutcomeStepUpFailed:
+		req.Outcome = authguard.StepUpFailed
+		if ev.Outcome == OutcomeStepUpPassed {
+			req.Outcome = authguard.StepUpPassed
+		}
+		// The ticket is the candidate's: the one the log's step_up answer
+		// carried was the original's.
+		req.Attempt, req.PasswordFingerprint = r.tickets.get(ticket), ""
+		if req.Attempt == "" {
+			return // the candidate did not step this login up: no second factor was asked
+		}
+	case OutcomePasswordChanged:
+		req.DeviceToken, req.PasswordFingerprint = "", ""
+		req.Outcome = authguard.PasswordChanged
 	default:
 		return
 	}
-	v, err := r.engine.Report(context.Background(), authguard.ReportRequest{
-		Tenant: ev.Tenant, Flow: ev.Flow, Account: it.account, IP: it.ip, Outcome: out,
-		Attempt: token, DeviceToken: r.devices.get(ev.Device), PasswordFingerprint: ev.Fingerprint,
-	})
+	v, err := r.engine.Report(context.Background(), req)
 	if err != nil {
 		r.tally.refuse(err)
 		return
+	}
+	switch {
+	case v.Action == authguard.StepUp && v.Attempt != "":
+		r.tickets.put(ticket, v.Attempt)
+	case req.Outcome == authguard.StepUpPassed:
+		r.tickets.put(ticket, "") // spent: the second factor passed
 	}
 	if v.DeviceToken == "" {
 		return
@@ -518,6 +553,12 @@ func (r *runner) report(it *item, token string) {
 	if id != "" {
 		r.devices.put(id, v.DeviceToken)
 	}
+}
+
+// secondFactor reports whether the candidate's flow is a step-up flow.
+func (r *runner) secondFactor(flow string) bool {
+	f := r.policy.Flow(flow)
+	return f != nil && f.SecondFactor
 }
 
 // parseAction reads a recorded action ("proceed", "delay", ...); an

@@ -26,7 +26,8 @@ type ResponderConfig struct {
 	// pairs with the status phrase as title: set both or neither.
 	ProblemType string
 	// Title is the title of those problem documents, the same for every
-	// answer. The default is "Too Many Requests".
+	// answer. The default is the answer's status phrase, as about:blank
+	// asks: "Too Many Requests", or "Forbidden" for a step_up's 403.
 	Title string
 	// Captcha writes the answer to a captcha verdict: your page or JSON
 	// that shows a CAPTCHA and, once your CAPTCHA provider confirms it,
@@ -108,7 +109,7 @@ type RespondResult struct {
 const (
 	defaultPolicy      = "login"
 	defaultProblemType = "about:blank"
-	defaultTitle       = "Too Many Requests"
+	defaultTitle       = "Too Many Requests" // a 429's status phrase
 )
 
 // maxDelaySeconds caps Retry-After and the RateLimit field's t: 2^31, the
@@ -254,9 +255,11 @@ type problemDoc struct {
 }
 
 // writeProblem writes a problem document with status and detail; extra, if
-// not nil, adds headers first.
+// not nil, adds headers first. Without a configured title the title is
+// status's phrase: RFC 9457 §4.2.1 has about:blank's title be the status
+// phrase, so a step_up's 403 must not say "Too Many Requests".
 func (rs *Responder) writeProblem(w http.ResponseWriter, status int, detail string, extra func(http.Header)) {
-	typ, title := defaultProblemType, defaultTitle
+	typ, title := defaultProblemType, http.StatusText(status)
 	if rs != nil && rs.problemType != "" {
 		typ = rs.problemType
 	}

@@ -9,6 +9,8 @@
 
 import type { ServerResponse } from "node:http";
 
+import { statusText } from "./http.js";
+
 /** A page a hook returns: the status (a default per hook), header fields and body. */
 export interface Page {
   /** The status code; default 429 for captcha and delay, 202 for accepted. */
@@ -32,7 +34,11 @@ export interface ResponderOptions {
    * set both or neither.
    */
   problemType?: string | undefined;
-  /** The title of the problem documents. Default "Too Many Requests". */
+  /**
+   * The title of the problem documents, the same for every answer. Default
+   * the answer's status phrase, as about:blank asks: "Too Many Requests",
+   * or "Forbidden" for a step_up's 403.
+   */
   title?: string | undefined;
   /**
    * The answer to a captcha verdict: your page that shows a CAPTCHA and,
@@ -103,7 +109,6 @@ export interface VerdictLike {
 
 const defaultPolicy = "login";
 const defaultProblemType = "about:blank";
-const defaultTitle = "Too Many Requests";
 
 /** The cap of Retry-After and the RateLimit field's t: 2^31 seconds (RFC 9111 §1.2.2). */
 const maxDelaySeconds = 2 ** 31;
@@ -134,7 +139,7 @@ const maxHoldMs = Math.floor(9223372036854775807 / 1e6);
 export class Responder {
   readonly #policy: string;
   readonly #problemType: string;
-  readonly #title: string;
+  readonly #title: string | undefined;
   readonly #captcha: (() => Page) | undefined;
   readonly #accepted: (() => Page) | undefined;
   readonly #delay: ((seconds: number) => Page) | undefined;
@@ -152,7 +157,7 @@ export class Responder {
       throw new Error("tollgate: responder: problemType must be an absolute URI");
     }
     this.#problemType = pt === "" ? defaultProblemType : pt;
-    this.#title = options.title !== undefined && options.title !== "" ? options.title : defaultTitle;
+    this.#title = options.title !== undefined && options.title !== "" ? options.title : undefined;
     for (const hook of ["captcha", "accepted", "delay", "stepUp"] as const) {
       if (options[hook] !== undefined && typeof options[hook] !== "function") {
         throw new Error(`tollgate: responder: ${hook} must be a function`);
@@ -201,10 +206,16 @@ export class Responder {
     return { proceed: false, holdMs: 0, status: 202, headers: { "cache-control": "no-store", "content-length": "0" }, body: "" };
   }
 
-  /** A problem document with status and detail; extra headers come after the content headers. */
+  /**
+   * A problem document with status and detail; extra headers come after
+   * the content headers. Without a configured title the title is status's
+   * phrase: RFC 9457 §4.2.1 has about:blank's title be the status phrase,
+   * so a step_up's 403 must not say "Too Many Requests".
+   */
   #problem(status: number, detail: string, extra: Record<string, string>): Answer {
+    const title = this.#title ?? statusText(status);
     const body =
-      `{"type":${goJSONString(this.#problemType)},"title":${goJSONString(this.#title)},` +
+      `{"type":${goJSONString(this.#problemType)},"title":${goJSONString(title)},` +
       `"status":${status},"detail":${goJSONString(detail)}}\n`;
     return {
       proceed: false,

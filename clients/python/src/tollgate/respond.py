@@ -156,7 +156,9 @@ class Responder:
         problem_type: the type URI of the problem documents, an absolute
             URI. "about:blank" pairs with the status phrase as title
             (RFC 9457 §4.2.1): set both or neither.
-        title: the problem documents' title, the same for every answer.
+        title: the problem documents' title, the same for every answer;
+            by default the answer's status phrase, as "about:blank" asks:
+            "Too Many Requests", or "Forbidden" for a step_up's 403.
         captcha: called with no arguments for a captcha verdict; returns
             (status, headers, body): your page that shows a CAPTCHA and,
             once your provider confirms it, lets the end user try again
@@ -193,7 +195,7 @@ class Responder:
         self,
         policy: str = "login",
         problem_type: str = "about:blank",
-        title: str = "Too Many Requests",
+        title: str = "",
         captcha: Optional[Callable[[], HookAnswer]] = None,
         accepted: Optional[Callable[[], HookAnswer]] = None,
         delay: Optional[Callable[[int], HookAnswer]] = None,
@@ -207,7 +209,7 @@ class Responder:
             raise ValueError("responder: problem_type must be an absolute URI")
         self._policy = _sf_string(policy)
         self._problem_type = problem_type
-        self._title = title or "Too Many Requests"
+        self._title = title
         self._captcha = captcha
         self._accepted = accepted
         self._delay = delay
@@ -257,8 +259,12 @@ class Responder:
         return Answer(proceed=False, status=202, headers=[("Cache-Control", "no-store"), ("Content-Length", "0")])
 
     def _problem(self, status: int, detail: str, extra: List[Tuple[str, str]]) -> Answer:
+        # Without a title, status's phrase: RFC 9457 §4.2.1 has about:blank's
+        # title be the status phrase, so a step_up's 403 must not say "Too
+        # Many Requests".
+        title = self._title or http.HTTPStatus(status).phrase
         body = _wire.encode(
-            [("type", self._problem_type), ("title", self._title), ("status", status), ("detail", detail)]
+            [("type", self._problem_type), ("title", title), ("status", status), ("detail", detail)]
         ) + b"\n"
         headers = [
             ("Content-Type", "application/problem+json"),

@@ -149,6 +149,7 @@ type heldWrite struct {
 	base  string
 	now   time.Time // the engine's clock when the call saw them held
 	recs  []HeldRecord
+	del   []string      // fields to delete, behind the writes queued before them
 	flush chan struct{} // closed once what came before is written
 }
 
@@ -330,6 +331,12 @@ func (h *heldIndex) drain() {
 	for w := range h.queue {
 		if w.flush != nil {
 			close(w.flush)
+			continue
+		}
+		if w.del != nil {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+			_ = h.store.DeleteHeld(ctx, w.base, w.del) // an error leaves entries that expire with their state
+			cancel()
 			continue
 		}
 		h.write(w)
@@ -624,11 +631,24 @@ func (e *Engine) heldCleared(ctx context.Context, s *subjects, flows []*Flow) {
 
 // heldDelete deletes fields from the tenant's index and the in-process
 // record of what was written, so that the subject held again is written
-// again. A store error leaves the entries, which expire with the state
-// they showed.
+// again. On a store that keeps the index the delete rides the
+// write-behind queue: a write queued before it (the check that found the
+// subject held, just before the reset) would otherwise land after it and
+// list the subject again. A full queue deletes at once. A store error
+// leaves the entries, which expire with the state they showed.
 func (e *Engine) heldDelete(ctx context.Context, tenant string, fields []string) {
-	e.held.forget(fields)
-	_ = e.held.store.DeleteHeld(ctx, e.heldBase(tenant), fields)
+	h := e.held
+	h.forget(fields)
+	w := heldWrite{base: e.heldBase(tenant), del: fields}
+	if _, ok := h.store.(*memHeld); !ok {
+		h.start.Do(func() { go h.drain() })
+		select {
+		case h.queue <- w:
+			return
+		default:
+		}
+	}
+	_ = h.store.DeleteHeld(context.WithoutCancel(ctx), w.base, fields)
 }
 
 // memHeld is the index in the engine's memory, for stores that do not

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -430,5 +431,68 @@ func TestHeld_ASuccessThatClearsAnotherFlowTakesTheAccountOutOfItsIndex(t *testi
 				t.Errorf("after bob's passkey success the index lists %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// gatedHeld is a store that keeps the index, whose writes wait until gate
+// is closed: the write-behind's lag, made as long as the test wants.
+type gatedHeld struct {
+	*countingStore
+	gate chan struct{}
+	mu   sync.Mutex
+	recs map[string]authguard.HeldRecord
+}
+
+func (g *gatedHeld) PutHeld(_ context.Context, _ string, recs []authguard.HeldRecord, _ int64, _ time.Time) (int, error) {
+	<-g.gate
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, r := range recs {
+		g.recs[r.Field] = r
+	}
+	return 0, nil
+}
+func (g *gatedHeld) ListHeld(context.Context, string, time.Time) ([]authguard.HeldRecord, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []authguard.HeldRecord
+	for _, r := range g.recs {
+		out = append(out, r)
+	}
+	return out, nil
+}
+func (g *gatedHeld) DeleteHeld(_ context.Context, _ string, fields []string) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for _, f := range fields {
+		delete(g.recs, f)
+	}
+	return nil
+}
+
+// On a store that keeps the index (Redis), the write of the check that
+// found the owner held waits in the write-behind queue. Her password
+// change right after must not be undone by that write landing after its
+// delete: the delete waits behind it.
+func TestHeld_AWriteStillQueuedDoesNotListAnAccountAPasswordChangeCleared(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	store := &gatedHeld{countingStore: &countingStore{Store: memstore.New(memstore.Config{Now: clock.Now})},
+		gate: make(chan struct{}), recs: map[string]authguard.HeldRecord{}}
+	p, err := config.LoadPolicy(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Policy: p, Store: store, Secret: secret, Now: clock.Now, HeldBytes: authguard.DefaultHeldBytes})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &heldHarness{t: t, e: e, clock: clock, store: store.countingStore}
+	h.failUntilHeld("bob@example.com", "198.51.100.2") // its index write waits at the gate
+	if _, err := e.Report(context.Background(), authguard.ReportRequest{Flow: "login", Account: "bob@example.com", IP: "203.0.113.9", Outcome: authguard.PasswordChanged}); err != nil {
+		t.Fatal(err)
+	}
+	close(store.gate)
+	if got := subjectsOf(h.list(authguard.HeldListRequest{Flow: "login", Kind: authguard.HeldAccount})); len(got) != 0 {
+		t.Errorf("after bob's password change the index lists %q, want no one", got)
 	}
 }

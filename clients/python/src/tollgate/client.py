@@ -54,7 +54,7 @@ from .failmode import (
 
 __all__ = ["Client", "Explanation", "RuleState", "Entry", "ReloadResult", "DeadLetter", "Challenge",
            "ChallengeResult", "DEFAULT_TIMEOUT", "DEFAULT_USER_AGENT", "DEFAULT_BREACHED_TIMEOUT", "STEP_UP_FLOW",
-           "breached_range_count"]
+           "breached_range_count", "HeldList", "HeldReset", "HeldSubject"]
 
 #: Seconds each call may take unless the Client says otherwise: tollgate
 #: answers in a few milliseconds, and past this the fail mode answers.

@@ -54,7 +54,9 @@ image:
 ## on free loopback ports and stop them.
 test: test-deps
 	$(GO) vet $(PKGS)
-	$(GO) test -race -shuffle=on -count=1 $(PKGS)
+	# -timeout: the scenarios under the race detector take internal/lab/simulate
+	# 5-8 minutes on a loaded 2-core machine, near go test's 10-minute default.
+	$(GO) test -race -shuffle=on -count=1 -timeout 25m $(PKGS)
 	# The attack searches the race detector makes too slow (internal/lab/attack's
 	# raceTooSlow), without it.
 	$(GO) test -count=1 -run 'TestBuiltInPolicy_NoStrategyBeatsABound|TestSearch_FindsTheBreakInAWeakenedPolicy' ./internal/lab/attack

@@ -379,7 +379,7 @@ func asvsFactors(c *checker, r *Result) {
 			failf(r, "%s trusts the device tokens of a password flow (device_trust %s): a password change clears its counters too", f.label, f.DeviceTrust)
 		}
 	}
-	docs(r, "docs/policy.md#how-it-decides")
+	docs(r, "docs/policy.md#factors-beyond-the-password")
 	scenarioFiles(r, "passkey-cancelling-user", "recovery-code-guesser")
 	tests(r, "TestFactors_OneFactorsFailuresNeverSlowAnother", "TestPasswordChanged_AMailboxThiefCannotRenewHisGuessesAtTheSecondFactor")
 }
@@ -395,6 +395,6 @@ func asvsPasswordReset(c *checker, r *Result) {
 	}
 	howf(r, "a report of password_changed clears the account's counters in the flows that trust the reported flow's device tokens (its password's), never a step-up flow's or another factor's, never an address's; device tokens stay valid")
 	r.Caller = "ask for the enabled second factor before a password reset takes effect, and report password_changed only once the change is made"
-	docs(r, "docs/integrate.md#the-three-calls")
+	docs(r, "docs/integrate.md#after-a-password-change")
 	tests(r, "TestPasswordChanged_AMailboxThiefCannotRenewHisGuessesAtTheSecondFactor", "TestPasswordChanged_AnAttackerCannotUseItToResetHisGuesses")
 }

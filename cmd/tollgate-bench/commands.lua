@@ -4,7 +4,8 @@
 -- them to what the check script runs, command by command.
 --
 -- KEYS     the known network's record, the account's counter, the address's
---          bucket, its spray log, its failure log, the password's spray log
+--          bucket, its spray log, its failure log, the password's spray log,
+--          the address's credential-stuffing log (a check only reads it)
 -- ARGV     the counter's new value, a member for the logs
 redis.call('TIME')
 redis.call('ZCOUNT', KEYS[1], '(1788529446822', '+inf')
@@ -17,4 +18,5 @@ for i = 4, 6 do
   redis.call('ZADD', KEYS[i], '1796305446822', ARGV[2])
   redis.call('PEXPIRE', KEYS[i], '86400000')
 end
+redis.call('ZCOUNT', KEYS[7], '(1796219046822', '+inf')
 return 1

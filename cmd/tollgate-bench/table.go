@@ -113,9 +113,10 @@ var floor3Args = []string{
 // commandsArgs are redis-benchmark's keys and arguments for commands: each
 // key never seen, as a fresh check's are.
 var commandsArgs = []string{
-	"6", "tg:default:login:knownnet:__rand_int__zON2s3pl.__rand_int__J9yUIJz", "tg:default:login:acct:__rand_int__zON2s3pl453nKFQP9g",
+	"7", "tg:default:login:knownnet:__rand_int__zON2s3pl.__rand_int__J9yUIJz", "tg:default:login:acct:__rand_int__zON2s3pl453nKFQP9g",
 	"tg:default:login:iprate:__rand_int__J9yUIJz", "tg:default:login:ipspray:__rand_int__J9yUIJz",
 	"tg:default:login:ipfail:__rand_int__J9yUIJz", "tg:default:login:pwspray:__rand_int__Q340A_zFfhBI",
+	"tg:default:login:ipstuff:__rand_int__J9yUIJz",
 	"1|1796134374052|0||K8ROY8UuqqQBUAjrp2ubxQ", "zON2s3pl453n__rand_int__",
 }
 

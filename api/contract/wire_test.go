@@ -183,7 +183,7 @@ func TestWire_ConstantsMatchOpenAPIEnums(t *testing.T) {
 		"ActionProceed": wire.ActionProceed, "ActionDelay": wire.ActionDelay,
 		"ActionCaptcha": wire.ActionCaptcha, "ActionDeny": wire.ActionDeny, "ActionStepUp": wire.ActionStepUp,
 		"OutcomeFailure": wire.OutcomeFailure, "OutcomeSuccess": wire.OutcomeSuccess,
-		"OutcomeStepUpPassed": wire.OutcomeStepUpPassed, "OutcomeStepUpFailed": wire.OutcomeStepUpFailed,
+		"OutcomeStepUpPassed": wire.OutcomeStepUpPassed, "OutcomeStepUpFailed": wire.OutcomeStepUpFailed, "OutcomePasswordChanged": wire.OutcomePasswordChanged,
 		"ChannelSMS": wire.ChannelSMS, "ChannelVoice": wire.ChannelVoice,
 		"ChannelWhatsApp": wire.ChannelWhatsApp, "ChannelEmail": wire.ChannelEmail,
 		"ProblemMalformedJSON": wire.ProblemMalformedJSON, "ProblemMissingField": wire.ProblemMissingField,

@@ -147,31 +147,51 @@ func adminCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv f
 			body["action"] = *denyAction
 		}
 	}
-	var rd io.Reader
+	call := adminCall{name: "tollgate admin", url: *url, token: *token, timeout: 10 * time.Second, limit: 1 << 20}
 	if body != nil {
-		b, _ := json.Marshal(body)
-		rd = bytes.NewReader(b)
+		call.body, _ = json.Marshal(body)
 	}
-	req, err := http.NewRequest(method, strings.TrimRight(*url, "/")+path, rd)
+	return call.do(method, path, stdout, stderr, usageErr)
+}
+
+// adminCall is one call of `tollgate admin` to the admin API: the JSON body
+// (none when nil) with the bearer token, the answer copied to stdout.
+type adminCall struct {
+	name    string // the command, for its messages
+	url     string // the API's base URL
+	token   string // the bearer token, or none
+	body    []byte
+	timeout time.Duration
+	limit   int64 // the bytes of the answer copied at most
+}
+
+// do makes the call. It returns 0 on a 2xx answer, 1 on any other answer or
+// a failed call, and usageErr's code when the URL does not make a request.
+func (c adminCall) do(method, path string, stdout, stderr io.Writer, usageErr func(error) int) int {
+	var rd io.Reader
+	if c.body != nil {
+		rd = bytes.NewReader(c.body)
+	}
+	req, err := http.NewRequest(method, strings.TrimRight(c.url, "/")+path, rd)
 	if err != nil {
 		return usageErr(err)
 	}
-	if body != nil {
+	if c.body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
 	}
-	res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+	res, err := (&http.Client{Timeout: c.timeout}).Do(req)
 	if err != nil {
-		fmt.Fprintf(stderr, "tollgate admin: %v\n", err)
+		fmt.Fprintf(stderr, "%s: %v\n", c.name, err)
 		return 1
 	}
 	defer res.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	out, _ := io.ReadAll(io.LimitReader(res.Body, c.limit))
 	stdout.Write(out)
 	if res.StatusCode/100 != 2 {
-		fmt.Fprintf(stderr, "tollgate admin: %s answered %d\n", *url, res.StatusCode)
+		fmt.Fprintf(stderr, "%s: %s answered %d\n", c.name, c.url, res.StatusCode)
 		return 1
 	}
 	return 0

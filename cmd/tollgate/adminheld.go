@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -82,7 +81,7 @@ func heldCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv fu
 	}
 
 	method, path := http.MethodGet, "/v1/admin/held"
-	var rd io.Reader
+	var body []byte // none for a list
 	if list {
 		q := neturl.Values{}
 		for k, v := range map[string]string{"flow": *flow, "kind": *subject, "cursor": *cursor} {
@@ -97,12 +96,12 @@ func heldCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv fu
 			path += "?" + q.Encode()
 		}
 	} else {
-		body := map[string]any{"flow": *flow, "reason": *reason}
+		reset := map[string]any{"flow": *flow, "reason": *reason}
 		if *subject != "" {
-			body["kind"] = *subject
+			reset["kind"] = *subject
 		}
 		if *dryRun {
-			body["dry_run"] = true
+			reset["dry_run"] = true
 		}
 		if *fromStdin {
 			var subjects []string
@@ -118,32 +117,11 @@ func heldCmd(args []string, stdin io.Reader, stdout, stderr io.Writer, getenv fu
 			if len(subjects) == 0 {
 				return usageErr(errors.New("-stdin: no identifier on standard input"))
 			}
-			body["subjects"] = subjects
+			reset["subjects"] = subjects
 		}
-		b, _ := json.Marshal(body)
-		method, path, rd = http.MethodPost, "/v1/admin/reset-held", bytes.NewReader(b)
+		body, _ = json.Marshal(reset)
+		method, path = http.MethodPost, "/v1/admin/reset-held"
 	}
-	req, err := http.NewRequest(method, strings.TrimRight(*url, "/")+path, rd)
-	if err != nil {
-		return usageErr(err)
-	}
-	if rd != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	if *token != "" {
-		req.Header.Set("Authorization", "Bearer "+*token)
-	}
-	res, err := (&http.Client{Timeout: 30 * time.Second}).Do(req)
-	if err != nil {
-		fmt.Fprintf(stderr, "tollgate admin held: %v\n", err)
-		return 1
-	}
-	defer res.Body.Close()
-	out, _ := io.ReadAll(io.LimitReader(res.Body, 8<<20))
-	stdout.Write(out)
-	if res.StatusCode/100 != 2 {
-		fmt.Fprintf(stderr, "tollgate admin held: %s answered %d\n", *url, res.StatusCode)
-		return 1
-	}
-	return 0
+	call := adminCall{name: "tollgate admin held", url: *url, token: *token, body: body, timeout: 30 * time.Second, limit: 8 << 20}
+	return call.do(method, path, stdout, stderr, usageErr)
 }

@@ -40,6 +40,11 @@ export interface HeldList {
   subjects: HeldSubject[];
   /** The cursor of the next page; "" on the last. */
   next: string;
+  /**
+   * The tenant's held subjects by "flow:kind" (such as "login:account"),
+   * every page's, not this page's alone; {} when none is held.
+   */
+  counts: Record<string, number>;
 }
 
 /** The body of POST /v1/admin/reset-held: free the held subjects of a flow, those named or all the index lists. */
@@ -92,6 +97,7 @@ export const heldShapes = {
       },
     ],
     next: "string",
+    counts: ["map", "int"],
   },
   heldReset: { matched: "int", reset: "int", deleted: "int", dry_run: "bool" },
 } as const satisfies Record<string, Shape>;

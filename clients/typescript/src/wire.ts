@@ -480,10 +480,17 @@ export function encodeRequest(req: object, fields: readonly FieldSpec[]): string
 
 /**
  * The shape of a JSON value a call decodes, for {@link decodeAs}: a string,
- * an integer, a boolean, an array of one shape (`[shape]`) or an object of
- * named fields.
+ * an integer, a boolean, an array of one shape (`[shape]`), an object of
+ * any keys whose values are all of one shape (`["map", shape]`, Go's
+ * `map[string]T`) or an object of named fields.
  */
-export type Shape = "string" | "int" | "bool" | readonly [Shape] | { readonly [field: string]: Shape };
+export type Shape =
+  | "string"
+  | "int"
+  | "bool"
+  | readonly [Shape]
+  | readonly ["map", Shape]
+  | { readonly [field: string]: Shape };
 
 /** The shape of a verdict. */
 export const verdictShape = {
@@ -562,12 +569,12 @@ export const adminShapes = {
   replayed: { replayed: "bool" },
 } as const satisfies Record<string, Shape>;
 
-/** The zero value of shape, as Go's: "", 0, false, [] (Go's nil) or an object of zeros. */
+/** The zero value of shape, as Go's: "", 0, false, [] (Go's nil slice), {} (Go's nil map) or an object of zeros. */
 function zero(shape: Shape): unknown {
   if (shape === "string") return "";
   if (shape === "int") return 0;
   if (shape === "bool") return false;
-  if (Array.isArray(shape)) return [];
+  if (Array.isArray(shape)) return shape.length === 2 ? {} : [];
   const out: Record<string, unknown> = {};
   for (const [k, s] of Object.entries(shape as Record<string, Shape>)) out[k] = zero(s);
   return out;
@@ -581,7 +588,8 @@ function foldKey(s: string): string {
 /**
  * Decodes v (parsed JSON) as Go's encoding/json decodes it into a value of
  * shape: null leaves the zero value, unknown keys are ignored, keys match
- * fields exactly or else case-insensitively, and a value of the wrong type
+ * fields exactly or else case-insensitively (a map's keys are kept as
+ * sent, the last of a repeated key winning), and a value of the wrong type
  * (a fraction or an out-of-range number for an integer) fails the whole
  * decoding. Returns undefined on failure.
  */
@@ -593,6 +601,19 @@ export function decodeAs(shape: Shape, v: unknown): unknown {
     if (s === "bool") return typeof x === "boolean" ? x : bad;
     if (s === "int") {
       return typeof x === "number" && Number.isInteger(x) && Math.abs(x) <= 9223372036854775807 ? x : bad;
+    }
+    if (Array.isArray(s) && s.length === 2) {
+      if (typeof x !== "object" || Array.isArray(x)) return bad;
+      const item = s[1] as Shape;
+      const out: Record<string, unknown> = {};
+      for (const [k, val] of Object.entries(x as Record<string, unknown>)) {
+        const d = walk(item, val);
+        if (d === bad) return bad;
+        // Defined, not assigned: a key "__proto__" from the wire is a key
+        // like any other, never the object's prototype.
+        Object.defineProperty(out, k, { value: d, enumerable: true, writable: true, configurable: true });
+      }
+      return out;
     }
     if (Array.isArray(s)) {
       if (!Array.isArray(x)) return bad;

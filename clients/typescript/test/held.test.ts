@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 
-import { Client, TollgateError } from "../src/index.js";
+import { Client, TollgateError, isUnavailable } from "../src/index.js";
 import { standIn } from "./helpers.js";
 
 const heldJSON = JSON.stringify({
@@ -28,6 +28,7 @@ test("held sends the query it is given and decodes a page of held subjects", asy
     assert.equal(l.subjects[0]?.subject, "alice@example.com");
     assert.equal(l.subjects[0]?.wait_ms, 1000);
     assert.equal(l.next, "bG9naW46YWNjb3VudDpo");
+    assert.deepEqual(l.counts, { "login:account": 1 });
     await c.held();
     const r = await c.resetHeld({ dry_run: true, reason: "incident 3", subjects: ["alice@example.com", "bob@example.com"], flow: "login" });
     assert.deepEqual(r, { matched: 2, reset: 0, deleted: 0, dry_run: true });
@@ -53,6 +54,33 @@ test("held rejects with tollgate's 404 while the index is off", async () => {
   try {
     const c = new Client({ baseURL: srv.base, timeoutMs: 5000 });
     await assert.rejects(c.held({ flow: "login" }), (e: unknown) => e instanceof TollgateError && e.status === 404);
+  } finally {
+    await srv.close();
+  }
+});
+
+test("held decodes counts as Go decodes a map[string]int: null and absent are {}, any key is data, a wrong value fails", async () => {
+  const answers = [
+    '{"subjects":[],"counts":null}',
+    '{"subjects":[]}',
+    '{"subjects":[],"counts":{"__proto__":2,"login:ip":3,"Login:IP":null}}',
+    '{"subjects":[],"counts":{"login:account":"1"}}',
+    '{"subjects":[],"counts":{"login:account":1.5}}',
+    '{"subjects":[],"counts":[1]}',
+  ];
+  let i = 0;
+  const srv = await standIn((_req, res) => {
+    res.writeHead(200, { "content-type": "application/json" });
+    res.end(answers[i++]);
+  });
+  try {
+    const c = new Client({ baseURL: srv.base, timeoutMs: 5000 });
+    assert.deepEqual((await c.held()).counts, {});
+    assert.deepEqual((await c.held()).counts, {});
+    const odd = (await c.held()).counts;
+    assert.deepEqual(Object.entries(odd), [["__proto__", 2], ["login:ip", 3], ["Login:IP", 0]]);
+    assert.equal(Object.getPrototypeOf(odd), Object.prototype, "a key from the wire never sets the prototype");
+    for (let n = 0; n < 3; n++) await assert.rejects(c.held(), (e: unknown) => isUnavailable(e));
   } finally {
     await srv.close();
   }

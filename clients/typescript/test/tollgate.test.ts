@@ -1,8 +1,9 @@
 /**
  * Against a real tollgate: $TOLLGATE_BIN, or one built from this
  * repository, started on 127.0.0.1 and a free port with the memory store
- * and the built-in policy (and a second one reading a configuration file
- * for the reload tests), and killed by PID at the end.
+ * and the built-in policy (and, for each group of tests that needs one, a
+ * server reading a configuration file: reload, webhooks, a breached
+ * corpus, the held-subjects index with auth), and killed by PID at the end.
  */
 
 import assert from "node:assert/strict";
@@ -508,5 +509,141 @@ describe("breached passwords and step-up with a real tollgate that has a corpus 
     const v2 = await c.check({ flow: "login", account: "stepper", ip, device_token: passed.device_token }, failDelay);
     const r2 = await c.report({ flow: "login", account: "stepper", ip, outcome: "success", attempt: v2.attempt, device_token: passed.device_token, breached: true }, failDelay);
     assert.equal(r2.action, "proceed", `the known device: ${r2.action} ${r2.reasons.join(",")}`);
+  });
+});
+
+describe("the held subjects of a real tollgate with the index on and auth (TOLLGATE_CONFIG store.held_index_bytes, HS256 tokens)", () => {
+  let dir = "";
+  let server: Tollgate | undefined;
+  let admin: Client; // verdicts, admin:read and admin:write
+  let reader: Client; // verdicts and admin:read
+  let caller: Client; // verdicts only
+  let anonymous: Client; // no token
+  const reason = "test: incident 31 ended";
+
+  /** A token from `tollgate token` for the tenant shop, signed with the HS256 secret the server's file trusts. */
+  function token(file: string, key: string, scopes: string): string {
+    const env = Object.fromEntries(Object.entries(process.env).filter(([k]) => !k.startsWith("TOLLGATE_")));
+    const args = ["token", "-key", key, "-alg", "HS256", "-kid", "local", "-config", file, "-tenant", "shop", "-scopes", scopes, "-ttl", "30m"];
+    return execFileSync(binPath, args, { env, timeout: 60_000 }).toString("utf8").trim();
+  }
+
+  before(async () => {
+    dir = mkdtempSync(join(tmpdir(), "tollgate-ts-held-"));
+    const key = join(dir, "hs256.key");
+    writeFileSync(key, "held-subjects-test-secret-of-more-than-32-bytes\n", { mode: 0o600 });
+    const file = join(dir, "tollgate.yaml");
+    writeFileSync(file, [
+      "store:",
+      "  held_index_bytes: 16MiB",
+      "auth:",
+      "  audience: tollgate",
+      "  keys:",
+      `    - {id: local, alg: HS256, secret_file: ${JSON.stringify(key)}}`,
+      "  tenants:",
+      '    - {name: shop, issuer: "https://auth.shop.example"}',
+      "",
+    ].join("\n"));
+    server = await startTollgate(binPath, { TOLLGATE_CONFIG: file });
+    admin = new Client({ baseURL: server.base, timeoutMs, token: token(file, key, "verdicts admin:read admin:write") });
+    reader = new Client({ baseURL: server.base, timeoutMs, token: token(file, key, "verdicts admin:read") });
+    caller = new Client({ baseURL: server.base, timeoutMs, token: token(file, key, "verdicts") });
+    anonymous = new Client({ baseURL: server.base, timeoutMs });
+  });
+
+  after(async () => {
+    await server?.stop();
+    if (dir !== "") rmSync(dir, { recursive: true, force: true });
+  });
+
+  /**
+   * Fails account from ip with real checks and reports until a check is
+   * delayed, then reports three failures more: a wait of seconds, which a
+   * slow machine cannot run out before the list is read.
+   */
+  async function hold(account: string, ip: string): Promise<void> {
+    for (let i = 0; ; i++) {
+      assert.ok(i < 10, `${account} not delayed after 10 failures`);
+      const v = await admin.check({ flow: "login", account, ip }, failDelay);
+      assert.equal(v.error, undefined, String(v.error));
+      if (v.action !== "proceed") break;
+      const r = await admin.report({ flow: "login", account, ip, outcome: "failure", attempt: v.attempt }, failDelay);
+      assert.equal(r.error, undefined, String(r.error));
+    }
+    for (let i = 0; i < 3; i++) {
+      const r = await admin.report({ flow: "login", account, ip, outcome: "failure" }, failDelay);
+      assert.equal(r.error, undefined, String(r.error));
+    }
+  }
+
+  /** The action of a check of account from ip now. */
+  async function actionOf(account: string, ip: string): Promise<string> {
+    const v = await admin.check({ flow: "login", account, ip }, failDelay);
+    assert.equal(v.error, undefined, String(v.error));
+    return v.action;
+  }
+
+  test("an operator lists the accounts a guesser holds, page by page with the counts, dry-runs the reset, then frees them in one call", async () => {
+    const held = { "held-one@example.com": "203.0.113.160", "held-two@example.com": "203.0.113.161" };
+    for (const [account, ip] of Object.entries(held)) await hold(account, ip);
+
+    const l = await admin.held({ flow: "login", kind: "account" });
+    assert.deepEqual(l.subjects.map((s) => s.subject).sort(), Object.keys(held));
+    for (const s of l.subjects) {
+      assert.deepEqual([s.flow, s.kind, s.rule, s.reason, s.over], ["login", "account", "account_backoff", "account_backoff", false], s.subject);
+      assert.ok(s.wait_ms > 0, `${s.subject}: wait_ms ${s.wait_ms}`);
+      assert.ok(s.expires_in_ms >= s.wait_ms, `${s.subject}: expires_in_ms ${s.expires_in_ms} < wait_ms ${s.wait_ms}`);
+      assert.ok(!Number.isNaN(Date.parse(s.since)), `since ${s.since}`);
+    }
+    assert.equal(l.next, "");
+    assert.deepEqual(l.counts, { "login:account": 2 });
+
+    const p1 = await reader.held({ flow: "login", kind: "account", limit: 1 });
+    assert.equal(p1.subjects.length, 1);
+    assert.notEqual(p1.next, "", "a next page");
+    const p2 = await reader.held({ flow: "login", kind: "account", limit: 1, cursor: p1.next });
+    assert.equal(p2.next, "", "the last page");
+    assert.deepEqual([...p1.subjects, ...p2.subjects].map((s) => s.subject).sort(), Object.keys(held));
+    assert.deepEqual(p2.counts, { "login:account": 2 }, "every page's counts");
+    assert.deepEqual((await admin.held({ flow: "login", kind: "ip" })).subjects, []);
+
+    const dry = await admin.resetHeld({ flow: "login", kind: "account", reason, dry_run: true });
+    assert.deepEqual(dry, { matched: 2, reset: 0, deleted: 0, dry_run: true });
+    assert.equal((await admin.held({ flow: "login", kind: "account" })).subjects.length, 2, "a dry run frees nobody");
+    for (const [account, ip] of Object.entries(held)) assert.equal(await actionOf(account, ip), "delay", account);
+
+    const done = await admin.resetHeld({ flow: "login", kind: "account", reason });
+    assert.deepEqual([done.matched, done.reset, done.dry_run], [2, 2, false]);
+    assert.ok(done.deleted > 0, `deleted ${done.deleted}`);
+    const after = await admin.held({ flow: "login" });
+    assert.deepEqual(after.subjects, []);
+    assert.equal(after.counts["login:account"] ?? 0, 0, JSON.stringify(after.counts));
+    for (const [account, ip] of Object.entries(held)) assert.equal(await actionOf(account, ip), "proceed", account);
+  });
+
+  test("a held call refused (no reason, a scope short, no token) changes nothing and names nobody; one reset naming the account frees it", async () => {
+    const account = "held-three@example.com";
+    const ip = "203.0.113.162";
+    await hold(account, ip);
+    const refused = async (call: Promise<unknown>, status: number, type: string): Promise<void> => {
+      await assert.rejects(call, (e: unknown) => {
+        assert.ok(e instanceof TollgateError, String(e));
+        assert.deepEqual([e.status, e.type], [status, problemBase + type]);
+        assert.ok(!String(e).includes(account) && !e.detail.includes(account), "the error names nobody");
+        return true;
+      });
+    };
+    await refused(admin.resetHeld({ flow: "login", subjects: [account], reason: "" }), 400, "missing-field");
+    await refused(reader.resetHeld({ flow: "login", subjects: [account], reason }), 403, "forbidden");
+    await refused(caller.held({ flow: "login" }), 403, "forbidden");
+    await refused(anonymous.held({ flow: "login" }), 401, "unauthenticated");
+    const l = await reader.held({ flow: "login", kind: "account" });
+    assert.deepEqual(l.subjects.map((s) => s.subject), [account], "still held");
+    assert.equal(await actionOf(account, ip), "delay");
+
+    const r = await admin.resetHeld({ flow: "login", subjects: [account], reason });
+    assert.deepEqual([r.matched, r.reset, r.dry_run], [1, 1, false]);
+    assert.deepEqual((await admin.held({ flow: "login", kind: "account" })).subjects, []);
+    assert.equal(await actionOf(account, ip), "proceed");
   });
 });

@@ -11,7 +11,9 @@ import (
 // they were (rules that count checks keep what they took). Invalid input is
 // an error (an *InputError), and so is a call shed because MaxInFlight calls
 // are running (ErrOverloaded: nothing was counted); a store failure is
-// answered by the flow's fail mode.
+// answered by the flow's fail mode. A step-up flow's check (a try of a
+// second factor) reserves too; its step_up_failed or step_up_passed report
+// settles the try with this token after the ticket (stepup.go).
 //
 // A client with a valid device token for the account, trusted by a flow
 // with a device rule, is counted by the device rule and by rules for all
@@ -54,7 +56,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	if s.flow.Mode == Shadow {
 		answer = Verdict{}
 	}
-	if answer.Action == Proceed && !s.flow.SecondFactor { // a step-up flow's check counts nothing to settle
+	if answer.Action == Proceed { // a step-up flow's too: its report settles the try (stepup.go)
 		answer.Attempt = e.attempts.sign(s.tenant, s.flow.Name, s.account, attempt{
 			device: device, id: id,
 			exempt: p.allowance >= 0 && b.res != nil && b.res[p.allowance].Charged,
@@ -64,7 +66,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	var rec *EventSubjects
 	if e.recordSubjects {
 		attempt := ""
-		if answer.Action == Proceed && !s.flow.SecondFactor {
+		if answer.Action == Proceed {
 			attempt = id
 		}
 		rec = e.record(&s, device, attempt)

@@ -195,8 +195,6 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 		case !r.Clients.counts(known):
 		case i == s.flow.device:
 			e.devices(&p, s, i, device, deviceSteps{allowance: LogAdmit, member: id, slot: LogAdmit, shared: BackoffCharge, attempt: id})
-		case s.flow.SecondFactor: // its checks read; its reports count (stepup.go)
-			e.backoff(&p, s, i, BackoffPeek, "")
 		case r.Algorithm == Backoff:
 			e.backoff(&p, s, i, BackoffCharge, id)
 		case r.Breached: // the check cannot know: only its report can count

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
@@ -38,6 +39,15 @@ import (
 // second factor is reported on the step-up flow (Flow.SecondFactor) with
 // it: StepUpPassed issues the device token, StepUpFailed counts on the
 // step-up flow's own counters, never the password's.
+//
+// Each try of a code is checked on the step-up flow first, and that check
+// reserves as a login's does: a Proceed charges the try as a failure
+// before the code is compared, and carries an attempt token, which the
+// report carries after the ticket (StepUpAttemptSeparator) to settle the
+// charge: a failure confirms it, a pass refunds it. So tries sent at the
+// same moment, one per ticket of as many sign-ins, meet the counters each
+// other's checks charged, and the step-up flow's bound holds for them as
+// for tries sent one at a time.
 //
 // Of a success's effects, those that are about the password happen at once
 // (its attempt's charge refunded, the account off the spray logs: the
@@ -82,6 +92,12 @@ type StepUpPolicy struct {
 // DefaultStepUpTTL is StepUpPolicy.TTL's default: time to receive and type
 // a code, short enough that a ticket is not a standing pass.
 const DefaultStepUpTTL = 10 * time.Minute
+
+// StepUpAttemptSeparator joins, in a step-up flow's report's attempt, the
+// step-up ticket and the attempt token that the try's own check on the
+// step-up flow returned: "<ticket>,<attempt token>". Neither contains it.
+// The ticket alone is still a report, counted on its own (reportStepUp).
+const StepUpAttemptSeparator = ","
 
 // ticketVersion is the version byte of a step-up ticket: the attempt
 // token's layout (attempt.go) under another version and another flow
@@ -131,7 +147,7 @@ func (f *Flow) compileStepUp() error {
 	}
 	for i := range f.Rules {
 		if r := &f.Rules[i]; r.Algorithm != Backoff {
-			return &RuleError{Flow: f.Name, Rule: r.Name, Err: errors.New("a step-up flow's rules are backoff counters: its checks read them without counting (there is no attempt token to settle) and its step_up_failed reports count")}
+			return &RuleError{Flow: f.Name, Rule: r.Name, Err: errors.New("a step-up flow's rules are backoff counters: its checks charge each try and its step_up_failed and step_up_passed reports settle the charge")}
 		}
 	}
 	return nil
@@ -249,12 +265,20 @@ func (e *Engine) ticketOf(s *subjects, token string) (*Flow, attempt, attemptSta
 }
 
 // reportStepUp is Report on a step-up flow: the second factor a StepUp
-// verdict asked for, with its ticket. StepUpFailed counts one failure on
-// the step-up flow's own counters and answers the verdict of the next
-// guess; StepUpPassed answers Proceed with a device token for the flow that
-// issued the ticket, whose network becomes known to the account. A ticket
-// missing, malformed, forged, expired, or issued for another tenant or
-// account is an *InputError on "attempt", before any store operation.
+// verdict asked for, with its ticket and, after StepUpAttemptSeparator,
+// the attempt token of the try's check on the step-up flow. StepUpFailed
+// confirms that check's charge on the step-up flow's own counters (one
+// failure, however often the report is sent) and answers the verdict of
+// the next guess; StepUpPassed refunds the charge and answers Proceed with
+// a device token for the flow that issued the ticket, whose network
+// becomes known to the account. Without the check's attempt token, or with
+// an expired one, a report settles nothing and is counted on its own, as
+// before checks reserved: StepUpFailed counts one failure (on top of the
+// one its check charged, if there was a check), StepUpPassed refunds
+// nothing. A ticket missing, malformed, forged, expired, or issued for
+// another tenant or account, or an attempt token after it that is
+// malformed or not this account's step-up check's, is an *InputError on
+// "attempt", before any store operation.
 func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportRequest) (Verdict, error) {
 	if req.Outcome != StepUpPassed && req.Outcome != StepUpFailed {
 		return Verdict{}, &InputError{Field: "outcome", Detail: `must be "step_up_passed" or "step_up_failed" on a step-up flow`}
@@ -271,7 +295,8 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 	if err := checkRef(req.Ref); err != nil {
 		return Verdict{}, err
 	}
-	login, t, status := e.ticketOf(s, req.Attempt)
+	ticket, tried, _ := strings.Cut(req.Attempt, StepUpAttemptSeparator)
+	login, t, status := e.ticketOf(s, ticket)
 	switch status {
 	case attemptMissing:
 		return Verdict{}, &InputError{Field: "attempt", Detail: "is required on a step-up flow: send the ticket the step_up verdict carried"}
@@ -282,6 +307,21 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 	case attemptExpired:
 		return Verdict{}, &InputError{Field: "attempt", Detail: "has expired: sign in again"}
 	}
+	a, tstatus := e.attempts.parse(tried, s.tenant, s.flow.Name, s.account, e.now())
+	state := AttemptSettled
+	switch tstatus {
+	case attemptMalformed:
+		return Verdict{}, &InputError{Field: "attempt", Detail: "carries after the ticket something that is not an attempt token: send the ticket, then the step-up check's attempt token unchanged, or the ticket alone"}
+	case attemptForged:
+		return Verdict{}, &InputError{Field: "attempt", Detail: "carries an attempt token that does not verify: send the one this try's check on the step-up flow returned, with the same account"}
+	case attemptMissing:
+		state = AttemptMissing
+	case attemptExpired:
+		state = AttemptExpired
+	}
+	// A check shadow mode would have refused charged nothing (its charge
+	// was undone): its try is counted on its own, as one with no token.
+	tokened := tstatus == attemptValid && !a.shadow
 	ls, err := e.subjectsOf(sentParts{kind: Attempts, tenant: req.Tenant, flow: login.Name, account: req.Account, ip: req.IP, optional: true})
 	if err != nil {
 		return Verdict{}, err
@@ -293,14 +333,26 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 		}
 	}
 
-	var p plan
-	var b batch
+	// The try's check charged it as a failure (checkPlan); the report
+	// settles that charge as a login's report settles its check's
+	// (reportPlan): a failure confirms it, a pass refunds it. A report
+	// without the check's attempt token (or with an expired one) settles
+	// nothing and is counted as before checks reserved: a failure counts
+	// one more, on top of any its check charged; a pass refunds nothing.
+	p, b := plan{allowance: -1}, batch{src: SourceNone}
 	var computed Verdict
-	if req.Outcome == StepUpFailed {
+	switch {
+	case req.Outcome == StepUpFailed && tokened:
+		p = e.reportPlan(s, "", Failure, a, true, false)
+	case req.Outcome == StepUpFailed:
 		p = newPlan()
 		for i := range s.flow.Rules {
 			e.backoff(&p, s, i, BackoffFail, "")
 		}
+	case tokened:
+		p = e.reportPlan(s, "", Success, a, true, false)
+	}
+	if len(p.ops) > 0 {
 		b = e.do(ctx, s.flow, p.ops, nil)
 		if b.src == SourceStore {
 			e.learnRecords(ctx, &p, b.res)
@@ -308,6 +360,8 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 		if errors.Is(b.err, ErrOverloaded) {
 			return Verdict{}, b.err
 		}
+	}
+	if req.Outcome == StepUpFailed {
 		computed = e.combine(s.flow, &p, b, false)
 	} else {
 		e.learnNetwork(ctx, &ls)
@@ -315,7 +369,9 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 			Tenant: ls.tenant, Trust: login.DeviceTrust, Account: ls.account, Device: t.device,
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), login.DeviceTokenTTL)},
 		})
-		b.src = SourceStore
+		if len(p.ops) == 0 {
+			b.src = SourceStore
+		}
 	}
 	answer := computed
 	if s.flow.Mode == Shadow {
@@ -328,7 +384,7 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 			rec.Issued = t.device
 		}
 	}
-	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: AttemptSettled,
+	e.decided(ctx, Event{Call: "report", Tenant: s.tenant, Flow: s.flow.Name, Outcome: req.Outcome, Attempt: state,
 		Answer: answer, Computed: computed, Source: b.src, StoreErr: b.err, StoreDuration: b.took, Subjects: rec})
 	if e.notices.to != nil {
 		if req.Outcome == StepUpPassed {

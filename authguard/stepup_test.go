@@ -202,15 +202,16 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAccount(t *testing.T) {
 	guessed := 0
 	for i := range 200 {
 		ip := fmt.Sprintf("198.18.%d.%d", i/250, i%250+1)
-		if v := h.check(authguard.CheckRequest{Flow: "step_up", Account: acct, IP: ip}); v.Action != authguard.Proceed {
+		v := h.check(authguard.CheckRequest{Flow: "step_up", Account: acct, IP: ip})
+		if v.Action != authguard.Proceed {
 			if v.Action != authguard.Delay || !slices.Contains(v.Reasons, "account_backoff") {
 				t.Fatalf("guess %d: %v %v, want delay [account_backoff]", i, v.Action, v.Reasons)
 			}
 			break
-		} else if v.Attempt != "" {
-			t.Fatal("a step-up check's proceed carries an attempt token")
+		} else if v.Attempt == "" {
+			t.Fatal("a step-up check's proceed carries no attempt token: the try's report has no charge to settle")
 		}
-		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: ticket})
+		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		guessed++
 	}
 	if free := config.DefaultPolicy().Flow("step_up").Rule("account_backoff").Backoff.Free; guessed != free {
@@ -231,7 +232,7 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAccount(t *testing.T) {
 		// A fresh ticket for each guess (a ticket lives 10 minutes): the
 		// stuffer holds the password and signs in again at will.
 		ticket := h2.login(acct, "203.0.113.7", authguard.Success, "", true).Attempt
-		h2.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: "203.0.113.7", Outcome: authguard.StepUpFailed, Attempt: ticket})
+		h2.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: "203.0.113.7", Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		n++
 	}
 	bound := config.DefaultPolicy().Flow("step_up").Rule("account_backoff").Backoff.MaxFailuresIn(24 * time.Hour)
@@ -254,7 +255,7 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAddress(t *testing.T) {
 			}
 			break
 		}
-		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: ticket})
+		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		guessed++
 	}
 	if free := config.DefaultPolicy().Flow("step_up").Rule("ip_backoff").Backoff.Free; guessed != free {

@@ -64,9 +64,26 @@ class HeldTest(unittest.TestCase):
         self.assertEqual(e.exception.status, 404)
 
     def test_a_page_of_the_wrong_shape_is_unavailable(self) -> None:
-        s = self.stand_in(body=b'{"subjects":[],"counts":{"login:account":"x"}}')
-        with self.assertRaises(Unavailable):
-            self.client(s.url).held()
+        for body in (b'{"subjects":[],"counts":{"login:account":"x"}}', b'{"subjects":[],"counts":{"login:account":1.5}}',
+                     b'{"subjects":[],"counts":[1]}', b'[]'):
+            with self.subTest(body=body):
+                s = self.stand_in(body=body)
+                with self.assertRaises(Unavailable):
+                    self.client(s.url).held()
+
+    def test_counts_decode_as_gos_map_of_ints(self) -> None:
+        cases = [
+            (b'null', {}),
+            (b'{"subjects":[],"counts":null}', {}),
+            (b'{"subjects":[]}', {}),
+            (b'{"subjects":[],"Counts":{"login:ip":3}}', {"login:ip": 3}),
+            (b'{"subjects":[],"counts":{"login:ip":3,"Login:IP":null,"login:ip":4}}', {"login:ip": 4, "Login:IP": 0}),
+        ]
+        for body, want in cases:
+            with self.subTest(body=body):
+                s = self.stand_in(body=body)
+                page = self.client(s.url).held()
+                self.assertEqual((page.subjects, page.next, page.counts), ([], "", want))
 
 
 if __name__ == "__main__":

@@ -11,7 +11,7 @@ import re
 import subprocess
 import tempfile
 import unittest
-from typing import Callable, Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple
 
 import tollgate
 from tollgate import FAIL_CAPTCHA, FAIL_DELAY, FAIL_OPEN, Client, DeviceCookie, Responder, TollgateError
@@ -519,3 +519,138 @@ class RealWebhooks(unittest.TestCase):
         with self.assertRaises(TollgateError) as cm:
             self.tg.replay_webhook(id="msg_x", reason="")
         self.assertEqual((cm.exception.op, cm.exception.status, cm.exception.field), ("replay", 400, "reason"))
+
+
+class RealHeld(unittest.TestCase):
+    """held and reset_held against one real tollgate for the class, its
+    configuration file turning on the held-subjects index
+    (store.held_index_bytes) and auth (an HS256 secret, tokens from
+    ``tollgate token``). Each test holds accounts of its own, from
+    addresses of its own, and frees them before it ends."""
+
+    REASON = "test: incident 31 ended"
+    server: Tollgate
+    admin: Client  # verdicts, admin:read and admin:write
+    reader: Client  # verdicts and admin:read
+    caller: Client  # verdicts only
+    anonymous: Client  # no token
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        binary = tollgate_binary()
+        if binary is None:
+            raise unittest.SkipTest("no TOLLGATE_BIN and no go to build tollgate with")
+        tmp = tempfile.TemporaryDirectory(prefix="tollgate-python-held-")
+        cls.addClassCleanup(tmp.cleanup)
+        key = os.path.join(tmp.name, "hs256.key")
+        with open(key, "w", encoding="utf-8") as f:
+            f.write("held-subjects-test-secret-of-more-than-32-bytes\n")
+        config = os.path.join(tmp.name, "tollgate.yaml")
+        with open(config, "w", encoding="utf-8") as f:
+            f.write("store:\n  held_index_bytes: 16MiB\n"
+                    "auth:\n  audience: tollgate\n"
+                    "  keys:\n    - {id: local, alg: HS256, secret_file: %s}\n"
+                    "  tenants:\n    - {name: shop, issuer: \"https://auth.shop.example\"}\n" % json.dumps(key))
+        env = {k: v for k, v in os.environ.items() if not k.startswith("TOLLGATE_")}
+
+        tollgate_bin: str = binary
+
+        def token(scopes: str) -> str:
+            return subprocess.run([tollgate_bin, "token", "-key", key, "-alg", "HS256", "-kid", "local", "-config", config,
+                                   "-tenant", "shop", "-scopes", scopes, "-ttl", "30m"],
+                                  env=env, check=True, stdout=subprocess.PIPE, timeout=60).stdout.decode().strip()
+
+        cls.server = Tollgate(binary, config=config)
+        cls.addClassCleanup(cls.server.stop)
+        cls.admin = Client(cls.server.url, timeout=5.0, token=token("verdicts admin:read admin:write"))
+        cls.reader = Client(cls.server.url, timeout=5.0, token=token("verdicts admin:read"))
+        cls.caller = Client(cls.server.url, timeout=5.0, token=token("verdicts"))
+        cls.anonymous = Client(cls.server.url, timeout=5.0)
+        for c in (cls.admin, cls.reader, cls.caller, cls.anonymous):
+            cls.addClassCleanup(c.close)
+
+    def hold(self, account: str, ip: str) -> None:
+        """Fail account from ip with real checks and reports until a check
+        is delayed, then report three failures more: a wait of seconds,
+        which a slow machine cannot run out before the list is read."""
+        for _ in range(10):
+            v = self.admin.check(flow="login", account=account, ip=ip)
+            self.assertIsNone(v.error)
+            if v.action != "proceed":
+                break
+            self.assertIsNone(self.admin.report(flow="login", account=account, ip=ip, outcome="failure",
+                                                attempt=v.attempt).error)
+        else:
+            self.fail("%s not delayed after 10 failures" % account)
+        for _ in range(3):
+            self.assertIsNone(self.admin.report(flow="login", account=account, ip=ip, outcome="failure").error)
+
+    def action_of(self, account: str, ip: str) -> str:
+        v = self.admin.check(flow="login", account=account, ip=ip)
+        self.assertIsNone(v.error)
+        return v.action
+
+    def test_an_operator_lists_the_accounts_a_guesser_holds_dry_runs_the_reset_then_frees_them_in_one_call(self) -> None:
+        held = {"held-one@example.com": "203.0.113.170", "held-two@example.com": "203.0.113.171"}
+        for account, ip in held.items():
+            self.hold(account, ip)
+
+        page = self.admin.held(flow="login", kind="account")
+        self.assertEqual(sorted(s.subject for s in page.subjects), sorted(held))
+        for s in page.subjects:
+            with self.subTest(subject=s.subject):
+                self.assertEqual((s.flow, s.kind, s.rule, s.reason, s.over),
+                                 ("login", "account", "account_backoff", "account_backoff", False))
+                self.assertGreater(s.wait_ms, 0)
+                self.assertGreaterEqual(s.expires_in_ms, s.wait_ms)
+                self.assertRegex(s.since, r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d")
+        self.assertEqual((page.next, page.counts), ("", {"login:account": 2}))
+
+        p1 = self.reader.held(flow="login", kind="account", limit=1)
+        self.assertEqual(len(p1.subjects), 1)
+        self.assertTrue(p1.next, "a next page")
+        p2 = self.reader.held(flow="login", kind="account", limit=1, cursor=p1.next)
+        self.assertEqual(p2.next, "", "the last page")
+        self.assertEqual(sorted(s.subject for s in p1.subjects + p2.subjects), sorted(held))
+        self.assertEqual(p2.counts, {"login:account": 2}, "every page's counts")
+        self.assertEqual(self.admin.held(flow="login", kind="ip").subjects, [])
+
+        dry = self.admin.reset_held(flow="login", kind="account", reason=self.REASON, dry_run=True)
+        self.assertEqual(dry, tollgate.HeldReset(matched=2, reset=0, deleted=0, dry_run=True))
+        self.assertEqual(len(self.admin.held(flow="login", kind="account").subjects), 2, "a dry run frees nobody")
+        for account, ip in held.items():
+            self.assertEqual(self.action_of(account, ip), "delay", account)
+
+        done = self.admin.reset_held(flow="login", kind="account", reason=self.REASON)
+        self.assertEqual((done.matched, done.reset, done.dry_run), (2, 2, False))
+        self.assertGreater(done.deleted, 0)
+        after = self.admin.held(flow="login")
+        self.assertEqual(after.subjects, [])
+        self.assertEqual(after.counts.get("login:account", 0), 0, after.counts)
+        for account, ip in held.items():
+            self.assertEqual(self.action_of(account, ip), "proceed", account)
+
+    def test_a_held_call_refused_changes_nothing_and_names_nobody_then_a_reset_naming_the_account_frees_it(self) -> None:
+        account, ip = "held-three@example.com", "203.0.113.172"
+        self.hold(account, ip)
+        refusals: List[Tuple[Callable[[], object], int, str]] = [
+            (lambda: self.admin.reset_held(flow="login", subjects=[account], reason=""), 400, "missing-field"),
+            (lambda: self.reader.reset_held(flow="login", subjects=[account], reason=self.REASON), 403, "forbidden"),
+            (lambda: self.caller.held(flow="login"), 403, "forbidden"),
+            (lambda: self.anonymous.held(flow="login"), 401, "unauthenticated"),
+        ]
+        for call, status, kind in refusals:
+            with self.subTest(status=status, kind=kind):
+                with self.assertRaises(TollgateError) as cm:
+                    call()
+                self.assertEqual((cm.exception.status, cm.exception.type), (status, tollgate.PROBLEM_BASE + kind))
+                self.assertNotIn(account, str(cm.exception))
+                self.assertNotIn(account, repr(cm.exception))
+        self.assertEqual([s.subject for s in self.reader.held(flow="login", kind="account").subjects], [account],
+                         "still held")
+        self.assertEqual(self.action_of(account, ip), "delay")
+
+        r = self.admin.reset_held(flow="login", subjects=[account], reason=self.REASON)
+        self.assertEqual((r.matched, r.reset, r.dry_run), (1, 1, False))
+        self.assertEqual(self.admin.held(flow="login", kind="account").subjects, [])
+        self.assertEqual(self.action_of(account, ip), "proceed")

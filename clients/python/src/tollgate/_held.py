@@ -20,7 +20,7 @@ HELD_SUBJECT: _wire.Schema = {
     "expires_in_ms": "int",
 }
 
-HELD_LIST: _wire.Schema = {"subjects": [HELD_SUBJECT], "next": "str"}
+HELD_LIST: _wire.Schema = {"subjects": [HELD_SUBJECT], "next": "str", "counts": "intmap"}
 
 HELD_RESET: _wire.Schema = {"matched": "int", "reset": "int", "deleted": "int", "dry_run": "bool"}
 
@@ -65,18 +65,3 @@ class HeldReset:
     deleted: int
     dry_run: bool
 
-
-def counts_of(obj: object) -> Dict[str, int]:
-    """The counts member of a held list, each a non-negative int; raises
-    WireError otherwise."""
-    if obj is None:
-        return {}
-    if not isinstance(obj, list):  # _wire's parser gives objects as pairs
-        raise _wire.WireError("wrong type")
-    out: Dict[str, int] = {}
-    for pair in obj:
-        k, v = pair
-        if not isinstance(k, str) or isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise _wire.WireError("wrong type")
-        out[k] = v
-    return out

@@ -23,8 +23,9 @@ _HEX = "0123456789abcdef"
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 # A schema maps a field's JSON name to its kind: "str", "int", "bool",
-# "strs" (a list of strings), or a nested schema (an object), or a
-# one-element list holding a nested schema (a list of objects).
+# "strs" (a list of strings), "intmap" (an object of ints by any key, Go's
+# map[string]int), or a nested schema (an object), or a one-element list
+# holding a nested schema (a list of objects).
 Schema = Mapping[str, Any]
 
 
@@ -126,6 +127,8 @@ def _zero(kind: Any) -> Any:
         return False
     if kind == "strs":
         return []
+    if kind == "intmap":
+        return {}
     if isinstance(kind, list):
         return []
     return decode(_Pairs(), kind)
@@ -152,6 +155,14 @@ def _value(kind: Any, v: Any) -> Any:
                 else:
                     raise WireError("wrong type")
             return out
+    elif kind == "intmap":
+        if isinstance(v, _Pairs):
+            # As Go fills a map: keys as sent (no folding), a null value
+            # is 0, the last of a repeated key wins.
+            counts: Dict[str, int] = {}
+            for k, item in v:
+                counts[k] = 0 if item is None else _value("int", item)
+            return counts
     elif isinstance(kind, list):
         if isinstance(v, list) and not isinstance(v, _Pairs):
             items: List[Dict[str, Any]] = []

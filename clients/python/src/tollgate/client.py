@@ -812,13 +812,8 @@ class Client:
         if limit:
             query.append(("limit", str(int(limit))))
         path = "/v1/admin/held" + ("?" + urllib.parse.urlencode(query) if query else "")
-        obj = self._call("held", path, None)
-        try:
-            d = _wire.decode(obj, _held.HELD_LIST)
-            counts = _held.counts_of(next((v for k, v in obj if k == "counts"), None))
-        except _wire.WireError:
-            raise Unavailable("held", "the answer is not the JSON this call expects") from None
-        return HeldList(subjects=[HeldSubject(**x) for x in d["subjects"]], next=d["next"], counts=counts)
+        d = self._admin("held", path, None, _held.HELD_LIST)
+        return HeldList(subjects=[HeldSubject(**x) for x in d["subjects"]], next=d["next"], counts=d["counts"])
 
     def reset_held(
         self,

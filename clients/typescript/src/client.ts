@@ -244,7 +244,9 @@ export class Client {
       account: req.account,
       ip: req.ip,
       outcome: req.passed === true ? "step_up_passed" : "step_up_failed",
-      attempt: req.ticket,
+      // The try's check's attempt token after the ticket: tollgate settles
+      // the failure that check charged (a wrong code counts once).
+      attempt: req.attempt !== undefined && req.attempt !== "" ? `${req.ticket},${req.attempt}` : req.ticket,
       device_token: req.device_token,
       ref: req.ref,
     }, mode, options);
@@ -348,9 +350,9 @@ export class Client {
   /**
    * A page of the subjects held back now (accounts in backoff, addresses over
    * a limit), with their identifiers, from tollgate's held-subjects index;
-   * a TollgateError of status 404 while the index is off. The counts by
-   * flow and kind are on the tollgate_held_subjects gauge. Needs admin:read.
-   * Rejects on error.
+   * a TollgateError of status 404 while the index is off. Its counts are
+   * the tenant's held subjects by "flow:kind", every page's: a total needs
+   * no paging. Needs admin:read. Rejects on error.
    */
   async held(q: HeldQuery = {}, options?: CallOptions): Promise<HeldList> {
     const params: string[] = [];
@@ -539,6 +541,13 @@ export interface StepUpReport {
   ip?: string | undefined;
   /** The step-up ticket: the step_up verdict's `attempt`, unchanged. Required. */
   ticket: string;
+  /**
+   * The `attempt` of this try's own check on the step_up flow, if its proceed
+   * carried one: the report then settles the failure that check charged, so a
+   * wrong code counts once and a pass not at all. Without it the report is
+   * counted on its own, on top of the check's charge.
+   */
+  attempt?: string | undefined;
   /** true when the second factor passed. */
   passed: boolean;
   /** The device token the login's check carried, if any. */

@@ -484,11 +484,13 @@ func Parse(data []byte) (*Config, error) {
 		cfg.MemoryLimit = n
 	}
 	if m := fc.Store.HeldIndex; m != nil {
-		n, err := ParseBytes(*m)
+		// Not ParseBytes: the memory limit's 16MiB floor is not this bound's;
+		// a small index holds fewer entries, which is the operator's choice.
+		n, err := humanize.ParseBytes(*m)
 		if err != nil || n > 1<<30 {
 			return nil, at("store.held_index_bytes", errors.New("must be a size up to 1GiB (0 turns the index off), such as 1MiB"))
 		}
-		cfg.HeldIndexBytes = n
+		cfg.HeldIndexBytes = int64(n)
 	}
 	if fc.KeyPrefix != nil {
 		if !keyPrefixRE.MatchString(*fc.KeyPrefix) {

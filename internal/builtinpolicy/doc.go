@@ -1,0 +1,22 @@
+// Package builtinpolicy is tollgate's built-in policy as Go: the flows of
+// internal/config's default_policy.yaml, written out by a generator, so that
+// a test that wants the built-in policy and nothing else links authguard
+// alone rather than everything internal/config reads (YAML, Redis, the
+// HTTP stack, metrics). The YAML stays the one source of truth:
+// internal/config's TestBuiltinPolicy_IsTheEmbeddedYAML fails when flows.go
+// is not what config.DefaultPolicy loads, and rewrites it with -update.
+package builtinpolicy
+
+//go:generate go test -count=1 -run TestBuiltinPolicy_IsTheEmbeddedYAML ../config -update
+
+import "github.com/tollgate-auth/tollgate/authguard"
+
+// Policy returns the built-in policy, equal to config.DefaultPolicy(): a new
+// one on each call, which the caller may hand to one engine.
+func Policy() *authguard.Policy {
+	p, err := authguard.NewPolicy(flows()...)
+	if err != nil {
+		panic("builtinpolicy: the generated flows are invalid: " + err.Error())
+	}
+	return p
+}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -80,7 +80,7 @@ func TestAlerts_AnAttackersSignInsDoNotDelayTheVictimsAlert(t *testing.T) {
 				d, _ := newDispatcher(t, Config{Endpoints: []Endpoint{ep}, Queue: q, Poll: 250 * time.Millisecond})
 				run(t, d)
 				w := &alertWatch{Notifier: Notifier{D: d}, r: r}
-				e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}),
+				e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}),
 					Fallback: memstore.New(memstore.Config{}), Secret: []byte("0123456789abcdef0123456789abcdef"), Notifier: w})
 				if err != nil {
 					t.Fatal(err)

@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // exampleTollgate serves tollgate's API on a memory store whose clock
@@ -24,7 +24,7 @@ import (
 func exampleTollgate() *httptest.Server {
 	now := func() time.Time { return time.Date(2026, 1, 5, 9, 0, 0, 0, time.UTC) }
 	engine, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(),
+		Policy: builtinpolicy.Policy(),
 		Store:  memstore.New(memstore.Config{Now: now}),
 		Secret: []byte("example-secret-of-at-least-32-bytes"),
 		Now:    now,

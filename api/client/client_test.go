@@ -20,7 +20,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -64,7 +64,7 @@ func startTollgate(t *testing.T, configure ...func(*authguard.Config)) *tollgate
 	t.Helper()
 	ts := &tollgateServer{clock: testclock.New(testclock.Epoch)}
 	cfg := authguard.Config{
-		Policy: config.DefaultPolicy(),
+		Policy: builtinpolicy.Policy(),
 		Store:  memstore.New(memstore.Config{Now: ts.clock.Now}),
 		Secret: []byte("tollgate-client-tests-secret-32-bytes"),
 		Now:    ts.clock.Now,
@@ -669,7 +669,7 @@ func TestClient_Reload(t *testing.T) {
 		t.Errorf("the request: %+v, want POST /v1/admin/reload with {}", calls)
 	}
 
-	engine, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: []byte("tollgate-client-tests-secret-32-bytes")})
+	engine, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}), Secret: []byte("tollgate-client-tests-secret-32-bytes")})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-auth/tollgate/api/wire"
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/webhook"
 )
@@ -83,7 +83,7 @@ func deadLetter(t *testing.T, q webhook.Queue, id string, at time.Time) {
 // request's method and URI.
 func startWebhookAdmin(t *testing.T, hooks api.Webhooks) (*httptest.Server, func() []string) {
 	t.Helper()
-	engine, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}),
+	engine, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}),
 		Secret: []byte("tollgate-client-tests-secret-32-bytes")})
 	if err != nil {
 		t.Fatal(err)

@@ -30,7 +30,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/challenge"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -70,7 +70,7 @@ func startGuard(t *testing.T, configure ...func(*client.GuardConfig)) *guardStac
 	s := &guardStack{clock: testclock.New(testclock.Epoch), paths: map[string]string{}}
 	secret := []byte("guard-tests-secret-of-32-bytes-or-more")
 	engine, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(),
+		Policy: builtinpolicy.Policy(),
 		Store:  memstore.New(memstore.Config{Now: s.clock.Now}),
 		Secret: secret,
 		Now:    s.clock.Now,

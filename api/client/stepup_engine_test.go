@@ -17,7 +17,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/breached"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -28,7 +28,7 @@ func newEngineStepApp(t *testing.T) *stepApp {
 	t.Helper()
 	clock := testclock.New(testclock.Epoch)
 	engine, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(),
+		Policy: builtinpolicy.Policy(),
 		Store:  memstore.New(memstore.Config{Now: clock.Now}),
 		Secret: []byte("guard-step-up-secret-of-32-bytes-or-more"),
 		Now:    clock.Now,

@@ -8,12 +8,12 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // loginFlow is the built-in policy's login flow, whose rules the benchmarks
 // and the flood measurement use.
-var loginFlow = config.DefaultPolicy().Flow("login")
+var loginFlow = builtinpolicy.Policy().Flow("login")
 
 // subject is one made-up subject: its account and IP prefix hashes and the
 // store keys a check on it touches, spelled as the engine spells them

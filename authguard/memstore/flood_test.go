@@ -16,7 +16,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
@@ -65,7 +65,7 @@ func (failingStore) Ping(context.Context) error { return nil }
 func (failingStore) Close() error               { return nil }
 
 func measureFlood(t *testing.T, n int, mem *memstore.Store, store, fallback authguard.Store) {
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Fallback: fallback, Secret: []byte("flood-measurement-secret-32-bytes!!")})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: store, Fallback: fallback, Secret: []byte("flood-measurement-secret-32-bytes!!")})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +169,7 @@ func TestFlood_FatSprayLogsAtTheByteBudget(t *testing.T) {
 // each (about 40 KB), the fattest key of the built-in policy.
 func TestFlood_FatDestinationLogsAtTheByteBudget(t *testing.T) {
 	limit := budgetSize(t)
-	w := config.DefaultPolicy().Flow("otp_send").Rule("ip_destinations_48").Windows
+	w := builtinpolicy.Policy().Flow("otp_send").Rule("ip_destinations_48").Windows
 	measureBudget(t, limit, 3*limit/39_900, fatLogFill("tg:default:otp_send:ipdst48:", w))
 }
 

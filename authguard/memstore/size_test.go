@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
@@ -27,8 +27,8 @@ type kind struct {
 }
 
 var (
-	login = config.DefaultPolicy().Flow("login")
-	send  = config.DefaultPolicy().Flow("otp_send")
+	login = builtinpolicy.Policy().Flow("login")
+	send  = builtinpolicy.Policy().Flow("otp_send")
 )
 
 // hash is the i-th made-up subject hash of a tag, 22 characters as the

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/examples/demo-login/demo"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // realTimeDemo is the demo on tollgate's built-in policy and the real
@@ -23,7 +23,7 @@ import (
 func realTimeDemo(t *testing.T, proxies *client.Proxies) string {
 	t.Helper()
 	engine, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(),
+		Policy: builtinpolicy.Policy(),
 		Store:  memstore.New(memstore.Config{}),
 		Secret: []byte("check-login-test-secret-of-32-bytes!"),
 	})

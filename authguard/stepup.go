@@ -379,7 +379,11 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 	}
 	var rec *EventSubjects
 	if e.recordSubjects {
-		rec = e.record(s, t.device, "")
+		settled := "" // the try's check's attempt, as a login's report records its own
+		if tokened {
+			settled = a.id
+		}
+		rec = e.record(s, t.device, settled)
 		if req.Outcome == StepUpPassed {
 			rec.Issued = t.device
 		}

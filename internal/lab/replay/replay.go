@@ -115,8 +115,10 @@ const (
 // log's step_up_passed and step_up_failed reports are reported on the
 // step-up flow with it (a candidate that did not step that login up has
 // no ticket, and the second factor is skipped, as it would not have been
-// asked); a step-up flow's check takes no attempt token and leaves
-// nothing unreported. A password_changed report is reported as it was,
+// asked), and a try's step-up check that the log names with an attempt
+// is settled by the report that names it, the candidate's attempt token
+// after the candidate's ticket (a log from before step-up checks reserved
+// names none, and its step-up checks leave nothing unreported). A password_changed report is reported as it was,
 // so that the candidate's engine clears what it clears.
 //
 // Memory is flat in the number of events: it grows with distinct
@@ -476,7 +478,7 @@ func (r *runner) step(it *item) {
 		if ev.Call == CallCheck {
 			if ev.Attempt != "" {
 				r.pending.put(ev.Attempt, pending{at: ev.Time.UnixNano(), proceeded: proceeded, token: v.Attempt, real: it.real})
-			} else if proceeded && !r.secondFactor(ev.Flow) { // a step-up flow's check settles nothing
+			} else if proceeded && !r.secondFactor(ev.Flow) { // a log of a step-up check before it reserved names no attempt
 				r.tally.unreported++
 			}
 			return
@@ -525,6 +527,9 @@ func (r *runner) report(it *item, token string) {
 		req.Attempt, req.PasswordFingerprint = r.tickets.get(ticket), ""
 		if req.Attempt == "" {
 			return // the candidate did not step this login up: no second factor was asked
+		}
+		if token != "" { // the candidate's check of this try, settled after the ticket
+			req.Attempt += authguard.StepUpAttemptSeparator + token
 		}
 	case OutcomePasswordChanged:
 		req.DeviceToken, req.PasswordFingerprint = "", ""

@@ -58,11 +58,21 @@ type StepUpReport struct {
 	// Ticket is the step_up verdict's Attempt (the step-up ticket),
 	// unchanged. It is required.
 	Ticket string
+	// Attempt is the attempt token of this try's own check on the step-up
+	// flow (that check's proceed carried it), if any: the report then
+	// settles the failure the check charged, so a wrong code counts once
+	// and a pass is not counted. Without it the report is counted on its
+	// own: a wrong code counts on top of its check's charge.
+	Attempt string
 	// DeviceToken is the device token the login's check carried, if any.
 	DeviceToken string
 	// Passed is true when the end user passed the second factor.
 	Passed bool
 }
+
+// stepUpAttemptSeparator joins a step-up report's ticket and its try's
+// attempt token in the report's attempt, as tollgate reads it.
+const stepUpAttemptSeparator = ","
 
 // ReportStepUp reports a second factor's outcome, step_up_passed or
 // step_up_failed, on the step-up flow. A pass answers proceed with the
@@ -86,9 +96,13 @@ func (c *Client) ReportStepUp(ctx context.Context, s StepUpReport, mode FailMode
 	if s.Passed {
 		outcome = wire.OutcomeStepUpPassed
 	}
+	attempt := s.Ticket
+	if s.Attempt != "" {
+		attempt += stepUpAttemptSeparator + s.Attempt
+	}
 	return c.Report(ctx, wire.ReportRequest{
 		Flow: flow, Account: s.Account, IP: s.IP, Outcome: outcome,
-		Attempt: s.Ticket, DeviceToken: s.DeviceToken,
+		Attempt: attempt, DeviceToken: s.DeviceToken,
 	}, mode)
 }
 
@@ -308,7 +322,7 @@ func (g *Guard) continueStepUp(w http.ResponseWriter, r *http.Request, sub submi
 		passed = false // taken by another post of the same code
 	}
 	rv, err := g.client.ReportStepUp(context.WithoutCancel(ctx), StepUpReport{Flow: g.stepFlow, Account: p.Account,
-		IP: ip, Ticket: p.Ticket, DeviceToken: p.Device, Passed: passed}, g.mode)
+		IP: ip, Ticket: p.Ticket, Attempt: v.Attempt, DeviceToken: p.Device, Passed: passed}, g.mode)
 	if err != nil {
 		g.logErr("report", err)
 	}

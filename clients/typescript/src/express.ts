@@ -763,7 +763,7 @@ export class Guard {
       this.warn(`tollgate guard: the second factor's verify failed: ${String(e)}`);
     }
     if (ok) await this.#stepUpForget(id); // single-use: gone before anything else can read it
-    const rv = await this.client.reportStepUp({ account: r.account, ip, ticket: r.ticket, passed: ok, device_token: r.device, ref: r.ref }, this.failMode);
+    const rv = await this.client.reportStepUp({ account: r.account, ip, ticket: r.ticket, attempt: cv.attempt, passed: ok, device_token: r.device, ref: r.ref }, this.failMode);
     if (rv.error !== undefined) this.warn(`tollgate guard: no answer: call=report err=${String(rv.error)}`);
     if (!ok) {
       r.tries++;

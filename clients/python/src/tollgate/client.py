@@ -571,6 +571,7 @@ class Client:
         device_token: Optional[str] = None,
         flow: str = STEP_UP_FLOW,
         fail: Union[FailMode, str] = FAIL_DELAY,
+        attempt: Optional[str] = None,
     ) -> Verdict:
         """The second factor a ``step_up`` verdict asked for passed: report
         it with the ticket (that verdict's attempt), the login's account,
@@ -579,7 +580,7 @@ class Client:
         tollgate does not take (expired, another account's) comes back as a
         fallback whose error is a TollgateError of status 400: ask the end
         user to sign in again."""
-        return self._step_up(OUTCOME_STEP_UP_PASSED, ticket, account, ip, device_token, flow, fail)
+        return self._step_up(OUTCOME_STEP_UP_PASSED, ticket, account, ip, device_token, flow, fail, attempt)
 
     def step_up_failed(
         self,
@@ -590,15 +591,23 @@ class Client:
         device_token: Optional[str] = None,
         flow: str = STEP_UP_FLOW,
         fail: Union[FailMode, str] = FAIL_DELAY,
+        attempt: Optional[str] = None,
     ) -> Verdict:
         """A second-factor code was wrong: counted on the step-up flow's own
         counters (never the password's). The verdict is the next code's
-        (proceed, or delay); the ticket stays usable until it expires."""
-        return self._step_up(OUTCOME_STEP_UP_FAILED, ticket, account, ip, device_token, flow, fail)
+        (proceed, or delay); the ticket stays usable until it expires.
+
+        Pass ``attempt``, the attempt of this try's own check on the step-up
+        flow, to both reports: tollgate then settles the failure that check
+        charged, so a wrong code counts once and a pass not at all. Without
+        it the report is counted on its own, on top of the check's charge."""
+        return self._step_up(OUTCOME_STEP_UP_FAILED, ticket, account, ip, device_token, flow, fail, attempt)
 
     def _step_up(self, outcome: str, ticket: str, account: str, ip: Optional[str], device_token: Optional[str],
-                 flow: str, fail: Union[FailMode, str]) -> Verdict:
-        return self.report(flow=flow, outcome=outcome, account=account, ip=ip, attempt=ticket,
+                 flow: str, fail: Union[FailMode, str], attempt: Optional[str]) -> Verdict:
+        # The try's check's attempt after the ticket, as tollgate reads it.
+        both = ticket + "," + attempt if attempt else ticket
+        return self.report(flow=flow, outcome=outcome, account=account, ip=ip, attempt=both,
                            device_token=device_token, fail=fail)
 
     def breached(self, password: str, *, timeout: Optional[float] = DEFAULT_BREACHED_TIMEOUT) -> bool:

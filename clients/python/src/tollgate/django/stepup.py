@@ -106,6 +106,9 @@ class StepUp:
     mac: str = ""
     #: Wrong codes so far.
     wrong: int = 0
+    #: The attempt of this try's step_up check ("" for none): its report
+    #: settles the failure that check charged, so a wrong code counts once.
+    attempt: str = ""
 
 
 def pending(request: Any) -> Optional[StepUp]:
@@ -192,6 +195,7 @@ def check(request: Any, su: StepUp) -> Optional[Any]:
                        fail=s.fail)
     if v.error is not None:
         log.warning("tollgate.django: the step-up check got no verdict (%s); answering %s", v.error, v.action)
+    su.attempt = v.attempt or ""
     answer = _responder(request, s).respond(v)
     if answer.proceed:
         return None
@@ -207,7 +211,9 @@ def finish(request: Any, su: StepUp, passed: bool) -> Any:
     if not passed:
         su.wrong += 1
         v = s.client.step_up_failed(ticket=su.ticket, account=su.account, ip=su.ip or None,
-                                    device_token=su.device or None, flow=s.step_up_flow, fail=s.fail)
+                                    device_token=su.device or None, flow=s.step_up_flow, fail=s.fail,
+                                    attempt=su.attempt or None)
+        su.attempt = ""
         if su.wrong >= MAX_WRONG_CODES:
             _drop(request)
             return _again(request, su, "Too many wrong codes. Please sign in again for a new one.")
@@ -220,7 +226,8 @@ def finish(request: Any, su: StepUp, passed: bool) -> Any:
         _drop(request)
         return _again(request, su, "This sign-in has expired. Please sign in again.")
     v = s.client.step_up_passed(ticket=su.ticket, account=su.account, ip=su.ip or None,
-                                device_token=su.device or None, flow=s.step_up_flow, fail=s.fail)
+                                device_token=su.device or None, flow=s.step_up_flow, fail=s.fail,
+                                attempt=su.attempt or None)
     if isinstance(v.error, TollgateError) and 400 <= v.error.status < 500 and v.error.status != 429:
         # The ticket is expired or not tollgate's: only a new login gets one.
         _drop(request)

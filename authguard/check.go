@@ -37,7 +37,7 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 			return Verdict{}, err
 		}
 	}
-	device := e.deviceID(&s, req.DeviceToken)
+	device, gen := e.deviceOf(&s, req.DeviceToken)
 	id := randomID()
 
 	p, b := plan{allowance: -1}, batch{src: SourceNone}
@@ -48,6 +48,10 @@ func (e *Engine) Check(ctx context.Context, req CheckRequest) (Verdict, error) {
 	}
 	if !refused {
 		p, b, computed = e.reserve(ctx, &s, device, id, req.CaptchaSolved, &flooding)
+		if device != "" && revoked(&p, &b, gen) { // token.go: the owner changed the password since
+			p, b, computed = e.revokedCheck(ctx, &s, &p, b, computed, id, req.CaptchaSolved)
+			device = ""
+		}
 		if errors.Is(b.err, ErrOverloaded) {
 			computed = s.flow.shed()
 		}
@@ -116,6 +120,7 @@ func (e *Engine) reserve(ctx context.Context, s *subjects, device, id string, so
 	if p.ops == nil {
 		p = e.checkPlan(s, device, id, solved)
 	}
+	e.generation(&p, s) // plan.go
 	gates := p.gates(s.flow)
 	b := e.do(ctx, s.flow, p.ops, &reservation{gates, solved})
 	if errors.Is(b.err, ErrOverloaded) {

@@ -54,8 +54,13 @@ func (e *Engine) reportPasswordChanged(ctx context.Context, s *subjects, req *Re
 	}
 	flows := e.passwordFlows(s)
 	var ops []Op
+	revoke := false
 	for _, f := range flows {
 		ops = e.accountOps(ops, s, f)
+		revoke = revoke || f.RevokeDevicesOnPasswordChange
+	}
+	if revoke { // token.go: every device token issued before now is no token
+		ops = append(ops, deviceGenOp(s, s.flow, BackoffFail))
 	}
 	ctx = context.WithoutCancel(ctx) // half a clear would leave the owner held
 	if e.fallback != nil {

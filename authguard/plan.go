@@ -64,10 +64,13 @@ const (
 	FacetOwnerCodes
 	// FacetOwnerResend: the owner's one code per owner_resend.
 	FacetOwnerResend
+	// FacetDeviceGeneration: the account's device generation (token.go),
+	// its Count; never part of a verdict, and not in an explanation.
+	FacetDeviceGeneration
 )
 
 var facetNames = [...]string{"", "known_network", "network_allowance", "network_slot", "device_allowance", "device_slot",
-	"verified_destination", "verified_network", "owner_codes", "owner_resend"}
+	"verified_destination", "verified_network", "owner_codes", "owner_resend", "device_generation"}
 
 // String returns the facet's name as the API shows it: "" for FacetNone.
 func (f Facet) String() string {
@@ -82,7 +85,7 @@ func (f Facet) subject() string {
 	switch f {
 	case FacetKnownNetwork, FacetNetworkAllowance:
 		return "account+network"
-	case FacetNetworkSlot, FacetDeviceSlot:
+	case FacetNetworkSlot, FacetDeviceSlot, FacetDeviceGeneration:
 		return "account"
 	case FacetDeviceAllowance:
 		return "account+device"
@@ -95,7 +98,7 @@ func (f Facet) subject() string {
 // ownRule reports whether a facet's op belongs to the rule it is filed
 // under (the device rule's parts), rather than to a send flow's owner
 // allowance, which no rule of the policy names.
-func (f Facet) ownRule() bool { return f <= FacetDeviceSlot }
+func (f Facet) ownRule() bool { return f <= FacetDeviceSlot || f == FacetDeviceGeneration }
 
 // planOps is where a plan's slices and ops live: one allocation for what a
 // login check's plan made eight of, on every call. A plan that outgrows it
@@ -222,6 +225,38 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 		e.network(&p, s, id, LogAdmit)
 	}
 	return p
+}
+
+// generation adds to a check's plan, in a flow that revokes device tokens
+// on a password change, the read of the account's device generation
+// (token.go), last in the batch: a peek, which changes nothing, blocks
+// nothing and is undone by nothing, so that a store that runs the batch in
+// order decides the rest as it did without it. Every check of the flow
+// carries it, with a device token or without, for an account that exists
+// or not: reading it only for a token would make a check with one a call
+// of more ops, and the ops a check sends are the same for every client so
+// that nothing about them tells an account's state (the store's time for
+// one more read of a key that is seldom there is the cost, a peek on one
+// node's script and one more command on a Cluster). A check of a token
+// whose generation is below it is then made again as a check without one
+// (Check).
+func (e *Engine) generation(p *plan, s *subjects) {
+	f := s.flow
+	if !f.RevokeDevicesOnPasswordChange || f.Kind != Attempts || s.account == "" || p.generation() >= 0 {
+		return
+	}
+	p.addFacet(deviceGenOp(s, f, BackoffPeek), f.device, roleCredit, FacetDeviceGeneration)
+}
+
+// generation returns the index of the op that reads the account's device
+// generation in a check's plan, or -1.
+func (p *plan) generation() int {
+	for i := range p.meta {
+		if p.meta[i].facet == FacetDeviceGeneration {
+			return i
+		}
+	}
+	return -1
 }
 
 // reportPlan is the batch of a report; a is the attempt its token names

@@ -46,6 +46,9 @@ func NewPolicy(flows ...*Flow) (*Policy, error) {
 	if err := p.checkSuccessClears(len(flows) > 1); err != nil { // passwordchange.go
 		return nil, err
 	}
+	if err := p.checkRevokeDevices(); err != nil { // token.go
+		return nil, err
+	}
 	for _, f := range p.flows {
 		if f.Verifies == "" {
 			continue
@@ -265,6 +268,19 @@ type Flow struct {
 	// from any network. Known networks cost a Redis key per account and
 	// network for DeviceTokenTTL (docs/policy.md, "How it decides").
 	KnownNetworksOff bool
+	// RevokeDevicesOnPasswordChange makes a password_changed report of this
+	// flow revoke every device token of the account its flows trust
+	// (DeviceTrust): the account's device generation goes up, and a token
+	// issued before that is no token at all, its client an unknown one
+	// held by the rules for unknown clients. It is for a flow with a
+	// device rule, and the flows sharing its DeviceTrust must agree. The
+	// cost is one read in each check's batch, one write per change and two
+	// per device token issued (token.go). It is off because a routine
+	// rotation should not sign every device of the user out of its trusted
+	// state, while a user who changes the password because it leaked
+	// wants exactly that: the operator whose changes follow leaks turns it
+	// on. The default is false: device tokens stay valid.
+	RevokeDevicesOnPasswordChange bool
 	// DeviceTokenTTL is how long a device token the flow issues is valid,
 	// between MinDeviceTokenTTL and MaxDeviceTokenTTL. The default is
 	// DefaultDeviceTokenTTL (90 days).
@@ -484,6 +500,9 @@ func (f *Flow) compileFlow() error {
 			f.reasons = append(f.reasons, r.Reason)
 		}
 		f.reasonOf = append(f.reasonOf, uint8(at))
+	}
+	if f.RevokeDevicesOnPasswordChange && (f.device < 0 || f.Kind != Attempts || f.SecondFactor) {
+		return bad("RevokeDevicesOnPasswordChange", "is for a flow with a device rule: no other flow trusts device tokens in its checks")
 	}
 	f.net = netWindows{}
 	if f.device >= 0 {

@@ -83,6 +83,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 	// is known not to be stepped up (stepup.go).
 	stepping := req.Outcome == Success && s.flow.StepUp.Flow != "" && s.account != ""
 	b, p := batch{src: SourceNone}, plan{allowance: -1}
+	genAt := -1
 	if !(tokened && a.shadow) { // shadow mode refused that attempt: nothing to settle
 		p = e.reportPlan(&s, device, req.Outcome, a, tokened, req.Breached)
 		if req.Outcome == Success && tokened {
@@ -94,6 +95,9 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		if verified != nil && tokened && req.Outcome == Success {
 			e.credit(&p, verified)
 			e.verifiedOp(&p, verified)
+		}
+		if req.Outcome == Success {
+			genAt = genIssueOps(&p, &s) // token.go: the generation the device token carries
 		}
 		b = e.do(ctx, s.flow, p.ops, nil)
 		if b.src == SourceStore {
@@ -127,7 +131,7 @@ func (e *Engine) Report(ctx context.Context, req ReportRequest) (Verdict, error)
 		}
 		issued = device
 		answer.DeviceToken = e.tokens.sign(&deviceClaims{
-			Tenant: s.tenant, Trust: s.flow.DeviceTrust, Account: s.account, Device: device,
+			Tenant: s.tenant, Trust: s.flow.DeviceTrust, Account: s.account, Device: device, Gen: issuedGen(&p, &b, genAt),
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), s.flow.DeviceTokenTTL)},
 		})
 	}

@@ -366,7 +366,7 @@ func (e *Engine) reportStepUp(ctx context.Context, s *subjects, req *ReportReque
 	} else {
 		e.learnNetwork(ctx, &ls)
 		computed.DeviceToken = e.tokens.sign(&deviceClaims{
-			Tenant: ls.tenant, Trust: login.DeviceTrust, Account: ls.account, Device: t.device,
+			Tenant: ls.tenant, Trust: login.DeviceTrust, Account: ls.account, Device: t.device, Gen: e.stepUpGen(ctx, &ls, login),
 			RegisteredClaims: jwt.RegisteredClaims{ExpiresAt: expiry(e.now(), login.DeviceTokenTTL)},
 		})
 		if len(p.ops) == 0 {

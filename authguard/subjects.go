@@ -187,13 +187,20 @@ func (e *Engine) verifiedSubjects(s *subjects, channel, destination string) (*su
 // a device rule trusts no token; a send flow trusts its group's tokens, so
 // that a known device skips the rules for unknown clients (the IP rules).
 func (e *Engine) deviceID(s *subjects, token string) string {
+	d, _ := e.deviceOf(s, token)
+	return d
+}
+
+// deviceOf is deviceID with the device generation the token was issued at
+// (deviceClaims.Gen).
+func (e *Engine) deviceOf(s *subjects, token string) (string, int) {
 	if token == "" || (s.flow.device < 0 && s.flow.Kind != Sends) || s.account == "" {
-		return ""
+		return "", 0
 	}
 	var c deviceClaims
 	if !e.tokens.parse(token, &c) || c.Tenant != s.tenant || c.Trust != s.flow.DeviceTrust ||
-		c.Account != s.account || len(c.Device) != hashLen {
-		return ""
+		c.Account != s.account || len(c.Device) != hashLen || c.Gen < 0 {
+		return "", 0
 	}
-	return c.Device
+	return c.Device, c.Gen
 }

@@ -1,12 +1,17 @@
 package authguard
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
 	"time"
 
 	"github.com/golang-jwt/jwt/v5"
+	"github.com/tollgate-auth/tollgate/backoff"
 )
 
 // Device tokens are HS256 JWTs (golang-jwt) signed with a key derived from
@@ -29,12 +34,16 @@ import (
 const hs256Header = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9"
 
 // deviceClaims bind a device to one account of one tenant, for the flows
-// of one trust group (Flow.DeviceTrust).
+// of one trust group (Flow.DeviceTrust). Gen is the account's device
+// generation when the token was issued (see deviceGenKey); a token issued
+// at generation 0, and every token issued before generations existed,
+// carries none and reads as 0.
 type deviceClaims struct {
 	Tenant  string `json:"t"`
 	Trust   string `json:"g"`
 	Account string `json:"a"`
 	Device  string `json:"d"`
+	Gen     int    `json:"gen,omitempty"`
 	jwt.RegisteredClaims
 }
 
@@ -90,4 +99,149 @@ func (s *signer) parse(token string, claims jwt.Claims) bool {
 
 func expiry(now time.Time, ttl time.Duration) *jwt.NumericDate {
 	return jwt.NewNumericDate(now.Add(ttl).Truncate(time.Second))
+}
+
+// The device generation of an account (Flow.RevokeDevicesOnPasswordChange)
+// is a counter per account and trust group: a password_changed report
+// counts one more, a device token carries the generation it was issued at,
+// and a check that finds the account's generation above its token's treats
+// the client as one without a token. The counter is a Backoff counter that
+// never delays (deviceGenPolicy), so that every store keeps it with the
+// operations it has, its key a keyed hash as every key is:
+//
+//   - a check reads it (a peek) in its own batch, every check of a flow
+//     with the setting, token or not, account known or not: the same ops
+//     for every client, so that the read tells nothing (generation);
+//   - a password change counts one more (BackoffFail), which also moves
+//     the counter's last change to now;
+//   - a success that issues a token reads it and moves its last change to
+//     now without changing it (a BackoffFail and a BackoffRefund in one
+//     batch: genIssueOps).
+//
+// The counter forgets DeviceGenTTL after its last change, longer than any
+// device token lives. So it is never forgotten while a token issued before
+// a change it counted is still valid (a revoked token cannot come back
+// when the key expires), nor while a token issued at its current
+// generation is valid: a forgotten counter starts again at 0 only once
+// every token of the account with a generation above 0 has expired, and a
+// later change then revokes every token still valid. Were issuing not to
+// touch it, a counter forgotten after a quiet year would count the next
+// change as generation 1 while a token issued at 1 the year before could
+// still be valid, and stay so.
+//
+// Its key is "g" and the account's hash, under the trust group: an
+// administrator's reset of the account (a glob of keys starting with the
+// account's hash) forgets its counters, not its revocations.
+const deviceGenKey = "trust.gen"
+
+// DeviceGenTTL is how long an account's device generation is kept after
+// its last change: the longest device token lifetime and a day for the
+// clocks of the instances and the store to differ.
+const DeviceGenTTL = MaxDeviceTokenTTL + DeviceWindow
+
+// deviceGenPolicy counts the device generation: Free is never reached, so
+// the counter never waits; it forgets DeviceGenTTL after its last change.
+var deviceGenPolicy = backoff.Policy{Free: math.MaxInt32, Base: time.Millisecond, Factor: 1, Max: time.Millisecond, ForgetAfter: DeviceGenTTL}
+
+// deviceGenOp returns an op on the device generation of s's account in
+// flow f's trust group.
+func deviceGenOp(s *subjects, f *Flow, action BackoffAction) *BackoffOp {
+	return &BackoffOp{Key: storeKey(s.prefix, s.tenant, f.DeviceTrust, deviceGenKey, "g"+s.account), Action: action, Policy: deviceGenPolicy}
+}
+
+// isDeviceGen reports whether op is on a device generation: its writes are
+// never written back from the fallback (writeback.go), since a write-back
+// bound that sheds one of an issue's two ops, or pads a counter with the
+// fallback's count, would count a change nobody reported and revoke every
+// token of the account.
+func isDeviceGen(op *BackoffOp) bool { return strings.Contains(op.Key, ":"+deviceGenKey+":") }
+
+// genIssueOps adds to p, a success report's plan that issues a device
+// token for s's account, the read of the account's generation that the
+// token carries: a failure counted and refunded in the same batch, which
+// leaves the count as it was and moves its last change to now (see
+// deviceGenKey). It returns the index of the op whose Count is the
+// generation, or -1 when the flow revokes no tokens.
+func genIssueOps(p *plan, s *subjects) int {
+	f := s.flow
+	if !f.RevokeDevicesOnPasswordChange || s.account == "" {
+		return -1
+	}
+	p.addFacet(deviceGenOp(s, f, BackoffFail), f.device, roleCredit, FacetDeviceGeneration)
+	p.addFacet(deviceGenOp(s, f, BackoffRefund), f.device, roleCredit, FacetDeviceGeneration)
+	return len(p.ops) - 1
+}
+
+// issuedGen is the generation a token issued after batch b of plan p
+// carries: the Count of op at, 0 when there is none or nothing answered
+// (a token at 0 is revoked if the account has changed since: the safe
+// side).
+func issuedGen(p *plan, b *batch, at int) int {
+	if at < 0 || at >= len(b.res) {
+		return 0
+	}
+	return b.res[at].Count
+}
+
+// stepUpGen reads, for a token that a step-up issues for login flow f, the
+// account's generation as a success report does (genIssueOps), in a call of
+// its own: a step-up's pass has no other batch. It is 0 when the store
+// does not answer.
+func (e *Engine) stepUpGen(ctx context.Context, s *subjects, f *Flow) int {
+	if !f.RevokeDevicesOnPasswordChange || s.account == "" {
+		return 0
+	}
+	ls := *s
+	ls.flow = f
+	p := newPlan()
+	at := genIssueOps(&p, &ls)
+	b := e.do(ctx, f, p.ops, nil)
+	return issuedGen(&p, &b, at)
+}
+
+// revoked reports whether the check of plan p, whose device token carries
+// generation gen, found the account's generation above it (batch b): the
+// owner changed the password since, and the token is no token.
+func revoked(p *plan, b *batch, gen int) bool {
+	at := p.generation()
+	return at >= 0 && at < len(b.res) && b.res[at].Count > gen
+}
+
+// checkRevokeDevices checks that the flows that trust the same device
+// tokens agree on RevokeDevicesOnPasswordChange: a change revokes a token
+// for every flow that trusts it, or for none.
+func (p *Policy) checkRevokeDevices() error {
+	seen := map[string]*Flow{}
+	for _, name := range p.FlowNames() {
+		f := p.flows[name]
+		if f.device < 0 {
+			continue
+		}
+		g := seen[f.DeviceTrust]
+		if g == nil {
+			seen[f.DeviceTrust] = f
+			continue
+		}
+		if g.RevokeDevicesOnPasswordChange != f.RevokeDevicesOnPasswordChange {
+			return &FieldError{Flow: f.Name, Field: "RevokeDevicesOnPasswordChange", Err: fmt.Errorf(
+				"differs from flow %q's, which trusts the same device tokens (device_trust %q): a password change revokes them for every flow or for none", g.Name, f.DeviceTrust)}
+		}
+	}
+	return nil
+}
+
+// revokedCheck makes again, as a check without a device token, a check
+// whose token the owner revoked (revoked): what its batch reserved for the
+// device is given back first, unless the store or reserve did already (a
+// refused check's reservations are undone), and the check then meets the
+// rules for unknown clients. That second batch is paid only by a check
+// with a revoked token, whose holder learns nothing from its time: he
+// learns the token no longer counts from the verdict anyway. v is the
+// first batch's verdict.
+func (e *Engine) revokedCheck(ctx context.Context, s *subjects, p *plan, b batch, v Verdict, id string, solved bool) (plan, batch, Verdict) {
+	if !b.undone && b.res != nil && v.Action == Proceed {
+		e.refund(ctx, p, p.gates(s.flow), b)
+	}
+	var none plan
+	return e.reserve(ctx, s, "", id, solved, &none)
 }

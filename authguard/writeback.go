@@ -173,6 +173,9 @@ type wbSegment struct {
 func writeBackOf(op Op, res Result) Op {
 	switch op := op.(type) {
 	case *BackoffOp:
+		if isDeviceGen(op) { // token.go: its count is no failure to carry
+			return nil
+		}
 		switch op.Action {
 		case BackoffCharge:
 			if res.Charged {

@@ -157,6 +157,9 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	if f.KnownNetworksOff {
 		devices += ", known networks off"
 	}
+	if f.RevokeDevicesOnPasswordChange {
+		devices += ", a password change revokes its device tokens"
+	}
 	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges%s, requires %s\n",
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))

@@ -223,8 +223,11 @@ type flowJSON struct {
 	SecondFactor bool        `json:"second_factor,omitempty"`
 	// SuccessClears names the flows whose counters of the account a settled
 	// success of this flow clears.
-	SuccessClears []string   `json:"success_clears,omitempty"`
-	Rules         []ruleJSON `json:"rules"`
+	SuccessClears []string `json:"success_clears,omitempty"`
+	// RevokeDevicesOnPasswordChange says a password_changed report revokes
+	// the device tokens the flow trusts.
+	RevokeDevicesOnPasswordChange bool       `json:"revoke_devices_on_password_change,omitempty"`
+	Rules                         []ruleJSON `json:"rules"`
 }
 
 // stepUpJSON is a flow's step-up policy by its config keys.
@@ -355,6 +358,7 @@ func flowsJSON(p *authguard.Policy) []flowJSON {
 		}
 		fj.SecondFactor = f.SecondFactor
 		fj.SuccessClears = append([]string(nil), f.SuccessClears...)
+		fj.RevokeDevicesOnPasswordChange = f.RevokeDevicesOnPasswordChange
 		if f.FailMode == authguard.FailClosed {
 			fj.FailClosedRetry = dur(f.FailClosedRetry)
 		}

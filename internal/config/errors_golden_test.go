@@ -38,6 +38,8 @@ var policyMistakes = []string{
 	"flows:\n  login:\n    device_token_ttl: 1m\n",
 	"flows:\n  login:\n    owner_codes: 3\n",
 	"flows:\n  login:\n    verifies: Otp\n",
+	"flows:\n  step_up:\n    revoke_devices_on_password_change: true\n",
+	"flows:\n  login:\n    revoke_devices_on_password_change: true\n  app_login:\n    template: login\n    device_trust: login\n",
 	// events
 	"flows:\n  login:\n    events:\n      emit: [login.new_devise]\n",
 	"flows:\n  login:\n    events:\n      emits: [login.new_device]\n",

@@ -196,6 +196,9 @@ type flowFile struct {
 	// built-in flow copies it, and a pointer would be shared with the
 	// built-in flow and change it for every later load.
 	KnownNetworks bool `yaml:"known_networks"`
+	// RevokeDevicesOnPasswordChange is
+	// authguard.Flow.RevokeDevicesOnPasswordChange, off by default.
+	RevokeDevicesOnPasswordChange bool `yaml:"revoke_devices_on_password_change"`
 	// send flows
 	DenyNumberTypes         []string `yaml:"deny_number_types"`
 	AllowCountries          []string `yaml:"allow_countries"`
@@ -548,6 +551,8 @@ func (f *flowFile) compile(name string) (*authguard.Flow, error) {
 		AttemptTTL:         time.Duration(f.AttemptTTL),
 		DeviceTokenTTL:     time.Duration(f.DeviceTokenTTL),
 		KnownNetworksOff:   !f.KnownNetworks,
+
+		RevokeDevicesOnPasswordChange: f.RevokeDevicesOnPasswordChange,
 	}
 	where := "flows." + name
 	at := func(key string, err error) error { return &Error{Line: f.lineOf(name, key), Path: where, Err: err} }

@@ -2,11 +2,13 @@ package authguard_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
@@ -180,5 +182,42 @@ flows:
 	var fe *authguard.FieldError
 	if !errors.As(err, &fe) || fe.Field != "RevokeDevicesOnPasswordChange" {
 		t.Errorf("a flow without a device rule: %v, want a *FieldError on RevokeDevicesOnPasswordChange", err)
+	}
+}
+
+// Attack: after a leak the operator has every user change the password,
+// so the generations are the biggest group of keys in a bounded memory
+// store; the thief of a revoked token then floods it with checks on fresh
+// accounts from fresh addresses, hoping it evicts the victim's generation
+// and, with it, the revocation. A generation above 0 restricts
+// (authguard.Restricting), so the store evicts the flood's ordinary keys
+// instead, and the token stays revoked.
+func TestPasswordChange_AFloodOfFreshSubjectsDoesNotEvictTheRevocation(t *testing.T) {
+	clock := testclock.New(time.Time{})
+	mem := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 400, Shards: 1})
+	p, err := config.LoadPolicy([]byte(revokingLogin("90d")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := authguard.New(authguard.Config{Policy: p, Store: mem, Secret: secret, Now: clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, e: e, clock: clock, mem: mem}
+	const victim, home, thief = "victim@example.com", "203.0.113.9", "198.51.100.7"
+	stolen := h.attempt(victim, home, authguard.Success, "").DeviceToken
+	h.report(authguard.ReportRequest{Account: victim, IP: home, Outcome: authguard.PasswordChanged})
+	for i := range 300 {
+		h.report(authguard.ReportRequest{Account: fmt.Sprintf("user%d@example.com", i), IP: home, Outcome: authguard.PasswordChanged})
+	}
+	for i := range 2000 {
+		h.check(authguard.CheckRequest{Account: fmt.Sprintf("flood%d@example.com", i), IP: fmt.Sprintf("10.%d.%d.1", i>>8, i&255)})
+	}
+	if st := mem.Stats(); st.Evicted == 0 {
+		t.Fatalf("the flood evicted nothing (%+v): make it bigger", st)
+	}
+	heldByOthers(h, victim)
+	if v := tokenCheck(h, victim, thief, stolen); !heldAsUnknown(v) {
+		t.Errorf("the revoked token after the flood got %v %v, want delay [account_backoff]", v.Action, v.Reasons)
 	}
 }

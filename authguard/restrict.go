@@ -18,7 +18,9 @@ import (
 //     waits, or (once that wait has passed) the one after it does;
 //   - a log some window of which holds at least its limit of members within
 //     the window: a new member is over the limit;
-//   - a token bucket with less than one token left: the next take is refused.
+//   - a token bucket with less than one token left: the next take is refused;
+//   - an account's device generation above 0 (token.go): forgetting it
+//     would make the device tokens it revoked valid again.
 //
 // Anything else, an unknown op or a state of the wrong type included, is not
 // restricting. Forgetting a counter below Free failures or a log below its
@@ -29,6 +31,9 @@ func Restricting(op Op, state any, now time.Time) bool {
 	switch op := op.(type) {
 	case *BackoffOp:
 		s, ok := state.(backoff.State)
+		if isDeviceGen(op) {
+			return ok && s.Failures > 0 && op.Policy.Current(s, now, 0).Failures > 0
+		}
 		// Current only ever forgets failures, so a counter below Free
 		// needs no further look (and Current's copy of Seen is skipped).
 		if !ok || s.Failures < op.Policy.Free {

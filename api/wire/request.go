@@ -85,7 +85,10 @@ type ReportRequest struct {
 	// without one (or with one past the flow's attempt_ttl) is counted on its
 	// own; one that is not this call's check's is refused (400
 	// invalid-field). On a step-up flow it is the step-up ticket that the
-	// login's step_up verdict carried, and it is required.
+	// login's step_up verdict carried, and it is required; after it, a
+	// comma and the attempt token of this try's own check on the step-up
+	// flow, which the report then settles (the ticket alone is counted on
+	// its own).
 	Attempt string `json:"attempt,omitempty"`
 	// DeviceToken is the device token the check carried, if any.
 	DeviceToken string `json:"device_token,omitempty"`

@@ -195,7 +195,7 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 // flow is a step-up flow; "" for neither.
 func stepUpLine(f *authguard.Flow) string {
 	if f.SecondFactor {
-		return "step-up flow: checks read its counters (no attempt token); reports take step_up_passed or step_up_failed with a ticket"
+		return "step-up flow: each check charges its try (an attempt token); reports take step_up_passed or step_up_failed with a ticket and that token"
 	}
 	su := f.StepUp
 	if su.Flow == "" {

@@ -1,6 +1,7 @@
 package authguard_test
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -140,6 +141,9 @@ func TestPasswordChange_ARevokedTokenStaysRevokedAfterTheGenerationKeyWouldExpir
 	if second == "" {
 		t.Fatalf("no device token on day 398: %v %v", v.Action, v.Reasons)
 	}
+	if v := tokenCheck(h, victim, thief, second); v.Action != authguard.Proceed {
+		t.Fatalf("day 398: the token the step-up issued got %v %v, want proceed (it carries the generation)", v.Action, v.Reasons)
+	}
 	h.clock.Set(testclock.Epoch.Add(500 * 24 * time.Hour))
 	h.report(authguard.ReportRequest{Account: victim, IP: home, Outcome: authguard.PasswordChanged})
 	heldByOthers(h, victim)
@@ -219,5 +223,21 @@ func TestPasswordChange_AFloodOfFreshSubjectsDoesNotEvictTheRevocation(t *testin
 	heldByOthers(h, victim)
 	if v := tokenCheck(h, victim, thief, stolen); !heldAsUnknown(v) {
 		t.Errorf("the revoked token after the flood got %v %v, want delay [account_backoff]", v.Action, v.Reasons)
+	}
+}
+
+// An administrator's reset of the account forgets its counters, not its
+// revocations: a stolen token revoked before it stays revoked after it.
+func TestPasswordChange_AnAccountResetDoesNotBringARevokedTokenBack(t *testing.T) {
+	h := newHarness(t, revokingLogin("90d"))
+	const victim, home, thief = "victim@example.com", "203.0.113.9", "198.51.100.7"
+	stolen := h.attempt(victim, home, authguard.Success, "").DeviceToken
+	h.report(authguard.ReportRequest{Account: victim, IP: home, Outcome: authguard.PasswordChanged})
+	if _, err := h.e.Reset(context.Background(), authguard.ResetRequest{Flow: "login", Account: victim, Reason: "support ticket"}); err != nil {
+		t.Fatal(err)
+	}
+	heldByOthers(h, victim)
+	if v := tokenCheck(h, victim, thief, stolen); !heldAsUnknown(v) {
+		t.Errorf("the revoked token after an account reset got %v %v, want delay [account_backoff]", v.Action, v.Reasons)
 	}
 }

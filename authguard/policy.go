@@ -297,10 +297,11 @@ type Flow struct {
 	// built-in login has it on.
 	StepUp StepUpPolicy
 	// SecondFactor makes the flow a step-up flow: it bounds the second
-	// factor that StepUp verdicts of other flows ask for. Its checks read its
-	// counters without counting (no attempt token), its reports take
-	// StepUpPassed and StepUpFailed with a ticket only, and its rules are
-	// Backoff rules. The default is false; the built-in step_up is one.
+	// factor that StepUp verdicts of other flows ask for. Its checks charge
+	// each try as a login's do (an attempt token), its reports take
+	// StepUpPassed and StepUpFailed with a ticket and that token
+	// (stepup.go), and its rules are Backoff rules. The default is false;
+	// the built-in step_up is one.
 	SecondFactor bool
 
 	reasons  []Reason    // the distinct reasons of Rules, in order

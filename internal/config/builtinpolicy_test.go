@@ -40,8 +40,10 @@ func TestBuiltinPolicy_IsTheEmbeddedYAML(t *testing.T) {
 		return
 	}
 	const redo = "go generate ./internal/builtinpolicy rewrites it"
-	if have, err := os.ReadFile(builtinFlowsFile); err != nil || !bytes.Equal(have, src) {
-		t.Errorf("%s is not the built-in policy of default_policy.yaml (%v); %s", builtinFlowsFile, err, redo)
+	if have, err := os.ReadFile(builtinFlowsFile); err != nil {
+		t.Errorf("%v; %s", err, redo)
+	} else if !bytes.Equal(have, src) {
+		t.Errorf("%s is not the built-in policy of default_policy.yaml; %s", builtinFlowsFile, redo)
 	}
 	g := builtinpolicy.Policy()
 	if got, want := g.FlowNames(), p.FlowNames(); !slices.Equal(got, want) {
@@ -49,12 +51,69 @@ func TestBuiltinPolicy_IsTheEmbeddedYAML(t *testing.T) {
 	}
 	for _, name := range p.FlowNames() {
 		if !reflect.DeepEqual(g.Flow(name), p.Flow(name)) {
-			t.Errorf("builtinpolicy's flow %s differs from DefaultPolicy's:\n%+v\nwant\n%+v\n%s", name, g.Flow(name), p.Flow(name), redo)
+			t.Errorf("builtinpolicy's flow %s differs from DefaultPolicy's at %s; %s", name, firstDiff("Flow", reflect.ValueOf(g.Flow(name)), reflect.ValueOf(p.Flow(name)), 0), redo)
 		}
 	}
 	if !reflect.DeepEqual(g, p) {
 		t.Errorf("builtinpolicy.Policy() differs from DefaultPolicy(); %s", redo)
 	}
+}
+
+// firstDiff is the path of the first field, element or value at which got
+// and want differ, with the two values, for the failure message; "" if it
+// finds none within a few levels (flows point at other flows).
+func firstDiff(path string, got, want reflect.Value, depth int) string {
+	if depth > 8 {
+		return ""
+	}
+	if got.Kind() != want.Kind() {
+		return path
+	}
+	switch got.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if got.IsNil() || want.IsNil() {
+			if got.IsNil() != want.IsNil() {
+				return path + ": one is nil"
+			}
+			return ""
+		}
+		return firstDiff(path, got.Elem(), want.Elem(), depth+1)
+	case reflect.Struct:
+		for i := range got.NumField() {
+			if d := firstDiff(path+"."+got.Type().Field(i).Name, got.Field(i), want.Field(i), depth+1); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Slice, reflect.Array:
+		if got.Len() != want.Len() {
+			return fmt.Sprintf("%s: %d elements, want %d", path, got.Len(), want.Len())
+		}
+		for i := range got.Len() {
+			if d := firstDiff(fmt.Sprintf("%s[%d]", path, i), got.Index(i), want.Index(i), depth+1); d != "" {
+				return d
+			}
+		}
+		return ""
+	case reflect.Map:
+		if got.Len() != want.Len() {
+			return fmt.Sprintf("%s: %d entries, want %d", path, got.Len(), want.Len())
+		}
+		for _, k := range got.MapKeys() {
+			w := want.MapIndex(k)
+			if !w.IsValid() {
+				return fmt.Sprintf("%s[%v]: not wanted", path, k)
+			}
+			if d := firstDiff(fmt.Sprintf("%s[%v]", path, k), got.MapIndex(k), w, depth+1); d != "" {
+				return d
+			}
+		}
+		return ""
+	}
+	if g, w := fmt.Sprint(got), fmt.Sprint(want); g != w {
+		return fmt.Sprintf("%s: %s, want %s", path, g, w)
+	}
+	return ""
 }
 
 // renderBuiltinFlows writes the Go source of internal/builtinpolicy's

@@ -2,12 +2,13 @@
 // internal/config's default_policy.yaml, written out by a generator, so that
 // a test that wants the built-in policy and nothing else links authguard
 // alone rather than everything internal/config reads (YAML, Redis, the
-// HTTP stack, metrics). The YAML stays the one source of truth:
-// internal/config's TestBuiltinPolicy_IsTheEmbeddedYAML fails when flows.go
-// is not what config.DefaultPolicy loads, and rewrites it with -update.
+// HTTP stack, metrics). The YAML stays the one source of truth: gen writes
+// flows.go from config.DefaultPolicy (go generate), and internal/config's
+// TestBuiltinPolicy_IsTheEmbeddedYAML fails when the policy it builds is not
+// DefaultPolicy.
 package builtinpolicy
 
-//go:generate go test -count=1 -run TestBuiltinPolicy_IsTheEmbeddedYAML ../config -update
+//go:generate go run ./gen
 
 import "github.com/tollgate-auth/tollgate/authguard"
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite the golden files: testdata/policy_errors.golden and ../builtinpolicy/flows.go")
+var updateGolden = flag.Bool("update", false, "rewrite testdata/policy_errors.golden")
 
 // policyMistakes are policy files with one mistake each, one for every
 // message of the validation in authguard and here.

@@ -8,6 +8,13 @@ import (
 	"time"
 )
 
+// certCheckEvery is how often, at most, a handshake looks at the
+// certificate's files for a change: a stat of two files per second costs
+// nothing, and a renewal (done days before expiry) is served within a
+// second of the first handshake after it. Tests shorten it so that a
+// renewal is seen at the next handshake. The default is one second.
+var certCheckEvery = time.Second
+
 // certReloader serves a certificate and key from files and reloads them
 // when either file changes (checked at most once every checkEvery, on a
 // handshake) or on reload (SIGHUP): a renewed certificate is used without a
@@ -26,7 +33,7 @@ type certReloader struct {
 // newCertReloader loads the pair once: a pair that does not load is a
 // start-up error.
 func newCertReloader(certFile, keyFile string, onError func(error)) (*certReloader, error) {
-	r := &certReloader{certFile: certFile, keyFile: keyFile, checkEvery: time.Second, onError: onError}
+	r := &certReloader{certFile: certFile, keyFile: keyFile, checkEvery: certCheckEvery, onError: onError}
 	if err := r.reload(); err != nil {
 		return nil, err
 	}

@@ -98,14 +98,23 @@ func TestServe_ShutdownFinishesInFlightRequests(t *testing.T) {
 
 	slow := startSlowCheck(t, addr)
 	cancel()
+	// Shutdown closes the listener first and then waits for the request in
+	// flight: once a new connection is refused, serve is in that wait and
+	// must not have returned.
+	refused := testkit.Eventually(5*time.Second, func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
+	if !refused {
+		t.Error("new connections are still accepted during shutdown")
+	}
 	select {
 	case err := <-done:
 		t.Fatalf("serve returned with a request in flight: %v", err)
-	case <-time.After(300 * time.Millisecond):
-	}
-	if c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond); err == nil {
-		c.Close()
-		t.Error("a new connection was accepted during shutdown")
+	default:
 	}
 	if got := slow.finish(t); got != "proceed" {
 		t.Errorf("in-flight check answered %q", got)

@@ -400,6 +400,7 @@ func startStalled(t *testing.T) *httptest.Server {
 // A tollgate that does not answer within the timeout is a timeout, which
 // is an unavailability: the fail mode answers.
 func TestClient_SlowServer_TimesOutIntoTheFailMode(t *testing.T) {
+	t.Parallel() // it waits out real timeouts; the package's other waits overlap them
 	srv := startStalled(t)
 	c := newClient(t, srv.URL, client.Config{Timeout: 20 * time.Millisecond, Token: testToken})
 	for _, tt := range failModeCases {
@@ -691,6 +692,7 @@ func TestClient_Reload(t *testing.T) {
 // answer is a timeout after at least that long, never a wait without end.
 // (The shared vectors run with a longer timeout of their own.)
 func TestClient_TheDefaultTimeoutIs250ms(t *testing.T) {
+	t.Parallel() // it waits out real timeouts; the package's other waits overlap them
 	srv := startStalled(t)
 	c := newClient(t, srv.URL, client.Config{})
 	start := time.Now()

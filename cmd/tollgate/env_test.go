@@ -6,7 +6,6 @@ import (
 	"go/parser"
 	gotoken "go/token"
 	"io"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
@@ -25,17 +24,15 @@ var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 // and returns the environment variables its calls read, by name.
 func readEnvVars(t *testing.T) map[string]string {
 	t.Helper()
-	out, err := exec.Command("go", "list", "-deps", "-f",
-		`{{if and .Module (eq .Module.Path "github.com/tollgate-auth/tollgate")}}{{.Dir}}{{range .GoFiles}} {{.}}{{end}}{{"\n"}}{{end}}`, ".").Output()
+	deps, err := serverDeps()
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
 	read := map[string]string{}
 	fset := gotoken.NewFileSet()
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		fields := strings.Fields(line)
-		for _, name := range fields[1:] {
-			path := filepath.Join(fields[0], name)
+	for _, d := range deps {
+		for _, name := range d.GoFiles {
+			path := filepath.Join(d.Dir, name)
 			f, err := parser.ParseFile(fset, path, nil, 0)
 			if err != nil {
 				t.Fatal(err)

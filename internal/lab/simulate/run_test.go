@@ -791,7 +791,7 @@ func TestFreshIP(t *testing.T) {
 		t.Run(tt.prefix, func(t *testing.T) {
 			p := netip.MustParsePrefix(tt.prefix)
 			ar := &actorRun{Actor: &Actor{IPs: IPs{FreshIPv6In: p}}, rng: rand.New(rand.NewPCG(1, 2)), freshKey: 0x1234_5678_9abc_def1}
-			seen := map[netip.Prefix]bool{}
+			seen := make(map[netip.Prefix]bool, tt.n)
 			for i := range tt.n {
 				s := ar.freshIP()
 				a, err := netip.ParseAddr(s)

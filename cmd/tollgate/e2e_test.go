@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -207,10 +208,19 @@ func TestEndToEnd(t *testing.T) {
 	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
+	// Once a new connection is refused, the shutdown has begun (or the
+	// process is gone, which finish then shows).
+	testkit.WaitFor(t, 10*time.Second, "tollgate refuses new connections after SIGTERM", func() bool {
+		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+		if err == nil {
+			c.Close()
+		}
+		return err != nil
+	})
 	select {
 	case <-exited:
 		t.Fatalf("tollgate exited with a request in flight: %v\n%s", p.waitErr, logs)
-	case <-time.After(500 * time.Millisecond):
+	default:
 	}
 	if got := slow.finish(t); got != "proceed" {
 		t.Errorf("in-flight check answered %q", got)

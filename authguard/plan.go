@@ -240,12 +240,20 @@ func (e *Engine) checkPlan(s *subjects, device, id string, captchaSolved bool) p
 // node's script and one more command on a Cluster). A check of a token
 // whose generation is below it is then made again as a check without one
 // (Check).
+//
+// A send flow whose trust group revokes (Policy.revokes) reads it the same
+// way, in every send that names an account: a send trusts the group's
+// tokens to skip its address rules, and a token the owner revoked must
+// skip them no more than it skips the check's. Its key is the group's, so
+// a send reads the generation the group's password changes count. A send
+// flow has no device rule: the op is filed under its first rule, as the
+// owner allowance's are, and read by nothing but revoked.
 func (e *Engine) generation(p *plan, s *subjects) {
 	f := s.flow
-	if !f.RevokeDevicesOnPasswordChange || f.Kind != Attempts || s.account == "" || p.generation() >= 0 {
+	if !s.policy.revokes(f) || s.account == "" || p.generation() >= 0 {
 		return
 	}
-	p.addFacet(deviceGenOp(s, f, BackoffPeek), f.device, roleCredit, FacetDeviceGeneration)
+	p.addFacet(deviceGenOp(s, f, BackoffPeek), max(f.device, 0), roleCredit, FacetDeviceGeneration)
 }
 
 // generation returns the index of the op that reads the account's device

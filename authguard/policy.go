@@ -19,6 +19,10 @@ type Policy struct {
 	// stepUpOf are, by step-up flow, the flows whose StepUp names it: the
 	// flows whose tickets its reports take.
 	stepUpOf map[string][]*Flow
+	// revoking are the trust groups (DeviceTrust) whose flows revoke their
+	// device tokens on a password change: their send flows read the
+	// generation too (revokes).
+	revoking map[string]bool
 }
 
 // NewPolicy validates flows and makes a Policy of them. It fills in each
@@ -273,9 +277,12 @@ type Flow struct {
 	// (DeviceTrust): the account's device generation goes up, and a token
 	// issued before that is no token at all, its client an unknown one
 	// held by the rules for unknown clients. It is for a flow with a
-	// device rule, and the flows sharing its DeviceTrust must agree. The
-	// cost is one read in each check's batch, one write per change and two
-	// per device token issued (token.go). It is off because a routine
+	// device rule, and the flows sharing its DeviceTrust must agree; a
+	// send flow of that DeviceTrust may not set it and follows them: its
+	// sends read the generation too, so a revoked token no longer skips
+	// their address rules. The cost is one read in the batch of each check
+	// (and each send of the group), one write per change and two per
+	// device token issued (token.go). It is off because a routine
 	// rotation should not sign every device of the user out of its trusted
 	// state, while a user who changes the password because it leaked
 	// wants exactly that: the operator whose changes follow leaks turns it
@@ -502,7 +509,11 @@ func (f *Flow) compileFlow() error {
 		}
 		f.reasonOf = append(f.reasonOf, uint8(at))
 	}
-	if f.RevokeDevicesOnPasswordChange && (f.device < 0 || f.Kind != Attempts || f.SecondFactor) {
+	switch {
+	case f.RevokeDevicesOnPasswordChange && f.Kind == Sends:
+		// Its sends follow the trust group's flows (checkRevokeDevices).
+		return bad("RevokeDevicesOnPasswordChange", "is set on the flows of the device_trust group that have a device rule: a send flow's sends follow theirs")
+	case f.RevokeDevicesOnPasswordChange && (f.device < 0 || f.Kind != Attempts || f.SecondFactor):
 		return bad("RevokeDevicesOnPasswordChange", "is for a flow with a device rule: no other flow trusts device tokens in its checks")
 	}
 	f.net = netWindows{}

@@ -14,6 +14,12 @@ import (
 // the wrong kind for the channel); a store failure is answered by the
 // flow's fail mode. The verdict never depends on whether the destination
 // belongs to an account.
+//
+// A valid device token of the account, of the flow's DeviceTrust, makes
+// the client known: rules for unknown clients (the address rules) skip
+// it. One issued before a password change that revoked it (its trust
+// group's RevokeDevicesOnPasswordChange) is no token: the send meets them
+// as an unknown client's.
 func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	slot, busy := e.acquire(ctx, false, false)
 	defer func() { release(slot) }()
@@ -37,7 +43,7 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	if err := checkRef(req.Ref); err != nil {
 		return Verdict{}, err
 	}
-	device := e.deviceID(&s, req.DeviceToken)
+	device, gen := e.deviceOf(&s, req.DeviceToken)
 
 	computed, b, p := Verdict{}, batch{src: SourceNone}, plan{allowance: -1}
 	var flooding plan // the plan flooded made, which reserve then runs
@@ -49,6 +55,10 @@ func (e *Engine) Send(ctx context.Context, req SendRequest) (Verdict, error) {
 	}
 	if !refused {
 		p, b, computed = e.reserve(ctx, &s, device, "", req.CaptchaSolved, &flooding)
+		if device != "" && revoked(&p, &b, gen) { // token.go: the owner changed the password since
+			p, b, computed = e.revokedCheck(ctx, &s, &p, b, computed, "", req.CaptchaSolved)
+			device = ""
+		}
 		if errors.Is(b.err, ErrOverloaded) {
 			computed = s.flow.shed()
 		}

@@ -209,7 +209,21 @@ func revoked(p *plan, b *batch, gen int) bool {
 
 // checkRevokeDevices checks that the flows that trust the same device
 // tokens agree on RevokeDevicesOnPasswordChange: a change revokes a token
-// for every flow that trusts it, or for none.
+// for every flow that trusts it, or for none. It keeps the trust groups
+// that revoke (Policy.revoking), whose send flows then revoke too.
+//
+// The flows that state the setting are those with a device rule: they
+// issue the group's tokens and take its password_changed reports, and
+// each must state it, so that no flow of the group is left out by a
+// template or a copy. A send flow only trusts the group's tokens (the
+// built-in otp_send trusts login's): it issues none and takes no
+// password_changed report, so it has nothing of its own to state and may
+// not (compileFlow). It follows its group instead, as it must for the
+// setting to hold: a token revoked for the group's checks but not its
+// sends would still take a thief past the sends' address rules. Asking
+// the send flow to state it too would only add a way to get it wrong (the
+// built-in otp_send left off while login turns it on), since the one
+// right value is the group's.
 func (p *Policy) checkRevokeDevices() error {
 	seen := map[string]*Flow{}
 	for _, name := range p.FlowNames() {
@@ -227,17 +241,33 @@ func (p *Policy) checkRevokeDevices() error {
 				"differs from flow %q's, which trusts the same device tokens (device_trust %q): a password change revokes them for every flow or for none", g.Name, f.DeviceTrust)}
 		}
 	}
+	for trust, f := range seen {
+		if f.RevokeDevicesOnPasswordChange {
+			if p.revoking == nil {
+				p.revoking = map[string]bool{}
+			}
+			p.revoking[trust] = true
+		}
+	}
 	return nil
 }
 
+// revokes reports whether the checks or sends of flow f read the
+// account's device generation (generation): a flow with
+// RevokeDevicesOnPasswordChange, or a send flow whose trust group's flows
+// have it (checkRevokeDevices).
+func (p *Policy) revokes(f *Flow) bool {
+	return f.RevokeDevicesOnPasswordChange || (f.Kind == Sends && p.revoking[f.DeviceTrust])
+}
+
 // revokedCheck makes again, as a check without a device token, a check
-// whose token the owner revoked (revoked): what its batch reserved for the
-// device is given back first, unless the store or reserve did already (a
-// refused check's reservations are undone), and the check then meets the
-// rules for unknown clients. That second batch is paid only by a check
-// with a revoked token, whose holder learns nothing from its time: he
-// learns the token no longer counts from the verdict anyway. v is the
-// first batch's verdict.
+// (or a send) whose token the owner revoked (revoked): what its batch
+// reserved for the device is given back first, unless the store or
+// reserve did already (a refused check's reservations are undone), and
+// the check then meets the rules for unknown clients. That second batch
+// is paid only by a check with a revoked token, whose holder learns
+// nothing from its time: he learns the token no longer counts from the
+// verdict anyway. v is the first batch's verdict.
 func (e *Engine) revokedCheck(ctx context.Context, s *subjects, p *plan, b batch, v Verdict, id string, solved bool) (plan, batch, Verdict) {
 	if !b.undone && b.res != nil && v.Action == Proceed {
 		e.refund(ctx, p, p.gates(s.flow), b)

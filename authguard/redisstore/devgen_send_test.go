@@ -1,0 +1,164 @@
+package redisstore_test
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
+)
+
+// Attack: a thief with a copy of the owner's device token asks for codes
+// from an address busy with codes, where otp_send's address rules ask an
+// unknown client for a CAPTCHA and a known device goes ahead; the owner
+// then changes her password on a login that revokes device tokens. On
+// Redis (one node, the generic script, a Cluster) as on the memory store:
+// the stolen token's send goes ahead before the change, needs the
+// CAPTCHA after it (twice: the refused send made nothing known), and a
+// token issued after the change goes ahead.
+func TestSend_RedisRevokesAStolenDeviceTokenAsTheMemoryStore(t *testing.T) {
+	for _, kind := range []string{"single", "generic", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind)
+			clock := testclock.New(time.Time{})
+			engines, rs := memoryAndRedis(t, c, revokingPolicy(t, true), clock)
+			generic(kind, rs)
+			var got [2][]string
+			for i, e := range engines {
+				got[i] = stolenTokenSendRun(t, e, clock, fmt.Sprintf("owner%d@example.com", i))
+			}
+			want := []string{"proceed", "captcha [ip_destinations]", "captcha [ip_destinations]", "proceed"}
+			for i, name := range []string{"memory store", "Redis"} {
+				if !slices.Equal(got[i], want) {
+					t.Errorf("%s: the sends %q, want %q", name, got[i], want)
+				}
+			}
+		})
+	}
+}
+
+// stolenTokenSendRun is the attack of
+// TestSend_RedisRevokesAStolenDeviceTokenAsTheMemoryStore on e: the
+// verdicts of the stolen token's sends from the busy address before the
+// change, twice after it, and of a send with a token issued after it. The
+// clock is where it started when it returns.
+func stolenTokenSendRun(t *testing.T, e *authguard.Engine, clock *testclock.Clock, owner string) []string {
+	t.Helper()
+	ctx := context.Background()
+	const home, nat = "203.0.113.9", "198.51.100.30"
+	start := clock.Now()
+	defer clock.Set(start)
+	check := func(req authguard.CheckRequest) authguard.Verdict {
+		t.Helper()
+		v, err := e.Check(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	report := func(req authguard.ReportRequest) authguard.Verdict {
+		t.Helper()
+		v, err := e.Report(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	send := func(req authguard.SendRequest) authguard.Verdict {
+		t.Helper()
+		v, err := e.Send(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	say := func(v authguard.Verdict) string {
+		if len(v.Reasons) == 0 {
+			return v.Action.String()
+		}
+		return fmt.Sprintf("%v %v", v.Action, v.Reasons)
+	}
+	signIn := func(token string) string {
+		t.Helper()
+		v := check(authguard.CheckRequest{Flow: "login", Account: owner, IP: home, DeviceToken: token})
+		if v.Action != authguard.Proceed {
+			t.Fatalf("the owner's sign-in: %v %v", v.Action, v.Reasons)
+		}
+		return report(authguard.ReportRequest{Flow: "login", Account: owner, IP: home, Outcome: authguard.Success, Attempt: v.Attempt, DeviceToken: token}).DeviceToken
+	}
+	// The address asks for codes to 60 numbers within the hour, each
+	// verified (no conversion rule speaks): ip_destinations is full.
+	for i := range 60 {
+		clock.Advance(time.Second)
+		number := fmt.Sprintf("+44 7400 %06d", i*1000+i)
+		if v := send(authguard.SendRequest{Destination: number, Channel: "sms", IP: nat}); v.Action != authguard.Proceed {
+			t.Fatalf("code %d: %v %v", i, v.Action, v.Reasons)
+		}
+		v := check(authguard.CheckRequest{Flow: "otp_verify", Account: number, IP: nat})
+		if v.Action != authguard.Proceed {
+			t.Fatalf("verify %d: %v %v", i, v.Action, v.Reasons)
+		}
+		report(authguard.ReportRequest{Flow: "otp_verify", Account: number, IP: nat, Outcome: authguard.Success, Attempt: v.Attempt, Destination: number, Channel: "sms"})
+	}
+	code := func(n int, token string) string {
+		return say(send(authguard.SendRequest{Destination: fmt.Sprintf("+44 7400 9%05d", n), Channel: "sms", IP: nat, Account: owner, DeviceToken: token}))
+	}
+	stolen := signIn("")
+	out := []string{code(1, stolen)}
+	report(authguard.ReportRequest{Flow: "login", Account: owner, IP: home, Outcome: authguard.PasswordChanged})
+	out = append(out, code(2, stolen), code(3, stolen))
+	fresh := signIn(stolen) // the owner's device, signed out by her change, signs in again
+	return append(out, code(4, fresh))
+}
+
+// What the generation read costs a send naming an account (subjects never
+// seen) on a trust group that revokes, beside one that does not: one node,
+// one script call either way, the read inside the send's script; a
+// Cluster, one call more (the generation's key is a slot of its own), in
+// the same round trip.
+func TestSend_TheGenerationReadIsInTheSendsOwnRoundTrip(t *testing.T) {
+	for _, kind := range []string{"single", "cluster"} {
+		t.Run(kind, func(t *testing.T) {
+			var calls, trips [2]float64
+			for i, on := range []bool{false, true} {
+				c := clientOf(t, kind)
+				counter := &pipelineCounter{}
+				c.AddHook(counter)
+				e, err := authguard.New(authguard.Config{Policy: revokingPolicy(t, on), Store: newStore(t, c, nil), Secret: secret})
+				if err != nil {
+					t.Fatal(err)
+				}
+				send := func(n int) {
+					v, err := e.Send(context.Background(), authguard.SendRequest{Account: fmt.Sprintf("user%d@example.com", n),
+						Destination: fmt.Sprintf("+44 7400 %06d", n*1000), Channel: "sms", IP: fmt.Sprintf("10.0.%d.%d", n>>8&255, n&255)})
+					if err != nil || v.Action != authguard.Proceed {
+						t.Fatalf("send %d: %+v, %v; want a proceed", n, v, err)
+					}
+				}
+				for n := range 20 { // the scripts loaded, the slot map known
+					send(500 + n)
+				}
+				resetAll(t, c)
+				trip0 := counter.pipelines.Load() + counter.commands.Load()
+				const n = 20
+				for j := range n {
+					send(j)
+				}
+				trips[i] = float64(counter.pipelines.Load()+counter.commands.Load()-trip0) / n
+				stats := commandStats(t, c)
+				calls[i] = (stats["evalsha"]["calls"] + stats["eval"]["calls"]) / n
+			}
+			t.Logf("%s: script calls per fresh send %.1f off, %.1f on; round trips %.1f off, %.1f on", kind, calls[0], calls[1], trips[0], trips[1])
+			wantCalls := calls[0]
+			if kind == "cluster" {
+				wantCalls++
+			}
+			if calls[1] != wantCalls || trips[1] != trips[0] {
+				t.Errorf("with the setting on a fresh send made %.1f calls in %.1f round trips; want %.1f calls in %.1f", calls[1], trips[1], wantCalls, trips[0])
+			}
+		})
+	}
+}

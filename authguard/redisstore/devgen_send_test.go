@@ -162,3 +162,39 @@ func TestSend_TheGenerationReadIsInTheSendsOwnRoundTrip(t *testing.T) {
 		})
 	}
 }
+
+// A send of a revoking trust group holds its generation read in the send's
+// one script, whose shape holds the counter's policy (its 401 days among
+// them), as a check's does: a send sends the read's varying arguments
+// only (one or two more than with the setting off), never the policy.
+func TestShapes_ASendsGenerationReadSendsOnlyWhatVaries(t *testing.T) {
+	forget := fmt.Sprint(authguard.DeviceGenTTL.Milliseconds())
+	var n [2]int
+	for k, on := range []bool{false, true} {
+		c := singleClient(t)
+		hook := &evalArgs{}
+		c.AddHook(hook)
+		e, err := authguard.New(authguard.Config{Policy: revokingPolicy(t, on), Store: newStore(t, c, nil), Secret: secret})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range 20 {
+			v, err := e.Send(context.Background(), authguard.SendRequest{Account: fmt.Sprintf("user%d@example.com", i),
+				Destination: fmt.Sprintf("+44 7400 %06d", i*1000), Channel: "sms", IP: fmt.Sprintf("192.0.2.%d", i+1)})
+			if err != nil || v.Action != authguard.Proceed {
+				t.Fatalf("send %d: %+v, %v; want a proceed", i, v, err)
+			}
+			args := hook.last(t)
+			for _, a := range args {
+				if a == forget || a == "peek" {
+					t.Fatalf("send %d sent the generation's %q; the shape should hold it: %q", i, a, args)
+				}
+			}
+			n[k] = len(args)
+		}
+	}
+	t.Logf("a send sends %d arguments, %d in a revoking group", n[0], n[1])
+	if d := n[1] - n[0]; d < 1 || d > 2 {
+		t.Errorf("a send of a revoking group sent %d arguments, %d without: want one or two more (the read's key and what varies)", n[1], n[0])
+	}
+}

@@ -253,6 +253,40 @@ export class Client {
   }
 
   /**
+   * Tells tollgate that req.account's password was changed or reset, once
+   * the change has taken effect (after whatever your change asks for: the
+   * old password, a link, a second factor): a report of outcome
+   * `password_changed` with no attempt token. tollgate clears the
+   * account's counters in the flow and in every flow sharing its device
+   * trust (never an address's), emits account.reset, and with the flow's
+   * `revoke_devices_on_password_change` makes every device token issued
+   * before now count as none. Report only a change you made: tollgate
+   * trusts it as it trusts a success.
+   *
+   * Rejects with the client's usual {@link CallError} when tollgate does
+   * not answer ({@link UnavailableError}, {@link TimeoutError}) or refuses
+   * the report ({@link TollgateError}: a flow that counts no account, or
+   * a step-up flow, is invalid-field on "outcome"). That error is for
+   * your log, never the end user: the change has been made, so log it and
+   * go on (the owner's counters then clear as they decay). There is no
+   * fail mode: nothing is let in or kept out by the answer.
+   */
+  async reportPasswordChanged(req: PasswordChange, options?: CallOptions): Promise<void> {
+    req = req ?? ({} as PasswordChange); // from untyped code: tollgate refuses it, as any report
+    const body = encodeRequest({
+      flow: req.flow !== undefined && req.flow !== "" ? req.flow : "login",
+      account: req.account,
+      ip: req.ip,
+      outcome: "password_changed",
+      ref: req.ref,
+    }, requestFields.report);
+    const v = (await this.#call("report", "/v1/report", body, verdictShape, options)) as WireVerdict;
+    if (!["proceed", "delay", "captcha", "deny", "step_up"].includes(v.action)) {
+      throw new UnavailableError("report", "the answer is not a verdict (unknown action)");
+    }
+  }
+
+  /**
    * Whether password is in the breached-password corpus tollgate serves
    * (GET /v1/breached/{prefix}), asked by k-anonymity: only the first five
    * hex digits of the SHA-1 of its UTF-8 bytes leave this process; the
@@ -556,6 +590,18 @@ export interface StepUpReport {
   ref?: string | undefined;
   /** The step-up flow. Default "step_up". */
   flow?: string | undefined;
+}
+
+/** An account whose password the caller just changed or reset, for {@link Client.reportPasswordChanged}. */
+export interface PasswordChange {
+  /** The account as the login checks it (as the end user types it: tollgate folds it as it folds a check's). Required. */
+  account: string;
+  /** The address the change was made from; required by every flow whose rules count addresses (the built-in login does). */
+  ip?: string | undefined;
+  /** The login flow whose password changed. Default "login". */
+  flow?: string | undefined;
+  /** As in a report: your own reference for the end user, passed only to the account.reset webhook. */
+  ref?: string | undefined;
 }
 
 /**

@@ -508,6 +508,30 @@ export class Guard {
   }
 
   /**
+   * Reports that account's password was just changed or reset, from req's
+   * end user ({@link Client.reportPasswordChanged} on the guard's flow):
+   * the address is the one the guard's checks use (its `proxies`), never
+   * a header the client sets. Call it from the route that changed the
+   * password, once the change has taken effect, with the account as your
+   * login form posts it; the route needs no before(). Rejects with an
+   * error for your log, never the end user: log it and go on. A request
+   * whose address the guard cannot resolve rejects and sends nothing.
+   *
+   * ```ts
+   * app.post("/account/password", async (req, res) => {
+   *   await changePassword(req.user, req.body.password);
+   *   guard.passwordChanged(req, req.user.username).catch((e) => log.warn(String(e)));
+   *   res.redirect("/account");
+   * });
+   * ```
+   */
+  passwordChanged(req: GuardRequest, account: string, options?: CallOptions): Promise<void> {
+    const ip = this.#proxies.clientIP(req);
+    if (ip === "") return Promise.reject(new Error("tollgate: report: the request has no client address the guard can use"));
+    return this.client.reportPasswordChanged({ flow: this.flow, account, ip }, options);
+  }
+
+  /**
    * Wraps a passport-local verify callback so that its outcome is reported
    * without the app writing it: a user is a success (with `ref` from
    * refOf, if given), false a failure, an error nothing (the outcome is

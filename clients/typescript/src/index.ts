@@ -21,6 +21,7 @@ export {
   type ClientOptions,
   type CallOptions,
   type StepUpReport,
+  type PasswordChange,
 } from "./client.js";
 export {
   failOpen,

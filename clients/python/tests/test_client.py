@@ -460,6 +460,22 @@ class StepUp(Base):
         self.assertEqual(s.last().body, b'{"flow":"step_up","account":"a","ip":"i","outcome":"step_up_failed",'  # type: ignore[union-attr]
                          b'"attempt":"ticket.1"}')
 
+    def test_a_password_change_is_a_report_without_an_attempt(self) -> None:
+        s = self.stand_in()
+        c = self.client(s.url)
+        v = c.password_changed(account="a", ip="i")
+        self.assertEqual((v.action, v.error), ("proceed", None))
+        self.assertEqual(s.last().body, b'{"flow":"login","account":"a","ip":"i","outcome":"password_changed"}')  # type: ignore[union-attr]
+        c.password_changed(account="a", flow="staff", ref="u-1")
+        self.assertEqual(s.last().body, b'{"flow":"staff","account":"a","outcome":"password_changed","ref":"u-1"}')  # type: ignore[union-attr]
+
+    def test_a_password_change_tollgate_does_not_answer_is_a_fallback_never_an_exception(self) -> None:
+        c = self.client(closed_port_url())
+        v = c.password_changed(account=ALICE, ip=ALICE_IP, fail=FAIL_OPEN)
+        self.assertIsInstance(v.error, Unavailable)
+        self.assertEqual((v.action, v.fallback), ("proceed", True))
+        self.no_secrets(v.error)
+
     def test_a_responder_never_proceeds_on_step_up(self) -> None:
         a = tollgate.Responder().respond(tollgate.Verdict.from_json(STEP_UP))
         self.assertEqual((a.proceed, a.step_up, a.status, a.header("Cache-Control")), (False, True, 403, "no-store"))

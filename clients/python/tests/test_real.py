@@ -173,6 +173,20 @@ class RealTollgate(unittest.TestCase):
         self.assertIsNone(again.error)
         self.assertEqual(self.backoff_count(), 1, "an attempt settles once")
 
+    def test_a_password_change_after_a_stuffing_attack_clears_the_accounts_failures(self) -> None:
+        for _ in range(5):
+            self.fail_once()
+        self.assertEqual(self.tg.check(**LOGIN).action, "delay")
+        v = self.tg.password_changed(account=ALICE, ip=ALICE_IP)
+        self.assertEqual((v.action, v.device_token, v.fallback, v.error), ("proceed", "", False, None))
+        self.assertEqual(self.backoff_count(), 0)
+        self.assertEqual(self.tg.check(**LOGIN).action, "proceed")
+        # A flow that takes no password change: refused, as a fallback.
+        v = self.tg.password_changed(account=ALICE, ip=ALICE_IP, flow="step_up")
+        self.assertIsInstance(v.error, TollgateError)
+        assert isinstance(v.error, TollgateError)
+        self.assertEqual((v.error.status, v.error.field, v.fallback), (400, "outcome", True))
+
     def test_repeated_failures_delay_with_a_growing_retry_after(self) -> None:
         for _ in range(5):
             self.fail_once()

@@ -42,6 +42,7 @@ from .failmode import (
     ACTIONS,
     CHECK_ACTIONS,
     FAIL_DELAY,
+    OUTCOME_PASSWORD_CHANGED,
     OUTCOME_STEP_UP_FAILED,
     OUTCOME_STEP_UP_PASSED,
     PROCEED,
@@ -609,6 +610,35 @@ class Client:
         both = ticket + "," + attempt if attempt else ticket
         return self.report(flow=flow, outcome=outcome, account=account, ip=ip, attempt=both,
                            device_token=device_token, fail=fail)
+
+    def password_changed(
+        self,
+        *,
+        account: str,
+        ip: Optional[str] = None,
+        flow: str = "login",
+        ref: Optional[str] = None,
+        fail: Union[FailMode, str] = FAIL_DELAY,
+    ) -> Verdict:
+        """The account's password was changed or reset, by a change you made
+        once it took effect (after whatever it asks for: the old password, a
+        link, a code): report it on the flow that checks that password, with
+        the account as its logins name it and the address the change came
+        from (required when the flow counts addresses, as the built-in login
+        does). No attempt token: a change settles no attempt.
+
+        tollgate clears the account's counters in flow and in every flow
+        sharing its device trust (never an address's), emits account.reset,
+        and with revoke_devices_on_password_change makes the account's
+        device tokens issued before now count as none. A proceed carries no
+        device token: a change is not a sign-in. As for report, the verdict
+        is always usable and ``error`` says why it is a fallback; a change
+        tollgate refuses (a step-up flow, one counting no account) is a
+        fallback whose error is a TollgateError of status 400. Never make
+        the change wait on it: the change has happened whatever tollgate
+        answers.
+        """
+        return self.report(flow=flow, outcome=OUTCOME_PASSWORD_CHANGED, account=account, ip=ip, ref=ref, fail=fail)
 
     def breached(self, password: str, *, timeout: Optional[float] = DEFAULT_BREACHED_TIMEOUT) -> bool:
         """Whether password was found in tollgate's breached-password corpus,

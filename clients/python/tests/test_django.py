@@ -960,6 +960,7 @@ class ReadmeSettings(unittest.TestCase):
         ns: Dict[str, Any] = {
             "INSTALLED_APPS": [a for a in SETTINGS["INSTALLED_APPS"] if a != "tollgate.django"],
             "MIDDLEWARE": SETTINGS["MIDDLEWARE"][:-1],
+            "AUTH_PASSWORD_VALIDATORS": [{"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"}],
         }
         os.environ.setdefault("TOLLGATE_FINGERPRINT_KEY", KEY)
         exec(compile(m.group(1), "README.md", "exec"), ns)
@@ -968,6 +969,7 @@ class ReadmeSettings(unittest.TestCase):
         block = {k: v for k, v in ns.items() if k.isupper()}
         self.assertEqual(block["INSTALLED_APPS"], SETTINGS["INSTALLED_APPS"])
         self.assertEqual(block["MIDDLEWARE"], SETTINGS["MIDDLEWARE"])
+        self.assertEqual(block["AUTH_PASSWORD_VALIDATORS"][-1], REPORT_CHANGES["AUTH_PASSWORD_VALIDATORS"][0])
         with override_settings(**block):
             self.assertEqual(check_settings(), [])
 
@@ -1035,3 +1037,158 @@ class Installed(unittest.TestCase):
 
 if __name__ == "__main__":  # pragma: no cover
     unittest.main()
+
+
+REPORT_CHANGES = {"AUTH_PASSWORD_VALIDATORS": [{"NAME": "tollgate.django.validators.ReportPasswordChange"}]}
+
+
+def change_password(c: Any, old: str, new: str) -> Any:
+    """Django's own PasswordChangeView, as the admin serves it."""
+    return c.post("/admin/password_change/", {"old_password": old, "new_password1": new, "new_password2": new})
+
+
+class PasswordChange(RealTollgate):
+    """The one settings line of tollgate.django.validators against a real
+    tollgate: each password change reported as password_changed."""
+
+    @classmethod
+    def settings(cls) -> Dict[str, Any]:
+        return dict(REPORT_CHANGES)
+
+    def test_a_password_change_after_a_stuffing_attack_lets_the_owner_in_at_once(self) -> None:
+        old, new = "ivan-Tg-5d1e-old", "ivan-Tg-5d1e-new"
+        ivan = user("pwc-ivan", old)
+        owner = browser("198.51.100.80")
+        self.assertEqual(admin_login(owner, ivan, old).status_code, 302)  # her session from before the attack
+        attacker = browser("203.0.113.80")
+        for i in range(6):
+            admin_login(attacker, ivan, "stuffed-%d" % i)
+        self.assertEqual(self.failures(ivan), 5)
+        laptop = browser("198.51.100.81")  # a device tollgate does not know yet
+        self.assertEqual(admin_login(laptop, ivan, old).status_code, 429, "the attack did not hold the account")
+        self.assertEqual(authenticated_sessions(ivan), 1)
+        r = change_password(owner, old, new)
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/password_change/done/"), r.content[:300])
+        self.assertEqual(self.failures(ivan), 0, "the change was not reported")
+        r = admin_login(browser("198.51.100.82"), ivan, new)
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"), "the owner waits out the attacker's ramp")
+        self.assertEqual(authenticated_sessions(ivan), 2)
+
+    def test_a_password_set_outside_a_request_is_reported_too(self) -> None:
+        """set_password(); save() in a shell, a task or changepassword: no
+        request, so the server's own address (the flow requires one)."""
+        from django.contrib.auth.models import User
+
+        judy = user("pwc-judy", "judy-Tg-90ab-old")
+        c = browser("203.0.113.81")
+        for i in range(6):
+            admin_login(c, judy, "stuffed-%d" % i)
+        self.assertEqual(self.failures(judy), 5)
+        u = User.objects.get(username=judy)
+        u.set_password("judy-Tg-90ab-new")
+        u.save()
+        self.assertEqual(self.failures(judy), 0)
+        r = admin_login(browser("198.51.100.83"), judy, "judy-Tg-90ab-new")
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+
+    def test_a_hash_upgraded_at_login_is_no_change(self) -> None:
+        """check_password() rehashing a password is Django's, not the
+        user's: nothing is reported, the failures stay."""
+        from django.contrib.auth.hashers import make_password
+        from django.contrib.auth.models import User
+
+        kim = user("pwc-kim", "kim-Tg-44aa-right")
+        c = browser("203.0.113.82")
+        for i in range(3):
+            admin_login(c, kim, "stuffed-%d" % i)
+        self.assertEqual(self.failures(kim), 3)
+        with self.settings_hashers(["django.contrib.auth.hashers.MD5PasswordHasher",
+                                    "django.contrib.auth.hashers.SHA1PasswordHasher"]):
+            User.objects.filter(username=kim).update(password=make_password("kim-Tg-44aa-right", hasher="sha1"))
+            self.assertTrue(User.objects.get(username=kim).check_password("kim-Tg-44aa-right"))
+        self.assertTrue(User.objects.get(username=kim).password.startswith("md5$"), "no upgrade happened")
+        self.assertEqual(self.failures(kim), 3)
+
+    def settings_hashers(self, hashers: List[str]) -> Any:
+        from django.test import override_settings
+
+        return override_settings(PASSWORD_HASHERS=hashers)
+
+
+class PasswordChangeTollgateDown(_Base):
+    url = closed_port_url()
+
+    @classmethod
+    def settings(cls) -> Dict[str, Any]:
+        return dict(REPORT_CHANGES)
+
+    def test_the_change_succeeds_and_the_log_names_no_one(self) -> None:
+        from django.contrib.auth.models import User
+
+        User.objects.create_user("pwc-leo", "", None, is_staff=True)  # no password: nothing reported
+        u = User.objects.get(username="pwc-leo")
+        with self.assertLogs("tollgate.django", "WARNING") as logs:
+            u.set_password("leo-Tg-61f0-new")
+            u.save()
+        self.assertTrue(User.objects.get(username="pwc-leo").check_password("leo-Tg-61f0-new"))
+        self.assertEqual(len(logs.output), 1, logs.output)
+        self.assertFalse([m for m in logs.output if "pwc-leo" in m or "127.0.0.1" in m], logs.output)
+
+    def test_settings_that_cannot_be_read_fail_no_change(self) -> None:
+        from django.contrib.auth.models import User
+        from django.test import override_settings
+
+        User.objects.create_user("pwc-mia", "", None)
+        u = User.objects.get(username="pwc-mia")
+        with override_settings(TOLLGATE_URL=None), self.assertLogs("tollgate.django", "WARNING") as logs:
+            u.set_password("mia-Tg-0b3c-new")
+            u.save()
+        self.assertTrue(User.objects.get(username="pwc-mia").check_password("mia-Tg-0b3c-new"))
+        self.assertIn("ImproperlyConfigured", logs.output[0])
+
+
+class PasswordChangeStandIn(_Base):
+    """What a change sends: against a stand-in that records it."""
+
+    @classmethod
+    def setUpClass(cls) -> None:
+        cls.stand_in = StandIn(lambda _r: (200, {"Content-Type": "application/json"}, json.dumps(PROCEED).encode()))
+        cls.url = cls.stand_in.url
+        super().setUpClass()
+
+    @classmethod
+    def tearDownClass(cls) -> None:
+        super().tearDownClass()
+        cls.stand_in.close()
+
+    @classmethod
+    def settings(cls) -> Dict[str, Any]:
+        return dict(REPORT_CHANGES, TOLLGATE_FLOW="staff_login")
+
+    def reports(self) -> List[Dict[str, Any]]:
+        with self.stand_in._lock:
+            return [json.loads(r.body) for r in self.stand_in.requests if r.path == "/v1/report"]
+
+    def test_the_view_reports_the_account_as_logins_name_it_from_the_requests_address(self) -> None:
+        old, new = "nina-Tg-7e21-old", "nina-Tg-7e21-new"
+        nina = user("pwc-Nina", old)
+        c = browser("203.0.113.90")
+        self.assertEqual(admin_login(c, nina, old).status_code, 302)
+        r = change_password(c, old, new)
+        self.assertEqual(r.status_code, 302, r.content[:300])
+        self.assertEqual(self.reports()[-1], {"flow": "staff_login", "account": "pwc-Nina", "ip": "203.0.113.90",
+                                              "outcome": "password_changed"})
+        with self.stand_in._lock:
+            self.assertFalse(any(pw.encode() in x.body for pw in (old, new) for x in self.stand_in.requests))
+
+    def test_an_email_login_reports_the_email(self) -> None:
+        from django.contrib.auth.models import User
+        from django.test import override_settings
+
+        User.objects.create_user("pwc-olga", "pwc-olga@example.test", None)
+        u = User.objects.get(username="pwc-olga")
+        with override_settings(TOLLGATE_ACCOUNT_FIELDS=["email"]):
+            u.set_password("olga-Tg-2c9d-new")
+            u.save()
+        self.assertEqual(self.reports()[-1], {"flow": "staff_login", "account": "pwc-olga@example.test",
+                                              "ip": "127.0.0.1", "outcome": "password_changed"})

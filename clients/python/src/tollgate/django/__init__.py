@@ -38,6 +38,13 @@ The pieces, each in its module:
   tollgate's breached-password range (k-anonymously) for each attempt it
   let through, and the reports carry the answer.
 
+* :mod:`~tollgate.django.validators`: with one more line,
+  ``AUTH_PASSWORD_VALIDATORS += [{"NAME":
+  "tollgate.django.validators.ReportPasswordChange"}]``, every change of a
+  user's password is reported as ``password_changed``, so the account's
+  failures go (and, with ``revoke_devices_on_password_change``, its older
+  device tokens stop counting).
+
 Settings are read by :mod:`~tollgate.django.conf`; ``manage.py check``
 reports a mistake in them. This package imports Django; the rest of
 ``tollgate`` does not, and nothing imports this package but Django's

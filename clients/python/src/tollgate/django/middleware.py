@@ -72,6 +72,13 @@ class TollgateMiddleware:
         s = conf.get()
         if not s.enabled:
             return self.get_response(request)
+        token = state.enter(request)  # for a password change's report (validators.py): its address
+        try:
+            return self._answer(request, s)
+        finally:
+            state.leave(token)
+
+    def _answer(self, request: Any, s: conf.Settings) -> Any:
         st = state.of(request)
         if request.path == s.step_up_path:
             from . import stepup

@@ -12,11 +12,12 @@ newest attempt no signal has claimed yet.
 
 from __future__ import annotations
 
+import contextvars
 from typing import Any, List, Optional
 
 from ..failmode import Verdict
 
-__all__ = ["Attempt", "State", "of", "find", "OPEN", "BLOCKED", "REFUSED", "SKIPPED", "FAILED", "SUCCEEDED"]
+__all__ = ["Attempt", "State", "of", "find", "enter", "leave", "current", "OPEN", "BLOCKED", "REFUSED", "SKIPPED", "FAILED", "SUCCEEDED"]
 
 #: tollgate said proceed: the real backends check the password; the
 #: outcome is still to report.
@@ -103,3 +104,26 @@ def find(request: Any) -> Optional[State]:
     """request's state, or None when no authentication recorded one."""
     r = http_request(request)
     return None if r is None else getattr(r, _ATTR, None)
+
+
+# The request the middleware is answering, for code Django calls without
+# it: a validator's password_changed(password, user) is told the user
+# alone. A context variable, not a thread's: under ASGI, sync_to_async
+# carries it into the thread that runs the view.
+_current: "contextvars.ContextVar[Any]" = contextvars.ContextVar("tollgate.django.request", default=None)
+
+
+def enter(request: Any) -> "contextvars.Token[Any]":
+    """Make request the current one (the middleware, around the view)."""
+    return _current.set(request)
+
+
+def leave(token: "contextvars.Token[Any]") -> None:
+    """Restore the current request enter replaced."""
+    _current.reset(token)
+
+
+def current() -> Any:
+    """The request the middleware is answering, or None (a management
+    command, a shell, a task queue's worker)."""
+    return _current.get()

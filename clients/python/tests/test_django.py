@@ -1091,6 +1091,22 @@ class PasswordChange(RealTollgate):
         r = admin_login(browser("198.51.100.83"), judy, "judy-Tg-90ab-new")
         self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
 
+    def test_manage_py_changepassword_after_a_stuffing_attack_lets_the_owner_in_at_once(self) -> None:
+        import io
+        from unittest import mock
+
+        from django.core.management import call_command
+
+        lena = user("pwc-lena", "lena-Tg-3a7f-old")
+        c = browser("203.0.113.83")
+        for i in range(6):
+            admin_login(c, lena, "stuffed-%d" % i)
+        self.assertEqual(admin_login(browser("198.51.100.84"), lena, "lena-Tg-3a7f-old").status_code, 429)
+        with mock.patch("getpass.getpass", return_value="lena-Tg-3a7f-new"):
+            call_command("changepassword", lena, stdout=io.StringIO())
+        r = admin_login(browser("198.51.100.85"), lena, "lena-Tg-3a7f-new")
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+
     def test_a_hash_upgraded_at_login_is_no_change(self) -> None:
         """check_password() rehashing a password is Django's, not the
         user's: nothing is reported, the failures stay."""
@@ -1180,6 +1196,18 @@ class PasswordChangeStandIn(_Base):
                                               "outcome": "password_changed"})
         with self.stand_in._lock:
             self.assertFalse(any(pw.encode() in x.body for pw in (old, new) for x in self.stand_in.requests))
+
+    def test_nothing_is_reported_when_the_plug_in_is_off(self) -> None:
+        from django.contrib.auth.models import User
+        from django.test import override_settings
+
+        User.objects.create_user("pwc-omar", "", None)
+        u = User.objects.get(username="pwc-omar")
+        before = len(self.reports())
+        with override_settings(TOLLGATE_ENABLED=False):
+            u.set_password("omar-Tg-5e0a-new")
+            u.save()
+        self.assertEqual(len(self.reports()), before)
 
     def test_an_email_login_reports_the_email(self) -> None:
         from django.contrib.auth.models import User

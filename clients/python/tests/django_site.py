@@ -19,6 +19,7 @@ from typing import Any, Dict, List
 from django.contrib import admin  # type: ignore[import]
 from django.contrib.auth import authenticate, login  # type: ignore[import]
 from django.contrib.auth.backends import ModelBackend  # type: ignore[import]
+from django.contrib.auth.views import PasswordResetConfirmView  # type: ignore[import]
 from django.http import HttpResponse, HttpResponseRedirect, JsonResponse  # type: ignore[import]
 from django.urls import path  # type: ignore[import]
 from django.views.decorators.csrf import csrf_exempt  # type: ignore[import]
@@ -93,4 +94,5 @@ urlpatterns = [
     path("login/", login_view),
     path("api/whoami/", api_view),
     path("home/", home),
+    path("reset/<uidb64>/<token>/", PasswordResetConfirmView.as_view(success_url="/home/")),
 ]

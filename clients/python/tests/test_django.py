@@ -1074,6 +1074,30 @@ class PasswordChange(RealTollgate):
         self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"), "the owner waits out the attacker's ramp")
         self.assertEqual(authenticated_sessions(ivan), 2)
 
+    def test_a_reset_link_after_a_stuffing_attack_lets_the_locked_out_owner_in_at_once(self) -> None:
+        """The owner the attack keeps out resets her password with the
+        mailed link (Django's PasswordResetConfirmView) and signs in."""
+        from django.contrib.auth.models import User
+        from django.contrib.auth.tokens import default_token_generator
+        from django.utils.encoding import force_bytes
+        from django.utils.http import urlsafe_base64_encode
+
+        pia = user("pwc-pia", "pia-Tg-8b2d-old")
+        c = browser("203.0.113.84")
+        for i in range(6):
+            admin_login(c, pia, "stuffed-%d" % i)
+        owner = browser("198.51.100.86")
+        self.assertEqual(admin_login(owner, pia, "pia-Tg-8b2d-old").status_code, 429)
+        u = User.objects.get(username=pia)
+        link = "/reset/%s/%s/" % (urlsafe_base64_encode(force_bytes(u.pk)), default_token_generator.make_token(u))
+        r = owner.get(link)
+        self.assertEqual(r.status_code, 302, r.content[:300])
+        r = owner.post(r["Location"], {"new_password1": "pia-Tg-8b2d-new", "new_password2": "pia-Tg-8b2d-new"})
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/home/"), r.content[:300])
+        r = admin_login(owner, pia, "pia-Tg-8b2d-new")
+        self.assertEqual((r.status_code, r.get("Location")), (302, "/admin/"))
+        self.assertEqual(authenticated_sessions(pia), 1)
+
     def test_a_password_set_outside_a_request_is_reported_too(self) -> None:
         """set_password(); save() in a shell, a task or changepassword: no
         request, so the server's own address (the flow requires one)."""

@@ -78,7 +78,9 @@ class ReportPasswordChange:
         return None
 
     def get_help_text(self) -> str:
-        """Nothing to tell the user (Django lists every validator's text)."""
+        """Nothing to tell the user. Django lists every validator's text
+        under a password form, so that list gains an empty item: the one
+        visible cost of using the public hook."""
         return ""
 
     def password_changed(self, password: str, user: Any = None) -> None:

@@ -167,6 +167,36 @@ func keyGlob(ks keyspace, tenant, flow, signal, hash string) string {
 	return joinKey(keyspace{prefix: ks.prefix}, tenant, flow, signal, "", hash+"*")
 }
 
+// SubjectTaggedKey returns the name a store key of today's layout has with
+// subject hash tags (keyspace.tagged), for a migration of a Cluster's keys
+// (redisstore.MigrateKeyLayout): <prefix>:<tenant>:<flow>:<signal>:<hash>
+// becomes <prefix>:<tenant>:<flow>:<signal>:{<hash's first part>}<rest>,
+// and a device generation's g<hash> becomes g{<hash>}. ok is false for a
+// key that is not a subject's (an administrator's "_admin" key, a key that
+// has a brace already: the held index's, or one tagged before).
+func SubjectTaggedKey(key string) (_ string, ok bool) {
+	if strings.ContainsAny(key, "{}") {
+		return "", false
+	}
+	f := strings.Split(key, ":")
+	if len(f) != 5 || f[1] == "_admin" || f[2] == "_admin" || f[4] == "" {
+		return "", false
+	}
+	ks := keyspace{prefix: f[0], tagged: true}
+	subject, mark := f[4], ""
+	if f[3] == deviceGenKey && subject[0] == 'g' {
+		subject, mark = subject[1:], "g"
+	}
+	first, _, _ := strings.Cut(subject, ".")
+	if len(first) != hashLen || strings.Trim(first, base64URL) != "" {
+		return "", false // not a subject's hash (the challenge store's "r:<provider>:<sum>", say)
+	}
+	return markedKey(ks, f[1], f[2], f[3], mark, subject), true
+}
+
+// base64URL are the letters of a subject hash.
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
 // joinKey writes a key's fields with ':' between them, then mark, then the
 // subject's hashes with '.' between them (the first hash's first part in
 // braces when ks is tagged), in one allocation: a Builder grown to size

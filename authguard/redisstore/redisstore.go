@@ -225,7 +225,10 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
 	}
-	if s.cluster != nil && len(ops) > 1 && !s.pipelineBatches {
+	if s.subjectTags && len(ops) > 1 && !s.pipelineBatches {
+		// A Cluster with subject hash tags: a call per slot (slots.go).
+		// With today's names a batch's keys share a slot only by chance,
+		// and a group made of chance would be a shape of its own.
 		return s.doSlots(ctx, ops, now, expire)
 	}
 	calls := make([]call, len(ops))

@@ -14,11 +14,13 @@ import (
 // of more than one op is one call of check.lua with no gates (nothing
 // blocks, nothing is undone: a batch, as one node runs one), the others
 // each their op script's EVALSHA; every call goes in one pipeline, which
-// go-redis splits per master. With today's key names a check's keys are in
-// as many slots as keys, so nothing changes; with subject hash tags
-// (Config.SubjectTags) every key of a subject is in the subject's slot, and
-// a fresh login check (account, address, fingerprint) is 3 calls where it
-// was 9. What a check decides stays authguard.Reserve's (or the hints'
+// go-redis splits per master. It is on with subject hash tags
+// (Config.SubjectTags), where every key of a subject is in the subject's
+// slot: a fresh login check (account, address, fingerprint) is 3 calls
+// where it was 9. With today's names a check's keys share a slot only by
+// chance, so a Cluster sends each op on its own as before: a group of
+// chance would make a shape of its own (shape.go), and a flood of them
+// would fill the shapes' cap. What a check decides stays authguard.Reserve's (or the hints'
 // peeks, hints.go): the groups only carry its batches, so its verdicts are
 // the pipeline's, and a refused check's undo is a second grouped batch.
 

@@ -384,6 +384,7 @@ type fileRedis struct {
 	PoolSize         int      `yaml:"pool_size"`
 	Timeout          Duration `yaml:"timeout"`
 	SharedRoundTrips *bool    `yaml:"shared_round_trips"`
+	ClusterKeyLayout string   `yaml:"cluster_key_layout"`
 }
 
 type fileTimeouts struct {
@@ -471,6 +472,7 @@ func Parse(data []byte) (*Config, error) {
 			SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword,
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
 			DisableSharedRoundTrips: r.SharedRoundTrips != nil && !*r.SharedRoundTrips,
+			ClusterKeyLayout:        r.ClusterKeyLayout,
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
 			return nil, at("store.redis", err)

@@ -649,6 +649,9 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 		if v := getenv("TOLLGATE_REDIS_SENTINEL_MASTER"); v != "" {
 			cfg.Redis.SentinelMaster = v
 		}
+		if v := getenv("TOLLGATE_REDIS_CLUSTER_KEY_LAYOUT"); v != "" {
+			cfg.Redis.ClusterKeyLayout = v
+		}
 	}
 	if cfg.Redis != nil {
 		if v := getenv("TOLLGATE_REDIS_USERNAME"); v != "" {

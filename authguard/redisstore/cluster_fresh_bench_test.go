@@ -3,8 +3,11 @@ package redisstore_test
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
@@ -18,7 +21,9 @@ import (
 // ("subject", Config.SubjectTags) they lie in one slot per subject, each
 // one call. calls/op is the script calls (EVALSHA and EVAL, every master)
 // per check, redis-µs/op their Redis CPU without the network (INFO
-// commandstats), pipelines/op the round trips; -cpuprofile shows where
+// commandstats: the scripts' run only), redis-cpu-µs/op the masters'
+// whole CPU (INFO cpu: reading, parsing and answering each call too),
+// pipelines/op the round trips; -cpuprofile shows where
 // this process's CPU goes.
 //
 //	go test -run '^$' -bench BenchmarkClusterFreshCheck -count 6 ./authguard/redisstore/
@@ -56,14 +61,33 @@ func BenchmarkClusterFreshCheck(b *testing.B) {
 				check(-1 - i)
 			}
 			resetStats(b, c)
-			p0 := counter.pipelines.Load()
+			p0, cpu0 := counter.pipelines.Load(), clusterCPU(b, c)
 			for i := 0; b.Loop(); i++ {
 				check(i)
 			}
+			b.ReportMetric((clusterCPU(b, c)-cpu0)/float64(b.N), "redis-cpu-µs/op")
 			stats := commandStats(b, c) // every master
 			b.ReportMetric((stats["evalsha"]["calls"]+stats["eval"]["calls"])/float64(b.N), "calls/op")
 			b.ReportMetric((stats["evalsha"]["usec"]+stats["eval"]["usec"])/float64(b.N), "redis-µs/op")
 			b.ReportMetric(float64(counter.pipelines.Load()-p0)/float64(b.N), "pipelines/op")
 		})
 	}
+}
+
+// clusterCPU is the CPU of every master of c so far, in µs (redisCPU).
+func clusterCPU(b *testing.B, c *redis.ClusterClient) float64 {
+	b.Helper()
+	var mu sync.Mutex
+	var total float64
+	err := c.ForEachMaster(context.Background(), func(ctx context.Context, n *redis.Client) error {
+		v := redisCPU(b, n)
+		mu.Lock()
+		total += v
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return total
 }

@@ -158,11 +158,14 @@ func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire str
 	}
 	// A slot being migrated to another master: a call of several keys,
 	// some moved already and some not, is refused with TRYAGAIN before it
-	// runs (ASK redirects only a call whose keys have all moved). Those
-	// groups go again as one call per op, each following its own ASK.
+	// runs (ASK redirects only a call whose keys have all moved), and one
+	// whose keys are on neither side yet can bounce between them (ASK, the
+	// target's TRYAGAIN, MOVED back) until go-redis gives up on an ASK or
+	// MOVED. Refused, it ran nowhere: those groups go again as one call
+	// per op, each following its own redirect.
 	var split []slotCall
 	for k, c := range calls {
-		if !c.check || !redis.HasErrorPrefix(cmds[k].Err(), "TRYAGAIN") {
+		if err := cmds[k].Err(); !c.check || !(redis.HasErrorPrefix(err, "TRYAGAIN") || redis.HasErrorPrefix(err, "ASK") || redis.HasErrorPrefix(err, "MOVED")) {
 			continue
 		}
 		for _, i := range c.idx {

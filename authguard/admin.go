@@ -183,7 +183,7 @@ func (e *Engine) Reset(ctx context.Context, req ResetRequest) (int, error) {
 	}
 	ctx = context.WithoutCancel(ctx)
 	if req.Account != "" {
-		n, err := e.deleteMatching(ctx, storeKey(s.prefix, s.tenant, f.Name, "*", s.account+"*"))
+		n, err := e.deleteMatching(ctx, keyGlob(s.keys, s.tenant, f.Name, "*", s.account))
 		if err == nil {
 			e.resetNotice(&s, req.Account, req.Ref, n)
 			e.heldReset(ctx, &s, HeldAccount, s.account)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -115,7 +116,7 @@ type Engine struct {
 	store    Store
 	fallback Store
 	now      func() time.Time
-	prefix   string
+	keys     keyspace           // the prefix and layout of store keys (keys.go)
 	hash     *hasher            // subject hashes, for tenants without a secret of their own
 	tenants  map[string]*hasher // subject hashes of the tenants with one
 	attempts *attemptSigner
@@ -168,6 +169,11 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.QueueWait <= 0 {
 		cfg.QueueWait = 50 * time.Millisecond
 	}
+	if subjectTags(cfg.Store) && strings.ContainsAny(cfg.KeyPrefix, "{}") {
+		// Redis hashes a key by its first {…}: a brace in the prefix would
+		// put every key in one slot.
+		return nil, fmt.Errorf("authguard: the key prefix %q has a brace, which a store's subject hash tags cannot have", cfg.KeyPrefix)
+	}
 	if err := checkTenantPolicies(cfg.TenantPolicies); err != nil {
 		return nil, err
 	}
@@ -209,7 +215,7 @@ func New(cfg Config) (*Engine, error) {
 		wait:     cfg.QueueWait,
 		store:    cfg.Store,
 		fallback: cfg.Fallback,
-		prefix:   cfg.KeyPrefix,
+		keys:     keyspace{prefix: cfg.KeyPrefix, tagged: subjectTags(cfg.Store)},
 		now:      cfg.Now,
 		hash:     newHasher(deriveKey(cfg.Secret, "subject")),
 		tenants:  tenants,
@@ -227,6 +233,12 @@ func New(cfg Config) (*Engine, error) {
 	e.writeBack.recall = e.recall // a key it remembers holds its subject back
 	e.policies.Store(&policies{policy: cfg.Policy, tenants: cfg.TenantPolicies})
 	return e, nil
+}
+
+// subjectTags reports whether st asks for subject hash tags (SubjectTagger).
+func subjectTags(st Store) bool {
+	t, ok := st.(SubjectTagger)
+	return ok && t.SubjectTags()
 }
 
 // hasher keys the subject hashes of tenant.

@@ -257,7 +257,7 @@ func (e *Engine) entrySet(tenant string) *entrySet {
 // entriesKey is the key of a tenant's entries. "_admin" is no flow name
 // (those start with a letter), and no account hash starts "v1".
 func (e *Engine) entriesKey(tenant string) string {
-	return storeKey(e.prefix, tenant, "_admin", "entries", "v1")
+	return storeKey(keyspace{prefix: e.keys.prefix}, tenant, "_admin", "entries", "v1") // an admin key: untagged in every layout
 }
 
 func (e *Engine) entryStore() (EntryStore, error) {

@@ -175,7 +175,7 @@ func newHeldIndex(secret []byte, store Store, maxBytes int64) *heldIndex {
 }
 
 // heldBase names a tenant's index in the store.
-func (e *Engine) heldBase(tenant string) string { return e.prefix + ":held:{" + tenant + "}" }
+func (e *Engine) heldBase(tenant string) string { return e.keys.prefix + ":held:{" + tenant + "}" }
 
 // heldSeen is the one call the check and report paths make: it adds to the
 // index the subjects this call found held. It builds nothing unless a

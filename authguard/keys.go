@@ -106,29 +106,113 @@ func (h *hasher) prefix(tenant string, p netip.Prefix) string {
 	return string(base64.RawURLEncoding.AppendEncode(out[:0], sum[:hashBytes]))
 }
 
+// keyspace is how the store keys of an engine are written: the prefix that
+// starts each, and whether a key's subject is a Redis Cluster hash tag.
+type keyspace struct {
+	// prefix starts every key; "tg" unless configured.
+	prefix string
+	// tagged writes the first part of a key's subject hash in braces,
+	// <prefix>:<tenant>:<flow>:<signal>:{<hash>}[.<second>], so that a
+	// Redis Cluster keeps every key of one subject (an account, an
+	// address, a fingerprint), in every flow and signal, in one slot: its
+	// keys in a check are one call of a multi-op script, not one each. A
+	// compound subject is tagged by its first part, the account's when it
+	// has one. Only a Cluster store asks for it (SubjectTagger); keys
+	// elsewhere keep today's names.
+	tagged bool
+}
+
+// SubjectTagger is a Store that wants each subject's keys under one Redis
+// Cluster hash tag (keyspace.tagged). The store says it, not the engine's
+// config, because the layout must be the one its Redis holds (renaming
+// every key needs a migration of what is there: redisstore.MigrateKeyLayout)
+// and the one its batches group by slot; a memory store or one Redis node
+// gains nothing from it and keeps today's names. The engine asks once, in
+// New, and its fallback store shares the primary's names (the write-back
+// moves counts from one to the other key for key).
+type SubjectTagger interface {
+	// SubjectTags reports whether the store's keys carry subject hash
+	// tags.
+	SubjectTags() bool
+}
+
 // storeKey builds <prefix>:<tenant>:<flow>:<signal>:<hash>; the prefix is
-// "tg" unless configured.
-func storeKey(prefix, tenant, flow, signal, hash string) string {
-	return joinKey(prefix, tenant, flow, signal, hash)
+// "tg" unless configured. A hash of several parts ("<account>.<device>")
+// is tagged by its first.
+func storeKey(ks keyspace, tenant, flow, signal, hash string) string {
+	return joinKey(ks, tenant, flow, signal, "", hash)
 }
 
 // storeKeyOf is storeKey of a compound subject: its two hashes joined with
 // a dot, in the same one allocation.
-func storeKeyOf(prefix, tenant, flow, signal, first, second string) string {
-	return joinKey(prefix, tenant, flow, signal, first, second)
+func storeKeyOf(ks keyspace, tenant, flow, signal, first, second string) string {
+	return joinKey(ks, tenant, flow, signal, "", first, second)
 }
 
-// joinKey writes a key's fields with ':' between them and the subject's
-// hashes with '.', in one allocation: a Builder grown to size hands its
-// bytes over as the string, where a []byte and string(b) allocate twice.
-func joinKey(prefix, tenant, flow, signal string, hashes ...string) string {
-	n := len(prefix) + len(tenant) + len(flow) + len(signal) + 3
+// markedKey is storeKey with mark written in front of the subject's hash:
+// outside the tag, so that the key is in the subject's slot but out of the
+// subject's glob (keyGlob), which wants ':' right before the hash.
+func markedKey(ks keyspace, tenant, flow, signal, mark, hash string) string {
+	return joinKey(ks, tenant, flow, signal, mark, hash)
+}
+
+// keyGlob returns the glob (Redis's SCAN MATCH and KEYS syntax) of every key
+// whose subject starts with hash, under flow and signal (each may be "*").
+// Braces are literal in a Redis glob; the fields are letters, digits, '-'
+// and '_' (and '*'), so nothing else in it is special.
+func keyGlob(ks keyspace, tenant, flow, signal, hash string) string {
+	if ks.tagged {
+		hash = "{" + hash + "}"
+	}
+	return joinKey(keyspace{prefix: ks.prefix}, tenant, flow, signal, "", hash+"*")
+}
+
+// SubjectTaggedKey returns the name a store key of today's layout has with
+// subject hash tags (keyspace.tagged), for a migration of a Cluster's keys
+// (redisstore.MigrateKeyLayout): <prefix>:<tenant>:<flow>:<signal>:<hash>
+// becomes <prefix>:<tenant>:<flow>:<signal>:{<hash's first part>}<rest>,
+// and a device generation's g<hash> becomes g{<hash>}. ok is false for a
+// key that is not a subject's (an administrator's "_admin" key, a key that
+// has a brace already: the held index's, or one tagged before).
+func SubjectTaggedKey(key string) (_ string, ok bool) {
+	if strings.ContainsAny(key, "{}") {
+		return "", false
+	}
+	f := strings.Split(key, ":")
+	if len(f) != 5 || f[1] == "_admin" || f[2] == "_admin" || f[4] == "" {
+		return "", false
+	}
+	ks := keyspace{prefix: f[0], tagged: true}
+	subject, mark := f[4], ""
+	if f[3] == deviceGenKey && subject[0] == 'g' {
+		subject, mark = subject[1:], "g"
+	}
+	first, _, _ := strings.Cut(subject, ".")
+	if len(first) != hashLen || strings.Trim(first, base64URL) != "" {
+		return "", false // not a subject's hash (the challenge store's "r:<provider>:<sum>", say)
+	}
+	return markedKey(ks, f[1], f[2], f[3], mark, subject), true
+}
+
+// base64URL are the letters of a subject hash.
+const base64URL = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+
+// joinKey writes a key's fields with ':' between them, then mark, then the
+// subject's hashes with '.' between them (the first hash's first part in
+// braces when ks is tagged), in one allocation: a Builder grown to size
+// hands its bytes over as the string, where a []byte and string(b)
+// allocate twice.
+func joinKey(ks keyspace, tenant, flow, signal, mark string, hashes ...string) string {
+	n := len(ks.prefix) + len(tenant) + len(flow) + len(signal) + 3 + len(mark)
 	for _, h := range hashes {
 		n += 1 + len(h)
 	}
+	if ks.tagged {
+		n += 2
+	}
 	var b strings.Builder
 	b.Grow(n)
-	for i, f := range [...]string{prefix, tenant, flow, signal} {
+	for i, f := range [...]string{ks.prefix, tenant, flow, signal} {
 		if i > 0 {
 			b.WriteByte(':')
 		}
@@ -137,6 +221,18 @@ func joinKey(prefix, tenant, flow, signal string, hashes ...string) string {
 	for i, h := range hashes {
 		if i == 0 {
 			b.WriteByte(':')
+			b.WriteString(mark)
+			if ks.tagged {
+				tag, rest := h, ""
+				if j := strings.IndexByte(h, '.'); j >= 0 {
+					tag, rest = h[:j], h[j:]
+				}
+				b.WriteByte('{')
+				b.WriteString(tag)
+				b.WriteByte('}')
+				b.WriteString(rest)
+				continue
+			}
 		} else {
 			b.WriteByte('.')
 		}
@@ -208,7 +304,7 @@ func (e *Engine) key(s *subjects, r *Rule) string {
 		}
 		hash += h
 	}
-	return storeKey(s.prefix, s.tenant, s.flow.Name, r.Key, hash)
+	return storeKey(s.keys, s.tenant, s.flow.Name, r.Key, hash)
 }
 
 // AccountKeys returns a glob pattern (as Redis's SCAN MATCH and KEYS take
@@ -227,7 +323,7 @@ func (e *Engine) AccountKeys(tenant, account string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return storeKey(e.prefix, tenant, "*", "*", e.hasher(tenant).subject(tenant, "account", acct)+"*"), nil
+	return keyGlob(e.keys, tenant, "*", "*", e.hasher(tenant).subject(tenant, "account", acct)), nil
 }
 
 // member returns what a log rule records for this request: the account or

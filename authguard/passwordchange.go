@@ -118,7 +118,7 @@ func (e *Engine) accountOps(ops []Op, s *subjects, f *Flow) []Op {
 				ops = append(ops, &DeleteOp{Key: key})
 			}
 		case PartDevice: // the shared counter, as devices keys it
-			ops = append(ops, &DeleteOp{Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account)})
+			ops = append(ops, &DeleteOp{Key: storeKey(s.keys, s.tenant, f.Name, r.Key, s.account)})
 		}
 	}
 	return ops

@@ -369,21 +369,21 @@ func (e *Engine) devices(p *plan, s *subjects, i int, device string, st deviceSt
 	if st.allowance != 0 {
 		p.allowance = len(p.ops)
 		p.addFacet(&LogOp{
-			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
+			Key:    storeKey(s.keys, s.tenant, f.Name, r.Key+".dev", s.account+"."+device),
 			Action: st.allowance, Member: st.member,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceFree}},
 		}, i, roleAllowance, FacetDeviceAllowance)
 	}
 	if st.slot != 0 {
 		p.addFacet(&LogOp{
-			Key:    storeKey(s.prefix, s.tenant, f.Name, r.Key+".slots", s.account),
+			Key:    storeKey(s.keys, s.tenant, f.Name, r.Key+".slots", s.account),
 			Action: st.slot, Member: device,
 			Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: r.DeviceSlots}},
 		}, i, roleAllowance, FacetDeviceSlot)
 	}
 	o := p.backoffOp()
 	*o = BackoffOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
+		Key: storeKey(s.keys, s.tenant, f.Name, r.Key, s.account), Action: st.shared, Policy: r.Backoff,
 		Fingerprint: s.fp, SeenWindow: f.SamePasswordWindow, Attempt: st.attempt,
 	}
 	p.add(o, i, roleShared)
@@ -437,7 +437,7 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 	// the check is refused, and peeks the rest instead of writing and
 	// undoing it (check.lua).
 	rec := p.logOp()
-	*rec = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
+	*rec = LogOp{Key: storeKeyOf(s.keys, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogPeek, Member: "?", Windows: f.net.record}
 	p.ops = slices.Insert(p.ops, 0, Op(rec))
 	p.meta = slices.Insert(p.meta, 0, meta{rule: uint8(f.device), role: roleVerified, facet: FacetKnownNetwork})
 	if step == LogAdmit {
@@ -446,10 +446,10 @@ func (e *Engine) network(p *plan, s *subjects, id string, step LogAction) {
 		id = "?"
 	}
 	allowance := p.logOp()
-	*allowance = LogOp{Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
+	*allowance = LogOp{Key: storeKeyOf(s.keys, s.tenant, f.Name, f.net.devKey, s.account, net), Action: step, Member: id, Windows: f.net.allowance}
 	p.addFacet(allowance, f.device, roleOwner, FacetNetworkAllowance)
 	slot := p.logOp()
-	*slot = LogOp{Key: storeKey(s.prefix, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
+	*slot = LogOp{Key: storeKey(s.keys, s.tenant, f.Name, f.net.slotsKey, s.account), Action: step, Member: net, Windows: f.net.slots}
 	p.addFacet(slot, f.device, roleOwner, FacetNetworkSlot)
 }
 
@@ -467,12 +467,12 @@ func (e *Engine) knownNetwork(p *plan, s *subjects, a attempt, record bool) {
 	}
 	if record {
 		p.add(&LogOp{
-			Key: storeKeyOf(s.prefix, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: recordMember, Windows: f.net.record,
+			Key: storeKeyOf(s.keys, s.tenant, f.Name, knownNetKey, s.account, s.ip), Action: LogAdd, Member: recordMember, Windows: f.net.record,
 		}, f.device, roleCredit)
 	}
 	if a.exempt && a.device == "" {
 		p.add(&LogOp{
-			Key: storeKeyOf(s.prefix, s.tenant, f.Name, f.net.devKey, s.account, networkID(s)), Action: LogRemove, Member: a.id, Windows: f.net.allowance,
+			Key: storeKeyOf(s.keys, s.tenant, f.Name, f.net.devKey, s.account, networkID(s)), Action: LogRemove, Member: a.id, Windows: f.net.allowance,
 		}, f.device, roleCredit)
 	}
 }
@@ -539,7 +539,7 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	// The record holds one member, "v"; a peek of another is Over exactly
 	// when the record is there.
 	p.addFacet(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
+		Key: storeKey(s.keys, s.tenant, f.Name, verifiedKey, pair), Action: LogPeek, Member: "?",
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleVerified, FacetVerifiedDestination)
 	key, ro := ownerKey, roleOwner
@@ -550,7 +550,7 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 		// account cannot spend the codes kept for her.
 		if s.ip != "" && !f.KnownNetworksOff {
 			p.addFacet(&LogOp{
-				Key: storeKeyOf(s.prefix, s.tenant, f.Name, verifiedNetKey, pair, s.ip), Action: LogPeek, Member: "?",
+				Key: storeKeyOf(s.keys, s.tenant, f.Name, verifiedNetKey, pair, s.ip), Action: LogPeek, Member: "?",
 				Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 			}, 0, roleVerified, FacetVerifiedNetwork)
 		}
@@ -558,14 +558,14 @@ func (e *Engine) owner(p *plan, s *subjects, id string, known bool) {
 	// The allowance is spare: spent only on a send it exempted (Finish).
 	p.allowance = len(p.ops)
 	p.addFacet(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
+		Key: storeKey(s.keys, s.tenant, f.Name, key, pair), Action: LogAdmit, Member: id,
 		Windows: spraydetect.Windows{{Length: DeviceWindow, Limit: f.Send.OwnerCodes}},
 	}, 0, ro, FacetOwnerCodes)
 	// And one of her codes, exempted or not, per OwnerResend at most: they
 	// skip what others made the destination wait, not her own resend
 	// interval.
 	p.addFacet(&LogOp{
-		Key: storeKey(s.prefix, s.tenant, f.Name, key+".last", pair), Action: LogAdmit, Member: id,
+		Key: storeKey(s.keys, s.tenant, f.Name, key+".last", pair), Action: LogAdmit, Member: id,
 		Windows: spraydetect.Windows{{Length: OwnerResend, Limit: 1}},
 	}, 0, roleAllowance, FacetOwnerResend)
 }
@@ -578,12 +578,12 @@ func (e *Engine) verifiedOp(p *plan, v *subjects) {
 	}
 	pair := v.account + "." + v.dest
 	p.add(&LogOp{
-		Key: storeKey(v.prefix, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: recordMember,
+		Key: storeKey(v.keys, v.tenant, v.flow.Name, verifiedKey, pair), Action: LogAdd, Member: recordMember,
 		Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 	}, 0, roleCredit)
 	if v.ip != "" && !v.flow.KnownNetworksOff {
 		p.add(&LogOp{
-			Key: storeKeyOf(v.prefix, v.tenant, v.flow.Name, verifiedNetKey, pair, v.ip), Action: LogAdd, Member: recordMember,
+			Key: storeKeyOf(v.keys, v.tenant, v.flow.Name, verifiedNetKey, pair, v.ip), Action: LogAdd, Member: recordMember,
 			Windows: spraydetect.Windows{{Length: VerifiedDestinationTTL, Limit: 1}},
 		}, 0, roleCredit)
 	}

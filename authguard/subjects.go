@@ -11,7 +11,7 @@ import (
 // subjects is a validated request: its flow and the hashes of the parts its
 // rules count.
 type subjects struct {
-	prefix  string
+	keys    keyspace
 	tenant  string
 	policy  *Policy // the tenant's, as the call found it: one policy a call
 	flow    *Flow
@@ -56,7 +56,7 @@ func (e *Engine) subjectsOf(in sentParts) (subjects, error) {
 	if !wire.ValidTenant(tenant) {
 		return s, &InputError{Field: "tenant", Detail: "must be 1 to 64 lower-case letters, digits, '-' and '_'"}
 	}
-	s.prefix, s.tenant = e.prefix, tenant
+	s.keys, s.tenant = e.keys, tenant
 	s.policy = e.policyFor(tenant)
 	if s.flow = s.policy.Flow(in.flow); s.flow == nil {
 		return s, &InputError{Field: "flow", Detail: "is not a configured flow"}

@@ -146,7 +146,7 @@ var deviceGenPolicy = backoff.Policy{Free: math.MaxInt32, Base: time.Millisecond
 // deviceGenOp returns an op on the device generation of s's account in
 // flow f's trust group.
 func deviceGenOp(s *subjects, f *Flow, action BackoffAction) *BackoffOp {
-	return &BackoffOp{Key: storeKey(s.prefix, s.tenant, f.DeviceTrust, deviceGenKey, "g"+s.account), Action: action, Policy: deviceGenPolicy}
+	return &BackoffOp{Key: markedKey(s.keys, s.tenant, f.DeviceTrust, deviceGenKey, "g", s.account), Action: action, Policy: deviceGenPolicy}
 }
 
 // isDeviceGen reports whether op is on a device generation: its writes are

@@ -45,7 +45,18 @@ type ClientConfig struct {
 	// own, even when many are in flight on one node (Config.SharedRoundTrips,
 	// which tollgate serve turns on unless this is set).
 	DisableSharedRoundTrips bool
+	// ClusterKeyLayout is how a Cluster's keys are named: "" (today's
+	// names) or "subject", every key of a subject under its hash tag
+	// (Config.SubjectTags): a check is a call per subject instead of a
+	// call per key. Switching a running Cluster renames every key:
+	// MigrateKeyLayout before and after the switch (migrate.go). Only with
+	// ClusterAddrs.
+	ClusterKeyLayout string
 }
+
+// SubjectTags reports whether cfg asks for subject hash tags
+// (Config.SubjectTags).
+func (cfg ClientConfig) SubjectTags() bool { return cfg.ClusterKeyLayout == "subject" }
 
 // NewClient returns a client for cfg. Retries are off: a failing call is
 // answered by the flow's fail mode at once rather than retried past its
@@ -150,6 +161,12 @@ func (cfg ClientConfig) Validate() error {
 	}
 	if cfg.Timeout < 0 || cfg.Timeout > 10*time.Second {
 		return errors.New("redisstore: timeout must be between 0 (the default, 50ms) and 10s")
+	}
+	switch {
+	case cfg.ClusterKeyLayout != "" && cfg.ClusterKeyLayout != "subject":
+		return errors.New(`redisstore: cluster_key_layout must be "subject" or left out (today's names)`)
+	case cfg.ClusterKeyLayout != "" && len(cfg.ClusterAddrs) == 0:
+		return errors.New("redisstore: cluster_key_layout is for a Redis Cluster (cluster_addrs)")
 	}
 	if cfg.PoolSize < 0 || cfg.PoolSize > 10_000 {
 		return errors.New("redisstore: pool_size must be between 0 (the default) and 10000")

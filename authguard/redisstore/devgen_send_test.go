@@ -15,12 +15,13 @@ import (
 // from an address busy with codes, where otp_send's address rules ask an
 // unknown client for a CAPTCHA and a known device goes ahead; the owner
 // then changes her password on a login that revokes device tokens. On
-// Redis (one node, the generic script, a Cluster) as on the memory store:
+// Redis (one node, the generic script, a Cluster, one with subject hash
+// tags) as on the memory store:
 // the stolen token's send goes ahead before the change, needs the
 // CAPTCHA after it (twice: the refused send made nothing known), and a
 // token issued after the change goes ahead.
 func TestSend_RedisRevokesAStolenDeviceTokenAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})

@@ -35,7 +35,7 @@ func revokingPolicy(t testing.TB, on bool) *authguard.Policy {
 // unknown client's after it, and stays so for as long as the token is
 // valid; a token issued after the change is a known device's.
 func TestPasswordChange_RedisRevokesAStolenDeviceTokenAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})
@@ -157,9 +157,11 @@ func TestPasswordChange_TheGenerationKeyOutlivesEveryDeviceToken(t *testing.T) {
 // master of a Cluster, where each key is a slot of its own and so a call
 // of its own) and the round trips. One node: one call either way, the
 // read inside the check's script. A Cluster: one call more, in the same
-// round trip (a pipeline per master, sent at once).
+// round trip (a pipeline per master, sent at once); with subject hash tags
+// ("subject"), none: the generation's key is in the account's slot, so its
+// read is in the account's call.
 func TestPasswordChange_TheGenerationReadIsInTheChecksOwnRoundTrip(t *testing.T) {
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			var calls, trips [2]float64
 			for i, on := range []bool{false, true} {

@@ -15,7 +15,7 @@ import (
 // clock: an entry one adds applies on the other once it refreshes, a
 // removal likewise, and Redis holds no raw range.
 func TestEntries_EveryInstanceOnRedisAppliesThem(t *testing.T) {
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			ctx := context.Background()
 			var engines [2]*authguard.Engine

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -28,7 +29,7 @@ import (
 // undoes itself; a Cluster: pipelines), on one virtual clock, and requires
 // the same verdict from both every time.
 func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -98,7 +99,7 @@ flows:
 			// On a Cluster, checks expected to be refused peek instead of
 			// reserving (hints.go), with the same verdicts (a wrong hint:
 			// TestCluster_AWrongHintCostsARoundTripNotAVerdict).
-			if sent, wrong := rs.Hinted(); kind == "cluster" {
+			if sent, wrong := rs.Hinted(); kind == "cluster" || kind == "subject" {
 				t.Logf("checks sent on a hint: %d, %d of them wrong", sent, wrong)
 				if sent < 20 {
 					t.Errorf("%d checks sent on a hint: the sequence must exercise them", sent)
@@ -117,12 +118,28 @@ flows:
 }
 
 // clientOf is a client of a real Redis: "single" (or "generic", the same
-// with generic scripts) or "cluster".
+// with generic scripts), "cluster", or "subject": a Cluster whose stores
+// (newStore, memoryAndRedis) keep subject hash tags (Config.SubjectTags).
 func clientOf(t *testing.T, kind string) redis.UniversalClient {
-	if kind == "single" || kind == "generic" {
+	switch kind {
+	case "single", "generic":
 		return singleClient(t)
+	case "subject":
+		c := clusterClient(t)
+		subjectTagged.Store(c, true)
+		t.Cleanup(func() { subjectTagged.Delete(c) })
+		return c
 	}
 	return clusterClient(t)
+}
+
+// subjectTagged holds the clients clientOf made for "subject".
+var subjectTagged sync.Map
+
+// tagsOf reports whether stores on c keep subject hash tags.
+func tagsOf(c redis.UniversalClient) bool {
+	_, ok := subjectTagged.Load(c)
+	return ok
 }
 
 // generic makes rs send every check with the generic check script when
@@ -138,7 +155,7 @@ func generic(kind string, rs *redisstore.Store) {
 // memory store, one on Redis through c.
 func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, clock *testclock.Clock) ([]*authguard.Engine, *redisstore.Store) {
 	t.Helper()
-	rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second})
+	rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second, SubjectTags: tagsOf(c)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +185,7 @@ func devicesKeys(m map[string]string) []string {
 // verifications of codes that credit conversion, through a memory-store
 // engine and a Redis engine on one clock: the same verdict every time.
 func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -260,7 +277,7 @@ flows:
 // reset of one account deletes its keys on every node (SCAN, one UNLINK per
 // key, so a Cluster's slots do not matter) and leaves another account's.
 func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
-	for _, kind := range []string{"single", "cluster"} {
+	for _, kind := range []string{"single", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			s := newStore(t, c, nil)
@@ -299,7 +316,7 @@ func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
 // codes the bomber's quota would have refused.
 func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 	const number = "+44 7400 123456"
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			clock := testclock.New(time.Time{})
 			engines, rs := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
@@ -459,7 +476,7 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 // most carrying their check's attempt token. The verdicts must be the same
 // every time, and the device tokens issued to the same accounts.
 func TestStepUp_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})

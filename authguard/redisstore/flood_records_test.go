@@ -31,6 +31,12 @@ type heldStore struct {
 	peeks  atomic.Int64
 }
 
+// SubjectTags passes on the store's key layout (authguard.SubjectTagger).
+func (h *heldStore) SubjectTags() bool {
+	t, ok := h.Store.(authguard.SubjectTagger)
+	return ok && t.SubjectTags()
+}
+
 func (h *heldStore) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
 	if h.n.Add(-1) >= 0 {
 		h.held <- struct{}{}
@@ -63,6 +69,7 @@ func TestFlood_RedisTheOwnerIsNotAnsweredFromAnotherInstancesMemory(t *testing.T
 	}{
 		{"single", func(t testing.TB) redis.UniversalClient { return singleClient(t) }},
 		{"cluster", func(t testing.TB) redis.UniversalClient { return clusterClient(t) }},
+		{"subject", func(t testing.TB) redis.UniversalClient { return clientOf(t.(*testing.T), "subject") }},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			c := tt.client(t)

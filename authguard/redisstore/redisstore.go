@@ -99,6 +99,14 @@ type Config struct {
 	// default is false; tollgate serve turns it on unless its config says
 	// store.redis.shared_round_trips: false.
 	SharedRoundTrips bool
+	// SubjectTags, on a Cluster, keeps every key of a subject under one
+	// hash tag, the subject's (authguard.SubjectTagger): a check's keys
+	// are then in as many slots as subjects, and each slot's ops one call
+	// (slots.go). It renames every key, so a Cluster holding today's names
+	// moves them first (MigrateKeyLayout), or the accounts in backoff are
+	// forgotten. New refuses it on one node or Sentinel, where a check is
+	// one call already. The default is false: today's names.
+	SubjectTags bool
 }
 
 // Store is an authguard.Store on Redis. It is safe for concurrent use.
@@ -122,7 +130,14 @@ type Store struct {
 	pipelineBatches bool
 	shared          *shared // nil unless Config.SharedRoundTrips on one node
 	shapes          shapes  // the checks' shaped scripts (shape.go)
+	subjectTags     bool    // Config.SubjectTags
 }
+
+var _ authguard.SubjectTagger = (*Store)(nil)
+
+// SubjectTags reports whether the engine is to write keys with subject hash
+// tags (Config.SubjectTags).
+func (s *Store) SubjectTags() bool { return s.subjectTags }
 
 // New returns a Store on cfg.Client.
 func New(cfg Config) (*Store, error) {
@@ -155,6 +170,10 @@ func New(cfg Config) (*Store, error) {
 		}
 		s.shared = sh
 	}
+	if _, ok := cfg.Client.(*redis.ClusterClient); !ok && cfg.SubjectTags {
+		return nil, errors.New("redisstore: subject hash tags are for a Cluster client")
+	}
+	s.subjectTags = cfg.SubjectTags
 	if c, ok := cfg.Client.(*redis.ClusterClient); ok {
 		s.cluster = c
 		s.nodes = &nodeBreakers{after: cfg.BreakAfter, cooldown: cfg.Cooldown, clock: cfg.Clock}
@@ -205,6 +224,12 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	now, expire := "", "1"
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
+	}
+	if s.subjectTags && len(ops) > 1 && !s.pipelineBatches {
+		// A Cluster with subject hash tags: a call per slot (slots.go).
+		// With today's names a batch's keys share a slot only by chance,
+		// and a group made of chance would be a shape of its own.
+		return s.doSlots(ctx, ops, now, expire)
 	}
 	calls := make([]call, len(ops))
 	for i, op := range ops {
@@ -681,6 +706,31 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	if s.now != nil {
 		now, expire = strconv.FormatInt(s.now().UnixMilli(), 10), "0"
 	}
+	c, err := s.checkCall(ops, gates, solved, deferSpares, now, expire)
+	if err != nil {
+		return nil, false, err
+	}
+	cmd, err := s.evalCheck(ctx, c.script, c.made, c.keys, c.args)
+	if err != nil {
+		return nil, false, fmt.Errorf("batch script: %w", err)
+	}
+	return checkResults(cmd, ops, gates, deferSpares)
+}
+
+// checkCall is one call of a check script: the script (a shape, or the
+// generic one), whether this call made it (send it with EVAL), its keys
+// and its arguments.
+type checkCall struct {
+	script *sourced
+	made   bool
+	keys   []string
+	args   []any
+}
+
+// checkCall returns the call of check.lua that runs ops under gates, at
+// now and expire (as encode takes them), without their spare allowances
+// when deferSpares.
+func (s *Store) checkCall(ops []authguard.Op, gates []authguard.Gate, solved, deferSpares bool, now, expire string) (checkCall, error) {
 	// skipped says which ops were left out (the spares when deferSpares).
 	skipped := func(i int) bool { return deferSpares && gates[i].Spare() }
 	keys := make([]string, 0, len(ops))
@@ -690,7 +740,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	args = append(args, flag(solved), flag(deferSpares), now, expire)
 	for i, op := range ops {
 		if i >= len(gates) {
-			return nil, false, fmt.Errorf("op %d (%T) has no gate", i, op)
+			return checkCall{}, fmt.Errorf("op %d (%T) has no gate", i, op)
 		}
 		if skipped(i) {
 			continue
@@ -698,7 +748,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 		gate, undo := header(op, gates[i])
 		var ok bool
 		if shape, args, ok = appendShape(shape, args, op, gate, undo); !ok {
-			return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
+			return checkCall{}, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 		}
 		keys = append(keys, op.StoreKey())
 	}
@@ -713,7 +763,7 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			}
 			c, err := encode(op, now, expire)
 			if err != nil {
-				return nil, false, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
+				return checkCall{}, fmt.Errorf("op %d (%T) cannot be part of a check", i, op)
 			}
 			gate, undo := header(op, gates[i])
 			sops = append(sops, shapeOp{kind: scriptKinds[c.script], gate: gate, undo: undo, args: c.args})
@@ -722,10 +772,14 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 			script, args = checkSourced, genericArgs(solved, deferSpares, sops)
 		}
 	}
-	cmd, err := s.evalCheck(ctx, script, made, keys, args)
-	if err != nil {
-		return nil, false, fmt.Errorf("batch script: %w", err)
-	}
+	return checkCall{script: script, made: made, keys: keys, args: args}, nil
+}
+
+// checkResults reads a check script's answer to ops under gates: each op's
+// result (a spare left out when deferSpares: zero, within its limit) and
+// whether the script undid the check.
+func checkResults(cmd *redis.Cmd, ops []authguard.Op, gates []authguard.Gate, deferSpares bool) ([]authguard.Result, bool, error) {
+	skipped := func(i int) bool { return deferSpares && gates[i].Spare() }
 	out, err := cmd.Slice()
 	if redis.HasErrorPrefix(err, "OOM") {
 		return nil, false, fmt.Errorf("batch script: %w: %w", authguard.ErrStoreFull, err)
@@ -736,11 +790,16 @@ func (s *Store) runCheck(ctx context.Context, ops []authguard.Op, gates []authgu
 	if len(out) == 1 && out[0] == "spares" && deferSpares {
 		return nil, false, errSpares
 	}
-	sent := len(keys)
+	sent := 0
+	for i := range ops {
+		if !skipped(i) {
+			sent++
+		}
+	}
 	if len(out) != sent+1 {
 		return nil, false, fmt.Errorf("batch script returned %d values for %d operations", len(out), sent)
 	}
-	res := make([]authguard.Result, len(ops)) // a spare left out: zero, within its limit
+	res := make([]authguard.Result, len(ops))
 	j := 0
 	for i := range ops {
 		if skipped(i) {

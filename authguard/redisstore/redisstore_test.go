@@ -108,7 +108,7 @@ func storeOn(t testing.TB, cfg redisstore.ClientConfig) *redisstore.Store {
 
 func newStore(t testing.TB, c redis.UniversalClient, now func() time.Time) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(redisstore.Config{Client: c, Now: now, Timeout: time.Second})
+	s, err := redisstore.New(redisstore.Config{Client: c, Now: now, Timeout: time.Second, SubjectTags: tagsOf(c)})
 	if err != nil {
 		t.Fatal(err)
 	}

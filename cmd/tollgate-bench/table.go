@@ -83,6 +83,9 @@ flags:
                    row says "absent" without one)
   -cluster=false   no Redis Cluster and no Cluster rows (for a machine where
                    the Cluster cannot start; default: on)
+  -cluster-key-layout subject
+                   tollgate on the Clusters with subject hash tags
+                   (store.redis.cluster_key_layout; default: today's names)
   -timeout D       bound on the whole table, at most 30m (default 10m)
 `
 
@@ -138,7 +141,10 @@ type tableConfig struct {
 	Tollgate    string
 	Ratelimit   string // "" when absent
 	Cluster     bool   // the Cluster rows; the default is true
-	Timeout     time.Duration
+	// ClusterKeyLayout is store.redis.cluster_key_layout for tollgate on
+	// the Clusters; "" for today's names.
+	ClusterKeyLayout string
+	Timeout          time.Duration
 }
 
 func parseTableArgs(args []string) (*tableConfig, error) {
@@ -153,6 +159,7 @@ func parseTableArgs(args []string) (*tableConfig, error) {
 	fs.StringVar(&cfg.Tollgate, "tollgate", "", "")
 	ratelimit := fs.String("ratelimit", "", "")
 	fs.BoolVar(&cfg.Cluster, "cluster", true, "")
+	fs.StringVar(&cfg.ClusterKeyLayout, "cluster-key-layout", "", "")
 	fs.DurationVar(&cfg.Timeout, "timeout", 10*time.Minute, "")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
@@ -440,6 +447,9 @@ func (t *table) start(ctx context.Context) error {
 // Redis CPU is the sum of their masters'.
 func (t *table) startCluster(ctx context.Context, env []string) error {
 	var err error
+	if t.cfg.ClusterKeyLayout != "" {
+		env = append(env[:len(env):len(env)], "TOLLGATE_REDIS_CLUSTER_KEY_LAYOUT="+t.cfg.ClusterKeyLayout)
+	}
 	if t.cluster, err = redistest.StartCluster(filepath.Join(t.dir, "cluster"), clusterMasters); err != nil {
 		return err
 	}

@@ -18,6 +18,7 @@ var envVars = []struct {
 	{"TOLLGATE_LOG_LEVEL", "debug, info, warn or error (default info)"},
 	{"TOLLGATE_REDIS_URL", "one Redis node: redis://[user:pass@]host:port[/db], rediss:// for TLS\n(default: the memory store)"},
 	{"TOLLGATE_REDIS_CLUSTER_ADDRS", "Redis Cluster seed addresses, comma-separated"},
+	{"TOLLGATE_REDIS_CLUSTER_KEY_LAYOUT", "subject: a Cluster's keys under subject hash tags (store.redis.cluster_key_layout)"},
 	{"TOLLGATE_REDIS_SENTINEL_ADDRS", "Redis Sentinel addresses, comma-separated"},
 	{"TOLLGATE_REDIS_SENTINEL_MASTER", "the name of the master the Sentinels monitor"},
 	{"TOLLGATE_REDIS_USERNAME", "Redis ACL user"},

@@ -22,7 +22,7 @@ func TestHelp_ListsTheServersCommandsOnly(t *testing.T) {
 		listed = append(listed, m[1])
 	}
 	slices.Sort(listed)
-	if want := []string{"admin", "healthcheck", "serve", "token", "validate-config", "version"}; !slices.Equal(listed, want) {
+	if want := []string{"admin", "healthcheck", "migrate-key-layout", "serve", "token", "validate-config", "version"}; !slices.Equal(listed, want) {
 		t.Errorf("tollgate help lists %q, want %q", listed, want)
 	}
 	for cmd := range labCommands {

@@ -11,6 +11,7 @@
 //	tollgate token -key FILE -tenant T print a bearer token for calling tollgate
 //	tollgate version                   print the version
 //	tollgate healthcheck [URL]         probe /healthz (for images without a shell)
+//	tollgate migrate-key-layout        copy a Cluster's keys to subject hash tags
 //
 // The configuration is a YAML file (-config, or the TOLLGATE_CONFIG
 // variable) laid over built-in defaults, and TOLLGATE_LISTEN,
@@ -61,6 +62,9 @@ const commandUsage = `usage:
   tollgate token -key FILE -tenant T [flags]
                                      print a bearer token for calling tollgate
                                      (token -h)
+  tollgate migrate-key-layout [-config FILE] [-remove-old]
+                                     copy a Redis Cluster's keys to their subject
+                                     hash tags' names (migrate-key-layout -h)
 
 The tools that study a policy (simulate, attack, replay, conformance) are
 tollgate-lab's, a binary of their own: tollgate-lab help.
@@ -88,6 +92,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer, getenv fu
 		return adminCmd(args, os.Stdin, stdout, stderr, getenv)
 	case "healthcheck":
 		return healthcheckCmd(ctx, args, stderr, getenv)
+	case "migrate-key-layout":
+		return migrateCmd(ctx, args, stdout, stderr, getenv)
 	case "version":
 		printVersion(stdout)
 		return 0

@@ -63,7 +63,7 @@ func openStore(ctx context.Context, cfg *config.Config, log *slog.Logger) (authg
 	if err != nil {
 		return nil, "", err
 	}
-	store, err := redisstore.New(redisstore.Config{Client: client, Timeout: r.Timeout, SharedRoundTrips: !r.DisableSharedRoundTrips})
+	store, err := redisstore.New(redisstore.Config{Client: client, Timeout: r.Timeout, SharedRoundTrips: !r.DisableSharedRoundTrips, SubjectTags: r.SubjectTags()})
 	if err != nil {
 		return nil, "", err
 	}

@@ -384,6 +384,7 @@ type fileRedis struct {
 	PoolSize         int      `yaml:"pool_size"`
 	Timeout          Duration `yaml:"timeout"`
 	SharedRoundTrips *bool    `yaml:"shared_round_trips"`
+	ClusterKeyLayout string   `yaml:"cluster_key_layout"`
 }
 
 type fileTimeouts struct {
@@ -471,6 +472,7 @@ func Parse(data []byte) (*Config, error) {
 			SentinelAddrs: r.SentinelAddrs, SentinelMaster: r.SentinelMaster, SentinelPassword: r.SentinelPassword,
 			TLS: r.TLS, TLSServerName: r.TLSServerName, PoolSize: r.PoolSize, Timeout: time.Duration(r.Timeout),
 			DisableSharedRoundTrips: r.SharedRoundTrips != nil && !*r.SharedRoundTrips,
+			ClusterKeyLayout:        r.ClusterKeyLayout,
 		}
 		if err := checkRedis(cfg.Redis); err != nil {
 			return nil, at("store.redis", err)
@@ -646,6 +648,9 @@ func ApplyEnv(cfg *Config, getenv func(string) string) error {
 	if cfg.Redis != nil {
 		if v := getenv("TOLLGATE_REDIS_SENTINEL_MASTER"); v != "" {
 			cfg.Redis.SentinelMaster = v
+		}
+		if v := getenv("TOLLGATE_REDIS_CLUSTER_KEY_LAYOUT"); v != "" {
+			cfg.Redis.ClusterKeyLayout = v
 		}
 	}
 	if cfg.Redis != nil {

@@ -443,3 +443,31 @@ func FuzzParseBytes(f *testing.F) {
 		}
 	})
 }
+
+// The subject key layout is a Cluster's, opt-in, and a word the file spells.
+func TestConfig_ClusterKeyLayoutIsOptInAndACluster(t *testing.T) {
+	for _, tt := range []struct {
+		file string
+		tags bool
+		err  string
+	}{
+		{"store:\n  redis:\n    cluster_addrs: [a:1]\n", false, ""},
+		{"store:\n  redis:\n    cluster_addrs: [a:1]\n    cluster_key_layout: subject\n", true, ""},
+		{"store:\n  redis:\n    cluster_addrs: [a:1]\n    cluster_key_layout: tags\n", false, "cluster_key_layout must be"},
+		{"store:\n  redis:\n    url: redis://a:1\n    cluster_key_layout: subject\n", false, "is for a Redis Cluster"},
+	} {
+		cfg, err := Parse([]byte(tt.file))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), "store.redis") {
+				t.Errorf("%q: %v, want an error at store.redis saying %q", tt.file, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%q: %v", tt.file, err)
+		}
+		if got := cfg.Redis.SubjectTags(); got != tt.tags {
+			t.Errorf("%q: SubjectTags %v, want %v", tt.file, got, tt.tags)
+		}
+	}
+}

@@ -21,7 +21,7 @@ import (
 // CAPTCHA after it (twice: the refused send made nothing known), and a
 // token issued after the change goes ahead.
 func TestSend_RedisRevokesAStolenDeviceTokenAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})

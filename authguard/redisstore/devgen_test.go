@@ -35,7 +35,7 @@ func revokingPolicy(t testing.TB, on bool) *authguard.Policy {
 // unknown client's after it, and stays so for as long as the token is
 // valid; a token issued after the change is a known device's.
 func TestPasswordChange_RedisRevokesAStolenDeviceTokenAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})

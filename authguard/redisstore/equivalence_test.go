@@ -29,7 +29,7 @@ import (
 // undoes itself; a Cluster: pipelines), on one virtual clock, and requires
 // the same verdict from both every time.
 func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -99,7 +99,7 @@ flows:
 			// On a Cluster, checks expected to be refused peek instead of
 			// reserving (hints.go), with the same verdicts (a wrong hint:
 			// TestCluster_AWrongHintCostsARoundTripNotAVerdict).
-			if sent, wrong := rs.Hinted(); kind == "cluster" || kind == "subject" {
+			if sent, wrong := rs.Hinted(); onCluster(kind) {
 				t.Logf("checks sent on a hint: %d, %d of them wrong", sent, wrong)
 				if sent < 20 {
 					t.Errorf("%d checks sent on a hint: the sequence must exercise them", sent)
@@ -120,21 +120,51 @@ flows:
 // clientOf is a client of a real Redis: "single" (or "generic", the same
 // with generic scripts), "cluster", or "subject": a Cluster whose stores
 // (newStore, memoryAndRedis) keep subject hash tags (Config.SubjectTags).
+//
+// "cluster-shared" and "subject-shared" are "cluster" and "subject" whose
+// stores send every call in shared round trips (Config.SharedRoundTrips,
+// redisstore.ShareEveryCall), as under load.
 func clientOf(t *testing.T, kind string) redis.UniversalClient {
 	switch kind {
 	case "single", "generic":
 		return singleClient(t)
-	case "subject":
+	case "subject", "subject-shared":
 		c := clusterClient(t)
 		subjectTagged.Store(c, true)
 		t.Cleanup(func() { subjectTagged.Delete(c) })
+		if kind == "subject-shared" {
+			sharedAlways.Store(c, true)
+			t.Cleanup(func() { sharedAlways.Delete(c) })
+		}
+		return c
+	case "cluster-shared":
+		c := clusterClient(t)
+		sharedAlways.Store(c, true)
+		t.Cleanup(func() { sharedAlways.Delete(c) })
 		return c
 	}
 	return clusterClient(t)
 }
 
-// subjectTagged holds the clients clientOf made for "subject".
-var subjectTagged sync.Map
+// subjectTagged holds the clients clientOf made for "subject" and
+// "subject-shared", sharedAlways those for the "-shared" kinds.
+var subjectTagged, sharedAlways sync.Map
+
+// onCluster reports whether kind is a Cluster's.
+func onCluster(kind string) bool { return kind != "single" && kind != "generic" }
+
+// storeConfig is the Config of a store on c as clientOf's kind asks.
+func storeConfig(c redis.UniversalClient, now func() time.Time, timeout time.Duration) redisstore.Config {
+	_, shared := sharedAlways.Load(c)
+	return redisstore.Config{Client: c, Now: now, Timeout: timeout, SubjectTags: tagsOf(c), SharedRoundTrips: shared}
+}
+
+// shareAlways makes rs send every call shared when c is a "-shared" kind's.
+func shareAlways(c redis.UniversalClient, rs *redisstore.Store) {
+	if _, ok := sharedAlways.Load(c); ok {
+		redisstore.ShareEveryCall(rs)
+	}
+}
 
 // tagsOf reports whether stores on c keep subject hash tags.
 func tagsOf(c redis.UniversalClient) bool {
@@ -155,10 +185,11 @@ func generic(kind string, rs *redisstore.Store) {
 // memory store, one on Redis through c.
 func memoryAndRedis(t *testing.T, c redis.UniversalClient, p *authguard.Policy, clock *testclock.Clock) ([]*authguard.Engine, *redisstore.Store) {
 	t.Helper()
-	rs, err := redisstore.New(redisstore.Config{Client: c, Now: clock.Now, Timeout: 5 * time.Second, SubjectTags: tagsOf(c)})
+	rs, err := redisstore.New(storeConfig(c, clock.Now, 5*time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	shareAlways(c, rs)
 	engines := make([]*authguard.Engine, 2)
 	for i, st := range []authguard.Store{memstore.New(memstore.Config{Now: clock.Now}), rs} {
 		if engines[i], err = authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now}); err != nil {
@@ -185,7 +216,7 @@ func devicesKeys(m map[string]string) []string {
 // verifications of codes that credit conversion, through a memory-store
 // engine and a Redis engine on one clock: the same verdict every time.
 func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			p, err := config.LoadPolicy([]byte(`
@@ -277,7 +308,7 @@ flows:
 // reset of one account deletes its keys on every node (SCAN, one UNLINK per
 // key, so a Cluster's slots do not matter) and leaves another account's.
 func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
-	for _, kind := range []string{"single", "cluster", "subject"} {
+	for _, kind := range []string{"single", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			s := newStore(t, c, nil)
@@ -316,7 +347,7 @@ func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
 // codes the bomber's quota would have refused.
 func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 	const number = "+44 7400 123456"
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			clock := testclock.New(time.Time{})
 			engines, rs := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
@@ -476,7 +507,7 @@ func TestCheckScript_TheVerifiedGateDecidesAsBlocked(t *testing.T) {
 // most carrying their check's attempt token. The verdicts must be the same
 // every time, and the device tokens issued to the same accounts.
 func TestStepUp_RedisAnswersAsTheMemoryStore(t *testing.T) {
-	for _, kind := range []string{"single", "generic", "cluster", "subject"} {
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})

@@ -93,9 +93,10 @@ type Config struct {
 	Now func() time.Time
 	// Clock is the breaker's clock. The default is time.Now.
 	Clock func() time.Time
-	// SharedRoundTrips, on one node (or Sentinel's master), sends the
-	// check scripts of concurrent calls in shared round trips once more
-	// than two are in flight (shared.go). A Cluster ignores it. The
+	// SharedRoundTrips sends the check scripts of concurrent calls in
+	// shared round trips once more than two are in flight (shared.go): on
+	// one node (or Sentinel's master) on one connection, on a Cluster on
+	// one connection per master, each call on its slot's master's. The
 	// default is false; tollgate serve turns it on unless its config says
 	// store.redis.shared_round_trips: false.
 	SharedRoundTrips bool
@@ -128,7 +129,7 @@ type Store struct {
 	// pipelineBatches sends every batch as a pipeline of op scripts, as
 	// before batches on one node were one script (tests compare the two).
 	pipelineBatches bool
-	shared          *shared // nil unless Config.SharedRoundTrips on one node
+	shared          *shared // nil unless Config.SharedRoundTrips
 	shapes          shapes  // the checks' shaped scripts (shape.go)
 	subjectTags     bool    // Config.SubjectTags
 }
@@ -241,11 +242,10 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 	}
 
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe := s.client.Pipeline()
 	for i, c := range calls {
-		cmds[i] = c.script.EvalSha(ctx, pipe, []string{c.key}, c.args...)
+		cmds[i] = evalCmd(ctx, "evalsha", c.script.Hash(), []string{c.key}, c.args)
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
+	s.exec(ctx, cmds) // errors are read per command below
 
 	// Scripts missing on a node (restart, SCRIPT FLUSH, failover): send
 	// those commands again with EVAL, which loads the script as it runs.

@@ -108,10 +108,11 @@ func storeOn(t testing.TB, cfg redisstore.ClientConfig) *redisstore.Store {
 
 func newStore(t testing.TB, c redis.UniversalClient, now func() time.Time) *redisstore.Store {
 	t.Helper()
-	s, err := redisstore.New(redisstore.Config{Client: c, Now: now, Timeout: time.Second, SubjectTags: tagsOf(c)})
+	s, err := redisstore.New(storeConfig(c, now, time.Second))
 	if err != nil {
 		t.Fatal(err)
 	}
+	shareAlways(c, s)
 	return s
 }
 

@@ -16,39 +16,70 @@ import (
 // than its round trip saves (BENCHMARKS.md, "Shared round trips").
 const sharedAfter = 2
 
-// shared sends concurrent check scripts on one node together, as with
-// envoy's ratelimit: go-redis's auto-pipeliner holds one connection with a
-// writer goroutine that writes every call queued at that moment in one
-// write and a reader that reads the replies as they come (full duplex: no
-// batch waits for the one before it). Redis then makes one pair of network
-// system calls for many calls. Each call keeps its own deadline and its own
-// reply: a script's error, NOSCRIPT or OOM is that call's alone.
+// shared sends concurrent check scripts together, as with envoy's
+// ratelimit: go-redis's auto-pipeliner holds one connection with a writer
+// goroutine that writes every call queued at that moment in one write and a
+// reader that reads the replies as they come (full duplex: no batch waits
+// for the one before it). Redis then makes one pair of network system calls
+// for many calls. Each call keeps its own deadline and its own reply: a
+// script's error, NOSCRIPT or OOM is that call's alone.
+//
+// On a Cluster the pipeliner is go-redis's cluster router: one such
+// connection per master, each call sent on its slot's master's (the slot
+// map go-redis holds, no round trip). So the calls of concurrent checks to
+// one master share its writes and reads, as on one node: on 3 masters a
+// fresh check's 3 calls ride 3 shared round trips instead of each check
+// paying 3 of its own. A call answered MOVED or ASK (a slot moved or
+// moving) is sent again by the router through the Cluster client, which
+// follows the redirect as the client's own pipelines do; any other error,
+// TRYAGAIN too, is the call's reply, for slots.go to handle as it handles a
+// pipeline's.
 type shared struct {
 	ap       *redis.AutoPipeliner
 	inflight atomic.Int32
+	// after is sharedAfter; tests set it to 0 to send every call shared.
+	after int32
 }
 
-// newShared returns the pipeliner for c, or nil when c is not one node's
-// client (a Cluster's checks are per-op pipelines with hints of their own).
+// newShared returns the pipeliner for c (one node, Sentinel's master or a
+// Cluster), or nil for any other client.
 func newShared(c redis.UniversalClient) (*shared, error) {
-	one, ok := c.(*redis.Client)
-	if !ok {
-		return nil, nil
-	}
 	// The asynchronous face, so that a call can stop waiting at its own
 	// deadline (WaitContext). Full duplex measured better than go-redis's
 	// half-duplex batches here, which wait for each other and cost this
 	// process more CPU than they save (BENCHMARKS.md, "Shared round trips").
 	// With the client's retries off, a broken connection fails its calls
-	// and replays none.
+	// and replays none; on a Cluster the router replays a broken
+	// connection's unanswered calls up to the client's redirects, which
+	// send marks every call against (once).
 	o := redis.DefaultBlockingAutoPipelineOptions()
 	o.FullDuplex = true
-	ap, err := one.AsyncAutoPipelineWithOptions(o)
+	var (
+		ap  *redis.AutoPipeliner
+		err error
+	)
+	switch c := c.(type) {
+	case *redis.Client:
+		ap, err = c.AsyncAutoPipelineWithOptions(o)
+	case *redis.ClusterClient:
+		ap, err = c.AsyncAutoPipelineWithOptions(o)
+	default:
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("redisstore: shared round trips: %w", err)
 	}
-	return &shared{ap: ap}, nil
+	return &shared{ap: ap, after: sharedAfter}, nil
 }
+
+// once is a call go-redis sends at most once: a script whose request was
+// written may have run though its reply was lost, and run again it would
+// charge its subjects twice. (A MOVED or ASK reply says it ran nowhere, and
+// is followed all the same.)
+type once struct{ *redis.Cmd }
+
+// NoRetry reports true: never replayed.
+func (once) NoRetry() bool { return true }
 
 // evalCheck runs script (check.lua or a shape of it) with keys and args:
 // on a connection of its own when few calls are in flight, else in the
@@ -63,7 +94,7 @@ func (s *Store) evalCheck(ctx context.Context, script *sourced, isNew bool, keys
 	alone := sh == nil
 	if !alone {
 		defer sh.inflight.Add(-1)
-		alone = sh.inflight.Add(1) <= sharedAfter
+		alone = sh.inflight.Add(1) <= sh.after
 	}
 	// call sends one EVALSHA (byHash) or EVAL of script.
 	call := func(byHash bool) (*redis.Cmd, error) {
@@ -94,6 +125,36 @@ func (s *Store) evalCheck(ctx context.Context, script *sourced, isNew bool, keys
 // call that stops waiting returns ctx's error and leaves the command
 // alone: the pipeliner may still be writing its reply.
 func (sh *shared) send(ctx context.Context, name, script string, keys []string, args []any) (*redis.Cmd, error) {
+	cmd := evalCmd(ctx, name, script, keys, args)
+	if err := sh.ap.Submit(ctx, once{cmd}).WaitContext(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return nil, err
+	}
+	return cmd, nil
+}
+
+// run queues every call of cmds, then waits for each reply or ctx's end. A
+// call still unanswered at ctx's end is replaced in cmds by one that failed
+// with ctx's error (the pipeliner may still write the queued one's reply).
+// What that costs: a call queued or written before its deadline passed is
+// still sent and run by its master, so it may charge its subjects though
+// its check was answered overloaded or from the fail mode, as on one node.
+func (sh *shared) run(ctx context.Context, cmds []*redis.Cmd) {
+	waits := make([]redis.AutoFuture, len(cmds))
+	for i, cmd := range cmds {
+		waits[i] = sh.ap.Submit(ctx, once{cmd})
+	}
+	for i, w := range waits {
+		if err := w.WaitContext(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+			failed := redis.NewCmd(ctx)
+			failed.SetErr(err)
+			cmds[i] = failed
+		}
+	}
+}
+
+// evalCmd is one EVALSHA (name "evalsha", script its hash) or EVAL of
+// script with keys and args, not yet sent.
+func evalCmd(ctx context.Context, name, script string, keys []string, args []any) *redis.Cmd {
 	a := make([]any, 0, 3+len(keys)+len(args))
 	a = append(a, name, script, len(keys))
 	for _, k := range keys {
@@ -101,10 +162,31 @@ func (sh *shared) send(ctx context.Context, name, script string, keys []string, 
 	}
 	a = append(a, args...)
 	cmd := redis.NewCmd(ctx, a...)
-	if err := sh.ap.Submit(ctx, cmd).WaitContext(ctx); err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
-		return nil, err
+	if len(keys) > 0 {
+		cmd.SetFirstKeyPos(3) // a Cluster's slot is the first key's
 	}
-	return cmd, nil
+	return cmd
+}
+
+// exec sends cmds, a batch's calls, and leaves each its reply. On a
+// Cluster with shared round trips, once more than sh.after batches are in
+// flight, each call goes in the next write of its master's shared
+// connection (run); otherwise they go in one pipeline of the client's,
+// which go-redis splits per master, a round trip of the batch's own on
+// each.
+func (s *Store) exec(ctx context.Context, cmds []*redis.Cmd) {
+	if sh := s.shared; sh != nil && s.cluster != nil {
+		defer sh.inflight.Add(-1)
+		if sh.inflight.Add(1) > sh.after {
+			sh.run(ctx, cmds)
+			return
+		}
+	}
+	pipe := s.client.Pipeline()
+	for _, cmd := range cmds {
+		_ = pipe.Process(ctx, cmd)
+	}
+	_, _ = pipe.Exec(ctx) // errors are read per command
 }
 
 func (sh *shared) close() error {

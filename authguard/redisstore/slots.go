@@ -14,7 +14,8 @@ import (
 // of more than one op is one call of check.lua with no gates (nothing
 // blocks, nothing is undone: a batch, as one node runs one), the others
 // each their op script's EVALSHA; every call goes in one pipeline, which
-// go-redis splits per master. It is on with subject hash tags
+// go-redis splits per master, or under load in the shared round trips of
+// each master (shared.go). It is on with subject hash tags
 // (Config.SubjectTags), where every key of a subject is in the subject's
 // slot: a fresh login check (account, address, fingerprint) is 3 calls
 // where it was 9. With today's names a check's keys share a slot only by
@@ -64,13 +65,14 @@ var crc16Table = func() (t [256]uint16) {
 type slotCall struct {
 	idx    []int
 	script *redis.Script
-	source bool // made by this call: sent with EVAL, which loads it
+	source string // the script's source when this call made it: sent with EVAL, which loads it
 	keys   []string
 	args   []any
 	check  bool // a check script's call: its answer is checkResults'
 }
 
-// doSlots is do on a Cluster: ops grouped by slot (above), one pipeline.
+// doSlots is do on a Cluster: ops grouped by slot (above), one round trip
+// per master.
 // Each op's error is its call's (opErrors), so blame counts a group's
 // failure against its master as it counted each op's.
 func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire string) ([]authguard.Result, error) {
@@ -104,7 +106,11 @@ func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire str
 			if err != nil {
 				return nil, err
 			}
-			calls = append(calls, slotCall{idx: g, script: c.script.Script, source: c.made, keys: c.keys, args: c.args, check: true})
+			sc := slotCall{idx: g, script: c.script.Script, keys: c.keys, args: c.args, check: true}
+			if c.made {
+				sc.source = c.script.source
+			}
+			calls = append(calls, sc)
 			continue
 		}
 		for _, i := range g {
@@ -116,16 +122,19 @@ func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire str
 		}
 	}
 
+	// One round trip per master: the batch's own pipeline, or under load
+	// the next shared write of each master's connection (shared.go). The
+	// rarer calls below (a script missing, a slot migrating) go in
+	// pipelines of their own.
 	cmds := make([]*redis.Cmd, len(calls))
-	pipe := s.client.Pipeline()
 	for k, c := range calls {
-		if c.source {
-			cmds[k] = c.script.Eval(ctx, pipe, c.keys, c.args...)
+		if c.source != "" {
+			cmds[k] = evalCmd(ctx, "eval", c.source, c.keys, c.args)
 		} else {
-			cmds[k] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
+			cmds[k] = evalCmd(ctx, "evalsha", c.script.Hash(), c.keys, c.args)
 		}
 	}
-	_, _ = pipe.Exec(ctx) // errors are read per command below
+	s.exec(ctx, cmds)
 	// Scripts missing on a master (restart, failover, a shape another
 	// master loaded): those calls again with EVAL.
 	var missing []int

@@ -19,14 +19,15 @@ import (
 // failoverCluster is a Cluster of 3 masters with a replica each, and a
 // Store on it as tollgate builds one (NewClient's 50 ms timeouts, no
 // retries; the default breaker).
-func failoverCluster(t *testing.T, extra ...string) (*redistest.ReplicatedClusterInstances, *redis.ClusterClient, *redisstore.Store) {
+func failoverCluster(t *testing.T, shared bool, extra ...string) (*redistest.ReplicatedClusterInstances, *redis.ClusterClient, *redisstore.Store) {
 	t.Helper()
-	return failoverClusterWithTimeout(t, 0, extra...)
+	return failoverClusterWithTimeout(t, 0, shared, extra...)
 }
 
 // failoverClusterWithTimeout is failoverCluster with NewClient's Timeout
-// (0: its default, 50 ms).
-func failoverClusterWithTimeout(t *testing.T, timeout time.Duration, extra ...string) (*redistest.ReplicatedClusterInstances, *redis.ClusterClient, *redisstore.Store) {
+// (0: its default, 50 ms). When shared, the Store sends every call in
+// shared round trips (shared.go), however few are in flight.
+func failoverClusterWithTimeout(t *testing.T, timeout time.Duration, shared bool, extra ...string) (*redistest.ReplicatedClusterInstances, *redis.ClusterClient, *redisstore.Store) {
 	t.Helper()
 	rc := redistest.ReplicatedCluster(t, extra...)
 	uc, err := redisstore.NewClient(redisstore.ClientConfig{ClusterAddrs: rc.Addrs(), Timeout: timeout})
@@ -34,11 +35,14 @@ func failoverClusterWithTimeout(t *testing.T, timeout time.Duration, extra ...st
 		t.Fatal(err)
 	}
 	c := uc.(*redis.ClusterClient)
-	s, err := redisstore.New(redisstore.Config{Client: c})
+	s, err := redisstore.New(redisstore.Config{Client: c, SharedRoundTrips: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	if shared {
+		redisstore.ShareEveryCall(s)
+	}
 	if err := s.Preload(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +119,15 @@ func TestClusterFailover_WritesResumeWithinTenSecondsOfAMasterKill(t *testing.T)
 	if testing.Short() {
 		t.Skip("kills a Cluster master and waits for its failover")
 	}
-	rc, c, s := failoverCluster(t)
+	t.Run("alone", func(t *testing.T) { writesResumeAfterAMasterKill(t, false) })
+	t.Run("shared", func(t *testing.T) { writesResumeAfterAMasterKill(t, true) })
+}
+
+// writesResumeAfterAMasterKill is
+// TestClusterFailover_WritesResumeWithinTenSecondsOfAMasterKill, its calls
+// each a pipeline of its own or all in shared round trips.
+func writesResumeAfterAMasterKill(t *testing.T, shared bool) {
+	rc, c, s := failoverCluster(t, shared)
 	ctx := context.Background()
 	key := "tg:t:login:acct:failover-victim"
 	dead := masterOf(t, c, key)
@@ -197,7 +209,16 @@ func TestClusterFailover_KeysOnHealthyMastersNeverFallBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a Cluster master and waits for its failover")
 	}
-	rc, c, s := failoverClusterWithTimeout(t, time.Second, "--cluster-require-full-coverage", "no")
+	t.Run("alone", func(t *testing.T) { healthyMastersNeverFallBack(t, false) })
+	t.Run("shared", func(t *testing.T) { healthyMastersNeverFallBack(t, true) })
+}
+
+// healthyMastersNeverFallBack is
+// TestClusterFailover_KeysOnHealthyMastersNeverFallBack, the calls of
+// NewClient's Store each a pipeline of its own or all in shared round
+// trips.
+func healthyMastersNeverFallBack(t *testing.T, shared bool) {
+	rc, c, s := failoverClusterWithTimeout(t, time.Second, shared, "--cluster-require-full-coverage", "no")
 	ctx := context.Background()
 	dead := masterOf(t, c, "tg:t:login:acct:failover-0")
 	victim, healthy := keysByMaster(t, c, dead)

@@ -101,24 +101,31 @@ func TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a Cluster of its own and reshards it")
 	}
-	t.Run("names", func(t *testing.T) { reshardUnderLoad(t, false) })
-	t.Run("subject", func(t *testing.T) { reshardUnderLoad(t, true) })
+	t.Run("names", func(t *testing.T) { reshardUnderLoad(t, false, false) })
+	t.Run("subject", func(t *testing.T) { reshardUnderLoad(t, true, false) })
+	// Every call in shared round trips (shared.go): a call met with ASK or
+	// MOVED on a master's shared connection is followed by go-redis's
+	// router, one met with TRYAGAIN split as from a pipeline.
+	t.Run("subject-shared", func(t *testing.T) { reshardUnderLoad(t, true, true) })
 }
 
 // reshardUnderLoad is TestClusterReshard_RedirectsStayWellInsideTheStoreDeadline
-// on a store with subject hash tags or without.
-func reshardUnderLoad(t *testing.T, tags bool) {
+// on a store with subject hash tags or without, its calls shared or not.
+func reshardUnderLoad(t *testing.T, tags, shared bool) {
 	cl := redistest.Cluster(t)
 	uc, err := redisstore.NewClient(redisstore.ClientConfig{ClusterAddrs: cl.Addrs()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	c := uc.(*redis.ClusterClient)
-	s, err := redisstore.New(redisstore.Config{Client: c, SubjectTags: tags})
+	s, err := redisstore.New(redisstore.Config{Client: c, SubjectTags: tags, SharedRoundTrips: shared})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if shared {
+		redisstore.ShareEveryCall(s)
+	}
 	ctx := context.Background()
 	if err := s.Preload(ctx); err != nil {
 		t.Fatal(err)

@@ -42,8 +42,9 @@ type ClientConfig struct {
 	// Timeout bounds dialing, reading and writing. The default is 50ms.
 	Timeout time.Duration
 	// DisableSharedRoundTrips sends every check in a round trip of its
-	// own, even when many are in flight on one node (Config.SharedRoundTrips,
-	// which tollgate serve turns on unless this is set).
+	// own (on a Cluster, of its own on each master), even when many are in
+	// flight (Config.SharedRoundTrips, which tollgate serve turns on unless
+	// this is set). The default is false.
 	DisableSharedRoundTrips bool
 	// ClusterKeyLayout is how a Cluster's keys are named: "" (today's
 	// names) or "subject", every key of a subject under its hash tag

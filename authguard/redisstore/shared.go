@@ -9,8 +9,9 @@ import (
 	"github.com/redis/go-redis/v9"
 )
 
-// sharedAfter is how many of this instance's check scripts must already be
-// in flight before the next one rides a shared round trip. Below it each
+// sharedAfter is how many of this instance's check scripts (on a Cluster,
+// batches) must already be in flight before the next one rides a shared
+// round trip. Below it each
 // call has a connection to itself: at low load there is nothing to share,
 // and handing a call to the pipeliner's goroutine and back costs more CPU
 // than its round trip saves (BENCHMARKS.md, "Shared round trips").
@@ -48,10 +49,10 @@ func newShared(c redis.UniversalClient) (*shared, error) {
 	// deadline (WaitContext). Full duplex measured better than go-redis's
 	// half-duplex batches here, which wait for each other and cost this
 	// process more CPU than they save (BENCHMARKS.md, "Shared round trips").
-	// With the client's retries off, a broken connection fails its calls
-	// and replays none; on a Cluster the router replays a broken
-	// connection's unanswered calls up to the client's redirects, which
-	// send marks every call against (once).
+	// With the client's retries off, one node's pipeliner fails a broken
+	// connection's calls and replays none; a Cluster's would replay those
+	// unanswered up to the client's redirects, so every call is marked
+	// never to be sent twice (once).
 	o := redis.DefaultBlockingAutoPipelineOptions()
 	o.FullDuplex = true
 	var (

@@ -249,19 +249,9 @@ func (s *Store) do(ctx context.Context, ops []authguard.Op) ([]authguard.Result,
 
 	// Scripts missing on a node (restart, SCRIPT FLUSH, failover): send
 	// those commands again with EVAL, which loads the script as it runs.
-	var missing []int
-	for i, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, i)
-		}
-	}
-	if len(missing) > 0 {
-		pipe := s.client.Pipeline()
-		for _, i := range missing {
-			cmds[i] = calls[i].script.Eval(ctx, pipe, []string{calls[i].key}, calls[i].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	s.resend(ctx, cmds, noScript, func(pipe redis.Pipeliner, i int) *redis.Cmd {
+		return calls[i].script.Eval(ctx, pipe, []string{calls[i].key}, calls[i].args...)
+	})
 
 	// Each op's error is kept (opErrors), so that on a Cluster only the
 	// masters whose ops failed count the failure (failover.go).

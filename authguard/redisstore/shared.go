@@ -169,6 +169,29 @@ func evalCmd(ctx context.Context, name, script string, keys []string, args []any
 	return cmd
 }
 
+// resend sends again, in one pipeline and as redo builds it, each command
+// of cmds whose error refused accepts (NOSCRIPT: a script the master lost;
+// NOPERM: an ACL that refuses EVAL).
+func (s *Store) resend(ctx context.Context, cmds []*redis.Cmd, refused func(k int, err error) bool, redo func(pipe redis.Pipeliner, k int) *redis.Cmd) {
+	var idx []int
+	for k, cmd := range cmds {
+		if refused(k, cmd.Err()) {
+			idx = append(idx, k)
+		}
+	}
+	if len(idx) == 0 {
+		return
+	}
+	pipe := s.client.Pipeline()
+	for _, k := range idx {
+		cmds[k] = redo(pipe, k)
+	}
+	_, _ = pipe.Exec(ctx)
+}
+
+// noScript reports a script missing on the master that answered.
+func noScript(_ int, err error) bool { return redis.HasErrorPrefix(err, "NOSCRIPT") }
+
 // exec sends cmds, a batch's calls, and leaves each its reply. On a
 // Cluster with shared round trips, once more than sh.after batches are in
 // flight, each call goes in the next write of its master's shared

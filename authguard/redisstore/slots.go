@@ -137,34 +137,16 @@ func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire str
 	s.exec(ctx, cmds)
 	// Scripts missing on a master (restart, failover, a shape another
 	// master loaded): those calls again with EVAL.
-	var missing []int
-	for k, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-			missing = append(missing, k)
-		}
-	}
-	if len(missing) > 0 {
-		pipe := s.client.Pipeline()
-		for _, k := range missing {
-			cmds[k] = calls[k].script.Eval(ctx, pipe, calls[k].keys, calls[k].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	s.resend(ctx, cmds, noScript, func(pipe redis.Pipeliner, k int) *redis.Cmd {
+		return calls[k].script.Eval(ctx, pipe, calls[k].keys, calls[k].args...)
+	})
 	// An ACL that refuses EVAL (NOPERM): the scripts loaded on every
 	// master with SCRIPT LOAD, then called by hash.
-	var refused []int
-	for k, cmd := range cmds {
-		if redis.HasErrorPrefix(cmd.Err(), "NOPERM") && calls[k].script.Load(ctx, s.client).Err() == nil {
-			refused = append(refused, k)
-		}
-	}
-	if len(refused) > 0 {
-		pipe := s.client.Pipeline()
-		for _, k := range refused {
-			cmds[k] = calls[k].script.EvalSha(ctx, pipe, calls[k].keys, calls[k].args...)
-		}
-		_, _ = pipe.Exec(ctx)
-	}
+	s.resend(ctx, cmds, func(k int, err error) bool {
+		return redis.HasErrorPrefix(err, "NOPERM") && calls[k].script.Load(ctx, s.client).Err() == nil
+	}, func(pipe redis.Pipeliner, k int) *redis.Cmd {
+		return calls[k].script.EvalSha(ctx, pipe, calls[k].keys, calls[k].args...)
+	})
 	// A slot being migrated to another master: a call of several keys,
 	// some moved already and some not, is refused with TRYAGAIN before it
 	// runs (ASK redirects only a call whose keys have all moved), and one
@@ -193,19 +175,9 @@ func (s *Store) doSlots(ctx context.Context, ops []authguard.Op, now, expire str
 			more[k] = c.script.EvalSha(ctx, pipe, c.keys, c.args...)
 		}
 		_, _ = pipe.Exec(ctx)
-		var again []int
-		for k, cmd := range more {
-			if redis.HasErrorPrefix(cmd.Err(), "NOSCRIPT") {
-				again = append(again, k)
-			}
-		}
-		if len(again) > 0 {
-			pipe := s.client.Pipeline()
-			for _, k := range again {
-				more[k] = split[k].script.Eval(ctx, pipe, split[k].keys, split[k].args...)
-			}
-			_, _ = pipe.Exec(ctx)
-		}
+		s.resend(ctx, more, noScript, func(pipe redis.Pipeliner, k int) *redis.Cmd {
+			return split[k].script.Eval(ctx, pipe, split[k].keys, split[k].args...)
+		})
 		calls, cmds = append(calls, split...), append(cmds, more...)
 	}
 

@@ -260,6 +260,32 @@ func (p *Policy) revokes(f *Flow) bool {
 	return f.RevokeDevicesOnPasswordChange || (f.Kind == Sends && p.revoking[f.DeviceTrust])
 }
 
+// DeviceRevocation says whether a password change revokes the device
+// tokens flow f trusts in its checks or sends (On), and which flow states
+// it (From). A flow with a device rule states its own. A send flow states
+// none and follows its trust group (checkRevokeDevices), whose flows with
+// a device rule all agree: From is the one named as the group (login, for
+// the built-in otp_send) when it has a device rule, else the first of them
+// by name. From is "" for a flow that trusts no device tokens: one without
+// a device rule, or a send flow whose group has none.
+func (p *Policy) DeviceRevocation(f *Flow) (on bool, from string) {
+	if f.Kind != Sends {
+		if f.device < 0 {
+			return false, ""
+		}
+		return f.RevokeDevicesOnPasswordChange, f.Name
+	}
+	if g := p.flows[f.DeviceTrust]; g != nil && g.device >= 0 && g.DeviceTrust == f.DeviceTrust {
+		return p.revokes(f), g.Name
+	}
+	for _, name := range p.FlowNames() {
+		if g := p.flows[name]; g.device >= 0 && g.DeviceTrust == f.DeviceTrust {
+			return p.revokes(f), g.Name
+		}
+	}
+	return false, ""
+}
+
 // revokedCheck makes again, as a check without a device token, a check
 // (or a send) whose token the owner revoked (revoked): what its batch
 // reserved for the device is given back first, unless the store or

@@ -144,9 +144,10 @@ func serveCmd(ctx context.Context, args []string, stderr io.Writer, getenv func(
 	return 0
 }
 
-// printFlow writes a flow's effective policy: its settings, its worst case,
-// and one line per rule, in the order the rules are walked.
-func printFlow(w io.Writer, f *authguard.Flow) {
+// printFlow writes flow f of policy p as it takes effect: its settings,
+// its worst case, and one line per rule, in the order the rules are
+// walked.
+func printFlow(w io.Writer, p *authguard.Policy, f *authguard.Flow) {
 	retry := ""
 	if f.FailMode == authguard.FailClosed {
 		retry = fmt.Sprintf(" (delay %s)", dur(f.FailClosedRetry))
@@ -163,9 +164,7 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 	if f.KnownNetworksOff {
 		devices += ", known networks off"
 	}
-	if f.RevokeDevicesOnPasswordChange {
-		devices += ", a password change revokes its device tokens"
-	}
+	devices += revocationPhrase(p, f)
 	fmt.Fprintf(w, "flow %s: %s, fails %s%s, IPv6 per /%d, %d allow-listed ranges%s, requires %s\n",
 		f.Name, f.Mode, f.FailMode, retry, grouping, f.AllowList.Len(), devices, requires)
 	fmt.Fprintf(w, "  %s\n", budgetLine(f))
@@ -195,6 +194,25 @@ func printFlow(w io.Writer, f *authguard.Flow) {
 		fmt.Fprintln(tw, "  (no rules: every call proceeds)")
 	}
 	tw.Flush()
+}
+
+// revocationPhrase says on -print's flow line whether a password change
+// revokes the device tokens f trusts: for a flow with a device rule only
+// when it does (its own revoke_devices_on_password_change, off by
+// default); for a send flow, which may not state it and follows its trust
+// group, always, with the flow whose setting it follows, so that the send
+// flow's line is not read as off while login's setting revokes.
+func revocationPhrase(p *authguard.Policy, f *authguard.Flow) string {
+	on, from := p.DeviceRevocation(f)
+	switch {
+	case f.Kind != authguard.Sends && on:
+		return ", a password change revokes its device tokens"
+	case f.Kind != authguard.Sends || from == "":
+		return ""
+	case on:
+		return fmt.Sprintf(", device tokens of %q: a password change revokes them (flow %s's revoke_devices_on_password_change)", f.DeviceTrust, from)
+	}
+	return fmt.Sprintf(", device tokens of %q: a password change leaves them valid (flow %s's revoke_devices_on_password_change)", f.DeviceTrust, from)
 }
 
 // stepUpLine says when a flow's success is answered step_up, or that the

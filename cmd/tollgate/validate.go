@@ -105,7 +105,7 @@ func validateCmd(args []string, stdout, stderr io.Writer) int {
 					if np.tenant != "" {
 						fmt.Fprintf(stdout, "tenant %s: ", np.tenant)
 					}
-					printFlow(stdout, f)
+					printFlow(stdout, np.policy, f)
 				case np.tenant != "":
 					fmt.Fprintf(stdout, "tenant %s: %s\n", np.tenant, budgetLine(f))
 				default:
@@ -225,9 +225,14 @@ type flowJSON struct {
 	// success of this flow clears.
 	SuccessClears []string `json:"success_clears,omitempty"`
 	// RevokeDevicesOnPasswordChange says a password_changed report revokes
-	// the device tokens the flow trusts.
-	RevokeDevicesOnPasswordChange bool       `json:"revoke_devices_on_password_change,omitempty"`
-	Rules                         []ruleJSON `json:"rules"`
+	// the device tokens the flow trusts: for a send flow, as the flow
+	// RevokeDevicesFollows names says (a send flow may not state it).
+	RevokeDevicesOnPasswordChange bool `json:"revoke_devices_on_password_change,omitempty"`
+	// RevokeDevicesFollows names, for a send flow, the flow of its trust
+	// group whose revoke_devices_on_password_change it follows; empty for
+	// any other flow, and for a send flow whose group issues no tokens.
+	RevokeDevicesFollows string     `json:"revoke_devices_follows,omitempty"`
+	Rules                []ruleJSON `json:"rules"`
 }
 
 // stepUpJSON is a flow's step-up policy by its config keys.
@@ -358,7 +363,11 @@ func flowsJSON(p *authguard.Policy) []flowJSON {
 		}
 		fj.SecondFactor = f.SecondFactor
 		fj.SuccessClears = append([]string(nil), f.SuccessClears...)
-		fj.RevokeDevicesOnPasswordChange = f.RevokeDevicesOnPasswordChange
+		on, from := p.DeviceRevocation(f)
+		fj.RevokeDevicesOnPasswordChange = on
+		if f.Kind == authguard.Sends {
+			fj.RevokeDevicesFollows = from
+		}
 		if f.FailMode == authguard.FailClosed {
 			fj.FailClosedRetry = dur(f.FailClosedRetry)
 		}

@@ -204,3 +204,70 @@ func TestValidateConfig_PrintSaysWhatAStepUpFlowIssuesAndWhatASuccessClears(t *t
 		}
 	}
 }
+
+// TestValidateConfig_PrintSaysASendFlowRevokesAsItsTrustGroup: with
+// login's revoke_devices_on_password_change on, otp_send's sends revoke
+// login's tokens too (a send flow may not state the setting and follows
+// its trust group), yet -print's otp_send line said nothing of it and
+// -json said false: an operator checking the sends read them as still
+// trusting a stolen token after the owner's change. Both now say what
+// holds for the send flow and which flow's setting it follows.
+func TestValidateConfig_PrintSaysASendFlowRevokesAsItsTrustGroup(t *testing.T) {
+	tests := []struct {
+		name, policy, want string
+		on                 bool
+	}{
+		{"login revokes", "flows:\n  login:\n    revoke_devices_on_password_change: true\n",
+			`kind send, device tokens of "login": a password change revokes them (flow login's revoke_devices_on_password_change),`, true},
+		{"the built-in policy", "flows: {}\n",
+			`kind send, device tokens of "login": a password change leaves them valid (flow login's revoke_devices_on_password_change),`, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := writeTemp(t, "p.yaml", tt.policy)
+			code, stdout, stderr := validate(t, "-print", path)
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var line string
+			for _, l := range strings.Split(stdout, "\n") {
+				if strings.HasPrefix(l, "flow otp_send:") {
+					line = l
+				}
+			}
+			if !strings.Contains(line, tt.want) {
+				t.Errorf("-print's otp_send line = %q, want it to say %q", line, tt.want)
+			}
+			if n, want := strings.Count(stdout, "a password change revokes"), map[bool]int{true: 2, false: 0}[tt.on]; n != want {
+				t.Errorf("-print says a password change revokes %d times, want %d (login's and otp_send's):\n%s", n, want, stdout)
+			}
+
+			code, stdout, stderr = validate(t, "-json", path)
+			if code != 0 {
+				t.Fatalf("-json: exit %d: %s", code, stderr)
+			}
+			var doc struct {
+				Flows []struct {
+					Name    string `json:"name"`
+					Revokes bool   `json:"revoke_devices_on_password_change"`
+					Follows string `json:"revoke_devices_follows"`
+				} `json:"flows"`
+			}
+			if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range doc.Flows {
+				wantOn, wantFollows := false, ""
+				switch f.Name {
+				case "login":
+					wantOn = tt.on
+				case "otp_send":
+					wantOn, wantFollows = tt.on, "login"
+				}
+				if f.Revokes != wantOn || f.Follows != wantFollows {
+					t.Errorf("-json: %s revokes %v following %q, want %v following %q", f.Name, f.Revokes, f.Follows, wantOn, wantFollows)
+				}
+			}
+		})
+	}
+}

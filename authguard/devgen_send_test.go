@@ -2,6 +2,7 @@ package authguard_test
 
 import (
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -174,5 +175,91 @@ func TestSend_ASendFlowOfAnotherTrustGroupReadsNoGeneration(t *testing.T) {
 	other := "  otp_send:\n    device_trust: otp_verify\n"
 	if plain, revoking := ops("flows:\n"+other), ops(revokingLogin("90d")+other); revoking != plain {
 		t.Errorf("a send flow trusting otp_verify's tokens sent %d ops with login revoking, %d without: want the same", revoking, plain)
+	}
+}
+
+// requestCounting is revokingLogin with rules a policy author may write,
+// each counting every request from every client whatever its verdict: on
+// otp_send, the requests for a code to a destination, denied past limit a
+// day; on login, the checks from an address, delayed past limit a day.
+func requestCounting(limit int) string {
+	return revokingLogin("90d") + fmt.Sprintf("    rules:\n"+
+		"      - {name: ip_requests, clients: all, subject: ip, algorithm: fixed_window, counts: check, window: 24h, limit: %d}\n"+
+		"  otp_send:\n    rules:\n"+
+		"      - {name: destination_requests, clients: all, subject: destination, algorithm: fixed_window, counts: check, window: 24h, limit: %d, past: deny}\n", limit, limit)
+}
+
+// heldBy reports whether v names reason.
+func heldBy(v authguard.Verdict, reason authguard.Reason) bool {
+	return slices.Contains(v.Reasons, reason)
+}
+
+// Attack: a thief with a revoked copy of the owner's device token asks
+// for codes to a victim's number. A send with a revoked token is made
+// twice, once as the token's (the batch that reads the generation) and
+// again as an unknown client's; a rule that counts requests (not sends)
+// kept what the first batch took, so each of the thief's requests counted
+// two, and the victim's number was denied codes after half the requests
+// the rule allows: the thief locks the number out at twice the rate an
+// unknown client could. N requests must count N, whether the token's
+// batch went ahead (the first request) or was refused (the later ones,
+// held by destination_backoff), as N requests without a token do.
+func TestSend_ARevokedTokenDoesNotChargeTheDestinationTwice(t *testing.T) {
+	const limit = 6
+	const owner, home, nat = "owner@example.com", "203.0.113.9", "198.51.100.30"
+	for _, tt := range []struct {
+		name    string
+		revoked bool
+	}{{"a revoked token", true}, {"no token", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, requestCounting(limit))
+			token := ""
+			if tt.revoked {
+				token = h.attempt(owner, home, authguard.Success, "").DeviceToken
+				h.report(authguard.ReportRequest{Account: owner, IP: home, Outcome: authguard.PasswordChanged})
+			}
+			req := authguard.SendRequest{Destination: victim, Channel: "sms", IP: nat, Account: owner, DeviceToken: token}
+			for i := range limit {
+				if v := h.send(req); heldBy(v, "destination_requests") {
+					t.Fatalf("request %d of %d: %v %v, want each counted once (the limit is %d)", i+1, limit, v.Action, v.Reasons, limit)
+				}
+			}
+			if v := h.send(req); v.Action != authguard.Deny || !heldBy(v, "destination_requests") {
+				t.Errorf("request %d: %v %v, want deny by destination_requests (the limit is %d)", limit+1, v.Action, v.Reasons, limit)
+			}
+		})
+	}
+}
+
+// Attack: the same thief signs in with the revoked token from an address
+// others share. A check with a revoked token is made twice too, and a
+// login rule that counts checks from every client charged the address
+// twice per guess: the thief's guesses held everyone behind the address
+// at half the checks the rule allows. N checks must count N, whether the
+// token's batch went ahead (the first check) or was refused (the later
+// ones, held by the account's delay), as N checks without a token do.
+func TestCheck_ARevokedTokenDoesNotChargeTheAddressTwice(t *testing.T) {
+	const limit = 6
+	const owner, home, nat = "owner@example.com", "203.0.113.9", "198.51.100.30"
+	for _, tt := range []struct {
+		name    string
+		revoked bool
+	}{{"a revoked token", true}, {"no token", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, requestCounting(limit))
+			token := ""
+			if tt.revoked {
+				token = h.attempt(owner, home, authguard.Success, "").DeviceToken
+				h.report(authguard.ReportRequest{Account: owner, IP: home, Outcome: authguard.PasswordChanged})
+			}
+			for i := range limit {
+				if v := tokenCheck(h, owner, nat, token); heldBy(v, "ip_requests") {
+					t.Fatalf("check %d of %d: %v %v, want each counted once (the limit is %d)", i+1, limit, v.Action, v.Reasons, limit)
+				}
+			}
+			if v := tokenCheck(h, owner, nat, token); v.Action != authguard.Delay || !heldBy(v, "ip_requests") {
+				t.Errorf("check %d: %v %v, want a delay by ip_requests (the limit is %d)", limit+1, v.Action, v.Reasons, limit)
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -198,4 +199,91 @@ func TestShapes_ASendsGenerationReadSendsOnlyWhatVaries(t *testing.T) {
 	if d := n[1] - n[0]; d < 1 || d > 2 {
 		t.Errorf("a send of a revoking group sent %d arguments, %d without: want one or two more (the read's key and what varies)", n[1], n[0])
 	}
+}
+
+// Attack: a thief with a revoked copy of the owner's device token asks for
+// codes to a victim's number, and signs in from an address others share,
+// where the policy's rules count every request (on otp_send, per
+// destination, denied past 6 a day; on login, per address, delayed past 6
+// a day). A call with a revoked token is made twice, as the token's and
+// again as an unknown client's: on Redis (one node, the generic script, a
+// Cluster, one with subject hash tags) as on the memory store, each of the
+// thief's requests counts once, so the 7th is the first held by the rule,
+// not the 4th.
+func TestSend_RedisChargesARevokedTokensRequestOnceAsTheMemoryStore(t *testing.T) {
+	p, err := config.LoadPolicy([]byte(`
+flows:
+  login:
+    revoke_devices_on_password_change: true
+    device_token_ttl: 400d
+    rules:
+      - {name: ip_requests, clients: all, subject: ip, algorithm: fixed_window, counts: check, window: 24h, limit: 6}
+  otp_send:
+    rules:
+      - {name: destination_requests, clients: all, subject: destination, algorithm: fixed_window, counts: check, window: 24h, limit: 6, past: deny}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "subject-shared"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind)
+			clock := testclock.New(time.Time{})
+			engines, rs := memoryAndRedis(t, c, p, clock)
+			generic(kind, rs)
+			var got [2][]int
+			for i, e := range engines {
+				got[i] = revokedRequestsRun(t, e, fmt.Sprintf("owner%d@example.com", i))
+			}
+			want := []int{7, 7}
+			for i, name := range []string{"memory store", "Redis"} {
+				if !slices.Equal(got[i], want) {
+					t.Errorf("%s: the first send and check held by the request rules were %v, want %v (each request counted once)", name, got[i], want)
+				}
+			}
+		})
+	}
+}
+
+// revokedRequestsRun is the attack of
+// TestSend_RedisChargesARevokedTokensRequestOnceAsTheMemoryStore on e: the
+// owner signs in and changes her password, then the thief sends with her
+// revoked token until destination_requests denies a code and checks with
+// it until ip_requests delays one. It returns which send and which check
+// that was (1-based; 0 for none within 12).
+func revokedRequestsRun(t *testing.T, e *authguard.Engine, owner string) []int {
+	t.Helper()
+	ctx := context.Background()
+	const home, nat, number = "203.0.113.9", "198.51.100.30", "+44 7400 123456"
+	v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: owner, IP: home})
+	if err != nil || v.Action != authguard.Proceed {
+		t.Fatalf("the owner's sign-in: %v %v, %v", v.Action, v.Reasons, err)
+	}
+	r, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: owner, IP: home, Outcome: authguard.Success, Attempt: v.Attempt})
+	if err != nil || r.DeviceToken == "" {
+		t.Fatalf("the owner's sign-in issued no device token: %v", err)
+	}
+	stolen := r.DeviceToken
+	if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: owner, IP: home, Outcome: authguard.PasswordChanged}); err != nil {
+		t.Fatal(err)
+	}
+	firstHeld := func(call func() (authguard.Verdict, error), reason authguard.Reason) int {
+		for n := 1; n <= 12; n++ {
+			v, err := call()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.Contains(v.Reasons, reason) {
+				return n
+			}
+		}
+		return 0
+	}
+	send := firstHeld(func() (authguard.Verdict, error) {
+		return e.Send(ctx, authguard.SendRequest{Destination: number, Channel: "sms", IP: nat, Account: owner, DeviceToken: stolen})
+	}, "destination_requests")
+	check := firstHeld(func() (authguard.Verdict, error) {
+		return e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: owner, IP: nat, DeviceToken: stolen})
+	}, "ip_requests")
+	return []int{send, check}
 }

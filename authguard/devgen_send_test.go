@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/config"
 )
 
 // busyAddress has ip ask for codes to 60 numbers within the hour (each
@@ -259,6 +260,37 @@ func TestCheck_ARevokedTokenDoesNotChargeTheAddressTwice(t *testing.T) {
 			}
 			if v := tokenCheck(h, owner, nat, token); v.Action != authguard.Delay || !heldBy(v, "ip_requests") {
 				t.Errorf("check %d: %v %v, want a delay by ip_requests (the limit is %d)", limit+1, v.Action, v.Reasons, limit)
+			}
+		})
+	}
+}
+
+// Policy.DeviceRevocation says what -print and -json show of each flow: a
+// flow with a device rule states its own setting; a send flow follows the
+// flows of its trust group that have one, named by the flow named as the
+// group, or else by the first of them; a flow that trusts no tokens (no
+// device rule, or a send flow whose group issues none) names none.
+func TestPolicy_DeviceRevocationSaysWhatASendFlowFollows(t *testing.T) {
+	tests := []struct {
+		name, policy, flow string
+		on                 bool
+		from               string
+	}{
+		{"login revokes, its send flow follows", revokingLogin("90d"), "otp_send", true, "login"},
+		{"the built-in send flow", "", "otp_send", false, "login"},
+		{"login states its own", revokingLogin("90d"), "login", true, "login"},
+		{"a flow without a device rule", revokingLogin("90d"), "passkey", false, ""},
+		{"a send flow trusting a group without a device rule", revokingLogin("90d") + "  otp_send:\n    device_trust: passkey\n", "otp_send", false, ""},
+		{"a group without a flow of its name", "flows:\n  login:\n    device_trust: web\n    revoke_devices_on_password_change: true\n  otp_send:\n    device_trust: web\n", "otp_send", true, "login"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := config.LoadPolicy([]byte(tt.policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if on, from := p.DeviceRevocation(p.Flow(tt.flow)); on != tt.on || from != tt.from {
+				t.Errorf("DeviceRevocation(%s) = %v, %q; want %v, %q", tt.flow, on, from, tt.on, tt.from)
 			}
 		})
 	}

@@ -199,11 +199,9 @@ type hydra struct {
 	// started and ended bound the attack: every guess it made reached
 	// the proxy between them.
 	started, ended time.Time
-	// proxy is the set-up's tollgate whose proxy hydra attacks, or nil
-	// (an upstream attacked directly); before are its upstream counts
-	// when hydra started, which settle a run hydra cut short.
-	proxy  *tollgate
-	before upstreamCounts
+	// settled, when not nil, tells when what hydra's guesses set off at
+	// the upstream is done: it settles a run hydra cut short.
+	settled settledFunc
 }
 
 // startHydra starts hydra against the proxy at base (http://host:port)
@@ -220,10 +218,7 @@ func startHydra(t *testing.T, base, login, form string) *hydra {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	h := &hydra{out: filepath.Join(dir, "hydra.out"), done: make(chan struct{}), proxy: proxyAt(base)}
-	if h.proxy != nil {
-		h.before = upstreamCountsOf(t, h.proxy)
-	}
+	h := &hydra{out: filepath.Join(dir, "hydra.out"), done: make(chan struct{}), settled: settlerAt(t, base)}
 	out, err := os.Create(h.out)
 	if err != nil {
 		t.Fatal(err)
@@ -352,6 +347,30 @@ func hydraCutShort(out string) (cut int, ok bool) {
 	return cut, true
 }
 
+// settledFunc tells whether everything hydra's guesses set off at an
+// upstream is done (the application counts a check before it answers):
+// pending says what is not, or is ""; once it is "", unknown, when not
+// "", says why what some guesses did there cannot be known.
+type settledFunc func(t *testing.T) (pending, unknown string)
+
+// settlerAt is the settledFunc of the upstream at base, from now on: the
+// set-up's proxies and the plug-in's Django; nil for any other.
+func settlerAt(t *testing.T, base string) settledFunc {
+	t.Helper()
+	if env == nil {
+		return nil
+	}
+	for _, tg := range append([]*tollgate{env.djangoProxy, env.wikiProxy}, env.pair[:]...) {
+		if tg != nil && tg.proxy == base {
+			return proxySettled(t, tg)
+		}
+	}
+	if p := pluginSetup.p; p != nil && p.dj.base == base {
+		return pluginSettled(t, p)
+	}
+	return nil
+}
+
 // upstreamCounts are a proxy's counts of the requests of its routes that
 // it forwarded after a check: all of them, those the upstream answered,
 // those it did not (502, 504, or the client gone), and of those the ones
@@ -371,49 +390,73 @@ func upstreamCountsOf(t *testing.T, tg *tollgate) upstreamCounts {
 	}
 }
 
-// proxyAt is the set-up's tollgate whose proxy is at base, or nil.
-func proxyAt(base string) *tollgate {
-	if env == nil {
-		return nil
-	}
-	for _, tg := range append([]*tollgate{env.djangoProxy, env.wikiProxy}, env.pair[:]...) {
-		if tg != nil && tg.proxy == base {
-			return tg
+// proxySettled: a guess the proxy forwarded was checked at the upstream
+// once the upstream answered it, so all is done once every request
+// forwarded since has an answer or an error; a guess whose client left
+// before the upstream answered may still be being checked there, or never
+// have reached it.
+func proxySettled(t *testing.T, tg *tollgate) settledFunc {
+	before := upstreamCountsOf(t, tg)
+	return func(t *testing.T) (string, string) {
+		now := upstreamCountsOf(t, tg)
+		fwd, answered, unanswered := now.forwarded-before.forwarded, now.answered-before.answered, now.unanswered-before.unanswered
+		if fwd != answered+unanswered {
+			return fmt.Sprintf("the proxy forwarded %v requests; the upstream answered %v and failed %v", fwd, answered, unanswered), ""
 		}
+		if n := now.canceled - before.canceled; n != 0 {
+			return "", fmt.Sprintf("%v forwarded guesses lost their client before the upstream answered", n)
+		}
+		return "", ""
 	}
-	return nil
+}
+
+// pluginSettled: the plug-in's backend asks tollgate, and on proceed the
+// next backend checks the password in the same request, whether or not
+// the client is still there; with the fail mode the README's block keeps
+// (delay), Django checks no password without a proceed. So all is done
+// once Django has made a check for each proceed tollgate answered since.
+// A proceed the plug-in gave up waiting for (its timeout) is never
+// checked: that run stays unsettled and fails.
+func pluginSettled(t *testing.T, p *plugin) settledFunc {
+	proceeds := func(t *testing.T) float64 {
+		return p.tg.metric(t, "tollgate_verdicts_total", "call", "check", "flow", loginFlow, "action", "proceed")
+	}
+	before, checked := proceeds(t), p.dj.all("checked")
+	return func(t *testing.T) (string, string) {
+		if n, c := proceeds(t)-before, p.dj.all("checked")-checked; n != float64(c) {
+			return fmt.Sprintf("tollgate answered %v checks proceed; Django made %d password checks", n, c), ""
+		}
+		return "", ""
+	}
+}
+
+// all is how many lines of Django's signal file are of kind, whoever's.
+func (d *django) all(kind string) int {
+	b, _ := os.ReadFile(d.events)
+	return strings.Count("\n"+string(b), "\n"+kind+" ")
 }
 
 // settle makes what a run hydra cut short did at the upstream final, or
 // fails the test. Hydra's tasks are gone (it SIGKILLed the cut ones; the
-// group is killed again here), so no guess is still being sent; a guess
-// the proxy forwarded was checked at the upstream once the upstream has
-// answered it (the application counts a check before it answers), so the
-// count is final once every forwarded request is answered. A cut guess
-// whose client left before the upstream answered may still be being
-// checked there, and a guess sent straight to the upstream leaves no
-// trace to wait on: either fails the test, for what reached the
-// application is not known.
+// group is killed again here), so no guess is still being sent; the
+// count is final once the upstream has settled what reached it.
 func (h *hydra) settle(t *testing.T, cut int) {
 	t.Helper()
 	syscall.Kill(-h.cmd.Process.Pid, syscall.SIGKILL)
-	if h.proxy == nil {
-		t.Fatalf("hydra: %v: it cut %d guesses short, sent straight to the upstream: what they did there is not known", h.err, cut)
+	if h.settled == nil {
+		t.Fatalf("hydra: %v: it cut %d guesses short, at an upstream nothing here settles: what they did there is not known", h.err, cut)
 	}
-	var now upstreamCounts
-	settled := waitUntil(time.Minute, func() bool {
-		now = upstreamCountsOf(t, h.proxy)
-		return now.forwarded-h.before.forwarded == (now.answered-h.before.answered)+(now.unanswered-h.before.unanswered)
-	})
-	if !settled {
-		t.Fatalf("hydra: %v: it cut %d guesses short, and the proxy still has %v forwarded requests unanswered after a minute",
-			h.err, cut, (now.forwarded-h.before.forwarded)-(now.answered-h.before.answered)-(now.unanswered-h.before.unanswered))
+	var pending, unknown string
+	if !waitUntil(time.Minute, func() bool {
+		pending, unknown = h.settled(t)
+		return pending == ""
+	}) {
+		t.Fatalf("hydra: %v: it cut %d guesses short, and what they set off at the upstream is not done after a minute: %s", h.err, cut, pending)
 	}
-	if n := now.canceled - h.before.canceled; n != 0 {
-		t.Fatalf("hydra: %v: it cut %d guesses short, and %v forwarded guesses lost their client before the upstream answered: what they did there is not known", h.err, cut, n)
+	if unknown != "" {
+		t.Fatalf("hydra: %v: it cut %d guesses short, and %s: what they did there is not known", h.err, cut, unknown)
 	}
-	t.Logf("hydra exited %v by its own miscount, cutting %d guesses short; each guess the proxy forwarded since hydra started (%v) is answered: the upstream's count is final",
-		h.err, cut, now.forwarded-h.before.forwarded)
+	t.Logf("hydra exited %v by its own miscount, cutting %d guesses short; all they set off at the upstream is done: its count is final", h.err, cut)
 }
 
 // waitUntil waits, up to limit, until cond holds, and reports whether it

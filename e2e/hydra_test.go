@@ -58,6 +58,10 @@ func TestHydraCutShort_OnlyHydrasOwnMiscountIsSettledNotAConnectError(t *testing
 			"[WARNING] Writing restore file because 1 final worker threads did not complete until end.\n" +
 			"[ERROR] 1 target did not resolve or could not be connected\n" +
 			"[ERROR] 0 target did not complete\n", 0, false},
+		{"the list not all handed out", "0 of 1 target completed, 0 valid password found\n" +
+			"[WARNING] Writing restore file because 1 final worker threads did not complete until end.\n" +
+			"[ERROR] 1 target did not resolve or could not be connected\n" +
+			"[ERROR] 0 target did not complete\n", 0, false},
 		{"the cut count disagreeing with itself", "1 of 1 target completed, 0 valid password found\n" +
 			"[WARNING] Writing restore file because 1 final worker threads did not complete until end.\n" +
 			"[ERROR] 2 targets did not resolve or could not be connected\n" +

@@ -1,0 +1,4 @@
+package limits
+
+// The limiters' tests run many short-lived windows and buckets. See lessgc.
+import _ "github.com/tollgate-auth/tollgate/internal/testkit/lessgc"

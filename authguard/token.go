@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -289,7 +290,9 @@ func (p *Policy) DeviceRevocation(f *Flow) (on bool, from string) {
 
 // revokedCheck makes again, as a check without a device token, a check
 // (or a send) whose token the owner revoked (revoked): what its batch
-// reserved for the device is given back first, unless the store or
+// reserved for the device is given back first (where it was reserved, and
+// in what the fallback writes back to the store, which holds the
+// reservations of a check the fallback let through), unless the store or
 // reserve did already (a refused check's reservations are undone), and
 // the check then meets the rules for unknown clients. What its batch took
 // for a rule that counts checks, which keeps its units whatever the
@@ -311,8 +314,33 @@ func (e *Engine) revokedCheck(ctx context.Context, s *subjects, p *plan, b batch
 			gates[i].Undo = g.Undo && reserved || counted && takesAgain(&again, p.ops[i])
 		}
 		e.refund(ctx, p, gates, b)
+		if reserved && b.src == SourceFallback && !errors.Is(b.err, ErrStoreFull) {
+			e.writeBack.add(fallbackGiveBack(p, gates, b.res), nil)
+		}
 	}
 	return e.reserve(ctx, s, "", id, solved, &again)
+}
+
+// fallbackGiveBack returns the give-back of what reserve queued for the
+// store from a batch the fallback let through (writeback.go): the undos of
+// the charged ops whose gates say Undo, but an owner allowance's, which
+// reserve did not queue. Queued after those charges, it takes them out of
+// the queue (a refund of the same attempt, a removal of the same member),
+// so that the store, once back, does not keep what the fallback gave back:
+// a revoked token's reservations for the device, which would otherwise
+// stay failures of the owner's devices there.
+func fallbackGiveBack(p *plan, gates []Gate, res []Result) []Op {
+	var back []Op
+	for i, op := range p.ops {
+		ro := p.meta[i].role
+		if !gates[i].Undo || !res[i].Charged || p.owned && (ro == roleVerified || ro == roleAllowance) {
+			continue
+		}
+		if u := Undo(op); u != nil {
+			back = append(back, u)
+		}
+	}
+	return back
 }
 
 // takesAgain reports whether plan p has an op on op's key.

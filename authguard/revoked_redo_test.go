@@ -1,0 +1,152 @@
+package authguard_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/tollgate-auth/tollgate/authguard"
+)
+
+// The attacks below hold a stolen device token that the owner's password
+// change revoked, and look for a way to have its calls counted by a rule
+// that counts checks less than an unknown client's are: a call with a
+// revoked token is decided twice, and the first decision's take on such a
+// rule is given back when the second (as an unknown client) takes the
+// same key again.
+
+// revokedThief signs the owner in at home, which issues a device token,
+// then reports her password change, which revokes it: the stolen token.
+func revokedThief(h *harness, owner string) string {
+	h.t.Helper()
+	const home = "203.0.113.9"
+	token := h.attempt(owner, home, authguard.Success, "").DeviceToken
+	if token == "" {
+		h.t.Fatal("the owner's sign-in issued no device token")
+	}
+	h.report(authguard.ReportRequest{Account: owner, IP: home, Outcome: authguard.PasswordChanged})
+	return token
+}
+
+// firstHeldBy returns which of up to 12 calls of call is the first that
+// reason holds (1-based; 0 for none).
+func firstHeldBy(call func() authguard.Verdict, reason authguard.Reason) int {
+	for n := 1; n <= 12; n++ {
+		if heldBy(call(), reason) {
+			return n
+		}
+	}
+	return 0
+}
+
+// Attack: the thief's checks with the revoked token come while the
+// account is held by others' failures. The token's batch goes ahead (a
+// known device is not held by them) and its take on ip_requests is given
+// back; the redo as an unknown client is then refused by the account's
+// delay, an op ahead of ip_requests in the batch. A store that turns a
+// refused batch's later ops into peeks (one Redis node's script, a
+// Cluster's hints) must still take ip_requests' units there: were the
+// take given back while the redo only peeked, the thief's checks would
+// count nothing and he could sign in from behind the address for ever
+// without spending its limit. After limit-1 of his checks a bystander's
+// first check from the address is its limit-th (not held by ip_requests),
+// and her second is held: each of his counted once.
+func TestRevokedToken_ARedoRefusedEarlyStillChargesTheRequestRule(t *testing.T) {
+	const limit = 6
+	const owner, bystander, nat = "owner@example.com", "bystander@example.com", "198.51.100.30"
+	h := newHarness(t, requestCounting(limit))
+	stolen := revokedThief(h, owner)
+	heldByOthers(h, owner)
+	for i := range limit - 1 {
+		v := tokenCheck(h, owner, nat, stolen)
+		if !heldAsUnknown(v) || heldBy(v, "ip_requests") {
+			t.Fatalf("the thief's check %d: %v %v, want a delay by account_backoff only (the redo refused ahead of ip_requests)", i+1, v.Action, v.Reasons)
+		}
+	}
+	got := firstHeldBy(func() authguard.Verdict { return tokenCheck(h, bystander, nat, "") }, "ip_requests")
+	if got != 2 {
+		t.Errorf("after %d of the thief's checks the bystander's check %d was the first held by ip_requests, want 2 (each of his counted once: 1 is twice, 0 or past 2 not at all)", limit-1, got)
+	}
+}
+
+// Attack: the thief sends his revoked-token checks all at once, hoping
+// that a give-back of one lands between the takes of others and lets
+// more of them past ip_requests than its limit. However they interleave,
+// a check is counted by its redo's take alone: at most limit of them get
+// past the rule, and none counts twice while under it (20 at once with a
+// limit of 30 leave 10 for the bystander, her 11th held).
+func TestRevokedToken_ManyAtOnceGetNoMorePastTheRequestRule(t *testing.T) {
+	for _, tt := range []struct {
+		name            string
+		limit, n        int
+		maxPast, heldAt int // at most maxPast of the n get past the rule; the bystander's check first held
+	}{
+		{"under the limit", 30, 20, 20, 11},
+		{"past the limit", 6, 20, 6, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			const owner, bystander, nat = "owner@example.com", "bystander@example.com", "198.51.100.30"
+			h := newHarness(t, requestCounting(tt.limit))
+			stolen := revokedThief(h, owner)
+			var passed atomic.Int64
+			var wg sync.WaitGroup
+			for range tt.n {
+				wg.Go(func() {
+					v, err := h.e.Check(context.Background(), authguard.CheckRequest{Flow: "login", Account: owner, IP: nat, DeviceToken: stolen})
+					if err != nil {
+						t.Error(err)
+					} else if !heldBy(v, "ip_requests") {
+						passed.Add(1)
+					}
+				})
+			}
+			wg.Wait()
+			if got := int(passed.Load()); got > tt.maxPast {
+				t.Errorf("%d of the thief's %d checks at once got past ip_requests, want at most %d", got, tt.n, tt.maxPast)
+			}
+			if got := firstHeldBy(func() authguard.Verdict { return tokenCheck(h, bystander, nat, "") }, "ip_requests"); got != tt.heldAt {
+				t.Errorf("after the thief's %d checks at once the bystander's check %d was the first held by ip_requests, want %d", tt.n, got, tt.heldAt)
+			}
+		})
+	}
+}
+
+// Attack: the thief checks with the revoked token while the store is
+// down, so that both of its decisions are the fallback's: the token's
+// batch goes ahead there, and what it reserved for the device (a failure
+// on the counter the account's devices share, the device's slot and
+// allowance) is given back there before the redo as an unknown client.
+// Once the store is back, what the fallback counted is written to it; the
+// give-back must be written too, or each of his checks in the outage
+// stays a failure of the owner's devices in the store, and her own device
+// (a token issued after the change) is held back sooner than after as
+// many checks without a token.
+func TestRevokedToken_AGiveBackOnTheFallbackIsWrittenBackToo(t *testing.T) {
+	const owner, home, nat = "owner@example.com", "203.0.113.9", "198.51.100.30"
+	held := map[bool]string{}
+	for _, revoked := range []bool{true, false} {
+		h := newHarness(t, revokingLogin("90d"))
+		stolen := revokedThief(h, owner)
+		mine := h.attempt(owner, home, authguard.Success, "").DeviceToken
+		if !revoked {
+			stolen = ""
+		}
+		h.store.fail.Store(true)
+		for i := range 3 {
+			if v := tokenCheck(h, owner, nat, stolen); v.Action != authguard.Proceed {
+				t.Fatalf("the thief's check %d while the store is down: %v %v", i+1, v.Action, v.Reasons)
+			}
+		}
+		h.store.fail.Store(false)
+		for n := 1; n <= 12 && held[revoked] == ""; n++ {
+			if v := tokenCheck(h, owner, home, mine); v.Action != authguard.Proceed {
+				held[revoked] = fmt.Sprintf("check %d: %v %v for %v", n, v.Action, v.Reasons, v.Delay)
+			}
+		}
+	}
+	if held[true] != held[false] {
+		t.Errorf("the owner's own device, after the thief's 3 checks on the fallback, was first held at %s with a revoked token, at %s without: want the same", held[true], held[false])
+	}
+}

@@ -150,3 +150,38 @@ func TestRevokedToken_AGiveBackOnTheFallbackIsWrittenBackToo(t *testing.T) {
 		t.Errorf("the owner's own device, after the thief's 3 checks on the fallback, was first held at %s with a revoked token, at %s without: want the same", held[true], held[false])
 	}
 }
+
+// Attack: the policy caps what known devices may do (a rule of known
+// clients only that counts every check on the account). The thief's
+// revoked token is no token, but its first batch is made as the token's:
+// were that batch's take on the known clients' rule kept (the redo as an
+// unknown client does not make it again), his 6 checks would spend the
+// owner's known devices' day and her own device, with a token issued
+// after the change, would be held, which 6 checks without a token do not
+// do. A revoked token must count on no rule of known clients.
+func TestRevokedToken_ARevokedTokenDoesNotSpendTheKnownDevicesRule(t *testing.T) {
+	const limit = 6
+	const owner, home, nat = "owner@example.com", "203.0.113.9", "198.51.100.30"
+	policy := revokingLogin("90d") + fmt.Sprintf("    rules:\n"+
+		"      - {name: known_requests, clients: known, subject: account, algorithm: fixed_window, counts: check, window: 24h, limit: %d}\n", limit)
+	for _, tt := range []struct {
+		name    string
+		revoked bool
+	}{{"a revoked token", true}, {"no token", false}} {
+		t.Run(tt.name, func(t *testing.T) {
+			h := newHarness(t, policy)
+			stolen := revokedThief(h, owner)
+			mine := h.attempt(owner, home, authguard.Success, "").DeviceToken
+			if !tt.revoked {
+				stolen = ""
+			}
+			for range limit {
+				tokenCheck(h, owner, nat, stolen)
+			}
+			// Her sign-ins were without a token: her own device's 6 go ahead.
+			if got := firstHeldBy(func() authguard.Verdict { return tokenCheck(h, owner, home, mine) }, "known_requests"); got != limit+1 {
+				t.Errorf("after the thief's %d checks the owner's own device was first held by known_requests at her check %d, want %d (her own checks alone count)", limit, got, limit+1)
+			}
+		})
+	}
+}

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -296,29 +295,31 @@ func (p *Policy) DeviceRevocation(f *Flow) (on bool, from string) {
 // reserve did already (a refused check's reservations are undone), and
 // the check then meets the rules for unknown clients. What its batch took
 // for a rule that counts checks, which keeps its units whatever the
-// verdict, is given back too when the second batch takes it again (the
-// same key): one call counts once, or a thief with a revoked token would
-// spend a victim's limit on such a rule at twice the rate of any other
-// client. A rule of known clients only is not made again and keeps its
-// take. That second batch is paid only by a check with a revoked token,
-// whose holder learns nothing from its time: he learns the token no
-// longer counts from the verdict anyway. v is the first batch's verdict.
+// verdict, is given back too: the second batch takes a rule of all
+// clients again (the same key), and one call counts once, or a thief with
+// a revoked token would spend a victim's limit on such a rule at twice the
+// rate of any other client; a rule of known clients only is not made
+// again, and a revoked token is none, so it must not spend the owner's
+// devices' limit there either. That second batch is paid only by a check
+// with a revoked token, whose holder learns nothing from its time: he
+// learns the token no longer counts from the verdict anyway. v is the
+// first batch's verdict.
 func (e *Engine) revokedCheck(ctx context.Context, s *subjects, p *plan, b batch, v Verdict, id string, solved bool) (plan, batch, Verdict) {
-	again := e.checkPlan(s, "", id, solved)
 	if b.res != nil {
 		reserved := !b.undone && v.Action == Proceed
 		gates := p.gates(s.flow)
 		for i, g := range gates {
 			_, isRate := p.ops[i].(*RateOp)
 			counted := isRate && !g.Undo // a rule that counts checks
-			gates[i].Undo = g.Undo && reserved || counted && takesAgain(&again, p.ops[i])
+			gates[i].Undo = g.Undo && reserved || counted
 		}
 		e.refund(ctx, p, gates, b)
 		if reserved && b.src == SourceFallback && !errors.Is(b.err, ErrStoreFull) {
 			e.writeBack.add(fallbackGiveBack(p, gates, b.res), nil)
 		}
 	}
-	return e.reserve(ctx, s, "", id, solved, &again)
+	var none plan
+	return e.reserve(ctx, s, "", id, solved, &none)
 }
 
 // fallbackGiveBack returns the give-back of what reserve queued for the
@@ -341,9 +342,4 @@ func fallbackGiveBack(p *plan, gates []Gate, res []Result) []Op {
 		}
 	}
 	return back
-}
-
-// takesAgain reports whether plan p has an op on op's key.
-func takesAgain(p *plan, op Op) bool {
-	return slices.ContainsFunc(p.ops, func(o Op) bool { return o.StoreKey() == op.StoreKey() })
 }

@@ -164,3 +164,61 @@ func TestRevokedToken_RedisGivesManyAtOnceNoMorePastTheRequestRule(t *testing.T)
 		}
 	}
 }
+
+// Attack: TestRevokedToken_ARevokedTokenDoesNotSpendTheKnownDevicesRule
+// (package authguard) on Redis: the thief's 6 checks with a revoked token
+// must not spend a rule of known clients only on the owner's account, so
+// that her own device (a token issued after the change) still has its 6,
+// on one node, the generic script, a Cluster and one with subject hash
+// tags as on the memory store.
+func TestRevokedToken_RedisLeavesTheKnownDevicesRuleAsTheMemoryStore(t *testing.T) {
+	p, err := config.LoadPolicy([]byte(`
+flows:
+  login:
+    revoke_devices_on_password_change: true
+    device_token_ttl: 400d
+    rules:
+      - {name: known_requests, clients: known, subject: account, algorithm: fixed_window, counts: check, window: 24h, limit: 6}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	const home, nat = "203.0.113.9", "198.51.100.30"
+	for _, kind := range []string{"single", "generic", "cluster", "subject", "subject-shared"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind)
+			clock := testclock.New(time.Time{})
+			engines, rs := memoryAndRedis(t, c, p, clock)
+			generic(kind, rs)
+			check := func(e *authguard.Engine, owner, ip, token string) authguard.Verdict {
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: owner, IP: ip, DeviceToken: token})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+			for i, e := range engines {
+				owner := fmt.Sprintf("owner%d@example.com", i)
+				stolen := stealRevoked(t, e, owner)
+				v := check(e, owner, home, "")
+				r, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: owner, IP: home, Outcome: authguard.Success, Attempt: v.Attempt})
+				if err != nil || r.DeviceToken == "" {
+					t.Fatalf("the owner's sign-in after the change issued no device token: %v %v, %v", v.Action, v.Reasons, err)
+				}
+				for range 6 {
+					check(e, owner, nat, stolen)
+				}
+				got := 0
+				for n := 1; n <= 12 && got == 0; n++ {
+					if slices.Contains(check(e, owner, home, r.DeviceToken).Reasons, "known_requests") {
+						got = n
+					}
+				}
+				if got != 7 {
+					t.Errorf("engine %d (0 memory, 1 Redis): after the thief's 6 checks the owner's own device was first held by known_requests at her check %d, want 7", i, got)
+				}
+			}
+		})
+	}
+}

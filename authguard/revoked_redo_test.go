@@ -3,11 +3,16 @@ package authguard_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/authguard/memstore"
+	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
 // The attacks below hold a stolen device token that the owner's password
@@ -181,6 +186,89 @@ func TestRevokedToken_ARevokedTokenDoesNotSpendTheKnownDevicesRule(t *testing.T)
 			// Her sign-ins were without a token: her own device's 6 go ahead.
 			if got := firstHeldBy(func() authguard.Verdict { return tokenCheck(h, owner, home, mine) }, "known_requests"); got != limit+1 {
 				t.Errorf("after the thief's %d checks the owner's own device was first held by known_requests at her check %d, want %d (her own checks alone count)", limit, got, limit+1)
+			}
+		})
+	}
+}
+
+// failAfterGiveBack is a store that, once armed, passes on the first call
+// that gives back a rate take and fails every call after it: the store
+// going down between a revoked token's give-back and its redo.
+type failAfterGiveBack struct {
+	authguard.Store
+	armed, down atomic.Bool
+}
+
+func (s *failAfterGiveBack) Do(ctx context.Context, ops []authguard.Op) ([]authguard.Result, error) {
+	if s.down.Load() {
+		return nil, fmt.Errorf("test: %w", authguard.ErrStoreUnavailable)
+	}
+	res, err := s.Store.Do(ctx, ops)
+	for _, op := range ops {
+		if r, ok := op.(*authguard.RateOp); ok && r.Action == authguard.RateRefund && s.armed.Load() {
+			s.down.Store(true)
+		}
+	}
+	return res, err
+}
+
+// Attack: the thief's check with the revoked token gives back its first
+// batch's take on ip_requests, and the store fails before the redo (a
+// timeout, a breaker opening) so that the redo's charge is lost while the
+// give-back stands. On a flow that fails open the redo is the fallback's
+// and counted there, where every client's call is counted while the store
+// is down: a bystander's 6th check then is the first held by the limit of
+// 6, as after a thief's check without a token that the store failed. On
+// a flow that fails closed the redo is refused, so the thief gets no
+// guess that nothing counted.
+func TestRevokedToken_AStoreFailingBetweenTheGiveBackAndTheRedoLosesNoCount(t *testing.T) {
+	const limit = 6
+	const owner, bystander, nat = "owner@example.com", "bystander@example.com", "198.51.100.30"
+	for _, tt := range []struct {
+		name       string
+		closed     bool
+		revoked    bool
+		bystanders int // the bystander's check first held by ip_requests while the store is down
+	}{
+		{"open, a revoked token", false, true, limit},
+		{"open, no token", false, false, limit},
+		{"closed, a revoked token", true, true, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			policy := requestCounting(limit)
+			if tt.closed {
+				policy = strings.Replace(policy, "  login:\n", "  login:\n    fail_mode: closed\n", 1)
+			}
+			p, err := config.LoadPolicy([]byte(policy))
+			if err != nil {
+				t.Fatal(err)
+			}
+			clock := testclock.New(time.Time{})
+			st := &failAfterGiveBack{Store: memstore.New(memstore.Config{Now: clock.Now})}
+			e, err := authguard.New(authguard.Config{Policy: p, Store: st, Secret: secret, Now: clock.Now, Fallback: memstore.New(memstore.Config{Now: clock.Now})})
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := &harness{t: t, e: e, clock: clock}
+			token := ""
+			if tt.revoked {
+				token = revokedThief(h, owner)
+				st.armed.Store(true)
+			} else {
+				st.down.Store(true)
+			}
+			v := tokenCheck(h, owner, nat, token)
+			if !st.down.Load() {
+				t.Fatal("the thief's check gave nothing back")
+			}
+			if tt.closed {
+				if v.Action == authguard.Proceed {
+					t.Errorf("the thief's check whose redo the store failed on a flow that fails closed: %v %v, want it refused", v.Action, v.Reasons)
+				}
+				return
+			}
+			if got := firstHeldBy(func() authguard.Verdict { return tokenCheck(h, bystander, nat, "") }, "ip_requests"); got != tt.bystanders {
+				t.Errorf("with the store down after the thief's check, the bystander's check %d was the first held by ip_requests, want %d (his counted once, on the fallback)", got, tt.bystanders)
 			}
 		})
 	}

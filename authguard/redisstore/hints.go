@@ -131,8 +131,9 @@ func (s *Store) clock() time.Time {
 	return time.Now()
 }
 
-// doClusterCheck is DoCheck where the batch cannot be one script: Reserve,
-// or, when an op is expected to block, the speculative pipeline above.
+// doClusterCheck is DoCheck where the batch cannot be one script: Reserve
+// with the spare allowances deferred (reserveDeferred), or, when an op is
+// expected to block, the speculative pipeline above.
 func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
 	now := s.clock()
 	b := s.hints.blocker(ops, gates, solved, now)

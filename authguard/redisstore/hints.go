@@ -174,7 +174,7 @@ func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []
 // allowances left out of the first pipeline, as one node's check.lua
 // defers them: most checks never read them (a fresh login's network is
 // not known to the account, and its account has no wait), and sent as
-// peeks they were a third of the account's call. Their results are zero
+// peeks they were two of the account call's four ops. Their results are zero
 // (within their limits) unless they could change the verdict
 // (sparesMatter): then their peeks go in a second pipeline, before Finish
 // spends them, so a check that an owner's known network exempts costs one

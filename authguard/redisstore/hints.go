@@ -131,13 +131,14 @@ func (s *Store) clock() time.Time {
 	return time.Now()
 }
 
-// doClusterCheck is DoCheck where the batch cannot be one script: Reserve,
-// or, when an op is expected to block, the speculative pipeline above.
+// doClusterCheck is DoCheck where the batch cannot be one script: Reserve
+// with the spare allowances deferred (reserveDeferred), or, when an op is
+// expected to block, the speculative pipeline above.
 func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
 	now := s.clock()
 	b := s.hints.blocker(ops, gates, solved, now)
 	if b < 0 {
-		res, blocked, err := authguard.Reserve(ctx, pipelined{s}, ops, gates, solved)
+		res, blocked, err := s.reserveDeferred(ctx, ops, gates, solved)
 		if err == nil {
 			s.hints.learn(ops, gates, res, solved, now)
 		}
@@ -167,4 +168,79 @@ func (s *Store) doClusterCheck(ctx context.Context, ops []authguard.Op, gates []
 		s.hints.wrong.Add(1)
 	}
 	return authguard.Finish(ctx, s, ops, gates, solved, res, peeked)
+}
+
+// reserveDeferred is authguard.Reserve on a Cluster with the spare
+// allowances left out of the first pipeline, as one node's check.lua
+// defers them: most checks never read them (a fresh login's network is
+// not known to the account, and its account has no wait), and sent as
+// peeks they were two of the account call's four ops. Their results are zero
+// (within their limits) unless they could change the verdict
+// (sparesMatter): then their peeks go in a second pipeline, before Finish
+// spends them, so a check that an owner's known network exempts costs one
+// round trip more, and is answered as Reserve answers it.
+func (s *Store) reserveDeferred(ctx context.Context, ops []authguard.Op, gates []authguard.Gate, solved bool) ([]authguard.Result, bool, error) {
+	spares := 0
+	for _, g := range gates {
+		if g.Spare() {
+			spares++
+		}
+	}
+	if spares == 0 || len(gates) != len(ops) {
+		return authguard.Reserve(ctx, pipelined{s}, ops, gates, solved)
+	}
+	sent, idx := make([]authguard.Op, 0, len(ops)-spares), make([]int, 0, len(ops)-spares)
+	for i, op := range ops {
+		if !gates[i].Spare() {
+			sent, idx = append(sent, op), append(idx, i)
+		}
+	}
+	got, err := s.Do(ctx, sent)
+	if err != nil {
+		return nil, false, err
+	}
+	res := make([]authguard.Result, len(ops))
+	for j, i := range idx {
+		res[i] = got[j]
+	}
+	var peeked []int
+	if sparesMatter(gates, res, solved) {
+		peeks := make([]authguard.Op, 0, spares)
+		for i, op := range ops {
+			if gates[i].Spare() {
+				peeks, peeked = append(peeks, authguard.PeekOf(op)), append(peeked, i)
+			}
+		}
+		got, err := s.Do(ctx, peeks)
+		if err != nil {
+			// what the first pipeline charged is left to expiry, as
+			// Finish leaves a failed undo
+			return nil, false, err
+		}
+		for j, i := range peeked {
+			res[i] = got[j]
+		}
+	}
+	return authguard.Finish(ctx, s, ops, gates, solved, res, peeked)
+}
+
+// sparesMatter reports whether a check's spare allowances, left out of
+// res (zero there), could change its verdict. They act only through the
+// exemption from a shared result's wait: so only when a shared result
+// waits, and the other results leave the check exempt, or not exempt but
+// exempt were a CAPTCHA solved (a spare that is over would then turn the
+// CAPTCHA asked for into the delay).
+func sparesMatter(gates []authguard.Gate, res []authguard.Result, solved bool) bool {
+	wait, bound, boundSolved := false, false, false
+	for i, g := range gates {
+		rd := g.Block.Reading()
+		if rd.Shared && res[i].Wait > 0 {
+			wait = true
+		}
+		if !g.Spare() {
+			bound = bound || rd.Binds.Holds(res[i], solved)
+			boundSolved = boundSolved || rd.Binds.Holds(res[i], true)
+		}
+	}
+	return wait && !(bound && boundSolved)
 }

@@ -2,8 +2,12 @@ package redisstore_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/internal/config"
@@ -12,15 +16,29 @@ import (
 
 // On one Redis node a check is first sent without its known network's
 // spare allowances, and again with them only when they could exempt it
-// (check.lua). Attack: the owner's account held in its delay by an
+// (check.lua); on a Cluster the first pipeline leaves them out, and a
+// second one peeks them only then (reserveDeferred), unless a hint sends
+// the check as peeks ("-nohints" turns the hints off, so that every check
+// takes that path). Attack: the owner's account held in its delay by an
 // attacker elsewhere, and someone behind her address guessing token-less.
 // Redis must answer as the memory store, which always sends them: the
 // owner's network gets exactly the device rule's 5 failures through the
-// delay, then waits, and the attacker elsewhere waits throughout.
+// delay, then waits (a spare left out that is never spent would let it
+// through for ever), and the attacker elsewhere waits throughout.
 func TestKnownNetwork_RedisSpendsTheSparesAsTheMemoryStore(t *testing.T) {
-	c := clientOf(t, "single")
+	for _, kind := range []string{"single", "cluster", "subject", "subject-shared", "cluster-nohints", "subject-nohints", "subject-shared-nohints"} {
+		t.Run(kind, func(t *testing.T) { spendsTheSparesAsTheMemoryStore(t, kind) })
+	}
+}
+
+func spendsTheSparesAsTheMemoryStore(t *testing.T, kind string) {
+	base, noHints := strings.CutSuffix(kind, "-nohints")
+	c := clientOf(t, base)
 	clock := testclock.New(time.Time{})
-	engines, _ := memoryAndRedis(t, c, config.DefaultPolicy(), clock)
+	engines, rs := memoryAndRedis(t, c, config.DefaultPolicy(), clock)
+	if noHints {
+		rs.WithoutHints()
+	}
 	ctx := context.Background()
 	const victim = "victim@example.com"
 	const owner, attacker = "198.51.100.23", "203.0.113.9"
@@ -73,5 +91,127 @@ func TestKnownNetwork_RedisSpendsTheSparesAsTheMemoryStore(t *testing.T) {
 				break
 			}
 		}
+	}
+}
+
+// On a Cluster the spare allowances of a known network are sent only when
+// they could exempt the check (reserveDeferred): a fresh login from a
+// network the account does not know sends neither of them, as one node's
+// check.lua runs neither, and the owner's check from her network while her
+// account waits sends both, and spends the allowance. Sent for nothing they
+// cost every login two ops on the account's master.
+func TestKnownNetwork_AClusterSendsTheSparesOnlyWhenTheyCanExempt(t *testing.T) {
+	for _, kind := range []string{"cluster", "subject"} {
+		t.Run(kind, func(t *testing.T) {
+			c := clientOf(t, kind).(*redis.ClusterClient)
+			keys := &keyRecorder{}
+			c.AddHook(keys)
+			clock := testclock.New(time.Time{})
+			rs := newStore(t, c, clock.Now)
+			// every check Reserve's (not a hint's peeks), no NOSCRIPT
+			// resends to count
+			rs.WithoutHints()
+			if err := rs.Preload(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: rs, Secret: secret, Now: clock.Now})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			const victim, owner, attacker = "victim@example.com", "198.51.100.23", "203.0.113.9"
+			// login returns the check's verdict and its ops on spares
+			login := func(ip string, outcome authguard.Outcome) (authguard.Verdict, int) {
+				t.Helper()
+				keys.reset()
+				v, err := e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: victim, IP: ip})
+				if err != nil {
+					t.Fatal(err)
+				}
+				spares := keys.spares()
+				if v.Action == authguard.Proceed {
+					if _, err := e.Report(ctx, authguard.ReportRequest{Flow: "login", Account: victim, IP: ip, Outcome: outcome, Attempt: v.Attempt}); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return v, spares
+			}
+			v, got := login(owner, authguard.Success)
+			if v.Action != authguard.Proceed {
+				t.Fatalf("the owner's first login: %v", v.Action)
+			}
+			if got != 0 {
+				t.Errorf("a login from a network the account does not know sent %d spare ops, want 0", got)
+			}
+			// the attacker elsewhere puts the account in its delay
+			for i := 0; ; i++ {
+				if v, _ := login(attacker, authguard.Failure); v.Action == authguard.Delay {
+					break
+				}
+				if i == 20 {
+					t.Fatal("the attacker's failures never put the account in its delay")
+				}
+			}
+			v, got = login(owner, authguard.Failure)
+			if v.Action != authguard.Proceed {
+				t.Fatalf("the owner's network while her account waits: %v, want proceed (exempt)", v.Action)
+			}
+			// each spare's peek, then the allowance and the slot spent
+			if got != 4 {
+				t.Errorf("the owner's check from her network sent %d spare ops, want 4: each peeked, then spent", got)
+			}
+		})
+	}
+}
+
+// keyRecorder counts the ops on a known network's spare allowances (its
+// device allowance and slot) in the scripts a client sends.
+type keyRecorder struct {
+	mu sync.Mutex
+	n  int
+}
+
+func (k *keyRecorder) reset() {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.n = 0
+}
+
+func (k *keyRecorder) spares() int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.n
+}
+
+func (k *keyRecorder) record(cmd redis.Cmder) {
+	args := cmd.Args()
+	if name := cmd.Name(); (name != "evalsha" && name != "eval") || len(args) < 3 {
+		return
+	}
+	n, _ := args[2].(int)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	for _, a := range args[3:min(3+n, len(args))] {
+		if key, _ := a.(string); strings.Contains(key, ":dev.dev:") || strings.Contains(key, ":dev.slots:") {
+			k.n++
+		}
+	}
+}
+
+func (k *keyRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (k *keyRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		k.record(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (k *keyRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			k.record(cmd)
+		}
+		return next(ctx, cmds)
 	}
 }

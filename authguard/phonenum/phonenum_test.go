@@ -2,8 +2,6 @@ package phonenum_test
 
 import (
 	"errors"
-	"os/exec"
-	"strings"
 	"testing"
 
 	"github.com/nyaruka/phonenumbers"
@@ -37,19 +35,5 @@ func TestParse(t *testing.T) {
 				t.Errorf("Parse(%q) = %+v, %v, want %+v, %v", tt.in, got, err, tt.want, tt.err)
 			}
 		})
-	}
-}
-
-// phonenum is a leaf: it imports libphonenumber and no package of tollgate,
-// so the engine's dependency on the metadata is the one edge to it.
-func TestPhonenum_IsALeaf(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	for _, dep := range strings.Fields(string(out)) {
-		if strings.HasPrefix(dep, "github.com/tollgate-auth/tollgate") && dep != "github.com/tollgate-auth/tollgate/authguard/phonenum" {
-			t.Errorf("phonenum depends on %s", dep)
-		}
 	}
 }

@@ -24,10 +24,7 @@ var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
 // and returns the environment variables its calls read, by name.
 func readEnvVars(t *testing.T) map[string]string {
 	t.Helper()
-	deps, err := serverDeps()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
+	deps := serverDeps(t)
 	read := map[string]string{}
 	fset := gotoken.NewFileSet()
 	for _, d := range deps {

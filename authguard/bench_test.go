@@ -7,7 +7,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // benchEngine returns an engine on a memory store that already tracks
@@ -15,7 +15,7 @@ import (
 func benchEngine(b *testing.B, tracked int) *authguard.Engine {
 	b.Helper()
 	mem := memstore.New(memstore.Config{MaxEntries: 2*tracked + 100_000})
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: secret})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func BenchmarkRecall(b *testing.B) {
 	}{{"off", -1, 0}, {"on/remembering=0", 0, 0}, {"on/remembering=20000", 0, 20_000}} {
 		b.Run(tt.name, func(b *testing.B) {
 			mem := memstore.New(memstore.Config{})
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, RecallBytes: tt.bytes})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: secret, RecallBytes: tt.bytes})
 			if err != nil {
 				b.Fatal(err)
 			}

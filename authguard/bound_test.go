@@ -4,14 +4,15 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // TestBudgetLine_IsValidateConfigsLine: validate-config prints this line
 // and the conformance report shows it; its words are the docs' and their
 // tests'.
 func TestBudgetLine_IsValidateConfigsLine(t *testing.T) {
-	p := config.DefaultPolicy()
+	p := builtinpolicy.Policy()
 	for flow, want := range map[string]string{
 		"login":      "login: at most 90 failed checks per account in any 24h (account_backoff 62; device_backoff 13 shared + 3 devices x 5 of their own)",
 		"otp_verify": "otp_verify: at most 81 failed checks per account in any 24h (account_backoff 59; device_backoff 13 shared + 3 devices x 3 of their own)",
@@ -33,7 +34,7 @@ func TestBudgetLine_IsValidateConfigsLine(t *testing.T) {
 // figure is past backoff.MaxExact makes the bound "at least", never a
 // figure that claims more than is known; above NIST's 100 the line says so.
 func TestFailureBound_BeyondTheExactFiguresIsALowerBound(t *testing.T) {
-	lax, err := config.LoadPolicy([]byte("flows:\n  login:\n    rules:\n      - {name: account_backoff, free: 1000000, base: 1s, max: 1s}\n"))
+	lax, err := policyfile.LoadPolicy([]byte("flows:\n  login:\n    rules:\n      - {name: account_backoff, free: 1000000, base: 1s, max: 1s}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestFailureBound_BeyondTheExactFiguresIsALowerBound(t *testing.T) {
 	if b, _ := lax.Flow("login").FailureBound(); b.Exact || !strings.HasPrefix(line, "login: at least") || !strings.HasSuffix(line, "; above NIST SP 800-63B's 100") {
 		t.Errorf("a bound beyond the exact figures: %+v, %q", b, line)
 	}
-	none, err := config.LoadPolicy([]byte("flows:\n  login:\n    rules:\n      - {name: account_backoff, off: true}\n      - {name: device_backoff, off: true}\n"))
+	none, err := policyfile.LoadPolicy([]byte("flows:\n  login:\n    rules:\n      - {name: account_backoff, off: true}\n      - {name: device_backoff, off: true}\n"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // busyAddress has ip ask for codes to 60 numbers within the hour (each
@@ -285,7 +285,7 @@ func TestPolicy_DeviceRevocationSaysWhatASendFlowFollows(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := config.LoadPolicy([]byte(tt.policy))
+			p, err := policyfile.LoadPolicy([]byte(tt.policy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -171,13 +171,13 @@ flows:
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := config.LoadPolicy([]byte(tt.yaml))
+			_, err := policyfile.LoadPolicy([]byte(tt.yaml))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("LoadPolicy: %v, want an error naming %s", err, tt.want)
 			}
 		})
 	}
-	if _, err := config.LoadPolicy([]byte(revokingLogin("90d"))); err != nil {
+	if _, err := policyfile.LoadPolicy([]byte(revokingLogin("90d"))); err != nil {
 		t.Errorf("login with the setting: %v", err)
 	}
 	_, err := authguard.NewPolicy(&authguard.Flow{Name: "api", Kind: authguard.Attempts, RevokeDevicesOnPasswordChange: true,
@@ -199,7 +199,7 @@ flows:
 func TestPasswordChange_AFloodOfFreshSubjectsDoesNotEvictTheRevocation(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	mem := memstore.New(memstore.Config{Now: clock.Now, MaxEntries: 400, Shards: 1})
-	p, err := config.LoadPolicy([]byte(revokingLogin("90d")))
+	p, err := policyfile.LoadPolicy([]byte(revokingLogin("90d")))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -80,7 +80,7 @@ func newHarness(t testing.TB, policyYAML string) *harness {
 	h := &harness{t: t, clock: testclock.New(time.Time{})}
 	h.mem = memstore.New(memstore.Config{Now: h.clock.Now})
 	h.store = &countingStore{Store: h.mem}
-	p, err := config.LoadPolicy([]byte(policyYAML))
+	p, err := policyfile.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -198,7 +198,7 @@ func TestEntries_ExpireOnTheirOwn(t *testing.T) {
 // RefreshEntries, and stops applying a removed one likewise.
 func TestEntries_AnotherInstanceAppliesThemOnceItRefreshes(t *testing.T) {
 	h := newHarness(t, "")
-	other, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: h.store, Secret: secret, Now: h.clock.Now})
+	other, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: h.store, Secret: secret, Now: h.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestEntries_StillAppliedWhileTheStoreIsDown(t *testing.T) {
 // another's calls nor show in its list, and cannot be removed by it.
 func TestEntries_TenantsAreApart(t *testing.T) {
 	clock := testclock.New(time.Time{})
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{Now: clock.Now}),
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{Now: clock.Now}),
 		Secret: secret, Now: clock.Now, Tenants: []string{"shop", "bank"}})
 	if err != nil {
 		t.Fatal(err)
@@ -537,7 +537,7 @@ func (s *slowEntries) Entries(ctx context.Context, key string) ([]string, error)
 func TestEntries_AStaleRefreshCannotDropANewEntry(t *testing.T) {
 	h := newHarness(t, "")
 	slow := &slowEntries{countingStore: h.store, read: make(chan struct{}), release: make(chan struct{})}
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: slow, Secret: secret, Now: h.clock.Now})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: slow, Secret: secret, Now: h.clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

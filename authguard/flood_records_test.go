@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -54,7 +54,7 @@ func newTwoInstances(t *testing.T) *twoInstances {
 		store authguard.Store
 	}{{&in.a, shared}, {&in.b, in.gate}} {
 		e, err := authguard.New(authguard.Config{
-			Policy: config.DefaultPolicy(), Store: st.store, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+			Policy: builtinpolicy.Policy(), Store: st.store, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
 			Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
 		})
 		if err != nil {

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -203,7 +203,7 @@ func TestSpray_6to4AddressesCountAsTheirIPv4(t *testing.T) {
 // Hole 8 and the bound of holes 1 and 6: the built-in flows' figures are
 // the ones default_policy.yaml states, and within NIST's 100.
 func TestPolicy_BuiltInFlowsStayWithinNIST(t *testing.T) {
-	p := config.DefaultPolicy()
+	p := builtinpolicy.Policy()
 	for _, tt := range []struct {
 		flow                        string
 		account, shared, everything int
@@ -411,7 +411,7 @@ func victimInBackoff(t *testing.T) (*harness, *memstore.Store, authguard.Verdict
 	t.Helper()
 	clock := testclock.New(time.Time{})
 	mem := memstore.New(memstore.Config{MaxEntries: 2000, Shards: 4, Now: clock.Now})
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret, Now: clock.Now})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: secret, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

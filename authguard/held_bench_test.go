@@ -8,7 +8,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -17,7 +17,7 @@ import (
 func heldBenchEngine(b *testing.B, heldBytes int64) (*authguard.Engine, *testclock.Clock) {
 	b.Helper()
 	clock := testclock.New(time.Time{})
-	p, err := config.LoadPolicy(nil)
+	p, err := policyfile.LoadPolicy(nil)
 	if err != nil {
 		b.Fatal(err)
 	}

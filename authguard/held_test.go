@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -34,7 +34,7 @@ func newHeldHarnessPolicy(t *testing.T, heldBytes int64, policyYAML string) *hel
 	t.Helper()
 	h := &heldHarness{t: t, clock: testclock.New(time.Time{})}
 	h.store = &countingStore{Store: memstore.New(memstore.Config{Now: h.clock.Now})}
-	p, err := config.LoadPolicy([]byte(policyYAML))
+	p, err := policyfile.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -246,7 +246,7 @@ func TestHeld_ACheckThatHoldsNobodyWritesNothing(t *testing.T) {
 	run := func(heldBytes int64) (calls, puts int64) {
 		clock := testclock.New(time.Time{})
 		store := &heldCounter{countingStore: &countingStore{Store: memstore.New(memstore.Config{Now: clock.Now})}}
-		p, err := config.LoadPolicy(nil)
+		p, err := policyfile.LoadPolicy(nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -478,7 +478,7 @@ func TestHeld_AWriteStillQueuedDoesNotListAnAccountAPasswordChangeCleared(t *tes
 	clock := testclock.New(time.Time{})
 	store := &gatedHeld{countingStore: &countingStore{Store: memstore.New(memstore.Config{Now: clock.Now})},
 		gate: make(chan struct{}), recs: map[string]authguard.HeldRecord{}}
-	p, err := config.LoadPolicy(nil)
+	p, err := policyfile.LoadPolicy(nil)
 	if err != nil {
 		t.Fatal(err)
 	}

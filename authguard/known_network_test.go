@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -446,7 +446,7 @@ func TestKnownNetwork_DuringAnOutageAnAttackersNetworkTakesNoSlotEvenForAMoment(
 	clock := testclock.New(time.Time{})
 	store := &countingStore{Store: memstore.New(memstore.Config{Now: clock.Now})}
 	fallback := &opLog{Store: memstore.New(memstore.Config{Now: clock.Now})}
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: store, Fallback: fallback, Secret: secret, Now: clock.Now})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: store, Fallback: fallback, Secret: secret, Now: clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}

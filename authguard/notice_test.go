@@ -12,7 +12,8 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -471,7 +472,7 @@ func TestRef_ABidiOverrideCannotMakeAnAlertReadBackwards(t *testing.T) {
 func TestNotice_VerdictsAreTheSameWithOrWithoutANotifier(t *testing.T) {
 	with := newHarness(t, "")
 	without := newHarness(t, "")
-	p, err := config.LoadPolicy(nil)
+	p, err := policyfile.LoadPolicy(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -575,7 +576,7 @@ func TestNotice_TenantsOfOneAccountNameAreToldApart(t *testing.T) {
 	clock := testclock.New(time.Time{})
 	var rec noticeRecorder
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{Now: clock.Now}), Secret: secret, Now: clock.Now,
+		Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{Now: clock.Now}), Secret: secret, Now: clock.Now,
 		TenantSecrets: map[string][]byte{"acme": []byte("acme-secret-0123456789abcdef-0123456789")},
 		Notifier:      &rec,
 	})

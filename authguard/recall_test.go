@@ -11,7 +11,8 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -29,7 +30,7 @@ func newInstances(t *testing.T, n int, policyYAML string, recallBytes int64) *in
 	t.Helper()
 	in := &instances{clock: testclock.New(time.Time{}), source: make([]authguard.Source, n)}
 	in.store = &countingStore{Store: memstore.New(memstore.Config{Now: in.clock.Now})}
-	p, err := config.LoadPolicy([]byte(policyYAML))
+	p, err := policyfile.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -314,7 +315,7 @@ func newGatedEngine(t *testing.T) (*authguard.Engine, *gatedStore, *testclock.Cl
 	clock := testclock.New(time.Time{})
 	gate := &gatedStore{Store: memstore.New(memstore.Config{Now: clock.Now}), held: make(chan struct{}, 8), open: make(chan struct{})}
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+		Policy: builtinpolicy.Policy(), Store: gate, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
 		Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
 	})
 	if err != nil {

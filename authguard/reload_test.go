@@ -10,12 +10,12 @@ import (
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 func mustPolicy(t *testing.T, yaml string) *authguard.Policy {
 	t.Helper()
-	p, err := config.LoadPolicy([]byte(yaml))
+	p, err := policyfile.LoadPolicy([]byte(yaml))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -239,7 +239,7 @@ func TestRevokedToken_AStoreFailingBetweenTheGiveBackAndTheRedoLosesNoCount(t *t
 			if tt.closed {
 				policy = strings.Replace(policy, "  login:\n", "  login:\n    fail_mode: closed\n", 1)
 			}
-			p, err := config.LoadPolicy([]byte(policy))
+			p, err := policyfile.LoadPolicy([]byte(policy))
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,7 +6,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // TestSecretChecks_TellSecretsApartAndRevealNone: the same secrets give the
@@ -19,7 +19,7 @@ func TestSecretChecks_TellSecretsApartAndRevealNone(t *testing.T) {
 		t.Helper()
 		mem := memstore.New(memstore.Config{})
 		t.Cleanup(func() { mem.Close() })
-		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: []byte(secret), KeyPrefix: prefix,
+		e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: []byte(secret), KeyPrefix: prefix,
 			TenantSecrets: map[string][]byte{"acme": []byte(acmeSecret)}})
 		if err != nil {
 			t.Fatal(err)

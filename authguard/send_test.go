@@ -19,7 +19,8 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // send asks for one send; invalid input fails the test.
@@ -464,7 +465,7 @@ flows:
 	if v := h.send(authguard.SendRequest{Destination: victim, Channel: "sms", IP: addr(2)}); v.Action != authguard.Proceed {
 		t.Fatalf("a UK SMS at 4 of 4: %v %v", v.Action, v.Reasons)
 	}
-	_, err := config.LoadPolicy([]byte(`
+	_, err := policyfile.LoadPolicy([]byte(`
 flows:
   otp_send:
     prices:
@@ -828,7 +829,7 @@ func TestReset_UnlocksAnAccountAndNothingElse(t *testing.T) {
 func TestTenants_HashUnderTheirOwnSecrets(t *testing.T) {
 	shopSecret := []byte("the shop tenant's own secret, 32+ bytes")
 	engine := func(secret []byte, tenants map[string][]byte) *authguard.Engine {
-		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret, TenantSecrets: tenants})
+		e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}), Secret: secret, TenantSecrets: tenants})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -851,7 +852,7 @@ func TestTenants_HashUnderTheirOwnSecrets(t *testing.T) {
 	if keys(e, "bank") != keys(engine(secret, nil), "bank") {
 		t.Error("a tenant without a secret of its own is not hashed under the deployment's")
 	}
-	if _, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret,
+	if _, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}), Secret: secret,
 		TenantSecrets: map[string][]byte{"shop": []byte("short")}}); err == nil {
 		t.Error("a short tenant secret was accepted")
 	}
@@ -860,11 +861,11 @@ func TestTenants_HashUnderTheirOwnSecrets(t *testing.T) {
 // TestTenants_HaveTheirOwnPolicy: a tenant with a policy of its own is
 // held by it (2 free failures), others by the deployment's (5).
 func TestTenants_HaveTheirOwnPolicy(t *testing.T) {
-	strict, err := config.LoadPolicy([]byte("flows:\n  login:\n    rules: [{name: account_backoff, free: 2}]\n"))
+	strict, err := policyfile.LoadPolicy([]byte("flows:\n  login:\n    rules: [{name: account_backoff, free: 2}]\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: memstore.New(memstore.Config{}), Secret: secret,
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: memstore.New(memstore.Config{}), Secret: secret,
 		TenantPolicies: map[string]*authguard.Policy{"bank": strict}})
 	if err != nil {
 		t.Fatal(err)

@@ -10,7 +10,8 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // passStepUp passes the second factor of v when it is a step_up verdict
@@ -214,7 +215,7 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAccount(t *testing.T) {
 		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		guessed++
 	}
-	if free := config.DefaultPolicy().Flow("step_up").Rule("account_backoff").Backoff.Free; guessed != free {
+	if free := builtinpolicy.Policy().Flow("step_up").Rule("account_backoff").Backoff.Free; guessed != free {
 		t.Errorf("%d wrong codes before the account's delay, want its free %d", guessed, free)
 	}
 	// Waiting out every delay for a day: the backoff's daily bound.
@@ -235,7 +236,7 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAccount(t *testing.T) {
 		h2.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: "203.0.113.7", Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		n++
 	}
-	bound := config.DefaultPolicy().Flow("step_up").Rule("account_backoff").Backoff.MaxFailuresIn(24 * time.Hour)
+	bound := builtinpolicy.Policy().Flow("step_up").Rule("account_backoff").Backoff.MaxFailuresIn(24 * time.Hour)
 	if n > bound || n < bound/2 {
 		t.Errorf("%d wrong codes in 24 hours, want at most the account's bound %d (and near it)", n, bound)
 	}
@@ -258,7 +259,7 @@ func TestStepUp_SecondFactorGuessesAreBoundedPerAddress(t *testing.T) {
 		h.report(authguard.ReportRequest{Flow: "step_up", Account: acct, IP: ip, Outcome: authguard.StepUpFailed, Attempt: stepUpTry(ticket, v)})
 		guessed++
 	}
-	if free := config.DefaultPolicy().Flow("step_up").Rule("ip_backoff").Backoff.Free; guessed != free {
+	if free := builtinpolicy.Policy().Flow("step_up").Rule("ip_backoff").Backoff.Free; guessed != free {
 		t.Errorf("%d wrong codes for as many accounts from one address before its delay, want its free %d", guessed, free)
 	}
 }
@@ -297,7 +298,7 @@ func TestStuffing_ManyAccountsWithBreachedPasswordsFromOneAddressEscalate(t *tes
 	if v := h.check(authguard.CheckRequest{Account: "next@example.com", IP: ip}); v.Action != authguard.Proceed {
 		t.Fatalf("after 8 plain failures: %v %v, want proceed", v.Action, v.Reasons)
 	}
-	limit := config.DefaultPolicy().Flow("login").Rule("credential_stuffing").Windows[0].Limit
+	limit := builtinpolicy.Policy().Flow("login").Rule("credential_stuffing").Windows[0].Limit
 	const other = "203.0.113.81"
 	for i := range limit {
 		if v := h.login(fmt.Sprintf("leak%d@example.com", i), other, authguard.Failure, "", true); v.Action != authguard.Proceed {
@@ -419,7 +420,7 @@ func TestStepUp_PolicyErrorsNameTheSetting(t *testing.T) {
 		{"flows:\n  login:\n    rules:\n      - {name: credential_stuffing, of: ip, subject: account}\n", "breached counts the accounts"},
 		{"flows:\n  otp_send:\n    step_up: {flow: step_up}\n", "StepUp is for flows of checks and reports"},
 	} {
-		if _, err := config.LoadPolicy([]byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
+		if _, err := policyfile.LoadPolicy([]byte(tt.yaml)); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%q: %v, want an error mentioning %q", tt.yaml, err, tt.want)
 		}
 	}

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // callKey marks the caller's context, so that a test sees which context a
@@ -72,7 +72,7 @@ func TestTrace_StoreRoundTripsAreTracedUnderTheCallersContext(t *testing.T) {
 	rec := &traceRecorder{}
 	store := &countingStore{Store: memstore.New(memstore.Config{})}
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: store, Fallback: memstore.New(memstore.Config{}),
+		Policy: builtinpolicy.Policy(), Store: store, Fallback: memstore.New(memstore.Config{}),
 		Secret: secret, Trace: rec.trace(),
 	})
 	if err != nil {
@@ -132,7 +132,7 @@ func TestTrace_OnlyACallThatWaitsForASlotTracesItsWait(t *testing.T) {
 	rec := &traceRecorder{}
 	gate := &gatedStore{Store: memstore.New(memstore.Config{}), held: make(chan struct{}, 1), open: make(chan struct{})}
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: gate, Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: gate, Secret: secret,
 		MaxInFlight: 1, QueueWait: 10 * time.Millisecond, Trace: rec.trace(),
 	})
 	if err != nil {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 func TestVerdict_SameFieldsInTheSameOrder(t *testing.T) {
@@ -50,7 +50,7 @@ func TestReasons_BuiltInFlowsKeepTheirCodes(t *testing.T) {
 		"otp_verify": "[account_backoff device_backoff destination_backoff ip_rate ip_spray ip_failures unavailable overloaded]",
 		"otp_send":   "[destination_backoff destination_limit ip_sends ip_destinations account_sends prefix_destinations country_sends low_conversion spend_budget number_type country unavailable overloaded]",
 	} {
-		if got := fmt.Sprint(config.DefaultPolicy().Flow(flow).Reasons()); got != want {
+		if got := fmt.Sprint(builtinpolicy.Policy().Flow(flow).Reasons()); got != want {
 			t.Errorf("%s: reasons %s, want %s", flow, got, want)
 		}
 	}

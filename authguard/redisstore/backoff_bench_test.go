@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // BenchmarkBackoff is one backoff step on Redis (one round trip) over 4,096
@@ -17,7 +17,7 @@ func BenchmarkBackoff(b *testing.B) {
 	s := benchRedis(b, c)
 	ctx := context.Background()
 	c.ConfigResetStat(ctx)
-	policy := config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff
+	policy := builtinpolicy.Policy().Flow("login").Rule("account_backoff").Backoff
 	b.ReportAllocs()
 	for i := 0; b.Loop(); i++ {
 		key, attempt := fmt.Sprint("tg:t:login:acct:", i%4096), fmt.Sprint("a", i)

@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // BenchmarkLogin is one full login (a check that proceeds, then a success
@@ -31,7 +31,7 @@ func BenchmarkLogin(b *testing.B) {
 		for _, par := range []int{1, 64} {
 			b.Run(fmt.Sprintf("store=%s/clients=%d", st.name, par), func(b *testing.B) {
 				var storeErrs atomic.Int64
-				e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st.new(b), Secret: secret, Observe: func(ev authguard.Event) {
+				e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st.new(b), Secret: secret, Observe: func(ev authguard.Event) {
 					if ev.StoreErr != nil {
 						storeErrs.Add(1)
 					}

@@ -16,7 +16,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
@@ -45,7 +46,7 @@ type blipDeployment struct {
 
 func newBlipDeployment(t *testing.T, client func() redis.UniversalClient, recallBytes int64) *blipDeployment {
 	t.Helper()
-	p, err := config.LoadPolicy([]byte(blipPolicy))
+	p, err := policyfile.LoadPolicy([]byte(blipPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -371,7 +372,7 @@ func TestBlip_ChargesCountedOnTheFallbackReachRedis(t *testing.T) {
 func TestFlood_EightHundredConcurrentChecksOnAnAccountInBackoff(t *testing.T) {
 	in := redistest.Server(t)
 	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr, PoolSize: 8})
-	p, err := config.LoadPolicy([]byte(blipPolicy))
+	p, err := policyfile.LoadPolicy([]byte(blipPolicy))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -526,7 +527,7 @@ func TestBlip_RealRedisStallKeepsTheOwnersKnownNetwork(t *testing.T) {
 	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr})
 	var src atomic.Value
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		MaxInFlight: s.PoolSize(), Observe: func(ev authguard.Event) { src.Store(ev.Source) },
 	})
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // BenchmarkClusterRefusedCheck is credential stuffing against one account in
@@ -31,7 +31,7 @@ func BenchmarkClusterRefusedCheck(b *testing.B) {
 				st.(*redisstore.Store).WithoutHints()
 			}
 			ctx := context.Background()
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st, Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}

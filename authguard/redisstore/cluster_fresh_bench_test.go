@@ -15,7 +15,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // BenchmarkClusterFreshCheck is a login check with every signal (account,
@@ -45,7 +45,7 @@ func BenchmarkClusterFreshCheck(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st, Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -126,7 +126,7 @@ func BenchmarkClusterFreshCheckConcurrent(b *testing.B) {
 				b.Fatal(err)
 			}
 			ctx := context.Background()
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st, Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}

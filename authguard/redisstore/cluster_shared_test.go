@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // sharedClusterEngine is an engine on the test Cluster through a store
@@ -36,7 +36,7 @@ func sharedClusterEngine(t *testing.T, shared bool) (*authguard.Engine, *redis.C
 	}
 	var fallback atomic.Int64
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		MaxInFlight: s.PoolSize(),
 		Observe: func(ev authguard.Event) {
 			if ev.Source == authguard.SourceFallback && fallback.Add(1) <= 3 {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // BenchmarkRedisCPU measures Redis's own CPU per call (redis-µs/op, from
@@ -59,7 +59,7 @@ func BenchmarkRedisCPU(b *testing.B) {
 	for _, ck := range checks {
 		b.Run(ck.name, func(b *testing.B) {
 			c := singleClient(b)
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: benchRedis(b, c), Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: benchRedis(b, c), Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -108,7 +108,7 @@ func BenchmarkRedisCPULogin(b *testing.B) {
 			if mode == "pipeline" {
 				st.(*redisstore.Store).PipelineBatches()
 			}
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st, Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -151,7 +151,7 @@ func BenchmarkRedisCPUShapes(b *testing.B) {
 			if mode == "generic" {
 				redisstore.SetMaxShapes(st.(*redisstore.Store), 0)
 			}
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: st, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: st, Secret: secret})
 			if err != nil {
 				b.Fatal(err)
 			}

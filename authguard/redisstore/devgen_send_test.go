@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -211,7 +211,7 @@ func TestShapes_ASendsGenerationReadSendsOnlyWhatVaries(t *testing.T) {
 // thief's requests counts once, so the 7th is the first held by the rule,
 // not the 4th.
 func TestSend_RedisChargesARevokedTokensRequestOnceAsTheMemoryStore(t *testing.T) {
-	p, err := config.LoadPolicy([]byte(`
+	p, err := policyfile.LoadPolicy([]byte(`
 flows:
   login:
     revoke_devices_on_password_change: true

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -20,7 +20,7 @@ import (
 // tokens on a password change.
 func revokingPolicy(t testing.TB, on bool) *authguard.Policy {
 	t.Helper()
-	p, err := config.LoadPolicy(fmt.Appendf(nil, "flows:\n  login:\n    revoke_devices_on_password_change: %t\n    device_token_ttl: 400d\n", on))
+	p, err := policyfile.LoadPolicy(fmt.Appendf(nil, "flows:\n  login:\n    revoke_devices_on_password_change: %t\n    device_token_ttl: 400d\n", on))
 	if err != nil {
 		t.Fatal(err)
 	}

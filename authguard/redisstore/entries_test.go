@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // TestEntries_EveryInstanceOnRedisAppliesThem: two instances, each with
@@ -20,7 +20,7 @@ func TestEntries_EveryInstanceOnRedisAppliesThem(t *testing.T) {
 			ctx := context.Background()
 			var engines [2]*authguard.Engine
 			for i := range engines {
-				e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, clientOf(t, kind), nil), Secret: []byte("0123456789abcdef0123456789abcdef")})
+				e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: newStore(t, clientOf(t, kind), nil), Secret: []byte("0123456789abcdef0123456789abcdef")})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -66,7 +66,7 @@ func TestEntries_EveryInstanceOnRedisAppliesThem(t *testing.T) {
 func TestEntries_RedisHoldsNoRawRange(t *testing.T) {
 	c := singleClient(t)
 	ctx := context.Background()
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: []byte("0123456789abcdef0123456789abcdef")})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: newStore(t, c, nil), Secret: []byte("0123456789abcdef0123456789abcdef")})
 	if err != nil {
 		t.Fatal(err)
 	}

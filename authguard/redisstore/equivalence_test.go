@@ -15,7 +15,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 	"github.com/tollgate-auth/tollgate/spraydetect"
@@ -32,7 +33,7 @@ func TestEngine_RedisAnswersAsTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
-			p, err := config.LoadPolicy([]byte(`
+			p, err := policyfile.LoadPolicy([]byte(`
 flows:
   api:
     rules:
@@ -219,7 +220,7 @@ func TestSend_RedisAnswersAsTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
-			p, err := config.LoadPolicy([]byte(`
+			p, err := policyfile.LoadPolicy([]byte(`
 flows:
   budget:
     kind: send
@@ -312,7 +313,7 @@ func TestReset_DeletesAnAccountsKeysOnRedisAndCluster(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			s := newStore(t, c, nil)
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -350,7 +351,7 @@ func TestSend_TheOwnersCodesOnRedisAnswerAsOnTheMemoryStore(t *testing.T) {
 	for _, kind := range []string{"single", "generic", "cluster", "subject", "cluster-shared", "subject-shared"} {
 		t.Run(kind, func(t *testing.T) {
 			clock := testclock.New(time.Time{})
-			engines, rs := memoryAndRedis(t, clientOf(t, kind), config.DefaultPolicy(), clock)
+			engines, rs := memoryAndRedis(t, clientOf(t, kind), builtinpolicy.Policy(), clock)
 			generic(kind, rs)
 			ctx := context.Background()
 			login := func(e *authguard.Engine, account string) string {
@@ -511,7 +512,7 @@ func TestStepUp_RedisAnswersAsTheMemoryStore(t *testing.T) {
 		t.Run(kind, func(t *testing.T) {
 			c := clientOf(t, kind)
 			clock := testclock.New(time.Time{})
-			engines, rs := memoryAndRedis(t, c, config.DefaultPolicy(), clock)
+			engines, rs := memoryAndRedis(t, c, builtinpolicy.Policy(), clock)
 			generic(kind, rs)
 			ctx := context.Background()
 			var accounts []string

@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -78,7 +78,7 @@ func TestFlood_RedisTheOwnerIsNotAnsweredFromAnotherInstancesMemory(t *testing.T
 			gate := &heldStore{Store: sb, held: make(chan struct{}, 4), open: make(chan struct{})}
 			engine := func(st authguard.Store) *authguard.Engine {
 				e, err := authguard.New(authguard.Config{
-					Policy: config.DefaultPolicy(), Store: st, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
+					Policy: builtinpolicy.Policy(), Store: st, Fallback: memstore.New(memstore.Config{Now: clock.Now}),
 					Secret: secret, Now: clock.Now, MaxInFlight: 4, QueueWait: 20 * time.Millisecond,
 				})
 				if err != nil {

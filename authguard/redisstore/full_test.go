@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
@@ -136,7 +136,7 @@ func TestFullRedis_AFloodOfRefusedWritesCannotOpenTheBreaker(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := config.LoadPolicy([]byte(`flows:
+	p, err := policyfile.LoadPolicy([]byte(`flows:
   login:
     rules:
       - {name: account_backoff, free: 2, base: 1h, factor: 2, max: 2h, forget_after: 24h}
@@ -225,7 +225,7 @@ func TestFullRedis_ACounterInBackoffKeepsClimbingOnTheFallback(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := config.LoadPolicy([]byte(`flows:
+	p, err := policyfile.LoadPolicy([]byte(`flows:
   login:
     rules:
       - {name: account_backoff, free: 3, base: 1s, factor: 2, max: 1s, forget_after: 24h}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -24,7 +24,7 @@ func heldOn(t *testing.T, c redis.UniversalClient, heldBytes int64) (*authguard.
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := config.LoadPolicy(nil)
+	p, err := policyfile.LoadPolicy(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -282,7 +282,7 @@ func BenchmarkHeld_Redis(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				p, _ := config.LoadPolicy(nil)
+				p, _ := policyfile.LoadPolicy(nil)
 				e, err := authguard.New(authguard.Config{Policy: p, Store: s, Secret: []byte("0123456789abcdef0123456789abcdef"), HeldBytes: tt.bytes})
 				if err != nil {
 					b.Fatal(err)

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -30,7 +30,7 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 		if err := s.Preload(ctx); err != nil { // no NOSCRIPT round trips below
 			t.Fatal(err)
 		}
-		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+		e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -93,7 +93,7 @@ func TestCluster_RefusedChecksAreOnePipelineOnceExpected(t *testing.T) {
 func TestCluster_AWrongHintCostsARoundTripNotAVerdict(t *testing.T) {
 	c := clusterClient(t)
 	clock := testclock.New(time.Time{})
-	p := config.DefaultPolicy()
+	p := builtinpolicy.Policy()
 	engines, rs := memoryAndRedis(t, c, p, clock)
 	other, err := authguard.New(authguard.Config{Policy: p, Store: newStore(t, c, clock.Now), Secret: secret, Now: clock.Now})
 	if err != nil {

@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // TestAccountKeys_FindEveryKeyOfAnAccount: after two accounts used every
@@ -21,7 +21,7 @@ import (
 // An administrator's reset can therefore find everything to delete.
 func TestAccountKeys_FindEveryKeyOfAnAccount(t *testing.T) {
 	c := singleClient(t)
-	p, err := config.LoadPolicy([]byte(`
+	p, err := policyfile.LoadPolicy([]byte(`
 flows:
   api:
     rules:
@@ -86,7 +86,7 @@ flows:
 // leaves; and an address's keys are in the address's slot.
 func TestAccountKeys_SubjectTagsPutAnAccountsKeysInOneSlot(t *testing.T) {
 	c := clientOf(t, "subject").(*redis.ClusterClient)
-	p, err := config.LoadPolicy([]byte(`
+	p, err := policyfile.LoadPolicy([]byte(`
 flows:
   api:
     rules:

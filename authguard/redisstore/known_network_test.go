@@ -10,7 +10,7 @@ import (
 	"github.com/redis/go-redis/v9"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -35,7 +35,7 @@ func spendsTheSparesAsTheMemoryStore(t *testing.T, kind string) {
 	base, noHints := strings.CutSuffix(kind, "-nohints")
 	c := clientOf(t, base)
 	clock := testclock.New(time.Time{})
-	engines, rs := memoryAndRedis(t, c, config.DefaultPolicy(), clock)
+	engines, rs := memoryAndRedis(t, c, builtinpolicy.Policy(), clock)
 	if noHints {
 		rs.WithoutHints()
 	}
@@ -114,7 +114,7 @@ func TestKnownNetwork_AClusterSendsTheSparesOnlyWhenTheyCanExempt(t *testing.T) 
 			if err := rs.Preload(context.Background()); err != nil {
 				t.Fatal(err)
 			}
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: rs, Secret: secret, Now: clock.Now})
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: rs, Secret: secret, Now: clock.Now})
 			if err != nil {
 				t.Fatal(err)
 			}

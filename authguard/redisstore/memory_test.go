@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // TestMemoryPerSubject measures what one tracked subject costs: Redis's
@@ -19,7 +19,7 @@ import (
 // The bounds are loose; they catch a state that grows without limit.
 func TestMemoryPerSubject(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +69,7 @@ func TestMemoryPerSubject(t *testing.T) {
 	// few addresses so the IP logs are a small share).
 	const n = 100_000
 	mem := memstore.New(memstore.Config{MaxEntries: 2 * n})
-	me, _ := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: secret})
+	me, _ := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: secret})
 	runtime.GC()
 	var before, after runtime.MemStats
 	runtime.ReadMemStats(&before)
@@ -91,7 +91,7 @@ func TestMemoryPerSubject(t *testing.T) {
 // sprayed to their caps by a CAPTCHA-solving attacker on fresh /64s.
 func TestMemoryPerIPv6Aggregate(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,11 +134,11 @@ func TestBackoff_ReadsTheHashFormatOfEarlierVersions(t *testing.T) {
 	now := time.Now().UnixMilli()
 	c.HSet(ctx, k, "n", 7, "l", now, "p", now-1000, "s", "", "a", "")
 	c.PExpire(ctx, k, time.Hour)
-	res, err := s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffPeek, Policy: config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff}})
+	res, err := s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffPeek, Policy: builtinpolicy.Policy().Flow("login").Rule("account_backoff").Backoff}})
 	if err != nil || res[0].Count != 7 || res[0].Wait == 0 {
 		t.Fatalf("peek of an old hash counter: %+v, %v; want its 7 failures and a wait", res, err)
 	}
-	res, err = s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffFail, Policy: config.DefaultPolicy().Flow("login").Rule("account_backoff").Backoff}})
+	res, err = s.Do(ctx, []authguard.Op{&authguard.BackoffOp{Key: k, Action: authguard.BackoffFail, Policy: builtinpolicy.Policy().Flow("login").Rule("account_backoff").Backoff}})
 	if err != nil || res[0].Count != 8 {
 		t.Fatalf("a failure on an old hash counter: %+v, %v; want 8", res, err)
 	}

@@ -10,7 +10,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 )
 
 // TestClusterKeyLayout_AnUpgradeForgetsNoBackoff: a Cluster switched to
@@ -30,7 +30,7 @@ func TestClusterKeyLayout_AnUpgradeForgetsNoBackoff(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+		e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 		if err != nil {
 			t.Fatal(err)
 		}

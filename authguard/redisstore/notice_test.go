@@ -13,7 +13,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
@@ -38,7 +39,7 @@ func (r *noticeRecorder) Notify(n authguard.Notice) {
 func TestFullRedis_AttackOnOneAccountIsOneUnderAttackPerInstance(t *testing.T) {
 	in := redistest.Server(t)
 	s := storeOn(t, redisstore.ClientConfig{URL: "redis://" + in.Addr, Timeout: 5 * time.Second})
-	p, err := config.LoadPolicy(nil)
+	p, err := policyfile.LoadPolicy(nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -99,7 +100,7 @@ func TestOutage_ARealRedisOutageIsOneDegradedAndOneRecovered(t *testing.T) {
 	}
 	t.Cleanup(func() { s.Close() })
 	var rec noticeRecorder
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret, Notifier: &rec})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret, Notifier: &rec})
 	if err != nil {
 		t.Fatal(err)
 	}

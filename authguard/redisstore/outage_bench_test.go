@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -36,7 +36,7 @@ func BenchmarkOutage(b *testing.B) {
 				cfg.BreakAfter = 0
 			}
 			s, _ := redisstore.New(cfg)
-			e, _ := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
+			e, _ := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret})
 			ctx := context.Background()
 			e.Check(ctx, authguard.CheckRequest{Flow: "login", Account: "warm", IP: "192.0.2.1"})
 			switch mode {

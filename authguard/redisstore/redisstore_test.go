@@ -19,7 +19,8 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
@@ -260,7 +261,7 @@ func TestEngine_OneRoundTripPerCall(t *testing.T) {
 	if err := s.Preload(ctx); err != nil {
 		t.Fatal(err)
 	}
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -488,7 +489,7 @@ func TestExpiry_PTTLMatchesTheState(t *testing.T) {
 
 func TestEngine_StoreHoldsNoRawIdentifier(t *testing.T) {
 	c := singleClient(t)
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: newStore(t, c, nil), Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: newStore(t, c, nil), Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -623,7 +624,7 @@ func newOutageHarness(t *testing.T, policyYAML string, serverArgs ...string) *ou
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := config.LoadPolicy([]byte(policyYAML))
+	p, err := policyfile.LoadPolicy([]byte(policyYAML))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -658,7 +659,7 @@ func TestHotAccount_RefusedChecksWriteNothingButTheirRate(t *testing.T) {
 	c := singleClient(t)
 	s := newStore(t, c, nil)
 	ctx := context.Background()
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}

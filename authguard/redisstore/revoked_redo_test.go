@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/tollgate-auth/tollgate/authguard"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
@@ -19,7 +19,7 @@ import (
 // past limit a day.
 func requestCountingPolicy(t *testing.T, limit int) *authguard.Policy {
 	t.Helper()
-	p, err := config.LoadPolicy(fmt.Appendf(nil, `
+	p, err := policyfile.LoadPolicy(fmt.Appendf(nil, `
 flows:
   login:
     revoke_devices_on_password_change: true
@@ -172,7 +172,7 @@ func TestRevokedToken_RedisGivesManyAtOnceNoMorePastTheRequestRule(t *testing.T)
 // on one node, the generic script, a Cluster and one with subject hash
 // tags as on the memory store.
 func TestRevokedToken_RedisLeavesTheKnownDevicesRuleAsTheMemoryStore(t *testing.T) {
-	p, err := config.LoadPolicy([]byte(`
+	p, err := policyfile.LoadPolicy([]byte(`
 flows:
   login:
     revoke_devices_on_password_change: true

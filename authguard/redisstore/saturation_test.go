@@ -14,7 +14,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/storetest"
@@ -52,7 +52,7 @@ func floodOn(t *testing.T, n, maxInFlight, pool int, shared bool) floodResult {
 	}
 	var fallback atomic.Int64
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		MaxInFlight: maxInFlight,
 		Observe: func(ev authguard.Event) {
 			if ev.Source == authguard.SourceFallback {
@@ -160,7 +160,7 @@ func TestBreaker_ClientsHangingUpCannotOpenIt(t *testing.T) {
 	}
 	var last authguard.Event
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		Observe: func(ev authguard.Event) { last = ev },
 	})
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
@@ -78,7 +78,7 @@ func TestShapes_ACheckSendsOnlyWhatVaries(t *testing.T) {
 	hook := &evalArgs{}
 	c.AddHook(hook)
 	s := newStore(t, c, nil)
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -159,7 +159,7 @@ func TestShapes_LoadedAgainAfterScriptFlush(t *testing.T) {
 	c := singleClient(t)
 	s := newStore(t, c, nil)
 	var storeErrs []error
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret,
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret,
 		Observe: func(ev authguard.Event) {
 			if ev.StoreErr != nil || ev.Source != authguard.SourceStore {
 				storeErrs = append(storeErrs, fmt.Errorf("%v from %v", ev.StoreErr, ev.Source))
@@ -231,7 +231,7 @@ func TestShapes_AnACLWithoutEVALStillAnswers(t *testing.T) {
 			defer s.Close()
 			var mu sync.Mutex
 			var failed []error
-			e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: s, Secret: secret,
+			e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: s, Secret: secret,
 				Observe: func(ev authguard.Event) {
 					if ev.StoreErr != nil || ev.Source != authguard.SourceStore {
 						mu.Lock()

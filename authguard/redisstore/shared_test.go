@@ -15,7 +15,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
@@ -63,7 +63,7 @@ func sharedEngine(t *testing.T, addr string, timeout time.Duration) (*authguard.
 	}
 	var fallback atomic.Int64
 	e, err := authguard.New(authguard.Config{
-		Policy: config.DefaultPolicy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
+		Policy: builtinpolicy.Policy(), Store: s, Fallback: memstore.New(memstore.Config{}), Secret: secret,
 		MaxInFlight: s.PoolSize(),
 		Observe: func(ev authguard.Event) {
 			if ev.Source == authguard.SourceFallback {

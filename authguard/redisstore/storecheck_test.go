@@ -13,7 +13,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 )
 
@@ -22,7 +22,7 @@ func secretChecks(t *testing.T, secret string, tenants map[string][]byte) []auth
 	t.Helper()
 	mem := memstore.New(memstore.Config{})
 	t.Cleanup(func() { mem.Close() })
-	e, err := authguard.New(authguard.Config{Policy: config.DefaultPolicy(), Store: mem, Secret: []byte(secret), TenantSecrets: tenants})
+	e, err := authguard.New(authguard.Config{Policy: builtinpolicy.Policy(), Store: mem, Secret: []byte(secret), TenantSecrets: tenants})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,7 +12,7 @@ import (
 	"github.com/tollgate-auth/tollgate/authguard"
 	"github.com/tollgate-auth/tollgate/authguard/memstore"
 	"github.com/tollgate-auth/tollgate/authguard/redisstore"
-	"github.com/tollgate-auth/tollgate/internal/config"
+	"github.com/tollgate-auth/tollgate/internal/builtinpolicy"
 	"github.com/tollgate-auth/tollgate/internal/testkit/redistest"
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
@@ -43,7 +43,7 @@ func newOutageFlood(t *testing.T, client func() redis.UniversalClient) *outageFl
 		}
 		t.Cleanup(func() { s.Close() })
 		e, err := authguard.New(authguard.Config{
-			Policy: config.DefaultPolicy(), Store: s, Secret: secret, Now: f.clock.Now,
+			Policy: builtinpolicy.Policy(), Store: s, Secret: secret, Now: f.clock.Now,
 			Fallback: memstore.New(memstore.Config{Now: f.clock.Now}),
 		})
 		if err != nil {

@@ -39,6 +39,7 @@ var layered = []string{
 	module + "/authguard/phonenum",
 	module + "/api/client",
 	module + "/api/wire",
+	module + "/internal/policyfile",
 }
 
 // packages runs go list -deps once for the packages of layered: each
@@ -160,6 +161,30 @@ func TestEngineDependsOnNoHTTPRedisYAMLOrTracing(t *testing.T) {
 				t.Errorf("authguard depends on %s", dep)
 			}
 		}
+	}
+}
+
+// The policy format reads YAML into the engine's Go values and links
+// nothing else: the standard library, and of the rest nothing but the
+// engine's own dependencies and the YAML library.
+// The tests of authguard and its stores load policies with it and not with
+// internal/config, which also links Redis, the proxy, breached-password
+// corpora, challenges, the HTTP client and metrics: a link of authguard's
+// test binary a third cheaper.
+func TestPolicyFile_ImportsTheEngineAndYAMLOnly(t *testing.T) {
+	engine := map[string]bool{module + "/authguard": true}
+	for _, d := range depsOf(t, module+"/authguard") {
+		engine[d.ImportPath] = true
+	}
+	var yaml bool
+	for _, d := range depsOf(t, module+"/internal/policyfile") {
+		yaml = yaml || d.ImportPath == "go.yaml.in/yaml/v3"
+		if dep := d.ImportPath; !d.Standard && !engine[dep] && dep != "go.yaml.in/yaml/v3" && dep != module+"/internal/policyfile" {
+			t.Errorf("internal/policyfile depends on %s", dep)
+		}
+	}
+	if !yaml {
+		t.Errorf("go list -deps printed no YAML library for internal/policyfile")
 	}
 }
 

@@ -1,11 +1,10 @@
 // Package builtinpolicy is tollgate's built-in policy as Go: the flows of
-// internal/config's default_policy.yaml, written out by a generator, so that
-// a test that wants the built-in policy and nothing else links authguard
-// alone rather than everything internal/config reads (YAML, Redis, the
-// HTTP stack, metrics). The YAML stays the one source of truth: gen writes
-// flows.go from config.DefaultPolicy (go generate), and internal/config's
-// TestBuiltinPolicy_IsTheEmbeddedYAML fails when the policy it builds is not
-// DefaultPolicy.
+// internal/policyfile's default_policy.yaml, written out by a generator, so
+// that a test that wants the built-in policy and nothing else links
+// authguard alone, not even the YAML library. The YAML stays the one source
+// of truth: gen writes flows.go from policyfile.DefaultPolicy (go
+// generate), and internal/config's TestBuiltinPolicy_IsTheEmbeddedYAML
+// fails when the policy it builds is not DefaultPolicy.
 package builtinpolicy
 
 //go:generate go run ./gen

@@ -416,16 +416,16 @@ func Parse(data []byte) (*Config, error) {
 		for i := 0; i+1 < len(top.Content); i += 2 {
 			k := top.Content[i].Value
 			lines[k] = top.Content[i].Line
-			lines.add(k, top.Content[i+1])
+			lines.Add(k, top.Content[i+1])
 		}
 		if err := top.Decode(&fc); err != nil {
-			return nil, decodeError("", err).(*Error).at(lines)
+			return nil, decodeError("", err).(*Error).At(lines)
 		}
 	}
 	// at is an *Error at path, on its line in the file, else on the line
 	// of the nearest key above it that the file wrote.
 	at := func(path string, err error) error {
-		return (&Error{Path: path, Err: err}).at(lines)
+		return (&Error{Path: path, Err: err}).At(lines)
 	}
 	if fc.Listen != nil {
 		if err := checkListen(*fc.Listen); err != nil {

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/tollgate-auth/tollgate/authguard"
+	"github.com/tollgate-auth/tollgate/internal/policyfile"
 )
 
 // authguard says whether a field error's message is said of the field
@@ -33,7 +34,7 @@ func TestFieldError_ThePredicateFlagPlacesTheMessageNotItsFirstWord(t *testing.T
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := policyError(tt.fe)
+			err := policyfile.PolicyError(tt.fe)
 			if got := err.Error(); got != tt.want {
 				t.Errorf("got  %s\nwant %s", got, tt.want)
 			}

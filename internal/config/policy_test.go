@@ -284,13 +284,11 @@ func TestDefaultPolicy_SettingsAreAuthguardDefaults(t *testing.T) {
 			}
 		}
 	}
-	f, err := emptyFlow().compile("api")
+	np, err := LoadPolicy([]byte("flows:\n  api:\n    kind: attempts\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := authguard.NewPolicy(f); err != nil {
-		t.Fatal(err)
-	}
+	f := np.Flow("api")
 	got, want := settings(f), zeroOf("api", authguard.Attempts)
 	for k := range want {
 		if got[k] != want[k] {

@@ -175,7 +175,7 @@ func proxyConfig(fp *fileProxy, policy *authguard.Policy, apiListen string) (*Pr
 		if len(p.TrustedProxies) > 0 && p.ClientIPHeader == client.HeaderNone {
 			msg = "trusted_proxies need the client_ip_header they write (x-forwarded-for or forwarded)"
 		}
-		return nil, "proxy.trusted_proxies", &said{msg: msg, err: err}
+		return nil, "proxy.trusted_proxies", said(msg, err, false)
 	}
 	p.RewriteHost = fp.RewriteHost
 	if d := time.Duration(fp.UpstreamTimeout); d != 0 {
@@ -213,7 +213,7 @@ func proxyConfig(fp *fileProxy, policy *authguard.Policy, apiListen string) (*Pr
 		var re *proxy.RouteError
 		if errors.As(err, &re) {
 			path, msg := routeErrorPath(re)
-			return nil, path, &said{msg: msg, err: err, of: saysOf(msg)}
+			return nil, path, said(msg, err, saysOf(msg))
 		}
 		return nil, "proxy.routes", err
 	}

@@ -40,7 +40,7 @@ func ruleLine(r authguard.Rule) string {
 // ever locked.
 func asvsDocumented(c *checker, r *Result) {
 	howf(r, "docs/policy.md \"How it decides\" and docs/proof.md \"What holds\" say what each rule counts and what holds against which attack; docs/design.md §3 and §10 say who is counted where and which test shows each promise")
-	howf(r, "the built-in policy (internal/config/default_policy.yaml) says why each number is what it is; `tollgate validate-config -print` shows the effective policy of any file")
+	howf(r, "the built-in policy (internal/policyfile/default_policy.yaml) says why each number is what it is; `tollgate validate-config -print` shows the effective policy of any file")
 	howf(r, "no account is ever locked: past a limit a call is delayed or asks for a CAPTCHA")
 	for _, f := range c.attempts() {
 		dev := deviceRule(f.Flow)

@@ -357,7 +357,7 @@ func errAt(n *yaml.Node, path, format string, args ...any) error {
 //
 // flows adds flows to the policy the run uses (the built-in policy, or the
 // one Run is given), in exactly the format of a config file's flows
-// (internal/config/default_policy.yaml documents it): each a new flow,
+// (internal/policyfile/default_policy.yaml documents it): each a new flow,
 // empty or from a template. A flow the policy already has is an error,
 // here for the built-in flows and in Run for the others: changing a flow
 // is the config file's job. Actors name the flows with flow. A flow whose

@@ -62,11 +62,8 @@ var (
 	errorAt        = policyfile.ErrorAt
 	said           = policyfile.Said
 	saysOf         = policyfile.SaysOf
-	join           = policyfile.Join
 	decodeError    = policyfile.DecodeError
 	syntaxError    = policyfile.SyntaxError
-	indexLines     = policyfile.IndexLines
-	parentPath     = policyfile.ParentPath
 	unknownKey     = policyfile.UnknownKey
 	yamlKeysOf     = policyfile.YAMLKeysOf
 	closest        = policyfile.Closest

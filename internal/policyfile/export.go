@@ -28,23 +28,14 @@ func Said(msg string, err error, of bool) error { return &said{msg: msg, err: er
 // SaysOf reports whether msg, a message config wrote, is said of a name.
 func SaysOf(msg string) bool { return saysOf(msg) }
 
-// Join puts a name before msg, as an Error does its path.
-func Join(name, msg string) string { return join(name, msg) }
-
 // DecodeError is the *Error of a failed yaml decode at path.
 func DecodeError(path string, err error) error { return decodeError(path, err) }
 
 // SyntaxError is the *Error of a file that is not YAML.
 func SyntaxError(err error) error { return syntaxError(err) }
 
-// IndexLines is the line of every key of a flows mapping n.
-func IndexLines(n *yaml.Node) LineIndex { return indexLines(n) }
-
 // At places e in a file whose keys are at lines (see Error).
 func (e *Error) At(lines LineIndex) *Error { return e.at(lines) }
-
-// ParentPath is the path of the mapping or list holding path's last key.
-func ParentPath(path string) string { return parentPath(path) }
 
 // UnknownKey is the error of a key k that is not one of valid, in the
 // mapping at where ("" for the top level).

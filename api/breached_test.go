@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -30,9 +31,18 @@ func breachedHarness(t *testing.T, b api.Breached, v *auth.Verifier) *harness {
 }
 
 // testCorpus holds password's and 123456's hashes and 299 more in
-// password's range, the fullest.
+// password's range, the fullest. A corpus is immutable, and each one
+// allocates its range table (megabytes): the tests share one.
 func testCorpus(t *testing.T) *breached.Corpus {
 	t.Helper()
+	c, err := sharedCorpus()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var sharedCorpus = sync.OnceValues(func() (*breached.Corpus, error) {
 	var b strings.Builder
 	for _, pw := range []string{"password", "123456"} {
 		p, s := hibp.Hash(pw)
@@ -41,12 +51,8 @@ func testCorpus(t *testing.T) *breached.Corpus {
 	for i := range 299 {
 		fmt.Fprintf(&b, "5BAA6%035X:1\n", i*104729+3)
 	}
-	c, err := breached.Parse([]byte(b.String()), 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
+	return breached.Parse([]byte(b.String()), 0)
+})
 
 func liveOf(t *testing.T, cfg breached.Config) *breached.Live {
 	t.Helper()

@@ -44,14 +44,23 @@ func (p Policy) MaxFailuresIn(window time.Duration) int {
 	// start[c]: the earliest a fresh cycle can start once c attempts were
 	// made in whole cycles; first[n]: the earliest the n-th attempt from a
 	// fresh start can be, whole cycles and then a ramp of the rest.
-	start, first := make([]int64, n+1), make([]int64, n+1)
+	start, first := make([]int64, 1, n+1), make([]int64, 1, n+1)
 	for c := 1; c <= n; c++ {
-		start[c], first[c] = never, never
+		s, f := int64(never), int64(never)
 		for k := 1; k <= min(c, len(times)); k++ {
-			if s := start[c-k]; s != never {
-				start[c] = min(start[c], s+times[k-1]+forget)
-				first[c] = min(first[c], s+times[k-1])
+			if b := start[c-k]; b != never {
+				s = min(s, b+times[k-1]+forget)
+				f = min(f, b+times[k-1])
 			}
+		}
+		start, first = append(start, s), append(first, f)
+		if f >= w {
+			// Both grow with c (dropping an attempt never makes a schedule
+			// later), so fits below reads no further than the first
+			// attempt past the window: stopping here saves most of the
+			// table for a policy that allows far fewer than MaxExact.
+			n = c
+			break
 		}
 	}
 	// fits is how many attempts a fresh start leaves room for before r.

@@ -21,6 +21,13 @@ import (
 	"github.com/tollgate-auth/tollgate/internal/testkit/testclock"
 )
 
+// stepCorpus holds breachedPass. A corpus is immutable, and each one
+// allocates its range table (megabytes): the tests share one.
+var stepCorpus = sync.OnceValues(func() (*breached.Corpus, error) {
+	sum := sha1.Sum([]byte(breachedPass))
+	return breached.Parse([]byte(strings.ToUpper(hex.EncodeToString(sum[:]))+":9659365\n"), 0)
+})
+
 // newEngineStepApp is a stepApp on the real tollgate (engine on its
 // built-in policy, API, and a breached-password corpus holding
 // breachedPass) instead of the stand-in.
@@ -36,8 +43,7 @@ func newEngineStepApp(t *testing.T) *stepApp {
 	if err != nil {
 		t.Fatal(err)
 	}
-	sum := sha1.Sum([]byte(breachedPass))
-	corpus, err := breached.Parse([]byte(strings.ToUpper(hex.EncodeToString(sum[:]))+":9659365\n"), 0)
+	corpus, err := stepCorpus()
 	if err != nil {
 		t.Fatal(err)
 	}

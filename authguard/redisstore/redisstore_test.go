@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -36,6 +37,14 @@ var (
 func TestMain(m *testing.M) {
 	flag.Parse()
 	if testing.Short() { // needRedis skips: real Redis runs in the full make test
+		// Only miniredis runs, over a live heap of tens of MB: collecting a
+		// quarter as often, as internal/testkit/lessgc does, spends a fifth
+		// less CPU (0.51 -> 0.41 CPU-s, 76 MB resident rather than 42).
+		// The package does not import lessgc: the full run's floods peak at
+		// 2.8 GB at the default. GOGC set in the environment still wins.
+		if os.Getenv("GOGC") == "" {
+			debug.SetGCPercent(400)
+		}
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "tollgate-redisstore-")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"net/http"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -34,6 +36,14 @@ func TestMain(m *testing.M) {
 		case "fake-ratelimit":
 			os.Exit(fakeRatelimit())
 		}
+	}
+	flag.Parse()
+	if testing.Short() && os.Getenv("GOGC") == "" {
+		// Collecting a quarter as often, as internal/testkit/lessgc does,
+		// spends a tenth less CPU under -short (0.56 -> 0.50 CPU-s, 38 MB
+		// resident rather than 27). Only under -short: the full run peaks
+		// at 535 MB at the default.
+		debug.SetGCPercent(400)
 	}
 	os.Exit(m.Run())
 }

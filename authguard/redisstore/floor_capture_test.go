@@ -55,12 +55,13 @@ func TestCaptureFreshCheckCalls(t *testing.T) {
 func captureCheck(t *testing.T, dir, layout string, c redis.UniversalClient) {
 	t.Helper()
 	rec := &callRecorder{sources: map[string]string{}}
-	c.AddHook(rec)
+	c.AddHook(seeCmds(rec.see))
 	cc, cluster := c.(*redis.ClusterClient)
 	if cluster {
 		// Preload loads the scripts through each master's own client,
-		// which the Cluster's hooks do not see.
-		cc.OnNewNode(func(n *redis.Client) { n.AddHook(sourceRecorder{rec}) })
+		// which the Cluster's hooks do not see: there only the scripts
+		// are kept, the Cluster's hook seeing the calls.
+		cc.OnNewNode(func(n *redis.Client) { n.AddHook(seeCmds(func(cmd redis.Cmder) { rec.keep(cmd, false) })) })
 	}
 	st, err := redisstore.New(redisstore.Config{Client: c, Timeout: 5 * time.Second, SubjectTags: cluster})
 	if err != nil {
@@ -176,45 +177,5 @@ func (r *callRecorder) keep(cmd redis.Cmder, calls bool) {
 		source(args[2])
 	case name == "evalsha" && len(args) > 2 && calls && r.recording:
 		r.calls = append(r.calls, args)
-	}
-}
-
-func (r *callRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (r *callRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		r.see(cmd)
-		return next(ctx, cmd)
-	}
-}
-
-func (r *callRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			r.see(cmd)
-		}
-		return next(ctx, cmds)
-	}
-}
-
-// sourceRecorder keeps the scripts a Cluster's master client sends and
-// none of its calls: the Cluster's own hook sees those.
-type sourceRecorder struct{ r *callRecorder }
-
-func (s sourceRecorder) DialHook(next redis.DialHook) redis.DialHook { return next }
-
-func (s sourceRecorder) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
-	return func(ctx context.Context, cmd redis.Cmder) error {
-		s.r.keep(cmd, false)
-		return next(ctx, cmd)
-	}
-}
-
-func (s sourceRecorder) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
-	return func(ctx context.Context, cmds []redis.Cmder) error {
-		for _, cmd := range cmds {
-			s.r.keep(cmd, false)
-		}
-		return next(ctx, cmds)
 	}
 }

@@ -18,6 +18,28 @@ import (
 	"github.com/tollgate-auth/tollgate/spraydetect"
 )
 
+// seeCmds is a go-redis hook that shows a function every command a client
+// sends, alone or in a pipeline, before it goes.
+type seeCmds func(redis.Cmder)
+
+func (f seeCmds) DialHook(next redis.DialHook) redis.DialHook { return next }
+
+func (f seeCmds) ProcessHook(next redis.ProcessHook) redis.ProcessHook {
+	return func(ctx context.Context, cmd redis.Cmder) error {
+		f(cmd)
+		return next(ctx, cmd)
+	}
+}
+
+func (f seeCmds) ProcessPipelineHook(next redis.ProcessPipelineHook) redis.ProcessPipelineHook {
+	return func(ctx context.Context, cmds []redis.Cmder) error {
+		for _, cmd := range cmds {
+			f(cmd)
+		}
+		return next(ctx, cmds)
+	}
+}
+
 // evalArgs is a go-redis hook that keeps the arguments of every EVALSHA
 // and EVAL after the keys.
 type evalArgs struct {
